@@ -1,0 +1,805 @@
+//! The catalogue: every git config key, environment variable and git-folder file that runs a
+//! program, loads code or redirects git — as data.
+//!
+//! This is the one place where such names are written down. The config enumeration, the
+//! defused environment, `safe-git`, `git-shim`, `wt-check audit` and the generated docs all read
+//! these tables; none of them spells a key of their own. Each row cites the section of
+//! `shared/research/git-exec-surfaces.md` it comes from, so a reviewer can check it against
+//! the experiment that established it.
+//!
+//! This module imports nothing else of gitward's (it is the bottom of the dependency graph).
+
+use serde::Serialize;
+
+/// A git version, compared as `(major, minor, patch)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct GitVersion {
+    pub major: u16,
+    pub minor: u16,
+    pub patch: u16,
+}
+
+impl GitVersion {
+    pub const fn new(major: u16, minor: u16, patch: u16) -> Self {
+        GitVersion {
+            major,
+            minor,
+            patch,
+        }
+    }
+
+    /// Parse the output of `git version` / `git --version` (`git version 2.47.3`,
+    /// `git version 2.39.5.windows.1`, `git version 2.55.GIT`).
+    pub fn parse(s: &str) -> Option<Self> {
+        let rest = s.trim().strip_prefix("git version ").unwrap_or(s.trim());
+        let mut it = rest.split(|c: char| c == '.' || c.is_whitespace() || c == '-');
+        let num = |p: Option<&str>| -> Option<u16> {
+            let p = p?;
+            let digits: String = p.chars().take_while(|c| c.is_ascii_digit()).collect();
+            digits.parse().ok()
+        };
+        let major = num(it.next())?;
+        let minor = num(it.next())?;
+        let patch = num(it.next()).unwrap_or(0);
+        Some(GitVersion {
+            major,
+            minor,
+            patch,
+        })
+    }
+}
+
+impl std::fmt::Display for GitVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// Config-based hooks (`hook.<name>.command` + `.event`) exist from this version on.
+pub const CONFIG_HOOKS_SINCE: GitVersion = GitVersion::new(2, 54, 0);
+/// `GIT_NO_LAZY_FETCH` is honoured from this version on (backported fix of CVE-2024-32465).
+pub const NO_LAZY_FETCH_SINCE: GitVersion = GitVersion::new(2, 39, 4);
+/// Relative worktree link files are understood from this version on; older git prunes them.
+pub const RELATIVE_WORKTREES_SINCE: GitVersion = GitVersion::new(2, 48, 0);
+
+/// How a catalogue key is matched against a config key `section[.subsection].name`.
+///
+/// Section and variable names compare ASCII-case-insensitively, as git does; subsections
+/// (driver names, remote names) are taken as they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "form", rename_all = "snake_case")]
+pub enum KeyPattern {
+    /// `section.name` with no subsection, e.g. `core.fsmonitor`.
+    Key {
+        section: &'static str,
+        name: &'static str,
+    },
+    /// `section.<any subsection>.name`, e.g. `filter.<driver>.clean`.
+    PerName {
+        section: &'static str,
+        name: &'static str,
+    },
+    /// `section.name` with or without a subsection, e.g. `credential.helper` and
+    /// `credential.<url>.helper`.
+    AnyScope {
+        section: &'static str,
+        name: &'static str,
+    },
+    /// Every variable of a section, with or without a subsection, e.g. `alias.*`.
+    Section { section: &'static str },
+}
+
+impl KeyPattern {
+    /// Does `key` (already split by [`ConfigKey::parse`]) match this pattern?
+    pub fn matches(&self, key: &ConfigKey<'_>) -> bool {
+        let eq = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+        match *self {
+            KeyPattern::Key { section, name } => {
+                key.subsection.is_none() && eq(key.section, section) && eq(key.name, name)
+            }
+            KeyPattern::PerName { section, name } => {
+                key.subsection.is_some() && eq(key.section, section) && eq(key.name, name)
+            }
+            KeyPattern::AnyScope { section, name } => {
+                eq(key.section, section) && eq(key.name, name)
+            }
+            KeyPattern::Section { section } => eq(key.section, section),
+        }
+    }
+
+    /// The pattern as git's docs write it: `filter.<name>.clean`.
+    pub fn display(&self) -> String {
+        match *self {
+            KeyPattern::Key { section, name } => format!("{section}.{name}"),
+            KeyPattern::PerName { section, name } => format!("{section}.<name>.{name}"),
+            KeyPattern::AnyScope { section, name } => format!("{section}[.<scope>].{name}"),
+            KeyPattern::Section { section } => format!("{section}.*"),
+        }
+    }
+}
+
+/// A config key split the way git splits it: section up to the first dot, variable name
+/// after the last dot, subsection (which may itself contain dots) in between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConfigKey<'a> {
+    pub section: &'a str,
+    pub subsection: Option<&'a str>,
+    pub name: &'a str,
+}
+
+impl<'a> ConfigKey<'a> {
+    /// Split `section.sub.sec.tion.name`; `None` for a key without a dot.
+    pub fn parse(key: &'a str) -> Option<Self> {
+        let first = key.find('.')?;
+        let last = key.rfind('.')?;
+        let section = &key[..first];
+        let name = &key[last + 1..];
+        if section.is_empty() || name.is_empty() {
+            return None;
+        }
+        let subsection = (first != last).then(|| &key[first + 1..last]);
+        Some(ConfigKey {
+            section,
+            subsection,
+            name,
+        })
+    }
+}
+
+/// What a matching value does when git acts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// The value is passed to `sh -c`.
+    RunsShell,
+    /// The value is executed directly as a program (no shell).
+    RunsProgram,
+    /// The value makes git run a program found elsewhere (a helper on `PATH`, a hook folder,
+    /// a transport), or makes a driver selectable.
+    EnablesProgram,
+    /// The value makes git read more configuration (includes, worktree config).
+    LoadsConfig,
+    /// The value points git at another git dir, work tree, attributes or object store.
+    Redirects,
+    /// The value makes git run work that reaches other surfaces (auto-gc, submodule
+    /// recursion, signature verification).
+    Triggers,
+}
+
+/// How the defused environment stops a key whose value comes from an untrusted file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "how", rename_all = "snake_case")]
+pub enum Neutraliser {
+    /// A command-scope value (`-c key=value`) wins over every file and stops it.
+    Set { value: &'static str },
+    /// Like `Set`, but if the owner's trusted config (system/global) sets the key, that value
+    /// is re-asserted instead, so honest repositories behave exactly as under plain git.
+    TrustedOr { value: &'static str },
+    /// Per driver/tool/hook name: `-c <section>.<name>.<key>=<value>` for every name that
+    /// enumeration finds (config sections and attribute selections). `key` is the variable
+    /// to set when it is not the matched one (config hooks are disarmed through `enabled`).
+    PerName {
+        key: Option<&'static str>,
+        value: &'static str,
+    },
+    /// `-c` cannot stop it (first value wins, or multi-valued, or read before `-c`);
+    /// `instead` says what gitward does.
+    Cannot { instead: &'static str },
+    /// Harmless to run with; listed for the audit only.
+    AuditOnly,
+}
+
+/// How serious an armed value is when found by an audit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Note,
+    Warning,
+    Error,
+}
+
+/// One row of the catalogue.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct KeyEntry {
+    pub key: KeyPattern,
+    pub effect: Effect,
+    /// What runs, in one line.
+    pub runs: &'static str,
+    /// Which git commands trigger it.
+    pub trigger: &'static str,
+    pub neutraliser: Neutraliser,
+    /// First git version that knows the key (`None`: every supported version).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<GitVersion>,
+    pub severity: Severity,
+    /// The research row this comes from, e.g. `§1a`.
+    pub research: &'static str,
+}
+
+macro_rules! k {
+    ($s:literal . $n:literal) => {
+        KeyPattern::Key {
+            section: $s,
+            name: $n,
+        }
+    };
+}
+macro_rules! per {
+    ($s:literal . $n:literal) => {
+        KeyPattern::PerName {
+            section: $s,
+            name: $n,
+        }
+    };
+}
+macro_rules! any {
+    ($s:literal . $n:literal) => {
+        KeyPattern::AnyScope {
+            section: $s,
+            name: $n,
+        }
+    };
+}
+
+use Effect::*;
+use Neutraliser as N;
+use Severity::*;
+
+const fn set(value: &'static str) -> Neutraliser {
+    N::Set { value }
+}
+const fn pername(value: &'static str) -> Neutraliser {
+    N::PerName { key: None, value }
+}
+const fn cannot(instead: &'static str) -> Neutraliser {
+    N::Cannot { instead }
+}
+
+/// Every config key and key pattern that runs a program, loads code or redirects git.
+pub static KEYS: &[KeyEntry] = &[
+    // §1a hooks and monitors
+    KeyEntry { key: k!("core"."fsmonitor"), effect: RunsShell, runs: "any non-boolean value, via sh, with <version> <token>", trigger: "every index refresh: status, diff, add, commit, ls-files, checkout, reset, stash", neutraliser: set("false"), since: None, severity: Error, research: "§1a" },
+    KeyEntry { key: k!("core"."hooksPath"), effect: EnablesProgram, runs: "every hook from the named folder (relative: from the work-tree top)", trigger: "every hook event", neutraliser: set("/dev/null"), since: None, severity: Error, research: "§1a" },
+    KeyEntry { key: per!("hook"."command"), effect: RunsShell, runs: "config-based hook command, via sh", trigger: "the events listed in hook.<name>.event", neutraliser: N::PerName { key: Some("enabled"), value: "false" }, since: Some(CONFIG_HOOKS_SINCE), severity: Error, research: "§1a" },
+    KeyEntry { key: per!("hook"."event"), effect: EnablesProgram, runs: "binds a config-based hook to an event", trigger: "that event", neutraliser: N::PerName { key: Some("enabled"), value: "false" }, since: Some(CONFIG_HOOKS_SINCE), severity: Error, research: "§1a" },
+    // §1b transport, credentials, network
+    KeyEntry { key: per!("remote"."uploadpack"), effect: RunsShell, runs: "for local and file:// remotes, the value via sh with the repository path", trigger: "fetch, pull, ls-remote, clone, lazy fetch", neutraliser: cannot("first value wins: transports are cut with GIT_ALLOW_PROTOCOL and lazy fetch with GIT_NO_LAZY_FETCH"), since: None, severity: Error, research: "§1b" },
+    KeyEntry { key: per!("remote"."receivepack"), effect: RunsShell, runs: "for local remotes, the value via sh", trigger: "push", neutraliser: cannot("first value wins: transports are cut with GIT_ALLOW_PROTOCOL"), since: None, severity: Error, research: "§1b" },
+    KeyEntry { key: per!("remote"."url"), effect: EnablesProgram, runs: "ext::<cmd> runs a command line; <helper>::<addr> runs git-remote-<helper>; a local path makes uploadpack run", trigger: "fetch, push, ls-remote", neutraliser: cannot("URLs cannot be removed: transports are cut with GIT_ALLOW_PROTOCOL"), since: None, severity: Warning, research: "§1b" },
+    KeyEntry { key: per!("remote"."pushurl"), effect: EnablesProgram, runs: "as remote.<name>.url, for push", trigger: "push", neutraliser: cannot("transports are cut with GIT_ALLOW_PROTOCOL"), since: None, severity: Warning, research: "§1b" },
+    KeyEntry { key: per!("remote"."vcs"), effect: EnablesProgram, runs: "git-remote-<vcs> from the exec path or PATH", trigger: "fetch, push, ls-remote", neutraliser: cannot("transports are cut with GIT_ALLOW_PROTOCOL"), since: None, severity: Error, research: "§1b" },
+    KeyEntry { key: per!("remote"."proxy"), effect: Redirects, runs: "no program; sends traffic through a proxy", trigger: "http(s) transports", neutraliser: cannot("transports are cut with GIT_ALLOW_PROTOCOL"), since: None, severity: Note, research: "§1b" },
+    KeyEntry { key: per!("url"."insteadOf"), effect: Redirects, runs: "rewrites any URL, e.g. to ext:: or to a local path whose uploadpack runs", trigger: "every URL use", neutraliser: cannot("rewrite rules cannot be removed: transports are cut with GIT_ALLOW_PROTOCOL"), since: None, severity: Error, research: "§1b" },
+    KeyEntry { key: per!("url"."pushInsteadOf"), effect: Redirects, runs: "rewrites push URLs", trigger: "push", neutraliser: cannot("transports are cut with GIT_ALLOW_PROTOCOL"), since: None, severity: Error, research: "§1b" },
+    KeyEntry { key: k!("protocol"."allow"), effect: EnablesProgram, runs: "transport policy", trigger: "fetch, push", neutraliser: cannot("GIT_ALLOW_PROTOCOL overrides every protocol.* key"), since: None, severity: Warning, research: "§1b" },
+    KeyEntry { key: per!("protocol"."allow"), effect: EnablesProgram, runs: "per-transport policy; protocol.ext.allow=always enables ext:: commands", trigger: "fetch, push", neutraliser: cannot("GIT_ALLOW_PROTOCOL overrides every protocol.* key"), since: None, severity: Error, research: "§1b" },
+    KeyEntry { key: k!("core"."sshCommand"), effect: RunsShell, runs: "ssh replacement, via sh", trigger: "ssh transports, including lazy fetch and submodules", neutraliser: cannot("GIT_SSH_COMMAND beats it and is set to plain ssh"), since: None, severity: Error, research: "§1b" },
+    KeyEntry { key: k!("ssh"."variant"), effect: EnablesProgram, runs: "selects ssh argument style", trigger: "ssh transports", neutraliser: N::AuditOnly, since: None, severity: Note, research: "§1b" },
+    KeyEntry { key: any!("core"."gitProxy"), effect: RunsProgram, runs: "program run as <cmd> <host> <port>", trigger: "git:// transports", neutraliser: cannot("first match wins: GIT_PROXY_COMMAND is set to empty, which overrides it"), since: None, severity: Error, research: "§1b" },
+    KeyEntry { key: any!("credential"."helper"), effect: RunsShell, runs: "git credential-<name>, an absolute path, or !<shell>", trigger: "authentication, git credential", neutraliser: set(""), since: None, severity: Error, research: "§1b" },
+    KeyEntry { key: k!("core"."askPass"), effect: RunsProgram, runs: "password prompt program", trigger: "credential prompts", neutraliser: set(""), since: None, severity: Error, research: "§1b" },
+    KeyEntry { key: k!("core"."alternateRefsCommand"), effect: RunsShell, runs: "via sh, with an alternate's path", trigger: "fetch, rev-list --alternate-refs, receive-pack (needs objects/info/alternates)", neutraliser: set(""), since: None, severity: Error, research: "§1b" },
+    KeyEntry { key: k!("uploadpack"."packObjectsHook"), effect: RunsShell, runs: "wraps pack-objects when serving", trigger: "serving a fetch (honoured from protected config only)", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1b" },
+    KeyEntry { key: k!("http"."proxy"), effect: Redirects, runs: "no program; traffic redirect", trigger: "http(s) transports", neutraliser: cannot("transports are cut with GIT_ALLOW_PROTOCOL"), since: None, severity: Note, research: "§1b" },
+    KeyEntry { key: k!("transfer"."bundleURI"), effect: Redirects, runs: "downloads bundles (CVE-2025-48385)", trigger: "clone, fetch", neutraliser: set("false"), since: None, severity: Warning, research: "§1b" },
+    // §1c editors, pagers, viewers, tools
+    KeyEntry { key: k!("core"."editor"), effect: RunsShell, runs: "editor, via sh", trigger: "commit without -m, tag -a, merge --edit, notes, rebase -i", neutraliser: cannot("GIT_EDITOR beats it and is set to ':'"), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: k!("sequence"."editor"), effect: RunsShell, runs: "todo-list editor, via sh", trigger: "rebase -i", neutraliser: cannot("GIT_SEQUENCE_EDITOR beats it and is set to ':'"), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: k!("core"."pager"), effect: RunsShell, runs: "pager, via sh", trigger: "paging commands with a terminal on stdout", neutraliser: set("cat"), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: KeyPattern::Section { section: "pager" }, effect: RunsShell, runs: "pager.<cmd> = a command: both enables paging and names the pager", trigger: "git <cmd> with a terminal", neutraliser: cannot("GIT_PAGER beats it and is set to cat"), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: k!("diff"."external"), effect: RunsShell, runs: "external diff, via sh, 7 arguments per path", trigger: "diff; log/show with --ext-diff", neutraliser: set(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: per!("diff"."command"), effect: RunsShell, runs: "external diff driver, via sh (selected by attribute diff=<name>)", trigger: "diff; log/show with --ext-diff", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: per!("diff"."textconv"), effect: RunsShell, runs: "text conversion, via sh (selected by attribute diff=<name>)", trigger: "diff, log -p, show, blame, cat-file --textconv, grep --textconv", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: k!("interactive"."diffFilter"), effect: RunsShell, runs: "filter for add -p output, via sh", trigger: "add -p/-i with colour", neutraliser: set(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: per!("difftool"."cmd"), effect: RunsShell, runs: "diff tool, via sh", trigger: "difftool", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: per!("difftool"."path"), effect: RunsProgram, runs: "replaces a built-in tool's binary", trigger: "difftool", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: per!("mergetool"."cmd"), effect: RunsShell, runs: "merge tool, via sh", trigger: "mergetool", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: per!("mergetool"."path"), effect: RunsProgram, runs: "replaces a built-in tool's binary", trigger: "mergetool", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: k!("diff"."tool"), effect: EnablesProgram, runs: "selects difftool.<tool>", trigger: "difftool", neutraliser: N::AuditOnly, since: None, severity: Note, research: "§1c" },
+    KeyEntry { key: k!("merge"."tool"), effect: EnablesProgram, runs: "selects mergetool.<tool>", trigger: "mergetool, difftool fallback", neutraliser: N::AuditOnly, since: None, severity: Note, research: "§1c" },
+    KeyEntry { key: k!("man"."viewer"), effect: EnablesProgram, runs: "selects man.<tool>", trigger: "git help, git <cmd> --help", neutraliser: set("man"), since: None, severity: Warning, research: "§1c" },
+    KeyEntry { key: per!("man"."cmd"), effect: RunsShell, runs: "man viewer, via sh", trigger: "git help, git <cmd> --help", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: per!("man"."path"), effect: RunsProgram, runs: "man viewer binary", trigger: "git help, git <cmd> --help", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: k!("help"."browser"), effect: RunsProgram, runs: "browser for git help -w", trigger: "git help -w", neutraliser: set(""), since: None, severity: Warning, research: "§1c" },
+    KeyEntry { key: k!("web"."browser"), effect: RunsProgram, runs: "browser for web--browse", trigger: "git web--browse, instaweb", neutraliser: set(""), since: None, severity: Warning, research: "§1c" },
+    KeyEntry { key: per!("browser"."cmd"), effect: RunsShell, runs: "browser, via sh", trigger: "git help -w, web--browse", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: per!("browser"."path"), effect: RunsProgram, runs: "browser binary", trigger: "git help -w, web--browse", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: k!("instaweb"."httpd"), effect: RunsShell, runs: "http daemon", trigger: "git instaweb", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1c" },
+    KeyEntry { key: k!("instaweb"."browser"), effect: RunsProgram, runs: "browser", trigger: "git instaweb", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1c" },
+    KeyEntry { key: per!("guitool"."cmd"), effect: RunsShell, runs: "git gui tool, via sh", trigger: "git gui menu", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1c" },
+    KeyEntry { key: k!("help"."autoCorrect"), effect: Triggers, runs: "runs a guessed command for a mistyped one", trigger: "mistyped commands", neutraliser: set("0"), since: None, severity: Note, research: "§1c" },
+    KeyEntry { key: KeyPattern::Section { section: "alias" }, effect: RunsShell, runs: "!<cmd> aliases run via sh from the work-tree top; others prepend options such as -c", trigger: "when the alias is typed", neutraliser: cannot("aliases are refused: safe-git runs only allow-listed built-in subcommands and the shim refuses aliases that are not plain git"), since: None, severity: Warning, research: "§1c" },
+    // §1d content conversion, merge, signing, archive, trailers
+    KeyEntry { key: per!("filter"."clean"), effect: RunsShell, runs: "clean filter, via sh (selected by attribute filter=<name>)", trigger: "status on stat-dirty files, diff, add, commit -a, stash", neutraliser: pername(""), since: None, severity: Error, research: "§1d" },
+    KeyEntry { key: per!("filter"."smudge"), effect: RunsShell, runs: "smudge filter, via sh", trigger: "checkout, switch, reset --hard, stash, archive, cat-file --filters", neutraliser: pername(""), since: None, severity: Error, research: "§1d" },
+    KeyEntry { key: per!("filter"."process"), effect: RunsShell, runs: "long-running filter process, via sh", trigger: "as clean and smudge", neutraliser: pername(""), since: None, severity: Error, research: "§1d" },
+    KeyEntry { key: per!("filter"."required"), effect: Triggers, runs: "makes a failing or emptied filter fatal", trigger: "as clean and smudge", neutraliser: pername("false"), since: None, severity: Note, research: "§1d" },
+    KeyEntry { key: per!("merge"."driver"), effect: RunsShell, runs: "merge driver, via sh with %O %A %B (selected by attribute merge=<name>)", trigger: "merge, cherry-pick, rebase, revert, stash apply", neutraliser: pername(""), since: None, severity: Error, research: "§1d" },
+    KeyEntry { key: any!("gpg"."program"), effect: RunsProgram, runs: "signing/verification program (gpg.program, gpg.<format>.program)", trigger: "log/show with log.showSignature or --show-signature on a signed commit; commit/tag with gpgSign", neutraliser: N::TrustedOr { value: "" }, since: None, severity: Error, research: "§1d" },
+    KeyEntry { key: per!("gpg"."defaultKeyCommand"), effect: RunsProgram, runs: "ssh signing key command", trigger: "ssh-format signing", neutraliser: pername(""), since: None, severity: Error, research: "§1d" },
+    KeyEntry { key: per!("gpg"."allowedSignersFile"), effect: Redirects, runs: "no program; file path, may point into the work tree", trigger: "ssh signature verification", neutraliser: N::AuditOnly, since: None, severity: Note, research: "§1d" },
+    KeyEntry { key: k!("log"."showSignature"), effect: Triggers, runs: "makes log/show run the verification program", trigger: "log, show", neutraliser: N::TrustedOr { value: "false" }, since: None, severity: Warning, research: "§1d" },
+    KeyEntry { key: k!("commit"."gpgSign"), effect: Triggers, runs: "makes commit run the signing program", trigger: "commit", neutraliser: N::TrustedOr { value: "false" }, since: None, severity: Warning, research: "§1d" },
+    KeyEntry { key: k!("tag"."gpgSign"), effect: Triggers, runs: "makes tag run the signing program", trigger: "tag", neutraliser: N::TrustedOr { value: "false" }, since: None, severity: Warning, research: "§1d" },
+    KeyEntry { key: k!("push"."gpgSign"), effect: Triggers, runs: "makes push run the signing program", trigger: "push", neutraliser: N::TrustedOr { value: "false" }, since: None, severity: Warning, research: "§1d" },
+    KeyEntry { key: k!("merge"."verifySignatures"), effect: Triggers, runs: "makes merge run the verification program", trigger: "merge, pull", neutraliser: N::TrustedOr { value: "false" }, since: None, severity: Warning, research: "§1d" },
+    KeyEntry { key: per!("tar"."command"), effect: RunsShell, runs: "archive compression filter, via sh", trigger: "archive --format=<fmt>", neutraliser: pername(""), since: None, severity: Error, research: "§1d" },
+    KeyEntry { key: per!("trailer"."command"), effect: RunsShell, runs: "trailer command, via sh (deprecated form, runs on every interpret-trailers)", trigger: "interpret-trailers, commit --trailer", neutraliser: pername(""), since: None, severity: Error, research: "§1d" },
+    KeyEntry { key: per!("trailer"."cmd"), effect: RunsShell, runs: "trailer command, via sh", trigger: "--trailer <key>=…", neutraliser: pername(""), since: None, severity: Error, research: "§1d" },
+    KeyEntry { key: KeyPattern::Section { section: "sendemail" }, effect: RunsShell, runs: "sendmailCmd, toCmd, ccCmd, headerCmd, smtpServer (absolute path), validate", trigger: "git send-email", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1d" },
+    KeyEntry { key: k!("imap"."tunnel"), effect: RunsShell, runs: "tunnel command, via sh", trigger: "git imap-send", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1d" },
+    KeyEntry { key: k!("gc"."recentObjectsHook"), effect: RunsShell, runs: "via sh, output = object ids to keep (multi-valued)", trigger: "gc, prune, auto-gc after commit/fetch", neutraliser: cannot("multi-valued, cannot be cleared: auto-gc is switched off (gc.auto=0, maintenance.auto=false)"), since: None, severity: Error, research: "§1d" },
+    KeyEntry { key: k!("gc"."auto"), effect: Triggers, runs: "makes commit/fetch run auto-gc (pre-auto-gc hook, recentObjectsHook, worktree prune)", trigger: "commit, fetch, merge", neutraliser: set("0"), since: None, severity: Note, research: "§1d" },
+    KeyEntry { key: k!("maintenance"."auto"), effect: Triggers, runs: "as gc.auto", trigger: "commit, fetch, merge", neutraliser: set("false"), since: None, severity: Note, research: "§1d" },
+    KeyEntry { key: k!("gc"."worktreePruneExpire"), effect: Triggers, runs: "no program; auto-gc prunes worktree entries (now = at once)", trigger: "auto-gc", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1d" },
+    KeyEntry { key: per!("submodule"."update"), effect: RunsShell, runs: "update = !<cmd>, via sh (only from .git/config)", trigger: "submodule update", neutraliser: cannot("submodule update is not run by safe-git; the audit flags it"), since: None, severity: Error, research: "§1d" },
+    KeyEntry { key: k!("submodule"."recurse"), effect: Triggers, runs: "makes commands enter submodules, whose config and hooks then run", trigger: "checkout, fetch, …", neutraliser: N::AuditOnly, since: None, severity: Note, research: "§1d" },
+    // §1e config loading and location redirects
+    KeyEntry { key: k!("include"."path"), effect: LoadsConfig, runs: "inserts another config file (relative to the including file)", trigger: "every command", neutraliser: cannot("cannot be cleared by -c: every target is enumerated (all conditions) and what it defines is neutralised"), since: None, severity: Warning, research: "§1e" },
+    KeyEntry { key: per!("includeIf"."path"), effect: LoadsConfig, runs: "inserts another config file when the condition holds", trigger: "every command", neutraliser: cannot("cannot be cleared by -c: every target is enumerated whatever its condition"), since: None, severity: Warning, research: "§1e" },
+    KeyEntry { key: k!("extensions"."worktreeConfig"), effect: LoadsConfig, runs: "reads config.worktree of the current git dir", trigger: "every command", neutraliser: cannot("read at setup: config.worktree files are enumerated and neutralised"), since: None, severity: Warning, research: "§1e" },
+    KeyEntry { key: k!("core"."worktree"), effect: Redirects, runs: "no program; work tree anywhere", trigger: "every command", neutraliser: cannot("safe-git refuses a repository whose config sets it"), since: None, severity: Error, research: "§1e" },
+    KeyEntry { key: k!("core"."bare"), effect: Redirects, runs: "flips bare/non-bare interpretation", trigger: "every command", neutraliser: N::AuditOnly, since: None, severity: Note, research: "§1e" },
+    KeyEntry { key: k!("core"."attributesFile"), effect: Redirects, runs: "extra attributes file: selects filter/diff/merge drivers", trigger: "status, diff, commit", neutraliser: cannot("drivers are neutralised per name, whatever selects them"), since: None, severity: Note, research: "§1e" },
+    KeyEntry { key: k!("attr"."tree"), effect: Redirects, runs: "reads .gitattributes from a tree-ish", trigger: "attribute lookups", neutraliser: cannot("drivers are neutralised per name, whatever selects them"), since: None, severity: Warning, research: "§1e" },
+    KeyEntry { key: k!("extensions"."partialClone"), effect: Triggers, runs: "missing objects are fetched from the promisor remote (its uploadpack/ssh/helper)", trigger: "show, cat-file, checkout, log -p, diff", neutraliser: cannot("GIT_NO_LAZY_FETCH=1 and GIT_ALLOW_PROTOCOL cut the fetch"), since: None, severity: Warning, research: "§1e" },
+    KeyEntry { key: per!("remote"."promisor"), effect: Triggers, runs: "makes the remote a lazy-fetch source", trigger: "missing objects", neutraliser: cannot("GIT_NO_LAZY_FETCH=1"), since: None, severity: Warning, research: "§1e" },
+    KeyEntry { key: k!("extensions"."refStorage"), effect: Redirects, runs: "ref storage URI (2.54+: may name an arbitrary path)", trigger: "every command", neutraliser: N::AuditOnly, since: None, severity: Note, research: "§1e" },
+    KeyEntry { key: per!("submodule"."gitdir"), effect: Redirects, runs: "submodule git dir taken from config (2.54+, extensions.submodulePathConfig)", trigger: "submodule commands, recursion", neutraliser: N::AuditOnly, since: Some(CONFIG_HOOKS_SINCE), severity: Warning, research: "§1e" },
+    KeyEntry { key: k!("extensions"."relativeWorktrees"), effect: Redirects, runs: "relative worktree link files (2.48+; older git refuses the repository)", trigger: "worktree commands", neutraliser: N::AuditOnly, since: None, severity: Note, research: "§1e" },
+];
+
+/// The catalogue rows a config key matches (most specific first as written).
+pub fn lookup(key: &str) -> impl Iterator<Item = &'static KeyEntry> + '_ {
+    let parsed = ConfigKey::parse(key);
+    KEYS.iter()
+        .filter(move |e| parsed.as_ref().is_some_and(|k| e.key.matches(k)))
+}
+
+/// Is `key` a program-running, code-loading or redirecting key (any row but audit-only
+/// notes counts)?
+pub fn is_dangerous(key: &str) -> bool {
+    lookup(key).next().is_some()
+}
+
+/// Driver kinds that `.gitattributes` selects by name; each maps to config sections whose
+/// per-name keys run programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DriverKind {
+    Filter,
+    Diff,
+    Merge,
+}
+
+impl DriverKind {
+    pub const ALL: [DriverKind; 3] = [DriverKind::Filter, DriverKind::Diff, DriverKind::Merge];
+
+    /// The attribute and config section name: `filter`, `diff`, `merge`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DriverKind::Filter => "filter",
+            DriverKind::Diff => "diff",
+            DriverKind::Merge => "merge",
+        }
+    }
+
+    pub fn from_attribute(attr: &str) -> Option<Self> {
+        DriverKind::ALL.into_iter().find(|k| k.name() == attr)
+    }
+
+    /// Per-name keys that run a program for this kind, with the value that disarms them.
+    pub fn disarm(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            DriverKind::Filter => &[
+                ("clean", ""),
+                ("smudge", ""),
+                ("process", ""),
+                ("required", "false"),
+            ],
+            DriverKind::Diff => &[("command", ""), ("textconv", "")],
+            DriverKind::Merge => &[("driver", "")],
+        }
+    }
+}
+
+/// Built-in attribute macros (git's `builtin_attr`): `binary` = `-diff -merge -text`.
+pub static BUILTIN_MACROS: &[(&str, &str)] = &[("binary", "-diff -merge -text")];
+
+/// Every hook event git knows (git master `hook-list.h`, 28 names).
+pub static HOOK_EVENTS: &[&str] = &[
+    "applypatch-msg",
+    "commit-msg",
+    "fsmonitor-watchman",
+    "p4-changelist",
+    "p4-post-changelist",
+    "p4-pre-submit",
+    "p4-prepare-changelist",
+    "post-applypatch",
+    "post-checkout",
+    "post-commit",
+    "post-index-change",
+    "post-merge",
+    "post-receive",
+    "post-rewrite",
+    "post-update",
+    "pre-applypatch",
+    "pre-auto-gc",
+    "pre-commit",
+    "pre-merge-commit",
+    "pre-push",
+    "pre-rebase",
+    "pre-receive",
+    "prepare-commit-msg",
+    "proc-receive",
+    "push-to-checkout",
+    "reference-transaction",
+    "sendemail-validate",
+    "update",
+];
+
+/// What the defused environment does with an inherited environment variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum EnvAction {
+    /// Drop it from the child's environment.
+    Remove,
+    /// Set it to this value (overrides config, or disables a feature).
+    Set { value: &'static str },
+}
+
+/// One environment variable (or prefix, when `name` ends in `*`).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct EnvEntry {
+    pub name: &'static str,
+    pub action: EnvAction,
+    pub why: &'static str,
+    pub research: &'static str,
+}
+
+const fn rm(name: &'static str, why: &'static str, research: &'static str) -> EnvEntry {
+    EnvEntry {
+        name,
+        action: EnvAction::Remove,
+        why,
+        research,
+    }
+}
+const fn setenv(
+    name: &'static str,
+    value: &'static str,
+    why: &'static str,
+    research: &'static str,
+) -> EnvEntry {
+    EnvEntry {
+        name,
+        action: EnvAction::Set { value },
+        why,
+        research,
+    }
+}
+
+/// Environment variables git (or the loader and shells it starts) reads that run a program,
+/// load code or redirect git. Applied in order: removals first, then sets.
+pub static ENV: &[EnvEntry] = &[
+    // §2a location and config selection
+    rm("GIT_DIR", "git dir override; skips safe.directory; the runner sets it deliberately if at all", "§2a"),
+    rm("GIT_WORK_TREE", "work-tree override", "§2a"),
+    rm("GIT_COMMON_DIR", "common dir override (config, hooks)", "§2a"),
+    rm("GIT_INDEX_FILE", "alternate index", "§2a"),
+    rm("GIT_OBJECT_DIRECTORY", "alternate object store", "§2a"),
+    rm("GIT_ALTERNATE_OBJECT_DIRECTORIES", "alternate object stores", "§2a"),
+    rm("GIT_NAMESPACE", "ref namespace", "§2a"),
+    rm("GIT_SHALLOW_FILE", "history shape override", "§2a"),
+    rm("GIT_GRAFT_FILE", "history shape override", "§2a"),
+    rm("GIT_REPLACE_REF_BASE", "history shape override", "§2a"),
+    rm("GIT_QUARANTINE_PATH", "internal path override", "§2a"),
+    rm("GIT_IMPLICIT_WORK_TREE", "internal path override", "§2a"),
+    rm("GIT_PREFIX", "internal path override", "§2a"),
+    rm("GIT_REFERENCE_BACKEND", "ref backend and storage path (2.54+)", "§2a"),
+    rm("GIT_DISCOVERY_ACROSS_FILESYSTEM", "discovery across mounts", "§2a"),
+    rm("GIT_CONFIG_PARAMETERS", "injects command-scope config (the carrier of -c)", "§2a"),
+    rm("GIT_CONFIG_COUNT", "injects command-scope config", "§2a"),
+    rm("GIT_CONFIG_KEY_*", "injects command-scope config", "§2a"),
+    rm("GIT_CONFIG_VALUE_*", "injects command-scope config", "§2a"),
+    rm("GIT_CONFIG", "git config --file override", "§2a"),
+    rm("GIT_CONFIG_GLOBAL", "replaces the owner's global config", "§2a"),
+    rm("GIT_CONFIG_SYSTEM", "replaces the system config", "§2a"),
+    rm("GIT_ATTR_SOURCE", "tree-ish for .gitattributes", "§2a"),
+    rm("GIT_TEMPLATE_DIR", "template (with hooks) for init/clone", "§2a"),
+    // §2b variables that run programs or load code
+    rm("GIT_EXEC_PATH", "where git finds git-* programs and remote helpers", "§2b"),
+    rm("GIT_SSH", "ssh replacement program", "§2b"),
+    rm("GIT_SSH_VARIANT", "ssh argument style", "§2b"),
+    rm("SSH_ASKPASS", "askpass fallback", "§2b"),
+    rm("LESSOPEN", "less input preprocessor", "§2b"),
+    rm("LESSCLOSE", "less input postprocessor", "§2b"),
+    rm("LESSKEY", "less key bindings file", "§2b"),
+    rm("LESSKEYIN", "less key bindings source", "§2b"),
+    rm("GIT_TEST_*", "test hooks that run programs in production builds (GIT_TEST_FSMONITOR, GIT_TEST_MAINT_SCHEDULER)", "§2b"),
+    rm("GIT_MAN_VIEWER", "man viewer", "§2b"),
+    rm("GIT_ASK_YESNO", "question program (Windows)", "§2b"),
+    rm("GIT_STRACE_COMMANDS", "wraps commands (Windows)", "§2b"),
+    rm("GIT_TRACE*", "writes traces to files, fds or sockets", "§2b"),
+    rm("GIT_REDIRECT_STDIN", "redirects standard handles (Windows)", "§2b"),
+    rm("GIT_REDIRECT_STDOUT", "redirects standard handles (Windows)", "§2b"),
+    rm("GIT_REDIRECT_STDERR", "redirects standard handles (Windows)", "§2b"),
+    rm("GIT_SSL_NO_VERIFY", "TLS verification off", "§2b"),
+    rm("GIT_CURL_VERBOSE", "prints secrets", "§2b"),
+    rm("PERL5LIB", "code loading for Perl commands", "§2b"),
+    rm("PERLLIB", "code loading for Perl commands", "§2b"),
+    rm("PERL5OPT", "code loading for Perl commands", "§2b"),
+    rm("PYTHONPATH", "code loading for Python commands", "§2b"),
+    rm("PYTHONSTARTUP", "code loading for Python", "§2b"),
+    rm("LD_PRELOAD", "loader code injection", "§2b"),
+    rm("LD_LIBRARY_PATH", "loader code injection", "§2b"),
+    rm("LD_AUDIT", "loader code injection", "§2b"),
+    rm("DYLD_*", "loader code injection (macOS)", "§2b"),
+    rm("BASH_ENV", "sourced by every non-interactive bash (hooks and aliases run through sh)", "§2b"),
+    rm("ENV", "sourced by POSIX sh", "§2b"),
+    rm("OPENSSL_CONF", "OpenSSL engine loading", "§2b"),
+    rm("BROWSER", "browser for web--browse", "§2b"),
+    setenv("GIT_EDITOR", ":", "beats core.editor; ':' means do not launch", "§2b"),
+    setenv("GIT_SEQUENCE_EDITOR", ":", "beats sequence.editor (GIT_EDITOR alone does not)", "§2b"),
+    setenv("GIT_PAGER", "cat", "beats core.pager and pager.<cmd>", "§2b"),
+    setenv("PAGER", "cat", "fallback pager", "§2b"),
+    setenv("GIT_ASKPASS", "", "empty: no askpass, and no SSH_ASKPASS fallback", "§2b"),
+    setenv("GIT_TERMINAL_PROMPT", "0", "no terminal prompts", "§2b"),
+    setenv("GIT_EXTERNAL_DIFF", "", "empty: disables diff.external too", "§2b"),
+    setenv("GIT_PROXY_COMMAND", "", "empty: overrides core.gitProxy (first value wins there)", "§2b"),
+    setenv("GIT_SSH_COMMAND", "ssh", "beats core.sshCommand", "§2b"),
+    setenv("GIT_NO_LAZY_FETCH", "1", "no promisor fetches", "§2b"),
+    setenv("GIT_PROTOCOL_FROM_USER", "0", "no user-policy protocols", "§2b"),
+    setenv("GIT_MERGE_AUTOEDIT", "no", "no editor on merge", "§2b"),
+];
+
+/// `GIT_*` variables that run nothing and point nowhere: identity, dates, pathspec and output
+/// switches. A defused environment keeps these and drops every other inherited `GIT_*`
+/// variable, so a variable added by a future git is refused until it is reviewed here.
+pub static ENV_GIT_HARMLESS: &[&str] = &[
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE",
+    "GIT_REFLOG_ACTION",
+    "GIT_LITERAL_PATHSPECS",
+    "GIT_GLOB_PATHSPECS",
+    "GIT_NOGLOB_PATHSPECS",
+    "GIT_ICASE_PATHSPECS",
+    "GIT_FLUSH",
+    "GIT_PROGRESS_DELAY",
+    "GIT_DEFAULT_HASH",
+    "GIT_DEFAULT_REF_FORMAT",
+    "GIT_DIFF_OPTS",
+    "GIT_DIFF_PATH_COUNTER",
+    "GIT_DIFF_PATH_TOTAL",
+    "GIT_MERGE_VERBOSITY",
+    "GIT_COLOR",
+    "GIT_QUIET",
+];
+
+/// Does an environment variable name match a catalogue entry name (`GIT_TRACE*` matches
+/// `GIT_TRACE2_EVENT`)?
+pub fn env_name_matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+/// A protected entry of a git folder: a file or folder whose planting or change makes git run
+/// a program, read more config, or go elsewhere (research §3).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct GitDirEntry {
+    /// Path relative to the git dir it lives in.
+    pub path: &'static str,
+    /// Where it matters: in the common dir, in a linked worktree's private dir, or both.
+    pub scope: GitDirScope,
+    pub effect: Effect,
+    pub why: &'static str,
+    pub severity: Severity,
+    pub research: &'static str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GitDirScope {
+    /// The main git dir / common dir.
+    Common,
+    /// `worktrees/<id>/`.
+    Linked,
+    /// Either.
+    Any,
+}
+
+pub static GIT_DIR_ENTRIES: &[GitDirEntry] = &[
+    GitDirEntry { path: "hooks", scope: GitDirScope::Common, effect: RunsProgram, why: "executable files named after hook events run on commit, checkout, status (post-index-change), …", severity: Error, research: "§3.1" },
+    GitDirEntry { path: "config", scope: GitDirScope::Common, effect: LoadsConfig, why: "every key of the catalogue", severity: Error, research: "§3.2" },
+    GitDirEntry { path: "config.worktree", scope: GitDirScope::Any, effect: LoadsConfig, why: "read when extensions.worktreeConfig is on; overrides the common config", severity: Error, research: "§3.2" },
+    GitDirEntry { path: "commondir", scope: GitDirScope::Any, effect: Redirects, why: "takes config, hooks, objects and refs from another folder; in a main git dir it is never written by git", severity: Error, research: "§3.3" },
+    GitDirEntry { path: "gitdir", scope: GitDirScope::Linked, effect: Redirects, why: "backlink used by worktree list/prune/move/remove; a wrong target makes prune delete the entry", severity: Warning, research: "§3.3" },
+    GitDirEntry { path: "HEAD", scope: GitDirScope::Any, effect: Redirects, why: "an invalid HEAD makes git skip this git dir and climb into a parent repository", severity: Error, research: "§3.3" },
+    GitDirEntry { path: "locked", scope: GitDirScope::Linked, effect: Triggers, why: "blocks prune/remove/move of the entry", severity: Note, research: "§3.3" },
+    GitDirEntry { path: "info/attributes", scope: GitDirScope::Common, effect: EnablesProgram, why: "highest-precedence attributes: selects filter/diff/merge drivers", severity: Error, research: "§3.3" },
+    GitDirEntry { path: "info/exclude", scope: GitDirScope::Common, effect: Redirects, why: "hides planted untracked files from status", severity: Note, research: "§3.3" },
+    GitDirEntry { path: "objects/info/alternates", scope: GitDirScope::Common, effect: Redirects, why: "extra object stores; enables core.alternateRefsCommand on fetch", severity: Warning, research: "§3.3" },
+    GitDirEntry { path: "info/grafts", scope: GitDirScope::Common, effect: Redirects, why: "fake parents rewrite visible history", severity: Note, research: "§3.3" },
+    GitDirEntry { path: "modules", scope: GitDirScope::Common, effect: LoadsConfig, why: "submodule git dirs with their own config and hooks, run by superproject recursion", severity: Error, research: "§3.3" },
+    GitDirEntry { path: "rebase-merge/git-rebase-todo", scope: GitDirScope::Any, effect: RunsShell, why: "an exec line runs on rebase --continue", severity: Error, research: "§3.3" },
+    GitDirEntry { path: "worktrees", scope: GitDirScope::Common, effect: Redirects, why: "linked worktree entries (gitdir, commondir, HEAD, config.worktree)", severity: Error, research: "§4" },
+    GitDirEntry { path: "branches", scope: GitDirScope::Common, effect: EnablesProgram, why: "legacy remote definitions (URLs)", severity: Warning, research: "§3.3" },
+    GitDirEntry { path: "remotes", scope: GitDirScope::Common, effect: EnablesProgram, why: "legacy remote definitions (URLs)", severity: Warning, research: "§3.3" },
+];
+
+/// URL forms that make a transport run a local program: `ext::…`, `<helper>::…`, a leading
+/// dash (option injection), or a local path / `file://` (whose `uploadpack` runs locally).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UrlDanger {
+    /// `ext::<command>`: runs a command line.
+    Ext,
+    /// `<helper>::<address>`: runs `git-remote-<helper>`.
+    Helper,
+    /// Starts with `-`: taken as an option by ssh or clone.
+    DashLeading,
+    /// A local path or `file://`: `uploadpack`/`receivepack` run locally through the shell.
+    Local,
+    /// Carries a control character (CR, LF, ESC…): credential and prompt spoofing.
+    ControlChar,
+}
+
+/// Classify a remote or submodule URL. `None` for ordinary network URLs
+/// (`https://`, `ssh://`, `git://`, `user@host:path`).
+pub fn classify_url(url: &str) -> Option<UrlDanger> {
+    if url.chars().any(|c| c.is_control()) {
+        return Some(UrlDanger::ControlChar);
+    }
+    let u = url.trim();
+    if u.starts_with('-') {
+        return Some(UrlDanger::DashLeading);
+    }
+    if let Some(rest) = u.strip_prefix("ext::") {
+        let _ = rest;
+        return Some(UrlDanger::Ext);
+    }
+    if let Some(pos) = u.find("::") {
+        let helper = &u[..pos];
+        if !helper.is_empty()
+            && helper
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '+' || c == '.')
+        {
+            return Some(UrlDanger::Helper);
+        }
+    }
+    let lower = u.to_ascii_lowercase();
+    if lower.starts_with("file://") {
+        return Some(UrlDanger::Local);
+    }
+    if let Some(pos) = lower.find("://") {
+        let scheme = &lower[..pos];
+        return match scheme {
+            "http" | "https" | "ssh" | "git" | "ftp" | "ftps" | "git+ssh" | "ssh+git" => None,
+            _ => Some(UrlDanger::Helper),
+        };
+    }
+    // scp-like `host:path` (no slash before the first colon) is ssh.
+    if let Some(colon) = u.find(':') {
+        if !u[..colon].contains('/') && colon > 0 {
+            return None;
+        }
+    }
+    Some(UrlDanger::Local)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_parses_git_output() {
+        assert_eq!(
+            GitVersion::parse("git version 2.47.3"),
+            Some(GitVersion::new(2, 47, 3))
+        );
+        assert_eq!(
+            GitVersion::parse("git version 2.39.5\n"),
+            Some(GitVersion::new(2, 39, 5))
+        );
+        assert_eq!(
+            GitVersion::parse("git version 2.55.GIT"),
+            Some(GitVersion::new(2, 55, 0))
+        );
+        assert_eq!(
+            GitVersion::parse("git version 2.45.1.windows.1"),
+            Some(GitVersion::new(2, 45, 1))
+        );
+        assert_eq!(GitVersion::parse("nonsense"), None);
+        assert!(GitVersion::new(2, 39, 5) < CONFIG_HOOKS_SINCE);
+    }
+
+    #[test]
+    fn config_key_split_follows_git() {
+        let k = ConfigKey::parse("filter.my.driver.clean").unwrap();
+        assert_eq!(
+            (k.section, k.subsection, k.name),
+            ("filter", Some("my.driver"), "clean")
+        );
+        let k = ConfigKey::parse("core.fsmonitor").unwrap();
+        assert_eq!(
+            (k.section, k.subsection, k.name),
+            ("core", None, "fsmonitor")
+        );
+        assert!(ConfigKey::parse("nodot").is_none());
+        assert!(ConfigKey::parse(".x").is_none());
+    }
+
+    #[test]
+    fn lookup_matches_case_insensitively_and_per_name() {
+        assert!(is_dangerous("CORE.FSMonitor"));
+        assert!(is_dangerous("filter.Evil.clean"));
+        assert!(is_dangerous("credential.https://example.com.helper"));
+        assert!(is_dangerous("credential.helper"));
+        assert!(is_dangerous("alias.st"));
+        assert!(is_dangerous("include.path"));
+        assert!(is_dangerous("includeIf.gitdir:/x/.path"));
+        assert!(!is_dangerous("user.name"));
+        assert!(!is_dangerous("core.autocrlf"));
+        // `filter.clean` without a driver name is not a driver key.
+        assert!(!is_dangerous("filter.clean"));
+    }
+
+    #[test]
+    fn every_hook_event_is_unique_and_sorted() {
+        let mut v = HOOK_EVENTS.to_vec();
+        v.sort();
+        v.dedup();
+        assert_eq!(v.len(), 28);
+        assert_eq!(v, HOOK_EVENTS);
+    }
+
+    #[test]
+    fn env_patterns() {
+        assert!(env_name_matches("GIT_TRACE*", "GIT_TRACE2_EVENT"));
+        assert!(env_name_matches("GIT_CONFIG_KEY_*", "GIT_CONFIG_KEY_0"));
+        assert!(!env_name_matches("GIT_DIR", "GIT_DIRX"));
+    }
+
+    #[test]
+    fn url_classification() {
+        assert_eq!(
+            classify_url("ext::sh -c touch% /tmp/x"),
+            Some(UrlDanger::Ext)
+        );
+        assert_eq!(classify_url("fd::17"), Some(UrlDanger::Helper));
+        assert_eq!(
+            classify_url("-oProxyCommand=x"),
+            Some(UrlDanger::DashLeading)
+        );
+        assert_eq!(classify_url("/srv/repo.git"), Some(UrlDanger::Local));
+        assert_eq!(classify_url("../sibling"), Some(UrlDanger::Local));
+        assert_eq!(classify_url("file:///srv/repo.git"), Some(UrlDanger::Local));
+        assert_eq!(classify_url("https://github.com/a/b"), None);
+        assert_eq!(classify_url("git@github.com:a/b.git"), None);
+        assert_eq!(classify_url("ssh://git@host/x"), None);
+        assert_eq!(classify_url("https://x\r/y"), Some(UrlDanger::ControlChar));
+    }
+
+    #[test]
+    fn driver_disarm_covers_every_program_key_of_the_kind() {
+        for kind in DriverKind::ALL {
+            for e in KEYS {
+                if let KeyPattern::PerName { section, name } = e.key {
+                    if section == kind.name() && matches!(e.effect, RunsShell | RunsProgram) {
+                        assert!(
+                            kind.disarm().iter().any(|(k, _)| *k == name),
+                            "{section}.<name>.{name} not disarmed"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,593 @@
+//! The defused git environment: the environment and command-scope config (`-c`) under which
+//! git runs nothing it was not asked to run.
+//!
+//! Built from the catalogue ([`crate::catalogue::ENV`] and [`crate::catalogue::KEYS`]) for the
+//! git version actually installed. Both `safe-git` and `git-shim` start git through
+//! [`Defused::command`], so the two can never disagree about what "defused" means.
+//!
+//! What this type guarantees on its own (no repository knowledge needed): no fsmonitor, no
+//! hook-folder hooks (and, from git 2.54, no config-based hooks for any known event), no pager,
+//! editor, askpass, credential helper, external diff, proxy or ssh program from config, no
+//! transports beyond the allowed list, no lazy fetch, no auto-gc, and no inherited `GIT_*`
+//! variable except the harmless ones. What needs the repository's names (filter, diff and merge
+//! drivers, tools, config hooks, trusted values to re-assert) is added with
+//! [`Defused::neutralise_name`] and [`Defused::reassert_trusted`] from the config enumeration.
+
+use crate::catalogue::{
+    self, ConfigKey, EnvAction, GitVersion, KeyPattern, Neutraliser, CONFIG_HOOKS_SINCE,
+};
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Errors while locating or probing the real git.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("no real git found on PATH (every `git` found is gitward itself or missing); name one with --git or the policy's real_git")]
+    NotFound,
+    #[error("{path}: the git named is gitward itself; name the real git")]
+    IsSelf { path: PathBuf },
+    #[error("{path}: cannot run git: {source}")]
+    Spawn {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: `git version` printed {output:?}, which is not a git version")]
+    BadVersion { path: PathBuf, output: String },
+}
+
+/// Facts about one real git binary, found by running it with an empty environment
+/// (`git version` and `git --exec-path` run nothing from any repository or config).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GitProbe {
+    pub path: PathBuf,
+    pub version: GitVersionRepr,
+    pub exec_path: PathBuf,
+    /// The system config file this build reads (`$(sysconfdir)/gitconfig`).
+    pub system_config: PathBuf,
+}
+
+/// Serialisable mirror of [`GitVersion`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GitVersionRepr(pub u16, pub u16, pub u16);
+
+impl From<GitVersionRepr> for GitVersion {
+    fn from(v: GitVersionRepr) -> Self {
+        GitVersion::new(v.0, v.1, v.2)
+    }
+}
+
+impl GitProbe {
+    pub fn version(&self) -> GitVersion {
+        self.version.into()
+    }
+
+    /// Run `git version` and `git --exec-path` under an empty environment.
+    pub fn probe(git: &Path) -> Result<Self, GitError> {
+        let run = |arg: &str| -> Result<String, GitError> {
+            let out = Command::new(git)
+                .arg(arg)
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .stdin(std::process::Stdio::null())
+                .output()
+                .map_err(|source| GitError::Spawn {
+                    path: git.to_path_buf(),
+                    source,
+                })?;
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        };
+        let v = run("version")?;
+        let version = GitVersion::parse(&v).ok_or_else(|| GitError::BadVersion {
+            path: git.to_path_buf(),
+            output: v.clone(),
+        })?;
+        let exec_path = PathBuf::from(run("--exec-path")?);
+        let system_config = system_config_for(&exec_path);
+        Ok(GitProbe {
+            path: git.to_path_buf(),
+            version: GitVersionRepr(version.major, version.minor, version.patch),
+            exec_path,
+            system_config,
+        })
+    }
+
+    /// Like [`GitProbe::probe`], with the result cached under `cache_dir`, keyed by the binary's
+    /// device, inode, size and mtime (so an upgraded git is probed again).
+    pub fn probe_cached(git: &Path, cache_dir: Option<&Path>) -> Result<Self, GitError> {
+        use std::os::unix::fs::MetadataExt;
+        let Some(dir) = cache_dir else {
+            return Self::probe(git);
+        };
+        let Ok(md) = std::fs::metadata(git) else {
+            return Self::probe(git);
+        };
+        let key = format!(
+            "probe-{:x}-{:x}-{:x}-{:x}.json",
+            md.dev(),
+            md.ino(),
+            md.size(),
+            md.mtime()
+        );
+        let file = dir.join(key);
+        if let Ok(bytes) = std::fs::read(&file) {
+            if let Ok(p) = serde_json::from_slice::<GitProbe>(&bytes) {
+                if p.path == git {
+                    return Ok(p);
+                }
+            }
+        }
+        let p = Self::probe(git)?;
+        // Best effort: a cache that cannot be written only costs the next call a probe.
+        if std::fs::create_dir_all(dir).is_ok() {
+            let tmp = dir.join(format!(".probe-{}.tmp", std::process::id()));
+            if std::fs::write(&tmp, serde_json::to_vec(&p).unwrap_or_default()).is_ok() {
+                let _ = std::fs::rename(&tmp, &file);
+            }
+        }
+        Ok(p)
+    }
+}
+
+/// Where a git build reads its system config: git's Makefile sets `sysconfdir = /etc` when
+/// `prefix = /usr` and `$(prefix)/etc` otherwise; the prefix is the exec path minus
+/// `/libexec/git-core` or `/lib/git-core`.
+pub fn system_config_for(exec_path: &Path) -> PathBuf {
+    let s = exec_path.to_string_lossy();
+    let prefix = ["/libexec/git-core", "/lib/git-core"]
+        .iter()
+        .find_map(|suffix| s.strip_suffix(suffix))
+        .unwrap_or("/usr");
+    if prefix == "/usr" || prefix.is_empty() {
+        PathBuf::from("/etc/gitconfig")
+    } else {
+        Path::new(prefix).join("etc/gitconfig")
+    }
+}
+
+/// Find the real git: the explicit path if given, else the first `git` on `PATH` that is not
+/// the running binary (compared by device and inode, so a symlink or hard link to the shim is
+/// recognised and skipped, and the shim can never exec itself).
+pub fn find_real_git(
+    explicit: Option<&Path>,
+    path_var: Option<&OsStr>,
+) -> Result<PathBuf, GitError> {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::env::current_exe()
+        .ok()
+        .and_then(|p| std::fs::metadata(p).ok());
+    let is_me = |p: &Path| match (&me, std::fs::metadata(p)) {
+        (Some(m), Ok(o)) => m.dev() == o.dev() && m.ino() == o.ino(),
+        _ => false,
+    };
+    if let Some(p) = explicit {
+        if is_me(p) {
+            return Err(GitError::IsSelf {
+                path: p.to_path_buf(),
+            });
+        }
+        return Ok(p.to_path_buf());
+    }
+    let path_var = path_var.map(OsStr::to_owned).unwrap_or_default();
+    for dir in std::env::split_paths(&path_var) {
+        if dir.as_os_str().is_empty() || dir.is_relative() {
+            // A relative PATH entry resolves against the current (agent-writable) folder.
+            continue;
+        }
+        let cand = dir.join("git");
+        let Ok(md) = std::fs::metadata(&cand) else {
+            continue;
+        };
+        use std::os::unix::fs::PermissionsExt;
+        if !md.is_file() || md.permissions().mode() & 0o111 == 0 || is_me(&cand) {
+            continue;
+        }
+        return Ok(cand);
+    }
+    Err(GitError::NotFound)
+}
+
+/// Options for building a defused environment.
+#[derive(Debug, Clone)]
+pub struct DefuseOptions {
+    pub version: GitVersion,
+    /// Transports git may use (`GIT_ALLOW_PROTOCOL`); empty = none at all.
+    pub allow_protocols: String,
+    /// `GIT_OPTIONAL_LOCKS=0`: no opportunistic index writes (read-only callers).
+    pub read_only: bool,
+    /// `GIT_CEILING_DIRECTORIES`: discovery never climbs into or above these.
+    pub ceilings: Vec<PathBuf>,
+    /// Pin the system config file to the one that was enumerated.
+    pub system_config: Option<PathBuf>,
+    /// Inherited variables to keep although they are not on the harmless list (e.g. a
+    /// validated `GIT_DIR` the shim passes through).
+    pub keep: Vec<String>,
+}
+
+impl DefuseOptions {
+    pub fn new(version: GitVersion) -> Self {
+        DefuseOptions {
+            version,
+            allow_protocols: String::new(),
+            read_only: false,
+            ceilings: Vec::new(),
+            system_config: None,
+            keep: Vec::new(),
+        }
+    }
+}
+
+/// Errors building the `-c` list.
+#[derive(Debug, thiserror::Error)]
+pub enum DefuseError {
+    #[error("config name {name:?} (section {section}) holds a newline or NUL and cannot be neutralised on the command line")]
+    Unrepresentable { section: String, name: String },
+}
+
+/// The defused environment: what to drop, what to set, and the command-scope config.
+#[derive(Debug, Clone)]
+pub struct Defused {
+    opts: DefuseOptions,
+    /// `(key, value)` command-scope pairs, in order; a later pair for the same key wins.
+    config: Vec<(String, String)>,
+    set_env: Vec<(String, OsString)>,
+}
+
+impl Defused {
+    /// The fixed part: every catalogue `Set` neutraliser, the hook switches for this version,
+    /// and the environment of [`catalogue::ENV`].
+    pub fn new(opts: DefuseOptions) -> Self {
+        let mut config = Vec::new();
+        for e in catalogue::KEYS {
+            if e.since.is_some_and(|v| opts.version < v) {
+                continue;
+            }
+            match (e.key, e.neutraliser) {
+                (KeyPattern::Key { section, name }, Neutraliser::Set { value })
+                | (KeyPattern::Key { section, name }, Neutraliser::TrustedOr { value })
+                | (KeyPattern::AnyScope { section, name }, Neutraliser::Set { value })
+                | (KeyPattern::AnyScope { section, name }, Neutraliser::TrustedOr { value }) => {
+                    config.push((format!("{section}.{name}"), value.to_owned()));
+                }
+                _ => {}
+            }
+        }
+        if opts.version >= CONFIG_HOOKS_SINCE {
+            for ev in catalogue::HOOK_EVENTS {
+                config.push((format!("hook.{ev}.enabled"), "false".to_owned()));
+            }
+        }
+        // Transports: cut everything not allowed, whatever protocol.* the repository sets.
+        config.push(("protocol.ext.allow".to_owned(), "never".to_owned()));
+        let mut set_env: Vec<(String, OsString)> = catalogue::ENV
+            .iter()
+            .filter_map(|e| match e.action {
+                EnvAction::Set { value } => Some((e.name.to_owned(), OsString::from(value))),
+                EnvAction::Remove => None,
+            })
+            .collect();
+        set_env.push((
+            "GIT_ALLOW_PROTOCOL".into(),
+            opts.allow_protocols.clone().into(),
+        ));
+        if opts.read_only {
+            set_env.push(("GIT_OPTIONAL_LOCKS".into(), "0".into()));
+        }
+        if !opts.ceilings.is_empty() {
+            let joined = std::env::join_paths(&opts.ceilings).unwrap_or_default();
+            set_env.push(("GIT_CEILING_DIRECTORIES".into(), joined));
+        }
+        if let Some(sys) = &opts.system_config {
+            set_env.push(("GIT_CONFIG_SYSTEM".into(), sys.clone().into_os_string()));
+        }
+        Defused {
+            opts,
+            config,
+            set_env,
+        }
+    }
+
+    /// Neutralise every program-running per-name key of `section.<name>` (a filter, diff or
+    /// merge driver, a tool, a config hook, …) that the catalogue knows, for this version.
+    pub fn neutralise_name(&mut self, section: &str, name: &str) -> Result<(), DefuseError> {
+        if name.contains(['\n', '\0']) {
+            return Err(DefuseError::Unrepresentable {
+                section: section.into(),
+                name: name.into(),
+            });
+        }
+        for e in catalogue::KEYS {
+            if e.since.is_some_and(|v| self.opts.version < v) {
+                continue;
+            }
+            if let (
+                KeyPattern::PerName {
+                    section: s,
+                    name: key,
+                },
+                Neutraliser::PerName {
+                    key: set_key,
+                    value,
+                },
+            ) = (e.key, e.neutraliser)
+            {
+                if s.eq_ignore_ascii_case(section) {
+                    let k = format!("{s}.{name}.{}", set_key.unwrap_or(key));
+                    if !self.config.iter().any(|(have, v)| have == &k && v == value) {
+                        self.config.push((k, value.to_owned()));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-assert the owner's trusted value (system/global config) for every `TrustedOr` key,
+    /// instead of the neutral value, so honest repositories behave as under plain git.
+    /// `trusted` maps lower-cased `section.name` to the last trusted value.
+    pub fn reassert_trusted(&mut self, trusted: &BTreeMap<String, String>) {
+        for (key, value) in self.config.iter_mut() {
+            let Some(k) = ConfigKey::parse(key) else {
+                continue;
+            };
+            let is_trusted_or = catalogue::lookup(key).any(|e| {
+                matches!(e.neutraliser, Neutraliser::TrustedOr { .. }) && k.subsection.is_none()
+            });
+            if is_trusted_or {
+                if let Some(v) = trusted.get(&key.to_ascii_lowercase()) {
+                    *value = v.clone();
+                }
+            }
+        }
+    }
+
+    /// The command-scope pairs, in the order they are passed.
+    pub fn config_pairs(&self) -> &[(String, String)] {
+        &self.config
+    }
+
+    /// The variables set in the child (after inherited ones are filtered).
+    pub fn set_vars(&self) -> &[(String, OsString)] {
+        &self.set_env
+    }
+
+    /// Git's global options that carry the config: `-c key=value` for each pair, or
+    /// `--config-env=key=VAR` (git splits that at the *last* `=`) when the key holds `=`.
+    /// Returns the arguments and any extra variables those `--config-env` names need.
+    pub fn config_args(&self) -> (Vec<OsString>, Vec<(String, OsString)>) {
+        let mut args = Vec::with_capacity(self.config.len() * 2);
+        let mut extra = Vec::new();
+        for (i, (k, v)) in self.config.iter().enumerate() {
+            if k.contains('=') {
+                let var = format!("GITWARD_CONFIG_VALUE_{i}");
+                args.push(OsString::from(format!("--config-env={k}={var}")));
+                extra.push((var, OsString::from(v)));
+            } else {
+                args.push(OsString::from("-c"));
+                args.push(OsString::from(format!("{k}={v}")));
+            }
+        }
+        (args, extra)
+    }
+
+    /// Is an inherited variable kept in the child's environment?
+    pub fn keeps(&self, name: &OsStr) -> bool {
+        let Some(name) = name.to_str() else {
+            // Non-UTF-8 names cannot match our lists; keep non-GIT ones, drop GIT_-prefixed.
+            return !name.as_bytes().starts_with(b"GIT_");
+        };
+        if self.opts.keep.iter().any(|k| k == name) {
+            return true;
+        }
+        if catalogue::ENV
+            .iter()
+            .any(|e| catalogue::env_name_matches(e.name, name))
+        {
+            return false;
+        }
+        if name.starts_with("GIT_") || name.starts_with("GITWARD_CONFIG_VALUE_") {
+            return catalogue::ENV_GIT_HARMLESS.contains(&name);
+        }
+        true
+    }
+
+    /// The child's full environment from an inherited one.
+    pub fn child_env(
+        &self,
+        inherited: impl IntoIterator<Item = (OsString, OsString)>,
+    ) -> Vec<(OsString, OsString)> {
+        let mut out: Vec<(OsString, OsString)> = inherited
+            .into_iter()
+            .filter(|(k, _)| self.keeps(k))
+            .collect();
+        let (_, extra) = self.config_args();
+        for (k, v) in self.set_env.iter().chain(extra.iter()) {
+            out.retain(|(have, _)| have.as_os_str() != OsStr::new(k));
+            out.push((OsString::from(k), v.clone()));
+        }
+        out
+    }
+
+    /// A `Command` for `git <config args> <args…>` with the defused environment built from
+    /// `inherited` (normally `std::env::vars_os()`).
+    pub fn command<I, S>(
+        &self,
+        git: &Path,
+        inherited: impl IntoIterator<Item = (OsString, OsString)>,
+        args: I,
+    ) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = Command::new(git);
+        cmd.env_clear();
+        cmd.envs(self.child_env(inherited));
+        let (cargs, _) = self.config_args();
+        cmd.args(cargs);
+        cmd.args(args);
+        cmd
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> GitVersion {
+        GitVersion::parse(s).unwrap()
+    }
+
+    #[test]
+    fn fixed_set_contains_the_research_neutralisers() {
+        let d = Defused::new(DefuseOptions::new(v("2.47.3")));
+        let has = |k: &str, val: &str| d.config_pairs().iter().any(|(a, b)| a == k && b == val);
+        assert!(has("core.fsmonitor", "false"));
+        assert!(has("core.hooksPath", "/dev/null"));
+        assert!(has("core.pager", "cat"));
+        assert!(has("credential.helper", ""));
+        assert!(has("diff.external", ""));
+        assert!(has("gc.auto", "0"));
+        assert!(has("maintenance.auto", "false"));
+        assert!(has("log.showSignature", "false"));
+        assert!(has("protocol.ext.allow", "never"));
+        // Config hooks do not exist before 2.54.
+        assert!(!d.config_pairs().iter().any(|(k, _)| k.starts_with("hook.")));
+        let d = Defused::new(DefuseOptions::new(v("2.54.0")));
+        let hooks = d
+            .config_pairs()
+            .iter()
+            .filter(|(k, _)| k.starts_with("hook."))
+            .count();
+        assert_eq!(hooks, catalogue::HOOK_EVENTS.len());
+    }
+
+    #[test]
+    fn per_name_neutralisers() {
+        let mut d = Defused::new(DefuseOptions::new(v("2.47.3")));
+        d.neutralise_name("filter", "Evil").unwrap();
+        d.neutralise_name("diff", "x").unwrap();
+        d.neutralise_name("hook", "h").unwrap();
+        let has = |k: &str, val: &str| d.config_pairs().iter().any(|(a, b)| a == k && b == val);
+        assert!(has("filter.Evil.clean", ""));
+        assert!(has("filter.Evil.smudge", ""));
+        assert!(has("filter.Evil.process", ""));
+        assert!(has("filter.Evil.required", "false"));
+        assert!(has("diff.x.textconv", ""));
+        assert!(has("diff.x.command", ""));
+        // hook.<name> only from 2.54.
+        assert!(!d
+            .config_pairs()
+            .iter()
+            .any(|(k, _)| k.starts_with("hook.h.")));
+        let mut d = Defused::new(DefuseOptions::new(v("2.54.1")));
+        d.neutralise_name("hook", "h").unwrap();
+        assert!(d
+            .config_pairs()
+            .iter()
+            .any(|(a, b)| a == "hook.h.enabled" && b == "false"));
+        assert!(d.neutralise_name("filter", "a\nb").is_err());
+    }
+
+    #[test]
+    fn names_with_equals_use_config_env() {
+        let mut d = Defused::new(DefuseOptions::new(v("2.47.3")));
+        d.neutralise_name("filter", "a=b").unwrap();
+        let (args, extra) = d.config_args();
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let ce = args
+            .iter()
+            .find(|a| a.starts_with("--config-env=filter.a=b.clean="))
+            .unwrap();
+        let var = ce.rsplit('=').next().unwrap();
+        assert!(extra.iter().any(|(k, v)| k == var && v.is_empty()));
+        // The extra variable reaches the child even though it is not inherited.
+        let env = d.child_env(Vec::new());
+        assert!(env.iter().any(|(k, _)| k == var));
+    }
+
+    #[test]
+    fn trusted_values_are_reasserted() {
+        let mut d = Defused::new(DefuseOptions::new(v("2.47.3")));
+        let mut t = BTreeMap::new();
+        t.insert("log.showsignature".to_owned(), "true".to_owned());
+        t.insert("core.fsmonitor".to_owned(), "/owner/hook".to_owned());
+        d.reassert_trusted(&t);
+        let get = |k: &str| {
+            d.config_pairs()
+                .iter()
+                .rev()
+                .find(|(a, _)| a == k)
+                .map(|(_, b)| b.clone())
+        };
+        assert_eq!(get("log.showSignature").as_deref(), Some("true"));
+        // core.fsmonitor is `Set`, not `TrustedOr`: never re-asserted.
+        assert_eq!(get("core.fsmonitor").as_deref(), Some("false"));
+    }
+
+    #[test]
+    fn inherited_git_variables_are_dropped_unless_harmless() {
+        let d = Defused::new(DefuseOptions {
+            keep: vec!["GIT_DIR".into()],
+            ..DefuseOptions::new(v("2.47.3"))
+        });
+        let inherited = [
+            ("GIT_CONFIG_PARAMETERS", "'core.pager'='evil'"),
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_EXTERNAL_DIFF", "/evil"),
+            ("GIT_SOMETHING_NEW", "x"),
+            ("GIT_AUTHOR_NAME", "A"),
+            ("GIT_DIR", "/r/.git"),
+            ("LD_PRELOAD", "/evil.so"),
+            ("BASH_ENV", "/evil.sh"),
+            ("HOME", "/home/u"),
+        ]
+        .map(|(a, b)| (OsString::from(a), OsString::from(b)));
+        let env = d.child_env(inherited);
+        let get = |k: &str| {
+            env.iter()
+                .find(|(a, _)| a == k)
+                .map(|(_, b)| b.to_string_lossy().into_owned())
+        };
+        assert_eq!(get("GIT_CONFIG_PARAMETERS"), None);
+        assert_eq!(get("GIT_CONFIG_COUNT"), None);
+        assert_eq!(get("GIT_EXTERNAL_DIFF").as_deref(), Some(""));
+        assert_eq!(get("GIT_SOMETHING_NEW"), None);
+        assert_eq!(get("GIT_AUTHOR_NAME").as_deref(), Some("A"));
+        assert_eq!(get("GIT_DIR").as_deref(), Some("/r/.git"));
+        assert_eq!(get("LD_PRELOAD"), None);
+        assert_eq!(get("BASH_ENV"), None);
+        assert_eq!(get("HOME").as_deref(), Some("/home/u"));
+        assert_eq!(get("GIT_PAGER").as_deref(), Some("cat"));
+        assert_eq!(get("GIT_ALLOW_PROTOCOL").as_deref(), Some(""));
+        assert_eq!(get("GIT_NO_LAZY_FETCH").as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn system_config_location_follows_the_prefix() {
+        assert_eq!(
+            system_config_for(Path::new("/usr/lib/git-core")),
+            PathBuf::from("/etc/gitconfig")
+        );
+        assert_eq!(
+            system_config_for(Path::new("/usr/local/libexec/git-core")),
+            PathBuf::from("/usr/local/etc/gitconfig")
+        );
+    }
+
+    #[test]
+    fn probes_the_installed_gits() {
+        for g in ["/usr/bin/git", "/usr/local/bin/git"] {
+            if Path::new(g).exists() {
+                let p = GitProbe::probe(Path::new(g)).unwrap();
+                assert!(p.version() >= GitVersion::new(2, 0, 0));
+                assert!(p.exec_path.is_absolute());
+            }
+        }
+    }
+}

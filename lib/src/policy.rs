@@ -1,0 +1,516 @@
+//! The policy file: one TOML file per agent session, written by the orchestrator (or the
+//! person running the agent), read by every gitward binary.
+//!
+//! Trust: the policy is trusted input, so it must live outside every root the sandbox lets
+//! the agent write; [`Policy::load`] refuses a policy file inside one. Every error names the
+//! file, the key and the rule in one line (see [`PolicyError`]). A commented example is in
+//! `docs/policy.example.toml`, and `docs/policy.md` documents each key.
+
+use serde::Deserialize;
+use std::path::{Component, Path, PathBuf};
+
+/// A policy error: `<file>: <key>: <rule>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {key}: {rule}", file.display())]
+pub struct PolicyError {
+    pub file: PathBuf,
+    /// The key at fault (`worktree_roots[1]`, `session`, or `-` for the file as a whole).
+    pub key: String,
+    pub rule: String,
+}
+
+/// Docker access for the agent's commands (agent-shell).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Docker {
+    /// Let the agent's commands reach a Docker daemon. Off by default.
+    #[serde(default)]
+    pub enabled: bool,
+}
+
+/// The file as written (before defaults and validation).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    session: String,
+    repo: PathBuf,
+    worktree_dir: Option<PathBuf>,
+    #[serde(default)]
+    worktree_roots: Vec<PathBuf>,
+    #[serde(default)]
+    writable_roots: Vec<PathBuf>,
+    real_git: Option<PathBuf>,
+    audit_log: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    #[serde(default)]
+    allow_transient_config: bool,
+    #[serde(default)]
+    docker: Docker,
+    #[serde(default)]
+    settings: toml::Table,
+}
+
+/// A loaded, validated policy. Paths are absolute and resolved (links followed once, here,
+/// by the trusted loader).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// The file it came from.
+    pub file: PathBuf,
+    /// Session name: `[A-Za-z0-9._-]{1,64}`, not `.` or `..`. Stable across resumes.
+    pub session: String,
+    /// The repository's main work tree.
+    pub repo: PathBuf,
+    /// The session's own worktree folder (default `<repo>-worktrees/<session>`).
+    pub worktree_dir: PathBuf,
+    /// Extra folders where the session may add worktrees.
+    pub worktree_roots: Vec<PathBuf>,
+    /// Every folder the sandbox lets the agent write (the repo, the worktree folder and the
+    /// roots are always included).
+    pub writable_roots: Vec<PathBuf>,
+    /// The real git (else: the first `git` on PATH that is not gitward).
+    pub real_git: Option<PathBuf>,
+    /// Where events are appended (one JSON object per line).
+    pub audit_log: Option<PathBuf>,
+    /// gitward's own folder for this session: held writes, probe cache.
+    pub state_dir: PathBuf,
+    /// Let the agent pass program-running keys with `-c`/`--config-env` for one call.
+    pub allow_transient_config: bool,
+    pub docker: Docker,
+    /// The `[settings]` table, interpreted by the settings rules (presets, extra rules).
+    pub settings: toml::Table,
+}
+
+impl Policy {
+    /// Read, parse and validate a policy file. `home` is the owner's home folder (for the
+    /// forbidden-root checks and `~` expansion); normally `$HOME`.
+    pub fn load(file: &Path, home: &Path) -> Result<Policy, PolicyError> {
+        let err = |key: &str, rule: String| PolicyError {
+            file: file.to_path_buf(),
+            key: key.into(),
+            rule,
+        };
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| err("-", format!("cannot read the policy file: {e}")))?;
+        Self::parse(file, &text, home)
+    }
+
+    /// Parse and validate policy text that came from `file`.
+    pub fn parse(file: &Path, text: &str, home: &Path) -> Result<Policy, PolicyError> {
+        let err = |key: &str, rule: String| PolicyError {
+            file: file.to_path_buf(),
+            key: key.into(),
+            rule,
+        };
+        let raw: RawPolicy = toml::from_str(text).map_err(|e| {
+            let msg = e.message().replace('\n', " ");
+            let key = e
+                .span()
+                .map(|s| {
+                    let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
+                    format!("line {line}")
+                })
+                .unwrap_or_else(|| "-".into());
+            err(&key, format!("not a valid policy: {msg}"))
+        })?;
+        if !valid_session_name(&raw.session) {
+            return Err(err(
+                "session",
+                "must be 1-64 characters of A-Z a-z 0-9 . _ - and not . or ..".into(),
+            ));
+        }
+        let abs = |key: &str, p: &Path| -> Result<PathBuf, PolicyError> {
+            let p = expand_home(p, home);
+            if !p.is_absolute() {
+                return Err(err(
+                    key,
+                    format!("{} must be an absolute path", p.display()),
+                ));
+            }
+            Ok(resolve(&p))
+        };
+        let repo = abs("repo", &raw.repo)?;
+        let worktree_dir = match &raw.worktree_dir {
+            Some(p) => abs("worktree_dir", p)?,
+            None => {
+                let mut name = repo.file_name().unwrap_or_default().to_os_string();
+                name.push("-worktrees");
+                repo.with_file_name(name).join(&raw.session)
+            }
+        };
+        let state_dir = match &raw.state_dir {
+            Some(p) => abs("state_dir", p)?,
+            None => home.join(".local/state/gitward").join(&raw.session),
+        };
+        let audit_log = raw
+            .audit_log
+            .as_deref()
+            .map(|p| abs("audit_log", p))
+            .transpose()?;
+        let real_git = raw
+            .real_git
+            .as_deref()
+            .map(|p| abs("real_git", p))
+            .transpose()?;
+
+        let own = OwnFolders {
+            state_dir: &state_dir,
+            policy_file: file,
+            audit_log: audit_log.as_deref(),
+        };
+        validate_root(&worktree_dir, home, &own).map_err(|r| err("worktree_dir", r))?;
+        let mut worktree_roots = Vec::new();
+        for (i, r) in raw.worktree_roots.iter().enumerate() {
+            let key = format!("worktree_roots[{i}]");
+            let p = abs(&key, r)?;
+            // Validate the path as written, so the message shows what it resolves to.
+            validate_root(&expand_home(r, home), home, &own).map_err(|r| err(&key, r))?;
+            worktree_roots.push(p);
+        }
+        let mut writable_roots = vec![repo.clone(), worktree_dir.clone()];
+        writable_roots.extend(worktree_roots.iter().cloned());
+        for (i, r) in raw.writable_roots.iter().enumerate() {
+            writable_roots.push(abs(&format!("writable_roots[{i}]"), r)?);
+        }
+        // The policy itself must be out of the agent's reach.
+        let me = resolve(&std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()));
+        if let Some(root) = writable_roots.iter().find(|r| me.starts_with(r)) {
+            return Err(err(
+                "-",
+                format!("the policy file lies inside the writable root {}; keep it where the agent cannot write", root.display()),
+            ));
+        }
+        for (what, p) in [
+            ("state_dir", Some(&state_dir)),
+            ("audit_log", audit_log.as_ref()),
+        ] {
+            if let Some(p) = p {
+                if let Some(root) = writable_roots.iter().find(|r| p.starts_with(r)) {
+                    return Err(err(
+                        what,
+                        format!(
+                            "{} lies inside the writable root {}",
+                            p.display(),
+                            root.display()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(Policy {
+            file: file.to_path_buf(),
+            session: raw.session,
+            repo,
+            worktree_dir,
+            worktree_roots,
+            writable_roots,
+            real_git,
+            audit_log,
+            state_dir,
+            allow_transient_config: raw.allow_transient_config,
+            docker: raw.docker,
+            settings: raw.settings,
+        })
+    }
+
+    /// Is `path` (resolved) under the session's worktree folder or one of its roots?
+    pub fn worktree_allowed(&self, path: &Path) -> bool {
+        let p = resolve(path);
+        std::iter::once(&self.worktree_dir)
+            .chain(&self.worktree_roots)
+            .any(|r| p.starts_with(r) && p != *r)
+    }
+
+    /// The held-writes store of this session.
+    pub fn held_dir(&self) -> PathBuf {
+        self.state_dir.join("held")
+    }
+}
+
+/// Session names are used as folder names: keep them to a safe alphabet.
+pub fn valid_session_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s != "."
+        && s != ".."
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+fn expand_home(p: &Path, home: &Path) -> PathBuf {
+    match p.strip_prefix("~") {
+        Ok(rest) => home.join(rest),
+        Err(_) => p.to_path_buf(),
+    }
+}
+
+/// Resolve links and `..` for a path that may not exist yet: canonicalise the longest existing
+/// ancestor and append the rest (lexically normalised).
+pub fn resolve(p: &Path) -> PathBuf {
+    let mut existing = p.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(&existing) {
+            let mut out = c;
+            for comp in rest.iter().rev() {
+                match comp.to_str() {
+                    Some("..") => {
+                        out.pop();
+                    }
+                    Some(".") => {}
+                    _ => out.push(comp),
+                }
+            }
+            return out;
+        }
+        match (
+            existing.file_name().map(|n| n.to_os_string()),
+            existing.parent(),
+        ) {
+            (Some(_), Some(parent)) => {
+                rest.push(
+                    existing
+                        .components()
+                        .next_back()
+                        .unwrap()
+                        .as_os_str()
+                        .to_os_string(),
+                );
+                existing = parent.to_path_buf();
+            }
+            _ => {
+                // Nothing exists (or `..` at the end): lexical normalisation only.
+                let mut out = PathBuf::new();
+                for c in p.components() {
+                    match c {
+                        Component::ParentDir => {
+                            out.pop();
+                        }
+                        Component::CurDir => {}
+                        other => out.push(other.as_os_str()),
+                    }
+                }
+                return out;
+            }
+        }
+    }
+}
+
+/// gitward's own files, which no worktree root may contain or sit in.
+pub struct OwnFolders<'a> {
+    pub state_dir: &'a Path,
+    pub policy_file: &'a Path,
+    pub audit_log: Option<&'a Path>,
+}
+
+/// Folders (relative to the home folder) whose contents run outside the sandbox: a worktree
+/// there plants code the owner's session, shell or scheduler will run.
+pub static FORBIDDEN_IN_HOME: &[&str] = &[
+    ".config",
+    ".local",
+    ".ssh",
+    ".gnupg",
+    ".cargo",
+    ".rustup",
+    ".npm",
+    ".docker",
+    ".kube",
+    ".aws",
+    "bin",
+    "Library/LaunchAgents",
+    "Library/LaunchDaemons",
+];
+
+/// Absolute folders whose contents run outside the sandbox or belong to the system.
+pub static FORBIDDEN_ABSOLUTE: &[&str] = &[
+    "/etc",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib64",
+    "/boot",
+    "/run/systemd",
+    "/var/spool/cron",
+    "/Library/LaunchAgents",
+    "/Library/LaunchDaemons",
+    "/System",
+    "/proc",
+    "/sys",
+    "/dev",
+];
+
+/// Validate a worktree root (from the policy or from a settings file): after resolving links,
+/// it is never `/`, the home folder or one of its ancestors, inside or above a folder whose
+/// contents run outside the sandbox, or inside or above gitward's own files. Returns the rule
+/// broken.
+pub fn validate_root(root: &Path, home: &Path, own: &OwnFolders<'_>) -> Result<(), String> {
+    let r = resolve(root);
+    let home = resolve(home);
+    let shown = if r == root {
+        r.display().to_string()
+    } else {
+        format!("{} (resolves to {})", root.display(), r.display())
+    };
+    if r.parent().is_none() {
+        return Err(format!(
+            "{shown} is the root folder; name a folder of its own"
+        ));
+    }
+    if home.starts_with(&r) {
+        return Err(format!(
+            "{shown} is the home folder or contains it; name a folder of its own"
+        ));
+    }
+    let mut forbidden: Vec<PathBuf> = FORBIDDEN_IN_HOME.iter().map(|f| home.join(f)).collect();
+    forbidden.extend(FORBIDDEN_ABSOLUTE.iter().map(PathBuf::from));
+    for f in &forbidden {
+        let f = resolve(f);
+        if r.starts_with(&f) || f.starts_with(&r) {
+            return Err(format!(
+                "{shown} overlaps {}, whose contents run outside the sandbox",
+                f.display()
+            ));
+        }
+    }
+    let mut mine: Vec<PathBuf> = vec![resolve(own.state_dir)];
+    if let Some(parent) = own.policy_file.parent() {
+        mine.push(resolve(
+            &std::path::absolute(parent).unwrap_or_else(|_| parent.to_path_buf()),
+        ));
+    }
+    if let Some(log) = own.audit_log.and_then(Path::parent) {
+        mine.push(resolve(log));
+    }
+    for m in &mine {
+        if r.starts_with(m) || m.starts_with(&r) {
+            return Err(format!(
+                "{shown} overlaps gitward's own folder {}",
+                m.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home/u");
+        let repo = home.join("src/proj");
+        std::fs::create_dir_all(&repo).unwrap();
+        std::fs::create_dir_all(home.join(".config/gitward")).unwrap();
+        (t, home, repo)
+    }
+
+    fn policy_text(repo: &Path, extra: &str) -> String {
+        format!(
+            "session = \"alpha\"\nrepo = \"{}\"\n{extra}\n",
+            repo.display()
+        )
+    }
+
+    #[test]
+    fn defaults_and_worktree_folder() {
+        let (_t, home, repo) = setup();
+        let file = home.join(".config/gitward/alpha.toml");
+        let p = Policy::parse(&file, &policy_text(&repo, ""), &home).unwrap();
+        assert_eq!(
+            p.worktree_dir,
+            resolve(&home.join("src/proj-worktrees/alpha"))
+        );
+        assert_eq!(p.state_dir, home.join(".local/state/gitward/alpha"));
+        assert!(p.worktree_allowed(&home.join("src/proj-worktrees/alpha/feature")));
+        assert!(!p.worktree_allowed(&home.join("src/proj-worktrees/alpha")));
+        assert!(!p.worktree_allowed(&home.join("src/proj-worktrees/beta/x")));
+        assert!(!p.worktree_allowed(&home.join("src/proj-worktrees/alpha/../beta/x")));
+        assert!(!p.docker.enabled);
+    }
+
+    #[test]
+    fn policy_inside_a_writable_root_is_refused() {
+        let (_t, home, repo) = setup();
+        let file = repo.join(".gitward.toml");
+        let e = Policy::parse(&file, &policy_text(&repo, ""), &home).unwrap_err();
+        assert_eq!(e.key, "-");
+        assert!(e.rule.contains("inside the writable root"), "{e}");
+        assert!(e.to_string().starts_with(&file.display().to_string()));
+    }
+
+    #[test]
+    fn forbidden_roots() {
+        let (_t, home, repo) = setup();
+        let file = home.join(".config/gitward/alpha.toml");
+        for (root, want) in [
+            ("/", "root folder"),
+            (home.to_str().unwrap(), "home folder"),
+            (home.parent().unwrap().to_str().unwrap(), "home folder"),
+            (&format!("{}/.config/x", home.display()), "run outside"),
+            (
+                &format!("{}/.local/share/wt", home.display()),
+                "run outside",
+            ),
+            ("/etc/systemd/system", "run outside"),
+            (
+                &format!("{}/Library/LaunchAgents", home.display()),
+                "run outside",
+            ),
+            (
+                &format!("{}/.local/state/gitward/alpha/wt", home.display()),
+                "run outside",
+            ),
+        ] {
+            let text = policy_text(&repo, &format!("worktree_roots = [\"{root}\"]"));
+            let e = Policy::parse(&file, &text, &home).unwrap_err();
+            assert_eq!(e.key, "worktree_roots[0]", "{root}");
+            assert!(e.rule.contains(want), "{root}: {e}");
+        }
+        std::fs::create_dir_all(home.join("scratch")).unwrap();
+        let ok = policy_text(
+            &repo,
+            &format!("worktree_roots = [\"{}/scratch\"]", home.display()),
+        );
+        Policy::parse(&file, &ok, &home).unwrap();
+    }
+
+    #[test]
+    fn a_link_to_a_forbidden_folder_is_refused_after_resolving() {
+        let (_t, home, repo) = setup();
+        std::os::unix::fs::symlink(home.join(".config"), home.join("innocent")).unwrap();
+        let file = home.join(".config/gitward/alpha.toml");
+        let text = policy_text(
+            &repo,
+            &format!("worktree_roots = [\"{}/innocent/wt\"]", home.display()),
+        );
+        let e = Policy::parse(&file, &text, &home).unwrap_err();
+        assert!(e.rule.contains("resolves to"), "{e}");
+    }
+
+    #[test]
+    fn bad_input_names_the_key() {
+        let (_t, home, repo) = setup();
+        let file = home.join(".config/gitward/alpha.toml");
+        let e = Policy::parse(&file, "session = \"a/b\"\nrepo = \"/x\"\n", &home).unwrap_err();
+        assert_eq!(e.key, "session");
+        let e = Policy::parse(&file, &policy_text(&repo, "unknown_key = 1"), &home).unwrap_err();
+        assert!(e.rule.contains("unknown_key"), "{e}");
+        assert!(e.key.starts_with("line "), "{e}");
+        let e = Policy::parse(&file, "session = \"a\"\nrepo = \"rel/path\"\n", &home).unwrap_err();
+        assert_eq!(e.key, "repo");
+        assert_eq!(e.to_string().lines().count(), 1);
+    }
+
+    #[test]
+    fn state_dir_inside_the_repo_is_refused() {
+        let (_t, home, repo) = setup();
+        let file = home.join(".config/gitward/alpha.toml");
+        let text = policy_text(
+            &repo,
+            &format!("state_dir = \"{}/.gitward\"", repo.display()),
+        );
+        let e = Policy::parse(&file, &text, &home).unwrap_err();
+        assert_eq!(e.key, "state_dir");
+    }
+}
