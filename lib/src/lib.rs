@@ -14,10 +14,34 @@
 //! | [`policy`] | the session policy file |
 //! | [`exit`] | exit codes shared by the binaries |
 //! | [`cli`] | man pages, completions and formats for every binary |
+//! | [`fsx`] | no-follow file access below a trusted root |
+//! | [`layout`] | git dir / common dir / work tree discovery, worktree entries, submodule git dirs |
+//! | [`config`] | every config value with its origin, includes followed as a superset |
+//! | [`attributes`] | driver names selected by every attributes source |
+//! | [`held`] | the held-writes store |
+//! | [`settings`] | guarded settings files and what widens them |
+//! | [`scan`] | end-of-turn commit scans |
+//! | [`integrity`] | wt-check pin / check / restore |
+//! | [`audit`] | wt-check audit, JSON and SARIF |
+//! | [`shim`] | git-shim rules |
+//! | [`shell`] | agent-shell |
+//! | [`safegit`] | safe-git |
 
+pub mod attributes;
+pub mod audit;
 pub mod catalogue;
 pub mod cli;
+pub mod config;
 pub mod env;
 pub mod events;
 pub mod exit;
+pub mod fsx;
+pub mod held;
+pub mod integrity;
+pub mod layout;
 pub mod policy;
+pub mod safegit;
+pub mod scan;
+pub mod settings;
+pub mod shell;
+pub mod shim;

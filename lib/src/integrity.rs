@@ -1,0 +1,1 @@
+//! End-of-turn integrity of the git folder: pin a baseline, check against it, restore what changed.
