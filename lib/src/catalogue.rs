@@ -741,6 +741,7 @@ pub static WORKTREE_PRIVATE_ENTRIES: &[&str] = &[
     "sequencer",
     "modules",
     "fsmonitor--daemon.ipc",
+    "gc.log",
 ];
 
 /// Inside a worktree admin dir, the only per-worktree paths below `refs/`, `logs/` and

@@ -647,6 +647,80 @@ fn dot_git_fifo_refused() {
 }
 
 #[test]
+fn unreadable_or_oversized_layout_files_fail_closed() {
+    let git = gits()[0];
+    let env = Env::new();
+    let repo = env.repo(git, "repo");
+    // A commondir git would read whole but we will not: refused, not skipped.
+    std::fs::write(
+        repo.join(".git/commondir"),
+        vec![b'x'; (SMALL_FILE_MAX + 1) as usize],
+    )
+    .unwrap();
+    assert!(matches!(
+        env.discover(&repo),
+        Err(LayoutError::InvalidCommondir { .. })
+    ));
+    // An empty commondir makes git die; we refuse too.
+    std::fs::write(repo.join(".git/commondir"), "").unwrap();
+    assert!(
+        !env.run(git, &repo, &["status"]).status.success(),
+        "control"
+    );
+    assert!(matches!(
+        env.discover(&repo),
+        Err(LayoutError::InvalidCommondir { .. })
+    ));
+    std::fs::remove_file(repo.join(".git/commondir")).unwrap();
+    // `objects` swapped for a link: git would follow it; we refuse instead of guessing.
+    std::fs::rename(repo.join(".git/objects"), env.p("objects")).unwrap();
+    symlink(env.p("objects"), repo.join(".git/objects")).unwrap();
+    env.ok(git, &repo, &["status", "--short"]);
+    match env.discover(&repo) {
+        Err(e @ LayoutError::Link { .. }) => assert!(e.is_link()),
+        other => panic!("{other:?}"),
+    }
+    // A HEAD that is a folder is an invalid HEAD (git: read fails).
+    std::fs::remove_file(repo.join(".git/objects")).unwrap();
+    std::fs::rename(env.p("objects"), repo.join(".git/objects")).unwrap();
+    std::fs::remove_file(repo.join(".git/HEAD")).unwrap();
+    std::fs::create_dir(repo.join(".git/HEAD")).unwrap();
+    assert!(matches!(
+        env.discover(&repo),
+        Err(LayoutError::DotGitInvalid { .. })
+    ));
+}
+
+#[test]
+fn explicit_git_dir_refusals() {
+    let git = gits()[0];
+    let env = Env::new();
+    let repo = env.repo(git, "repo");
+    let other = env.repo(git, "other");
+    symlink(other.join(".git"), env.p("gitlink")).unwrap();
+    assert!(matches!(
+        open_git_dir(&env.p("gitlink"), None),
+        Err(LayoutError::DotGitLink { .. })
+    ));
+    std::fs::write(
+        env.p("gf"),
+        format!("gitdir: {}\n", other.join(".git").display()),
+    )
+    .unwrap();
+    assert!(matches!(
+        open_git_dir(&env.p("gf"), None),
+        Err(LayoutError::GitfileUnvouched { .. })
+    ));
+    assert!(matches!(
+        open_git_dir(&repo, None),
+        Err(LayoutError::NotAGitDir { .. })
+    ));
+    let l = open_git_dir(&repo.join(".git"), Some(&env.p("home"))).unwrap();
+    assert_eq!(l.work_tree, Some(env.p("home")));
+    assert_eq!(l.found_by, FoundBy::Explicit);
+}
+
+#[test]
 fn ceilings_follow_gits_rules() {
     for git in gits() {
         let env = Env::new();
