@@ -277,34 +277,69 @@ impl Sys {
     /// missing trailing components are kept lexically (`strbuf_realpath_forgiving`);
     /// otherwise a missing component is an error.
     pub(crate) fn resolve(&self, path: &Path, forgiving: bool) -> Result<PathBuf, LayoutError> {
-        let mut out = PathBuf::from("/");
-        let mut missing = false;
+        // One open folder handle per existing component of the result so far, so that each
+        // step is a single no-follow lookup relative to its parent.
+        let mut stack: Vec<Root> = vec![self.root.try_clone()?];
+        let mut names: Vec<&OsStr> = Vec::new();
+        let mut missing_at: Option<usize> = None;
+        let mut after_non_dir = false;
+        let current = |names: &[&OsStr]| {
+            let mut p = PathBuf::from("/");
+            p.extend(names);
+            p
+        };
         for c in path.components() {
             match c {
                 Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
+                Component::ParentDir | Component::Normal(_) if after_non_dir => {
+                    let p = current(&names);
+                    return Err(LayoutError::Unreadable {
+                        path: p.clone(),
+                        source: FsError::NotDir { path: p },
+                    });
+                }
                 Component::ParentDir => {
-                    out.pop();
+                    if names.pop().is_none() {
+                        continue; // `/..` is `/`
+                    }
+                    match missing_at {
+                        Some(m) if names.len() <= m => missing_at = None,
+                        Some(_) => {}
+                        None => {
+                            stack.pop();
+                        }
+                    }
                 }
                 Component::Normal(name) => {
-                    out.push(name);
-                    if missing {
+                    names.push(name);
+                    if missing_at.is_some() {
                         continue;
                     }
-                    match self.stat(&out)? {
-                        None if forgiving => missing = true,
+                    let top = stack.last().expect("the root handle is never popped");
+                    match top.stat(name)? {
+                        None if forgiving => missing_at = Some(names.len() - 1),
                         None => {
+                            let p = current(&names);
                             return Err(LayoutError::Unreadable {
-                                path: out.clone(),
-                                source: FsError::NotFound { path: out },
+                                path: p.clone(),
+                                source: FsError::NotFound { path: p },
+                            });
+                        }
+                        Some(st) if st.is_symlink() => {
+                            return Err(LayoutError::Link {
+                                path: current(&names),
                             })
                         }
-                        Some(st) if st.is_symlink() => return Err(LayoutError::Link { path: out }),
-                        Some(_) => {}
+                        Some(st) if st.is_dir() => {
+                            let next = top.open_dir(name)?;
+                            stack.push(next);
+                        }
+                        Some(_) => after_non_dir = true,
                     }
                 }
             }
         }
-        Ok(out)
+        Ok(current(&names))
     }
 }
 
@@ -800,6 +835,9 @@ fn examine_folder(
     }
     // `<dir>` itself as a git dir (git's GIT_DIR_BARE). A folder whose HEAD is not valid is
     // simply not a git dir; once HEAD is valid, anything we cannot vouch for is refused.
+    if sys.stat(&dir.join("HEAD"))?.is_none() {
+        return Ok(None);
+    }
     match check_git_dir_with(sys, dir) {
         Err(LayoutError::NotAGitDir { .. }) => Ok(None),
         Err(e) => Err(e),
@@ -954,7 +992,9 @@ fn vouch_gitfile(
         check_main_git_dir(sys, &holder)?;
         let backlink = worktrees::read_backlink(sys, &gf.target)?;
         match backlink {
-            Some(dot_git) if dot_git == gitfile => {}
+            // git strips a trailing `/.git` from gitdir (get_linked_worktree), so both forms
+            // name this worktree.
+            Some(dot_git) if dot_git == gitfile || dot_git == dir => {}
             Some(dot_git) => {
                 return Err(unvouched(format!(
                     "worktrees/{id}/gitdir points to {}, not back to this .git file",

@@ -132,6 +132,39 @@ fn trim_and_implicit_bare() {
     assert!(!is_implicit_bare_repo(Path::new("/x/y.git/worktrees/a")));
 }
 
+#[test]
+fn resolve_never_follows_links_even_after_a_missing_component() {
+    let env = Env::new();
+    let root = env.root();
+    std::fs::create_dir_all(root.join("a/b")).unwrap();
+    std::fs::write(root.join("a/file"), "x").unwrap();
+    symlink("/etc", root.join("a/ln")).unwrap();
+    let sys = Sys::new().unwrap();
+    assert_eq!(
+        sys.resolve(&root.join("a/./b/../b"), false).unwrap(),
+        root.join("a/b")
+    );
+    assert_eq!(
+        sys.resolve(&root.join("a/missing/x"), true).unwrap(),
+        root.join("a/missing/x")
+    );
+    assert!(sys.resolve(&root.join("a/missing"), false).is_err());
+    // `..` back out of a missing part: the link after it is still checked.
+    assert!(matches!(
+        sys.resolve(&root.join("a/missing/../ln/passwd"), true),
+        Err(LayoutError::Link { .. })
+    ));
+    assert!(matches!(
+        sys.resolve(&root.join("a/ln"), true),
+        Err(LayoutError::Link { .. })
+    ));
+    assert!(sys.resolve(&root.join("a/file/.."), true).is_err());
+    assert_eq!(
+        sys.resolve(Path::new("/../.."), false).unwrap(),
+        PathBuf::from("/")
+    );
+}
+
 // ---- honest layouts, both gits ---------------------------------------------------------------
 
 #[test]

@@ -385,14 +385,16 @@ fn read_entry(
                     });
                 }
                 match sys.resolve(&absolute_against(&admin, &p), true) {
-                    Ok(dot_git) => {
-                        let wt = if dot_git.file_name() == Some(OsStr::new(".git")) {
-                            dot_git.parent().map(Path::to_path_buf)
+                    Ok(named) => {
+                        // get_linked_worktree strips a trailing `/.git`; the worktree's `.git`
+                        // is then `<worktree>/.git` either way (validate_worktree).
+                        let wt = if named.file_name() == Some(OsStr::new(".git")) {
+                            named.parent().map(Path::to_path_buf).unwrap_or(named)
                         } else {
-                            Some(dot_git.clone())
+                            named
                         };
-                        entry.worktree_path = wt;
-                        entry.dot_git = Some(dot_git);
+                        entry.dot_git = Some(wt.join(".git"));
+                        entry.worktree_path = Some(wt);
                     }
                     Err(LayoutError::Link { path }) => entry.problems.push(Problem::Link {
                         name: "gitdir (a folder on the path it names)".into(),
