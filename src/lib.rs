@@ -418,10 +418,14 @@ pub fn probe_safe_git(path: &Path, git: &GitBin, timeout: Duration) -> Tool {
             path: path.to_path_buf(),
         }
     } else {
-        not_built(format!(
-            "`safe-git --git {} rev-parse --show-toplevel` in an honest repository: {}",
-            git.path.display(),
+        let what = if safe.ok() && safe.stdout.is_empty() {
+            "exits 0 and prints nothing (a stub, not a working safe-git)".to_owned()
+        } else {
             safe.describe()
+        };
+        not_built(format!(
+            "`safe-git --git {} rev-parse --show-toplevel` in an honest repository: {what}",
+            git.path.display()
         ))
     }
 }
@@ -454,7 +458,14 @@ pub fn probe_wt_check(path: &Path, git: &GitBin, timeout: Duration) -> Tool {
             path: path.to_path_buf(),
         }
     } else {
-        not_built(format!("`wt-check audit --format json`: {}", r.describe()))
+        let what = if r.ok() && r.stdout.is_empty() {
+            "exits 0 and prints nothing (a stub, audit not built yet)".to_owned()
+        } else {
+            r.describe()
+        };
+        not_built(format!(
+            "`wt-check audit --format json` on an honest repository: {what}"
+        ))
     }
 }
 
