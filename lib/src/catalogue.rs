@@ -694,6 +694,43 @@ pub fn classify_url(url: &str) -> Option<UrlDanger> {
     Some(UrlDanger::Local)
 }
 
+/// Keys that the config and attributes readers interpret themselves (they change which files
+/// are read), named once here so no reader spells them. Each is also a row of [`KEYS`] (§1e).
+pub mod loader {
+    use super::KeyPattern;
+
+    /// `include.path`: inserts another config file in place (no subsection).
+    pub const INCLUDE_PATH: KeyPattern = KeyPattern::Key {
+        section: "include",
+        name: "path",
+    };
+    /// `includeIf.<condition>.path`: inserts another config file when the condition holds.
+    pub const INCLUDE_IF_PATH: KeyPattern = KeyPattern::PerName {
+        section: "includeIf",
+        name: "path",
+    };
+    /// `extensions.worktreeConfig`: makes git read `config.worktree` of the current git dir.
+    pub const WORKTREE_CONFIG: KeyPattern = KeyPattern::Key {
+        section: "extensions",
+        name: "worktreeConfig",
+    };
+    /// `core.attributesFile`: an extra attributes file (default `$XDG_CONFIG_HOME/git/attributes`).
+    pub const ATTRIBUTES_FILE: KeyPattern = KeyPattern::Key {
+        section: "core",
+        name: "attributesFile",
+    };
+    /// `core.hooksPath`: replaces `<common dir>/hooks`.
+    pub const HOOKS_PATH: KeyPattern = KeyPattern::Key {
+        section: "core",
+        name: "hooksPath",
+    };
+    /// `core.worktree`: the work tree, anywhere.
+    pub const CORE_WORKTREE: KeyPattern = KeyPattern::Key {
+        section: "core",
+        name: "worktree",
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -800,6 +837,25 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn loader_keys_are_catalogue_rows() {
+        use super::loader::*;
+        for p in [
+            INCLUDE_PATH,
+            INCLUDE_IF_PATH,
+            WORKTREE_CONFIG,
+            ATTRIBUTES_FILE,
+            HOOKS_PATH,
+            CORE_WORKTREE,
+        ] {
+            assert!(
+                KEYS.iter().any(|e| e.key == p),
+                "{} is not a KEYS row",
+                p.display()
+            );
         }
     }
 }
