@@ -326,8 +326,21 @@ pub fn find_gits(explicit: &[PathBuf]) -> Result<Vec<GitBin>, CorpusError> {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Tool {
-    Ready { path: PathBuf },
-    NotBuilt { path: PathBuf, reason: String },
+    Ready {
+        path: PathBuf,
+    },
+    /// Missing, or a stub that does nothing (exit 0, no output).
+    NotBuilt {
+        path: PathBuf,
+        reason: String,
+    },
+    /// Built, but wrong on an honest repository (safe-git's output differs from git's, the
+    /// audit flags a clean repository): every result through it would mean nothing, so each
+    /// case fails with this reason.
+    Unusable {
+        path: PathBuf,
+        reason: String,
+    },
     Disabled,
 }
 
@@ -343,6 +356,9 @@ impl std::fmt::Display for Tool {
             Tool::Ready { path } => write!(f, "{}", path.display()),
             Tool::NotBuilt { path, reason } => {
                 write!(f, "not built ({}: {reason})", path.display())
+            }
+            Tool::Unusable { path, reason } => {
+                write!(f, "UNUSABLE ({}: {reason})", path.display())
             }
             Tool::Disabled => write!(f, "disabled"),
         }
@@ -418,19 +434,29 @@ pub fn probe_safe_git(path: &Path, git: &GitBin, timeout: Duration) -> Tool {
             path: path.to_path_buf(),
         }
     } else {
-        let what = if safe.ok() && safe.stdout.is_empty() {
-            "exits 0 and prints nothing (a stub, not a working safe-git)".to_owned()
-        } else {
-            safe.describe()
-        };
-        not_built(format!(
-            "`safe-git --git {} rev-parse --show-toplevel` in an honest repository: {what}",
+        let probe = format!(
+            "`safe-git --git {} rev-parse --show-toplevel` in an honest repository",
             git.path.display()
-        ))
+        );
+        if safe.ok() && safe.stdout.is_empty() {
+            not_built(format!(
+                "{probe}: exits 0 and prints nothing (a stub, not a working safe-git)"
+            ))
+        } else {
+            Tool::Unusable {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "{probe}: printed {:?} (git printed {:?}); {}",
+                    String::from_utf8_lossy(&safe.stdout).trim(),
+                    String::from_utf8_lossy(&plain.stdout).trim(),
+                    safe.describe()
+                ),
+            }
+        }
     }
 }
 
-/// Probe `wt-check audit`: on an honest repository it must print JSON and exit 0 or 1.
+/// Probe `wt-check audit`: on an honest repository it must print JSON and exit 0.
 pub fn probe_wt_check(path: &Path, git: &GitBin, timeout: Duration) -> Tool {
     let not_built = |reason: String| Tool::NotBuilt {
         path: path.to_path_buf(),
@@ -453,19 +479,28 @@ pub fn probe_wt_check(path: &Path, git: &GitBin, timeout: Duration) -> Tool {
         timeout,
     );
     let json_ok = serde_json::from_slice::<serde_json::Value>(&r.stdout).is_ok();
-    if matches!(r.status, Some(0) | Some(1)) && json_ok {
+    let probe = "`wt-check audit --format json` on an honest repository";
+    if r.ok() && json_ok {
         Tool::Ready {
             path: path.to_path_buf(),
         }
-    } else {
-        let what = if r.ok() && r.stdout.is_empty() {
-            "exits 0 and prints nothing (a stub, audit not built yet)".to_owned()
-        } else {
-            r.describe()
-        };
+    } else if r.ok() && r.stdout.is_empty() {
         not_built(format!(
-            "`wt-check audit --format json` on an honest repository: {what}"
+            "{probe}: exits 0 and prints nothing (a stub, audit not built yet)"
         ))
+    } else if r.status == Some(1) && json_ok {
+        Tool::Unusable {
+            path: path.to_path_buf(),
+            reason: format!(
+                "{probe}: flags it (exit 1): {}",
+                String::from_utf8_lossy(&r.stdout)
+                    .chars()
+                    .take(400)
+                    .collect::<String>()
+            ),
+        }
+    } else {
+        not_built(format!("{probe}: {}", r.describe()))
     }
 }
 
@@ -925,6 +960,9 @@ fn run_one(case: &Case, git: &GitBin, safe: &Tool, audit: &Tool, opts: &Options)
         r.safe_git = match safe {
             Tool::Ready { path } => under_safe_git(case, git, path, opts),
             Tool::NotBuilt { .. } => SafeOutcome::NotBuilt,
+            Tool::Unusable { reason, .. } => SafeOutcome::Error {
+                why: format!("safe-git unusable: {reason}"),
+            },
             Tool::Disabled => SafeOutcome::NotRun,
         };
         r.audit = match (case.audit_na(), audit) {
@@ -933,6 +971,9 @@ fn run_one(case: &Case, git: &GitBin, safe: &Tool, audit: &Tool, opts: &Options)
             },
             (None, Tool::Ready { path }) => run_audit(case, git, path, opts),
             (None, Tool::NotBuilt { .. }) => AuditOutcome::NotBuilt,
+            (None, Tool::Unusable { reason, .. }) => AuditOutcome::Error {
+                why: format!("wt-check unusable: {reason}"),
+            },
             (None, Tool::Disabled) => AuditOutcome::NotRun,
         };
     }
