@@ -147,6 +147,9 @@ impl Case {
                 return Some(format!("needs git <= {max}: {}", why()));
             }
         }
+        if self.tty && which("script").is_none() {
+            return Some("needs script(1) (util-linux) to give the trigger a terminal".into());
+        }
         for prog in &self.requires {
             if which(prog).is_none() {
                 return Some(format!("needs `{prog}` on PATH"));
