@@ -1228,6 +1228,14 @@ pub fn render_human(report: &Report) -> String {
                 SafeOutcome::Error { why } => {
                     let _ = writeln!(s, "  {:w$}    safe-git: {why}", "");
                 }
+                SafeOutcome::Quiet { .. } if r.expect_refusal => {
+                    let _ = writeln!(
+                        s,
+                        "  {:w$}    note: `{}` is outside safe-git's allow-list; it ran instead of being refused",
+                        "",
+                        r.command.first().map(String::as_str).unwrap_or("")
+                    );
+                }
                 _ => {}
             }
             if let AuditOutcome::Error { why } = &r.audit {
@@ -1293,6 +1301,41 @@ pub fn render_json(report: &Report) -> String {
             .collect(),
     };
     serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+/// The case list: id, research row, title, trigger (for `--list`).
+pub fn render_list(cases: &[Case], format_json: bool) -> String {
+    if format_json {
+        return serde_json::to_string_pretty(cases).unwrap_or_default();
+    }
+    let w = cases.iter().map(|c| c.id.len()).max().unwrap_or(4);
+    let mut s = String::new();
+    for c in cases {
+        let _ = writeln!(
+            s,
+            "{:w$}  git {}{}\n{:w$}  {} — {}",
+            c.id,
+            c.command.join(" "),
+            if c.tty { "  (tty)" } else { "" },
+            "",
+            c.research,
+            c.title
+        );
+    }
+    let mut rows: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in cases {
+        *rows.entry(c.row()).or_default() += 1;
+    }
+    let _ = writeln!(
+        s,
+        "{} cases: {}",
+        cases.len(),
+        rows.iter()
+            .map(|(r, n)| format!("{r}: {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    s
 }
 
 /// `fixtures/attacks` of this source tree.

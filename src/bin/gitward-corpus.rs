@@ -55,6 +55,9 @@ struct Args {
     /// Time limit for every child process (setup, trigger, audit), in seconds.
     #[arg(long, default_value_t = 30)]
     timeout: u64,
+    /// List the cases (id, trigger, research row, title) and exit without running them.
+    #[arg(long)]
+    list: bool,
     /// Write a man page or completion script and exit.
     #[arg(long, value_enum, value_name = "WHAT")]
     generate: Option<Generate>,
@@ -87,6 +90,13 @@ fn run(args: Args) -> Result<bool, corpus::CorpusError> {
     let mut cases = corpus::load_cases(&dir)?;
     if !args.case.is_empty() {
         cases.retain(|c| args.case.iter().any(|s| c.id.contains(s.as_str())));
+    }
+    if args.list {
+        print!(
+            "{}",
+            corpus::render_list(&cases, args.format == Format::Json)
+        );
+        return Ok(true);
     }
     let gits = corpus::find_gits(&args.git)?;
     let exe = std::env::current_exe().unwrap_or_default();
