@@ -276,9 +276,26 @@ pub fn probe_git(path: &Path) -> Result<GitBin, CorpusError> {
     })
 }
 
+/// Whether `p` is a copy of the `git-shim` built next to this executable (same bytes).
+fn is_copy_of_shim(p: &Path) -> bool {
+    let Some(shim) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|d| d.join("git-shim")))
+    else {
+        return false;
+    };
+    match (std::fs::metadata(p), std::fs::metadata(&shim)) {
+        (Ok(a), Ok(b)) if a.len() == b.len() => {
+            matches!((std::fs::read(p), std::fs::read(&shim)), (Ok(x), Ok(y)) if x == y)
+        }
+        _ => false,
+    }
+}
+
 /// Every git on the machine: `/usr/bin/git`, `/usr/local/bin/git`, every `git` on `PATH`,
 /// minus gitward's own shim (a `git` whose real path's file name is not `git`, e.g. a link
-/// to `git-shim`), deduplicated by real path. `explicit` (from `--git`) replaces the search.
+/// to `git-shim`, or a copy of the `git-shim` built beside this runner), deduplicated by
+/// real path. `explicit` (from `--git`) replaces the search.
 pub fn find_gits(explicit: &[PathBuf]) -> Result<Vec<GitBin>, CorpusError> {
     let mut cands: Vec<PathBuf> = Vec::new();
     if explicit.is_empty() {
@@ -310,7 +327,7 @@ pub fn find_gits(explicit: &[PathBuf]) -> Result<Vec<GitBin>, CorpusError> {
             continue;
         };
         let is_git_name = real.file_name().is_some_and(|n| n == "git");
-        if !is_git_name && explicit.is_empty() {
+        if (!is_git_name || is_copy_of_shim(&real)) && explicit.is_empty() {
             continue; // gitward's shim installed as `git` (or another wrapper)
         }
         if !seen.insert(real.clone()) {
