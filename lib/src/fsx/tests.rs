@@ -375,13 +375,17 @@ fn race_swapping_a_folder_for_a_link_never_escapes() {
                 std::fs::remove_file(&a).unwrap();
                 std::fs::rename(&parked, &a).unwrap();
                 swaps += 1;
+                // Leave the real folder in place for a moment so that both outcomes occur
+                // even on a loaded machine.
+                std::thread::sleep(Duration::from_micros(50));
             }
             swaps
         })
     };
-    let deadline = Instant::now() + Duration::from_secs(3);
+    let deadline = Instant::now() + Duration::from_secs(4);
     let (mut ok_w, mut err_w, mut ok_r, mut err_r, mut iters) = (0, 0, 0, 0, 0);
-    while iters < 5000 && Instant::now() < deadline {
+    // At least 5000 rounds, and on until both outcomes have been seen (or the deadline).
+    while (iters < 5000 || ok_w + ok_r == 0 || err_w + err_r == 0) && Instant::now() < deadline {
         iters += 1;
         match root.write_atomic("a/b/f", b"inside", 0o644) {
             Ok(()) => ok_w += 1,
