@@ -664,15 +664,20 @@ fn link_on_a_gitfile_target_path_refused() {
 }
 
 #[test]
-fn dot_git_fifo_refused() {
+fn dot_git_fifo_refused_where_git_climbs() {
+    let git = gits()[0];
     let env = Env::new();
-    let wt = env.p("wt");
+    let outer = env.repo(git, "outer");
+    let wt = outer.join("wt");
     std::fs::create_dir(&wt).unwrap();
     nix::unistd::mkfifo(
         &wt.join(".git"),
         nix::sys::stat::Mode::from_bits_truncate(0o644),
     )
     .unwrap();
+    // Control: git skips the fifo and uses the outer repository.
+    let out = env.ok(git, &wt, &["rev-parse", "--absolute-git-dir"]);
+    assert_eq!(out.trim(), outer.join(".git").to_str().unwrap());
     assert!(matches!(
         env.discover(&wt),
         Err(LayoutError::DotGitOther { kind: "fifo", .. })
