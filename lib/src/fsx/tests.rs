@@ -346,6 +346,22 @@ fn move_to_across_filesystems_copies_then_removes() {
     ));
     assert_eq!(root.read("a/again", 100).unwrap(), b"again");
     assert_eq!(files_in(q.path()), vec!["f", "tree"]);
+    // A copy that fails half way (a fifo cannot be copied) leaves the source where it was,
+    // complete, and nothing in the destination.
+    root.create_dir_all("a/t2", 0o755).unwrap();
+    root.write_atomic("a/t2/keep", b"keep me", 0o644).unwrap();
+    nix::unistd::mkfifo(
+        &root.path().join("a/t2/zz-fifo"),
+        Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
+    assert!(matches!(
+        root.move_to("a/t2", &q, "t2"),
+        Err(FsError::NotRegular { kind: "fifo", .. })
+    ));
+    assert_eq!(root.read("a/t2/keep", 100).unwrap(), b"keep me");
+    assert_eq!(files_in(&root.path().join("a")), vec!["again", "b", "t2"]);
+    assert_eq!(files_in(q.path()), vec!["f", "tree"]);
 }
 
 /// One thread keeps swapping `root/a` between the real folder and a link to a folder
