@@ -223,6 +223,8 @@ fn linked_worktree_absolute_both_gits() {
         assert_eq!(e.worktree_path.as_deref(), Some(wt.as_path()));
         assert_eq!(e.problems, vec![], "{git}: {:?}", e.problems);
         assert_eq!(e.prune, None);
+        let json = serde_json::to_value(e).unwrap();
+        assert_eq!(json["commondir"], "../..\n");
         assert!(e.belongs_to(&env.root()));
         assert!(!e.belongs_to(&wt));
         assert!(!e.belongs_to(&repo));

@@ -189,6 +189,13 @@ impl std::fmt::Display for Problem {
     }
 }
 
+fn lossy<S: serde::Serializer>(v: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(b) => s.serialize_some(&String::from_utf8_lossy(b)),
+        None => s.serialize_none(),
+    }
+}
+
 /// One `worktrees/<id>/` entry with its raw files, the resolved worktree path, what departs
 /// from git's rules, and the prune verdict git would reach.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -196,10 +203,15 @@ pub struct WorktreeEntry {
     pub id: String,
     /// `<common>/worktrees/<id>`.
     pub admin_dir: PathBuf,
-    /// Raw contents (`None` when absent or not a readable regular file).
+    /// Raw contents (`None` when absent or not a readable regular file). Serialised as text
+    /// (invalid UTF-8 replaced).
+    #[serde(serialize_with = "lossy")]
     pub gitdir: Option<Vec<u8>>,
+    #[serde(serialize_with = "lossy")]
     pub commondir: Option<Vec<u8>>,
+    #[serde(serialize_with = "lossy")]
     pub head: Option<Vec<u8>>,
+    #[serde(serialize_with = "lossy")]
     pub locked: Option<Vec<u8>>,
     pub has_config_worktree: bool,
     /// The worktree's `.git` file as named by `gitdir` (relative resolved against the admin
