@@ -18,6 +18,7 @@
 //!   walk; a `.gitattributes` that is a link is recorded and not read (git ≥ 2.32 does not
 //!   follow in-tree `.gitattributes` links either).
 
+mod objects;
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -88,6 +89,9 @@ pub enum Source {
     AttributesFile(PathBuf),
     /// `$(prefix)/etc/gitattributes`.
     System(PathBuf),
+    /// A `.gitattributes` blob in the tree named by `rev` (`attr.tree`, or `HEAD` of a bare
+    /// repository); `path` is its path in that tree.
+    Tree { rev: String, path: PathBuf },
     /// git's built-in macros (`binary`).
     Builtin,
 }
@@ -100,6 +104,7 @@ impl std::fmt::Display for Source {
             Source::InfoAttributes(p) | Source::AttributesFile(p) | Source::System(p) => {
                 write!(f, "{}", p.display())
             }
+            Source::Tree { rev, path } => write!(f, "{rev}:{}", path.display()),
             Source::Builtin => write!(f, "[builtin]"),
         }
     }
@@ -111,7 +116,9 @@ impl Source {
     /// `core.attributesFile`, the system file and the built-ins.
     pub fn honours_macros(&self) -> bool {
         match self {
-            Source::WorkTree(p) | Source::Index(p) => p == Path::new(GITATTRIBUTES),
+            Source::WorkTree(p) | Source::Index(p) | Source::Tree { path: p, .. } => {
+                p == Path::new(GITATTRIBUTES)
+            }
             _ => true,
         }
     }
@@ -204,6 +211,9 @@ pub struct Options {
     pub attributes_files: Vec<PathBuf>,
     /// The system attributes file ([`system_attributes_for`]).
     pub system: Option<PathBuf>,
+    /// Tree-ishes whose `.gitattributes` files git may read instead of the work tree's:
+    /// every `attr.tree` value, and `HEAD` for a bare repository ([`tree_sources`]).
+    pub trees: Vec<String>,
     pub limits: Limits,
 }
 
@@ -270,6 +280,27 @@ pub fn attributes_files(
         }
     }
     Ok(out)
+}
+
+/// Tree-ishes git may read attributes from: every `attr.tree` value in any enumerated file
+/// (a superset of the effective one), and `HEAD` when the repository is bare (newer git
+/// defaults `attr.tree` to `HEAD` there).
+pub fn tree_sources(e: &Enumeration, bare: bool) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    if bare {
+        out.push("HEAD".to_owned());
+    }
+    for v in e.values() {
+        if loader::ATTR_TREE.matches(&v.config_key()) {
+            if let Some(val) = v.value.as_ref().filter(|r| !r.is_empty()) {
+                let val = val.to_str_lossy().into_owned();
+                if !out.contains(&val) {
+                    out.push(val);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A macro definition.
@@ -353,6 +384,7 @@ struct Collector<'a> {
     /// Parsed files in reading order.
     parsed: Vec<(Source, Vec<Line>)>,
     files: Vec<FileEntry>,
+    objects: Option<objects::Objects>,
 }
 
 impl<'a> Collector<'a> {
@@ -363,6 +395,7 @@ impl<'a> Collector<'a> {
             entries_seen: 0,
             parsed: Vec::new(),
             files: Vec::new(),
+            objects: None,
         }
     }
 
@@ -389,9 +422,12 @@ impl<'a> Collector<'a> {
         if let Some(wt) = &opts.work_tree {
             self.walk(wt)?;
         }
-        if opts.read_index {
-            if let (Some(git_dir), Some(common)) = (&opts.git_dir, &opts.common_dir) {
+        if let (Some(git_dir), Some(common)) = (&opts.git_dir, &opts.common_dir) {
+            if opts.read_index {
                 self.read_index(git_dir, common)?;
+            }
+            for spec in &opts.trees {
+                self.read_tree(git_dir, common, spec)?;
             }
         }
         let selections = self.selections()?;
@@ -508,7 +544,6 @@ impl<'a> Collector<'a> {
     /// `.gitattributes` blobs in the index (every stage), including those inside sparse-index
     /// directory entries.
     fn read_index(&mut self, git_dir: &Path, common_dir: &Path) -> Result<(), AttributesError> {
-        use gix::objs::{Find, FindHeader};
         let index_path = git_dir.join("index");
         let index_err = |message: String| AttributesError::Index {
             file: index_path.clone(),
@@ -528,29 +563,13 @@ impl<'a> Collector<'a> {
             gix::index::decode::Options::default(),
         )
         .map_err(|e| index_err(e.to_string()))?;
-        let objects = common_dir.join("objects");
-        let odb =
-            gix::odb::at(&objects, gix::hash::Kind::Sha1).map_err(|e| AttributesError::Object {
-                objects: objects.clone(),
-                path: String::new(),
-                id: String::new(),
-                message: e.to_string(),
-            })?;
-        let limit = self.opts.limits.max_file_size;
-        let obj_err = |path: &[u8], id: &gix::oid, message: String| AttributesError::Object {
-            objects: objects.clone(),
-            path: path.to_str_lossy().into_owned(),
-            id: id.to_string(),
-            message,
-        };
-        // (index path, blob id) of every .gitattributes, and sparse directories to expand.
-        let mut blobs: Vec<(Vec<u8>, gix::ObjectId)> = Vec::new();
-        let mut trees: Vec<(Vec<u8>, gix::ObjectId)> = Vec::new();
+        let mut found = objects::Found::default();
+        let mut sparse_dirs = Vec::new();
         for entry in index.entries() {
             let path: &[u8] = entry.path(&index).as_ref();
             let mode = entry.mode;
             if mode == gix::index::entry::Mode::DIR {
-                trees.push((path.to_vec(), entry.id));
+                sparse_dirs.push((path.to_vec(), entry.id));
                 continue;
             }
             let base = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
@@ -558,91 +577,104 @@ impl<'a> Collector<'a> {
                 continue;
             }
             if mode == gix::index::entry::Mode::SYMLINK {
-                self.files.push(FileEntry {
-                    source: Source::Index(bytes_path(path)),
-                    state: FileState::LinkNotFollowed,
-                });
+                found.links.push(path.to_vec());
             } else if mode == gix::index::entry::Mode::FILE
                 || mode == gix::index::entry::Mode::FILE_EXECUTABLE
             {
-                blobs.push((path.to_vec(), entry.id));
+                found.blobs.push((path.to_vec(), entry.id));
             }
         }
-        let mut buf = Vec::new();
-        let mut trees_read = 0usize;
-        while let Some((prefix, id)) = trees.pop() {
-            trees_read += 1;
-            if trees_read > self.opts.limits.max_trees {
-                return Err(AttributesError::Incomplete {
-                    dir: index_path.clone(),
-                    reason: format!("more than {} sparse trees", self.opts.limits.max_trees),
-                });
-            }
-            self.check_time(&index_path)?;
-            let data = odb
-                .try_find(&id, &mut buf)
-                .map_err(|e| obj_err(&prefix, &id, e.to_string()))?
-                .ok_or_else(|| obj_err(&prefix, &id, "missing tree".into()))?;
-            if data.kind != gix::objs::Kind::Tree {
-                return Err(obj_err(
-                    &prefix,
-                    &id,
-                    format!("a {} where a tree was expected", data.kind),
-                ));
-            }
-            let tree = gix::objs::TreeRefIter::from_bytes(data.data, gix::hash::Kind::Sha1);
-            let mut children = Vec::new();
-            for e in tree {
-                let e = e.map_err(|err| obj_err(&prefix, &id, err.to_string()))?;
-                let mut p = prefix.clone();
-                if !p.is_empty() && !p.ends_with(b"/") {
-                    p.push(b'/');
-                }
-                p.extend_from_slice(e.filename);
-                if e.mode.is_tree() {
-                    children.push((p, e.oid.to_owned()));
-                } else if e.filename == GITATTRIBUTES.as_bytes() {
-                    if e.mode.is_link() {
-                        self.files.push(FileEntry {
-                            source: Source::Index(bytes_path(&p)),
-                            state: FileState::LinkNotFollowed,
-                        });
-                    } else if e.mode.is_blob() {
-                        blobs.push((p, e.oid.to_owned()));
-                    }
-                }
-            }
-            trees.extend(children);
+        let objects = self.objects(common_dir)?;
+        objects.scan_trees(sparse_dirs, &mut found)?;
+        self.check_time(&index_path)?;
+        self.push_found(found, |p| Source::Index(bytes_path(p)), &index_path)
+    }
+
+    /// The object database, opened once.
+    fn objects(&mut self, common_dir: &Path) -> Result<&mut objects::Objects, AttributesError> {
+        if self.objects.is_none() {
+            self.objects = Some(objects::Objects::open(
+                common_dir,
+                self.opts.limits.max_file_size,
+                self.opts.limits.max_trees,
+            )?);
         }
-        blobs.sort_by(|a, b| {
+        Ok(self.objects.as_mut().expect("just opened"))
+    }
+
+    /// `.gitattributes` at any depth of the tree a tree-ish (an `attr.tree` value, `HEAD` of a
+    /// bare repository) names.
+    fn read_tree(
+        &mut self,
+        git_dir: &Path,
+        common_dir: &Path,
+        spec: &str,
+    ) -> Result<(), AttributesError> {
+        let refs = if git_dir == common_dir {
+            gix::refs::file::Store::at(git_dir.to_path_buf(), gix::hash::Kind::Sha1)
+        } else {
+            gix::refs::file::Store::for_linked_worktree(
+                git_dir.to_path_buf(),
+                common_dir.to_path_buf(),
+                gix::hash::Kind::Sha1,
+            )
+        };
+        let objects = self.objects(common_dir)?;
+        let root =
+            objects
+                .resolve_treeish(&refs, spec)
+                .map_err(|reason| AttributesError::Incomplete {
+                    dir: git_dir.to_path_buf(),
+                    reason: format!("attribute tree {spec:?} cannot be resolved: {reason}"),
+                })?;
+        let Some(root) = root else {
+            self.files.push(FileEntry {
+                source: Source::Tree {
+                    rev: spec.to_owned(),
+                    path: PathBuf::from(GITATTRIBUTES),
+                },
+                state: FileState::Missing,
+            });
+            return Ok(());
+        };
+        let mut found = objects::Found::default();
+        objects.scan_trees(vec![(Vec::new(), root)], &mut found)?;
+        let rev = spec.to_owned();
+        self.push_found(
+            found,
+            |p| Source::Tree {
+                rev: rev.clone(),
+                path: bytes_path(p),
+            },
+            git_dir,
+        )
+    }
+
+    /// Read and parse the blobs found in trees or the index, root first.
+    fn push_found(
+        &mut self,
+        mut found: objects::Found,
+        source: impl Fn(&[u8]) -> Source,
+        at: &Path,
+    ) -> Result<(), AttributesError> {
+        for l in &found.links {
+            self.files.push(FileEntry {
+                source: source(l),
+                state: FileState::LinkNotFollowed,
+            });
+        }
+        found.blobs.sort_by(|a, b| {
             let depth = |p: &[u8]| p.iter().filter(|&&c| c == b'/').count();
             (depth(&a.0), &a.0).cmp(&(depth(&b.0), &b.0))
         });
-        for (path, id) in blobs {
-            let header = odb
-                .try_header(&id)
-                .map_err(|e| obj_err(&path, &id, e.to_string()))?
-                .ok_or_else(|| obj_err(&path, &id, "missing blob".into()))?;
-            if header.size > limit {
-                return Err(obj_err(
-                    &path,
-                    &id,
-                    format!("{} bytes, more than the limit of {limit}", header.size),
-                ));
-            }
-            let data = odb
-                .try_find(&id, &mut buf)
-                .map_err(|e| obj_err(&path, &id, e.to_string()))?
-                .ok_or_else(|| obj_err(&path, &id, "missing blob".into()))?;
-            if data.kind != gix::objs::Kind::Blob {
-                return Err(obj_err(
-                    &path,
-                    &id,
-                    format!("a {} where a blob was expected", data.kind),
-                ));
-            }
-            let bytes = data.data.to_vec();
-            self.push_parsed(Source::Index(bytes_path(&path)), &bytes);
+        for (path, id) in found.blobs {
+            self.check_time(at)?;
+            let bytes = self
+                .objects
+                .as_mut()
+                .expect("opened before blobs are found")
+                .blob(&path, &id)?;
+            self.push_parsed(source(&path), &bytes);
         }
         Ok(())
     }

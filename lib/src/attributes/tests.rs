@@ -397,3 +397,102 @@ fn sparse_and_split_index_entries_are_read() {
         }
     }
 }
+
+#[test]
+fn attr_tree_and_bare_head_are_read() {
+    for g in gits() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(tmp.path()).unwrap();
+        let home = root.join("home");
+        fs::create_dir_all(&home).unwrap();
+        git(&g, &home, &root, &["init", "-q", "-b", "main", "repo"]);
+        let repo = root.join("repo");
+        let gd = repo.join(".git");
+        w(&repo.join("f"), "x\n");
+        git(&g, &home, &repo, &["add", "."]);
+        git(&g, &home, &repo, &["commit", "-q", "-m", "c"]);
+        git(&g, &home, &repo, &["checkout", "-q", "-b", "other"]);
+        w(&repo.join(".gitattributes"), "* filter=ontree\n");
+        w(&repo.join("deep/.gitattributes"), "* diff=deeptree\n");
+        git(&g, &home, &repo, &["add", "."]);
+        git(&g, &home, &repo, &["commit", "-q", "-m", "c2"]);
+        git(&g, &home, &repo, &["tag", "-a", "-m", "t", "annotated"]);
+        git(&g, &home, &repo, &["checkout", "-q", "main"]);
+        assert!(!repo.join(".gitattributes").exists());
+        git(&g, &home, &repo, &["config", "attr.tree", "other"]);
+
+        let copts = config::Options::for_repository(Some(&repo), &gd, &gd);
+        let e = config::enumerate(&copts).unwrap();
+        let mut o = Options::for_repository(Some(&repo), &gd, &gd);
+        o.trees = tree_sources(&e, false);
+        assert_eq!(o.trees, ["other"]);
+        let a = collect(&o).unwrap();
+        let s = a.selections().iter().find(|s| s.name == "ontree").unwrap();
+        assert_eq!(
+            s.source,
+            Source::Tree {
+                rev: "other".into(),
+                path: ".gitattributes".into()
+            }
+        );
+        assert!(a.names(DriverKind::Diff).contains("deeptree"));
+        // Other forms: an annotated tag, `rev:path`, a full id; a missing ref is recorded.
+        let head = git(&g, &home, &repo, &["rev-parse", "other"])
+            .trim()
+            .to_owned();
+        for spec in ["annotated", "refs/heads/other", head.as_str()] {
+            o.trees = vec![spec.to_owned()];
+            assert!(
+                collect(&o)
+                    .unwrap()
+                    .names(DriverKind::Filter)
+                    .contains("ontree"),
+                "{spec}"
+            );
+        }
+        o.trees = vec!["other:deep".into()];
+        let a = collect(&o).unwrap();
+        assert!(a.names(DriverKind::Diff).contains("deeptree"));
+        assert!(!a.names(DriverKind::Filter).contains("ontree"));
+        o.trees = vec!["nosuchref".into()];
+        let a = collect(&o).unwrap();
+        assert!(a.files().iter().any(|f| f.state == FileState::Missing
+            && matches!(&f.source, Source::Tree { rev, .. } if rev == "nosuchref")));
+        // Revision syntax that needs git: fail closed.
+        o.trees = vec!["other~1".into()];
+        assert!(matches!(
+            collect(&o),
+            Err(AttributesError::Incomplete { .. })
+        ));
+
+        // What git does with attr.tree (2.40+; older gits ignore it).
+        let out = git(&g, &home, &repo, &["check-attr", "filter", "--", "a"]);
+        let version = catalogue::GitVersion::parse(&git(&g, &home, &repo, &["version"])).unwrap();
+        if version >= catalogue::GitVersion::new(2, 42, 0) {
+            assert!(out.contains("filter: ontree"), "{}: {out}", g.display());
+        } else {
+            eprintln!(
+                "{}: skipped: git {version} ignores attr.tree ({})",
+                g.display(),
+                out.trim()
+            );
+        }
+
+        // A bare clone: HEAD's tree.
+        git(
+            &g,
+            &home,
+            &root,
+            &["clone", "-q", "--bare", "-b", "other", "repo", "bare.git"],
+        );
+        let bare = root.join("bare.git");
+        let e = config::enumerate(&config::Options::for_repository(None, &bare, &bare)).unwrap();
+        let mut o = Options::for_repository(None, &bare, &bare);
+        o.trees = tree_sources(&e, true);
+        assert_eq!(o.trees, ["HEAD"]);
+        assert!(collect(&o)
+            .unwrap()
+            .names(DriverKind::Filter)
+            .contains("ontree"));
+    }
+}
