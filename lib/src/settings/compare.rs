@@ -498,12 +498,12 @@ pub fn text_diff(before: &Content, after: &Content) -> String {
             ops.push((' ', a[i]));
             i += 1;
             j += 1;
-        } else if j < m && (i == n || t[i][j + 1] >= t[i + 1][j]) {
-            ops.push(('+', b[j]));
-            j += 1;
-        } else {
+        } else if i < n && (j == m || t[i + 1][j] >= t[i][j + 1]) {
             ops.push(('-', a[i]));
             i += 1;
+        } else {
+            ops.push(('+', b[j]));
+            j += 1;
         }
     }
     let near = |k: usize| -> bool {

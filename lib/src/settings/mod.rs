@@ -24,6 +24,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod command;
 mod compare;
 pub mod glob;
 pub mod parse;
