@@ -619,10 +619,25 @@ impl Store {
         f.write_all(&bytes).map_err(io(&tmp, "write"))?;
         f.sync_all().map_err(io(&tmp, "fsync"))?;
         drop(f);
+        crash_point("record-written");
         let dest = dir.join(name);
         std::fs::rename(&tmp, &dest).map_err(io(&dest, "rename into place"))?;
+        crash_point("record-renamed");
         sync_path(dir)
     }
+}
+
+/// Crash points for the kill tests: in debug builds, when `GITWARD_CRASH_AT` names this point,
+/// the process SIGKILLs itself here (no destructors, no flush: exactly a `kill -9`). Release
+/// builds have none.
+#[inline]
+pub fn crash_point(name: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("GITWARD_CRASH_AT").is_some_and(|v| v == name) {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = name;
 }
 
 fn sync_path(dir: &Path) -> Result<(), HeldError> {

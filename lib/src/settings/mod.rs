@@ -444,12 +444,14 @@ fn put_back(
                 Content::File { .. } | Content::Link { .. } => {
                     nofollow::create_tmp(&dir, &tmp, target)
                         .map_err(io_err(p(), "write temporary file"))?;
+                    crate::held::crash_point("revert-tmp-written");
                     nofollow::swap_in(&dir, &tmp, &name).map_err(io_err(p(), "swap in"))?
                 }
                 Content::Absent | Content::Other { .. } => {
                     nofollow::steal(&dir, &name, &tmp).map_err(io_err(p(), "move aside"))?
                 }
             };
+            crate::held::crash_point("revert-swapped");
             if moved {
                 let x = nofollow::read_at(&dir, &tmp, &change.rel)
                     .map_err(io_err(p(), "read displaced"))?;
@@ -478,7 +480,9 @@ fn put_back(
                     nofollow::remove(&dir, &tmp).map_err(io_err(p(), "remove temporary file"))?;
                 }
             }
+            crate::held::crash_point("revert-tmp-removed");
             nofollow::sync_dir(&dir).map_err(io_err(p(), "fsync folder"))?;
+            crate::held::crash_point("revert-done");
         }
         Parent::Link(at, _) => {
             // A folder on the path is a link: the link (already stored as `after`) goes, a
