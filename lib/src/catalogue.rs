@@ -680,6 +680,19 @@ pub fn classify_url(url: &str) -> Option<UrlDanger> {
     }
     if let Some(pos) = lower.find("://") {
         let scheme = &lower[..pos];
+        // `ssh://-oProxyCommand=…/x`: a host (or user) starting with `-` is taken as an
+        // ssh option (CVE-2017-1000117).
+        let authority = &u[pos + 3..];
+        let host = authority
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .rsplit('@')
+            .next()
+            .unwrap_or("");
+        if authority.starts_with('-') || host.starts_with('-') {
+            return Some(UrlDanger::DashLeading);
+        }
         return match scheme {
             "http" | "https" | "ssh" | "git" | "ftp" | "ftps" | "git+ssh" | "ssh+git" => None,
             _ => Some(UrlDanger::Helper),
@@ -971,6 +984,14 @@ mod tests {
         assert_eq!(classify_url("fd::17"), Some(UrlDanger::Helper));
         assert_eq!(
             classify_url("-oProxyCommand=x"),
+            Some(UrlDanger::DashLeading)
+        );
+        assert_eq!(
+            classify_url("ssh://-oProxyCommand=touch%20x/y"),
+            Some(UrlDanger::DashLeading)
+        );
+        assert_eq!(
+            classify_url("ssh://git@-oProxyCommand=x/y"),
             Some(UrlDanger::DashLeading)
         );
         assert_eq!(classify_url("/srv/repo.git"), Some(UrlDanger::Local));
