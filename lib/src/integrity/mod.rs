@@ -48,12 +48,10 @@ const GIT_DIR_FILES: &[&str] = &[
     "config",
     "config.worktree",
     "commondir",
-    "info/attributes",
-    "info/grafts",
     "objects/info/alternates",
 ];
 /// Folders whose whole contents are protected.
-const GIT_DIR_TREES: &[&str] = &["hooks", "branches", "remotes"];
+const GIT_DIR_TREES: &[&str] = &["hooks", "info", "branches", "remotes"];
 /// In a submodule git dir, `info/` is protected as a whole.
 const MODULE_TREES: &[&str] = &["hooks", "info"];
 /// Files of a `worktrees/<id>/` entry compared against the baseline (`HEAD` by form).
@@ -1110,9 +1108,23 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
         }
     }
     if opts.restore {
+        let quarantined: Vec<&Key> = diffs
+            .iter()
+            .filter(|d| d.plan == Plan::Quarantine)
+            .map(|d| &d.key)
+            .collect();
         for d in &diffs {
             if d.plan == Plan::Report {
                 continue;
+            }
+            let inside_quarantined = quarantined.iter().any(|q| match (q, &d.key) {
+                (Key::Rel(q), Key::Rel(k)) => {
+                    k.starts_with(q.as_str()) && k.as_bytes().get(q.len()) == Some(&b'/')
+                }
+                _ => false,
+            });
+            if inside_quarantined {
+                continue; // moved aside with its folder
             }
             if let Err(e) = restore_one(state, &root, d, &mut q, &mk, emit) {
                 outcome = Outcome::Incomplete;
@@ -1154,15 +1166,20 @@ fn suppressed_keys(diffs: &[Diff]) -> BTreeSet<Key> {
     out
 }
 
-fn event_kinds(rel: &str) -> EventKind {
+fn event_kinds(rel: &str, change: &str) -> EventKind {
     let name = split(rel).1;
     if rel.starts_with("worktrees/") {
-        return EventKind::WorktreeEntryChanged;
+        return if name == "config.worktree" {
+            EventKind::ConfigChanged
+        } else {
+            EventKind::WorktreeEntryChanged
+        };
     }
-    if rel == "hooks"
+    if (rel == "hooks"
         || rel.starts_with("hooks/")
         || rel.contains("/hooks/")
-        || rel.ends_with("/hooks")
+        || rel.ends_with("/hooks"))
+        && change != "removed"
     {
         return EventKind::HookPlanted;
     }
@@ -1227,12 +1244,37 @@ fn compare(state: &State, snap: &Snapshot, has_session: bool) -> Vec<Diff> {
     let keys: BTreeSet<&String> = state.entries.keys().chain(snap.entries.keys()).collect();
     for k in keys {
         let before = state.entries.get(k).cloned().unwrap_or(Node::Absent);
-        let after = snap.entries.get(k).cloned();
+        // Not recorded now: removed when its folder was listed, else hidden (a parent is not
+        // a folder, or could not be read).
+        let parent_listed = {
+            let parent = split(k).0;
+            parent.is_empty() || matches!(snap.entries.get(parent), Some(Node::Dir { .. }))
+        };
+        let after = snap
+            .entries
+            .get(k)
+            .cloned()
+            .or_else(|| parent_listed.then_some(Node::Absent));
+        let own_skip = worktree_id(k).is_some_and(|id| {
+            own(id) && !k.ends_with("/config.worktree") && {
+                let rest = &k[("worktrees/".len() + id.len())..];
+                let name = rest.trim_start_matches('/');
+                let top = name.split('/').next().unwrap_or("");
+                name.is_empty() || WORKTREE_FILES.contains(&top) || is_worktree_state_name(top)
+            }
+        });
+        if own_skip {
+            // The session's own entry: its files may change; its layout is checked below.
+            // Extra names (hooks/, config) are still planted.
+            continue;
+        }
         let Some(after_n) = &after else {
-            // Not reachable now (a parent is not a folder, or unreadable): restore only.
+            if matches!(before, Node::Absent) {
+                continue; // nothing was there; the parent's own difference says it all
+            }
             diffs.push(Diff {
                 key: Key::Rel(k.clone()),
-                kind: event_kinds(k),
+                kind: event_kinds(k, "unreadable"),
                 change: "unreadable",
                 before,
                 after: None,
@@ -1242,16 +1284,6 @@ fn compare(state: &State, snap: &Snapshot, has_session: bool) -> Vec<Diff> {
             continue;
         };
         if let Some(id) = worktree_id(k) {
-            if own(id) && !k.ends_with("/config.worktree") {
-                // The session's own entry: its files may change; layout checked below. Extra
-                // names (hooks/, config) are still planted.
-                let rest = &k[("worktrees/".len() + id.len())..];
-                let name = rest.trim_start_matches('/');
-                let top = name.split('/').next().unwrap_or("");
-                if name.is_empty() || WORKTREE_FILES.contains(&top) || is_worktree_state_name(top) {
-                    continue;
-                }
-            }
             if k == &format!("worktrees/{id}") && !state.worktrees.contains_key(id) {
                 if own(id) {
                     continue;
@@ -1285,7 +1317,7 @@ fn compare(state: &State, snap: &Snapshot, has_session: bool) -> Vec<Diff> {
         let created_dir = matches!(before, Node::Absent) && after_n.is_dir();
         diffs.push(Diff {
             key: Key::Rel(k.clone()),
-            kind: event_kinds(k),
+            kind: event_kinds(k, change_word(&before, after_n)),
             change: change_word(&before, after_n),
             before,
             after,
@@ -1298,14 +1330,14 @@ fn compare(state: &State, snap: &Snapshot, has_session: bool) -> Vec<Diff> {
         });
     }
     // Layout of every worktree entry now: problems that were not there at pin time.
-    for (id, w) in &now_wt {
+    for id in now_wt.keys() {
+        let w_problems = worktree_problems(common, id, &snap.entries, sd, own(id));
         let was: &[String] = state
             .worktrees
             .get(id)
             .map_or(&[], |b| b.problems.as_slice());
         let is_own = own(id);
-        let new_problems: Vec<&String> = w
-            .problems
+        let new_problems: Vec<&String> = w_problems
             .iter()
             .filter(|p| !was.contains(p) && !p.starts_with("unexpected"))
             .collect();
@@ -1370,6 +1402,13 @@ fn compare(state: &State, snap: &Snapshot, has_session: bool) -> Vec<Diff> {
         if same("", &before, after) {
             continue;
         }
+        // A target that no baseline config named is reported, not moved: the config change
+        // that names it is restored, and the file may be the agent's own work.
+        let plan = if state.includes.contains_key(p) {
+            Plan::Restore
+        } else {
+            Plan::Report
+        };
         diffs.push(Diff {
             key: Key::Abs(p.clone()),
             kind: EventKind::IncludeTargetChanged,
@@ -1377,7 +1416,7 @@ fn compare(state: &State, snap: &Snapshot, has_session: bool) -> Vec<Diff> {
             before,
             after: Some(after.clone()),
             why: None,
-            plan: Plan::Restore,
+            plan,
         });
     }
     diffs.sort_by(|a, b| a.key.cmp(&b.key));
