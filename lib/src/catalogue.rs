@@ -729,6 +729,11 @@ pub mod loader {
         section: "core",
         name: "worktree",
     };
+    /// `attr.tree`: read `.gitattributes` from a tree-ish instead of the work tree and index.
+    pub const ATTR_TREE: KeyPattern = KeyPattern::Key {
+        section: "attr",
+        name: "tree",
+    };
 }
 
 /// What a linked worktree's admin dir (`<common>/worktrees/<id>/`) may hold: the files git
@@ -938,6 +943,7 @@ mod tests {
             ATTRIBUTES_FILE,
             HOOKS_PATH,
             CORE_WORKTREE,
+            ATTR_TREE,
         ] {
             assert!(
                 KEYS.iter().any(|e| e.key == p),
