@@ -190,7 +190,7 @@ pub enum Neutraliser {
 }
 
 /// How serious an armed value is when found by an audit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Note,
@@ -680,6 +680,19 @@ pub fn classify_url(url: &str) -> Option<UrlDanger> {
     }
     if let Some(pos) = lower.find("://") {
         let scheme = &lower[..pos];
+        // `ssh://-oProxyCommand=…/x`: a host (or user) starting with `-` is taken as an
+        // ssh option (CVE-2017-1000117).
+        let authority = &u[pos + 3..];
+        let host = authority
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .rsplit('@')
+            .next()
+            .unwrap_or("");
+        if authority.starts_with('-') || host.starts_with('-') {
+            return Some(UrlDanger::DashLeading);
+        }
         return match scheme {
             "http" | "https" | "ssh" | "git" | "ftp" | "ftps" | "git+ssh" | "ssh+git" => None,
             _ => Some(UrlDanger::Helper),
@@ -824,6 +837,201 @@ pub static WORKTREE_COMMON_ONLY: &[&str] = &[
     "shallow",
 ];
 
+/// Folder names that hold hook scripts by convention, outside the git dir: husky's `.husky/`,
+/// the `.githooks/` that `core.hooksPath` is commonly pointed at, and generic `hooks/`
+/// folders. A file in such a folder that is executable, or named after a hook event, is a
+/// hook waiting for someone to point `core.hooksPath` (or husky's installer) at it (research
+/// §1a, §3.1). Compared ASCII-case-insensitively (case-insensitive filesystems).
+pub static HOOK_LIKE_DIRS: &[&str] = &[
+    ".husky",
+    ".githooks",
+    "githooks",
+    ".git-hooks",
+    "git-hooks",
+    ".hooks",
+    "hooks",
+];
+
+/// A file that git itself reads from the work tree or the index, with the NTFS 8.3 short-name
+/// prefix git's `path.c` checks for it (`is_ntfs_dotgitmodules` & co.): on NTFS,
+/// `GITMOD~1` or `GI7EBA~1` name the same file as `.gitmodules`.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TreeDotfile {
+    /// The name without its leading dot, e.g. `gitmodules`.
+    pub name: &'static str,
+    /// git's fallback NTFS short-name prefix for it.
+    pub ntfs_prefix: &'static str,
+    pub why: &'static str,
+}
+
+/// The dotfiles git reads from a tree (git `path.c`, `fsck.c`: they must never be symlinks).
+pub static TREE_DOTFILES: &[TreeDotfile] = &[
+    TreeDotfile {
+        name: "gitmodules",
+        ntfs_prefix: "gi7eba",
+        why: "submodule URLs, paths and names (CVE-2018-11235, CVE-2018-17456, CVE-2025-48384)",
+    },
+    TreeDotfile {
+        name: "gitattributes",
+        ntfs_prefix: "gi7d29",
+        why: "selects filter, diff and merge drivers (§1d, CVE-2022-23521)",
+    },
+    TreeDotfile {
+        name: "gitignore",
+        ntfs_prefix: "gi250a",
+        why: "hides files from status",
+    },
+    TreeDotfile {
+        name: "mailmap",
+        ntfs_prefix: "maba30",
+        why: "rewrites identities in log output",
+    },
+];
+
+/// How a CI definition path is matched against a path in a tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathMatch {
+    /// The path equals this, at the top of the tree.
+    Exact,
+    /// The path lies under this folder, at the top of the tree.
+    Under,
+}
+
+/// A CI definition: a file a CI service runs with the repository's credentials when the
+/// branch is pushed.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CiPath {
+    pub path: &'static str,
+    pub how: PathMatch,
+    pub service: &'static str,
+}
+
+/// CI definition files and folders (top of the tree).
+pub static CI_PATHS: &[CiPath] = &[
+    CiPath {
+        path: ".github/workflows",
+        how: PathMatch::Under,
+        service: "GitHub Actions",
+    },
+    CiPath {
+        path: ".github/actions",
+        how: PathMatch::Under,
+        service: "GitHub Actions (local actions)",
+    },
+    CiPath {
+        path: ".gitlab-ci.yml",
+        how: PathMatch::Exact,
+        service: "GitLab CI",
+    },
+    CiPath {
+        path: ".gitlab-ci.yaml",
+        how: PathMatch::Exact,
+        service: "GitLab CI",
+    },
+    CiPath {
+        path: ".gitlab",
+        how: PathMatch::Under,
+        service: "GitLab CI (included files)",
+    },
+    CiPath {
+        path: ".circleci",
+        how: PathMatch::Under,
+        service: "CircleCI",
+    },
+    CiPath {
+        path: ".travis.yml",
+        how: PathMatch::Exact,
+        service: "Travis CI",
+    },
+    CiPath {
+        path: "azure-pipelines.yml",
+        how: PathMatch::Exact,
+        service: "Azure Pipelines",
+    },
+    CiPath {
+        path: ".azure-pipelines",
+        how: PathMatch::Under,
+        service: "Azure Pipelines",
+    },
+    CiPath {
+        path: "bitbucket-pipelines.yml",
+        how: PathMatch::Exact,
+        service: "Bitbucket Pipelines",
+    },
+    CiPath {
+        path: "Jenkinsfile",
+        how: PathMatch::Exact,
+        service: "Jenkins",
+    },
+    CiPath {
+        path: ".buildkite",
+        how: PathMatch::Under,
+        service: "Buildkite",
+    },
+    CiPath {
+        path: ".drone.yml",
+        how: PathMatch::Exact,
+        service: "Drone",
+    },
+    CiPath {
+        path: ".woodpecker",
+        how: PathMatch::Under,
+        service: "Woodpecker",
+    },
+    CiPath {
+        path: ".woodpecker.yml",
+        how: PathMatch::Exact,
+        service: "Woodpecker",
+    },
+    CiPath {
+        path: ".gitea/workflows",
+        how: PathMatch::Under,
+        service: "Gitea Actions",
+    },
+    CiPath {
+        path: ".forgejo/workflows",
+        how: PathMatch::Under,
+        service: "Forgejo Actions",
+    },
+    CiPath {
+        path: ".cirrus.yml",
+        how: PathMatch::Exact,
+        service: "Cirrus CI",
+    },
+    CiPath {
+        path: "appveyor.yml",
+        how: PathMatch::Exact,
+        service: "AppVeyor",
+    },
+    CiPath {
+        path: ".appveyor.yml",
+        how: PathMatch::Exact,
+        service: "AppVeyor",
+    },
+    CiPath {
+        path: "cloudbuild.yaml",
+        how: PathMatch::Exact,
+        service: "Google Cloud Build",
+    },
+    CiPath {
+        path: "buildspec.yml",
+        how: PathMatch::Exact,
+        service: "AWS CodeBuild",
+    },
+];
+
+/// Commit and tag header names that carry a signature; `git log` runs `gpg.program` on them
+/// when `log.showSignature` is on (research headline 7; `mergetag` embeds a signed tag).
+pub static SIGNATURE_HEADERS: &[&str] = &["gpgsig", "gpgsig-sha256", "mergetag"];
+
+/// Armour lines that start an in-message tag signature (`git tag -s`: OpenPGP, SSH, X.509).
+pub static TAG_SIGNATURE_MARKERS: &[&str] = &[
+    "-----BEGIN PGP SIGNATURE-----",
+    "-----BEGIN SSH SIGNATURE-----",
+    "-----BEGIN SIGNED MESSAGE-----",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -906,6 +1114,14 @@ mod tests {
         assert_eq!(classify_url("fd::17"), Some(UrlDanger::Helper));
         assert_eq!(
             classify_url("-oProxyCommand=x"),
+            Some(UrlDanger::DashLeading)
+        );
+        assert_eq!(
+            classify_url("ssh://-oProxyCommand=touch%20x/y"),
+            Some(UrlDanger::DashLeading)
+        );
+        assert_eq!(
+            classify_url("ssh://git@-oProxyCommand=x/y"),
             Some(UrlDanger::DashLeading)
         );
         assert_eq!(classify_url("/srv/repo.git"), Some(UrlDanger::Local));
