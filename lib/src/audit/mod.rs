@@ -407,7 +407,7 @@ fn module_dirs(r: &mut Report, dir: &Path, repo: Option<&Path>, depth: usize) ->
     let mut out = Vec::new();
     let d = match Dir::open_abs(dir) {
         Ok(d) => d,
-        Err(NfError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound => return out,
+        Err(e) if e.is_not_found() => return out,
         Err(e) => {
             r.incomplete_at(dir, repo, e);
             return out;
@@ -455,8 +455,8 @@ fn module_dirs(r: &mut Report, dir: &Path, repo: Option<&Path>, depth: usize) ->
 fn hooks_folder(r: &mut Report, dir: &Path, repo: Option<&Path>, in_work_tree: bool) -> usize {
     let d = match Dir::open_abs(dir) {
         Ok(d) => d,
-        Err(NfError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound => return 0,
-        Err(NfError::Link(p)) => {
+        Err(e) if e.is_not_found() => return 0,
+        Err(NfError::Link { path: p }) => {
             r.add(
                 &rules::HOOK_PLANTED,
                 &p,
@@ -683,7 +683,7 @@ fn state_files(r: &mut Report, d: &Dir, git_dir: &Path, repo: Option<&Path>) {
         };
         let dir = match d.walk(Path::new(parent)) {
             Ok(x) => x,
-            Err(NfError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(e),
         };
         match dir.stat(OsStr::new(name))? {

@@ -24,6 +24,7 @@
 //!   that folder. Everyone else's entries must not change.
 
 pub mod nf;
+pub mod scanlink;
 pub mod state;
 pub mod tool;
 
@@ -345,7 +346,7 @@ impl<'a> Collector<'a> {
         self.problems.push(Problem {
             path: e.path().to_path_buf(),
             reason: e.to_string(),
-            link: matches!(e, NfError::Link(_)),
+            link: e.is_link(),
         });
     }
 
@@ -587,11 +588,13 @@ fn read_node(dir: &Dir, name: &OsStr) -> Result<Node, NfError> {
 /// Read an absolute path's node without following links on the way.
 fn read_abs(path: &Path) -> Result<Node, NfError> {
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(NfError::BadPath(path.to_path_buf()));
+        return Err(NfError::Escape {
+            path: path.to_path_buf(),
+        });
     };
     match Dir::open_abs(parent) {
         Ok(d) => read_node(&d, name),
-        Err(NfError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(Node::Absent),
+        Err(e) if e.is_not_found() => Ok(Node::Absent),
         Err(e) => Err(e),
     }
 }
@@ -649,7 +652,7 @@ fn collect(root: &Dir, common_dir: &Path, known_includes: &[PathBuf]) -> Snapsho
             Err(e) => problems.push(Problem {
                 path: e.path().to_path_buf(),
                 reason: e.to_string(),
-                link: matches!(e, NfError::Link(_)),
+                link: e.is_link(),
             }),
         }
     }
@@ -770,8 +773,8 @@ fn worktree_problems(
 fn backlink_problem(common_dir: &Path, id: &str, wt: &Path) -> Option<String> {
     let dir = match Dir::open_abs(wt) {
         Ok(d) => d,
-        Err(NfError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(NfError::Link(p)) => {
+        Err(e) if e.is_not_found() => return None,
+        Err(NfError::Link { path: p }) => {
             return Some(format!(
                 "{}: symbolic link on the worktree's path",
                 p.display()
@@ -781,7 +784,7 @@ fn backlink_problem(common_dir: &Path, id: &str, wt: &Path) -> Option<String> {
     };
     let bytes = match dir.read(OsStr::new(".git"), 1 << 20) {
         Ok((b, _)) => b,
-        Err(NfError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) if e.is_not_found() => {
             return None;
         }
         Err(e) => return Some(format!("{} (git requires a regular gitfile)", e)),
@@ -931,7 +934,7 @@ fn write_state(path: &Path, state: &State) -> Result<(), IntegrityError> {
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(err(&"no parent folder"));
     };
-    let dir = Dir::open_abs(parent).map_err(|e| err(&e))?;
+    let dir = Dir::open_trusted(parent).map_err(|e| err(&e))?;
     dir.write_atomic(name, &bytes, 0o600).map_err(|e| err(&e))
 }
 
@@ -1007,7 +1010,7 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
     let root = match Dir::open_abs(common) {
         Ok(r) => r,
         Err(e) => {
-            let kind = if matches!(e, NfError::Link(_)) {
+            let kind = if e.is_link() {
                 EventKind::LinkRefused
             } else {
                 EventKind::CheckIncomplete
@@ -1128,7 +1131,7 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
             }
             if let Err(e) = restore_one(state, &root, d, &mut q, &mk, emit) {
                 outcome = Outcome::Incomplete;
-                let kind = if matches!(e, NfError::Link(_)) {
+                let kind = if e.is_link() {
                     EventKind::LinkRefused
                 } else {
                     EventKind::RestoreFailed
@@ -1453,13 +1456,17 @@ impl Quarantine {
         };
         let dest = self.base.join(&rel);
         let parent = dest.parent().unwrap_or(&self.base).to_path_buf();
-        std::fs::create_dir_all(&parent).map_err(|e| NfError::Io(parent.clone(), e))?;
+        std::fs::create_dir_all(&parent).map_err(|e| NfError::Io {
+            path: parent.clone(),
+            op: "mkdir",
+            source: e,
+        })?;
         if !self.made {
             self.made = true;
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::set_permissions(&self.base, std::fs::Permissions::from_mode(0o700));
         }
-        Ok((Dir::open_abs(&parent)?, dest))
+        Ok((Dir::open_trusted(&parent)?, dest))
     }
 }
 
@@ -1480,8 +1487,9 @@ fn restore_one(
                 Ok(dir) => (dir, OsStr::new(n)),
                 // A parent that is gone was moved aside with its parent, or will be recreated
                 // by the parent's own restore, which sorts first.
-                Err(NfError::Io(_, e))
-                    if e.kind() == std::io::ErrorKind::NotFound && d.plan == Plan::Quarantine =>
+                Err(e)
+                    if e.is_not_found()
+                        && (d.plan == Plan::Quarantine || matches!(d.before, Node::Absent)) =>
                 {
                     return Ok(())
                 }
@@ -1490,7 +1498,7 @@ fn restore_one(
         }
         Key::Abs(p) => {
             let (Some(pp), Some(n)) = (p.parent(), p.file_name()) else {
-                return Err(NfError::BadPath(p.clone()));
+                return Err(NfError::Escape { path: p.clone() });
             };
             (Dir::open_abs(pp)?, n)
         }
@@ -1498,7 +1506,9 @@ fn restore_one(
     let path = d.key.path(common);
     let now = read_node(&parent, name).or_else(|e| match e {
         // A fifo or oversized file is still "something there" to move aside.
-        NfError::NotRegular(..) | NfError::TooLarge(..) => Ok(Node::Special { kind: Kind::Fifo }),
+        NfError::NotRegular { .. } | NfError::TooLarge { .. } => {
+            Ok(Node::Special { kind: Kind::Fifo })
+        }
         e => Err(e),
     })?;
     let restored_kind = match &d.key {
@@ -1536,11 +1546,10 @@ fn restore_one(
     match &d.before {
         Node::Absent => return Ok(()),
         Node::File { mode, content, oid } => {
-            let bytes = content.bytes().ok_or_else(|| {
-                NfError::Io(
-                    path.clone(),
-                    std::io::Error::other("state file content is damaged"),
-                )
+            let bytes = content.bytes().ok_or_else(|| NfError::Io {
+                path: path.clone(),
+                op: "restore",
+                source: std::io::Error::other("state file content is damaged"),
             })?;
             parent.write_atomic(name, &bytes, *mode)?;
             emit(
@@ -1565,8 +1574,7 @@ fn restore_one(
             }
         }
         Node::Link { target } => {
-            nix::unistd::symlinkat(target.as_str(), parent_fd(&parent), name)
-                .map_err(|e| NfError::Io(path.clone(), e.into()))?;
+            parent.symlink(target, name)?;
             emit(
                 mk(
                     restored_kind,
@@ -1576,15 +1584,15 @@ fn restore_one(
             );
         }
         Node::Special { kind } => {
-            return Err(NfError::Io(
-                path.clone(),
-                std::io::Error::other(format!("baseline was a {}; not recreated", kind.name())),
-            ));
+            return Err(NfError::Io {
+                path: path.clone(),
+                op: "restore",
+                source: std::io::Error::other(format!(
+                    "baseline was a {}; not recreated",
+                    kind.name()
+                )),
+            });
         }
     }
     Ok(())
-}
-
-fn parent_fd(d: &Dir) -> std::os::fd::BorrowedFd<'_> {
-    d.fd()
 }
