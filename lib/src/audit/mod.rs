@@ -371,34 +371,46 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, _r
             state_files(r, &d, &m, repo);
         }
     }
-    // Worktree entries against git's layout.
-    match crate::integrity::worktree_layout(&common_dir) {
+    // Worktree entries against git's layout (crate::layout: gitdir backlink, commondir,
+    // HEAD, unexpected names, links, duplicates).
+    match crate::layout::worktree_entries(&common_dir) {
         Ok(entries) => {
-            for (id, problems) in entries {
-                let p = common_dir.join("worktrees").join(&id);
-                for why in problems {
+            for e in entries {
+                let p = e.admin_dir.clone();
+                for why in &e.problems {
+                    // A worktree folder that is gone is git's "prunable", not a redirect.
+                    if matches!(why, crate::layout::Problem::BacklinkMissing { .. }) {
+                        continue;
+                    }
                     r.add(
                         &rules::WORKTREE_ENTRY,
                         &p,
                         repo,
                         format!("{}: {why}", p.display()),
-                        details!("id" => id),
+                        details!("id" => e.id, "problem" => why),
                     );
                 }
-                if let Ok(Some(_)) =
-                    Dir::open_abs(&p).and_then(|d| d.stat(OsStr::new("rebase-merge")))
-                {
+                if e.names.iter().any(|n| n == "rebase-merge") {
                     if let Ok(d) = Dir::open_abs(&p) {
                         state_files(r, &d, &p, repo);
                     }
                 }
             }
         }
-        Err(errs) => {
-            for (p, why) in errs {
-                r.incomplete_at(&p, repo, why);
-            }
+        Err(e) if e.is_link() => {
+            let p = e.path().to_path_buf();
+            r.add(
+                &rules::WORKTREE_ENTRY,
+                &p,
+                repo,
+                format!(
+                    "{}: a symbolic link where git keeps worktree entries (not followed)",
+                    p.display()
+                ),
+                Map::new(),
+            );
         }
+        Err(e) => r.incomplete_at(e.path(), repo, &e),
     }
 }
 
