@@ -572,6 +572,20 @@ fn config(
             .map(|e| e.severity)
             .max()
             .unwrap_or(Severity::Warning);
+        // Note-level rows (`core.bare`, …) are what every repository sets: not findings.
+        if level == Severity::Note {
+            continue;
+        }
+        // git's own layout: a submodule git dir's `core.worktree` naming the submodule's
+        // folder inside the superproject's work tree.
+        if let crate::config::Scope::Submodule { git_dir: m } = &v.origin.scope {
+            if v.is("core.worktree") {
+                let t = normalize(&m.join(v.text().as_ref()));
+                if work_tree.is_some_and(|w| t.starts_with(w) && !t.starts_with(common_dir)) {
+                    continue;
+                }
+            }
+        }
         let row = a.entries[0];
         let via = if v.origin.is_include() {
             format!(" (included: {})", chain(v).join(" -> "))
