@@ -467,17 +467,30 @@ pub struct Installed {
 /// and with a policy, pin it (`<dir>/git-shim.policy`) and warm the git version cache so the
 /// shim never runs `git version` on the agent's calls.
 pub fn install(dir: &Path, policy: Option<&Path>) -> Result<Installed, ShimError> {
+    let me = std::env::current_exe().map_err(|source| ShimError::Io {
+        path: dir.to_path_buf(),
+        what: "cannot find the running binary",
+        source,
+    })?;
+    install_binary(&me, dir, policy)
+}
+
+/// [`install`] with the shim binary named (agent-shell installs the `git-shim` beside it).
+pub fn install_binary(
+    me: &Path,
+    dir: &Path,
+    policy: Option<&Path>,
+) -> Result<Installed, ShimError> {
     let io = |path: &Path, what: &'static str| {
         let path = path.to_path_buf();
         move |source| ShimError::Io { path, what, source }
     };
-    let me = std::env::current_exe().map_err(io(dir, "cannot find the running binary"))?;
     std::fs::create_dir_all(dir).map_err(io(dir, "cannot create the shim folder"))?;
     let target = dir.join("git");
     let tmp = dir.join(format!(".git-shim-{}.tmp", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
-    if std::fs::hard_link(&me, &tmp).is_err() {
-        std::fs::copy(&me, &tmp).map_err(io(&tmp, "cannot copy the shim"))?;
+    if std::fs::hard_link(me, &tmp).is_err() {
+        std::fs::copy(me, &tmp).map_err(io(&tmp, "cannot copy the shim"))?;
     }
     std::fs::rename(&tmp, &target).map_err(io(&target, "cannot install the shim"))?;
     let mut out = Installed {
