@@ -20,7 +20,7 @@ pub struct PolicyError {
 }
 
 /// Docker access for the agent's commands (agent-shell).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Docker {
     /// Let the agent's commands reach a Docker daemon. Off by default.
@@ -30,7 +30,7 @@ pub struct Docker {
 
 /// How the agent's git (git-shim) runs inside the sandbox. See `docs/policy.md` for why each
 /// default is what it is.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Shim {
     /// Let the repository's hooks run inside the sandbox (the agent's commits then run the
@@ -81,7 +81,7 @@ struct RawPolicy {
 
 /// A loaded, validated policy. Paths are absolute and resolved (links followed once, here,
 /// by the trusted loader).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
 pub struct Policy {
     /// The file it came from.
     pub file: PathBuf,

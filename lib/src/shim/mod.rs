@@ -83,23 +83,97 @@ const KEEP: &[&str] = &[
     "GIT_CONFIG_NOSYSTEM",
 ];
 
+/// Where the policy comes from: the file, and for a pinned policy the cache of its validated
+/// form beside the pin.
+pub struct PolicySource {
+    pub file: PathBuf,
+    pub cache: Option<PathBuf>,
+}
+
 /// Find the policy file: pinned beside the running binary, else `GITWARD_POLICY`.
-pub fn policy_path() -> Result<PathBuf, ShimError> {
+pub fn policy_path() -> Result<PolicySource, ShimError> {
     if let Some(dir) = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf))
     {
         let pin = dir.join(PINNED_POLICY);
         match std::fs::read_to_string(&pin) {
-            Ok(s) => return Ok(PathBuf::from(s.trim_end_matches('\n'))),
+            Ok(s) => {
+                return Ok(PolicySource {
+                    file: PathBuf::from(s.trim_end_matches('\n')),
+                    cache: Some(dir.join(POLICY_CACHE)),
+                })
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(source) => return Err(ShimError::Pinned { path: pin, source }),
         }
     }
     std::env::var_os(POLICY_ENV)
         .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+        .map(|f| PolicySource {
+            file: PathBuf::from(f),
+            cache: None,
+        })
         .ok_or(ShimError::NoPolicy)
+}
+
+/// The validated policy, cached beside the pin (gitward's own folder, outside every writable
+/// root), so the hot path does not resolve every forbidden folder on each git call.
+pub const POLICY_CACHE: &str = "git-shim.policy.json";
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CachedPolicy {
+    /// The policy file's identity and change times, and the home folder it was checked with.
+    key: String,
+    policy: Policy,
+}
+
+/// The cache key: device, inode, size, modification and change times (nanoseconds) of the
+/// policy file, and the home folder. Any edit, replacement or `touch` changes it.
+fn cache_key(file: &Path, home: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(file).ok()?;
+    Some(format!(
+        "{:x}:{:x}:{}:{}.{}:{}.{}:{}",
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+        home.display()
+    ))
+}
+
+/// Load a policy, through its cache when it has one: a cache whose key still matches the
+/// file is used as is; otherwise the file is loaded and validated in full and the cache
+/// rewritten (best effort: a cache that cannot be written only costs time).
+pub fn load_policy_from(src: &PolicySource, home: &Path) -> Result<Policy, ShimError> {
+    let key = src.cache.as_ref().and_then(|_| cache_key(&src.file, home));
+    if let (Some(cache), Some(key)) = (&src.cache, &key) {
+        if let Ok(bytes) = std::fs::read(cache) {
+            if let Ok(c) = serde_json::from_slice::<CachedPolicy>(&bytes) {
+                if &c.key == key && c.policy.file == src.file {
+                    return Ok(c.policy);
+                }
+            }
+        }
+    }
+    let policy = Policy::load(&src.file, home)?;
+    if let (Some(cache), Some(key)) = (&src.cache, key) {
+        let c = CachedPolicy {
+            key,
+            policy: policy.clone(),
+        };
+        let tmp = cache.with_extension(format!("{}.tmp", std::process::id()));
+        if let Ok(bytes) = serde_json::to_vec(&c) {
+            if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, cache).is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+        }
+    }
+    Ok(policy)
 }
 
 /// The owner's home folder for policy validation.
@@ -111,7 +185,7 @@ fn home() -> PathBuf {
 
 /// Load the session's policy the way the shim does.
 pub fn load_policy() -> Result<Policy, ShimError> {
-    Ok(Policy::load(&policy_path()?, &home())?)
+    load_policy_from(&policy_path()?, &home())
 }
 
 /// Everything a call needs, set up once.
@@ -500,8 +574,16 @@ pub fn install_binary(
     };
     if let Some(p) = policy {
         let p = std::path::absolute(p).map_err(io(p, "cannot make the policy path absolute"))?;
-        let loaded = Policy::load(&p, &home())?;
         let pin = dir.join(PINNED_POLICY);
+        let cache = dir.join(POLICY_CACHE);
+        let _ = std::fs::remove_file(&cache);
+        let loaded = load_policy_from(
+            &PolicySource {
+                file: p.clone(),
+                cache: Some(cache),
+            },
+            &home(),
+        )?;
         std::fs::write(&pin, format!("{}\n", p.display()))
             .map_err(io(&pin, "cannot pin the policy"))?;
         // Find the real git as the installed shim will (skipping the shim itself).

@@ -418,3 +418,45 @@ fn split_cmdline_like_git() {
     );
     assert!(split_cmdline("'open").is_none());
 }
+
+#[test]
+fn the_policy_cache_follows_the_file() {
+    use super::{load_policy_from, PolicySource};
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let repo = home.join("src/proj");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::create_dir_all(home.join("etc")).unwrap();
+    std::fs::create_dir_all(home.join("bin")).unwrap();
+    let file = home.join("etc/p.toml");
+    std::fs::write(
+        &file,
+        format!("session = \"a\"\nrepo = \"{}\"\n", repo.display()),
+    )
+    .unwrap();
+    let src = PolicySource {
+        file: file.clone(),
+        cache: Some(home.join("bin/cache.json")),
+    };
+    let first = load_policy_from(&src, &home).unwrap();
+    assert!(home.join("bin/cache.json").exists());
+    assert_eq!(load_policy_from(&src, &home).unwrap(), first);
+    // An edit is seen at once (size and change time are in the key).
+    std::fs::write(
+        &file,
+        format!("session = \"bb\"\nrepo = \"{}\"\n", repo.display()),
+    )
+    .unwrap();
+    assert_eq!(load_policy_from(&src, &home).unwrap().session, "bb");
+    // A bad edit is an error, never the stale cache.
+    std::fs::write(&file, "session = \n").unwrap();
+    assert!(load_policy_from(&src, &home).is_err());
+    // A corrupt cache falls back to a full load.
+    std::fs::write(
+        &file,
+        format!("session = \"cc\"\nrepo = \"{}\"\n", repo.display()),
+    )
+    .unwrap();
+    std::fs::write(home.join("bin/cache.json"), "{").unwrap();
+    assert_eq!(load_policy_from(&src, &home).unwrap().session, "cc");
+}
