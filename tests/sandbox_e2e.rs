@@ -420,3 +420,75 @@ fn agent_shell_passes_the_status_and_defuses_the_environment() {
         String::from_utf8_lossy(&o.stdout)
     );
 }
+
+/// The orchestrator topology for the settings guard: agent-shell outside the sandbox starts
+/// bwrap as its command, so the held-writes store stays out of the agent's reach. A widening
+/// write to `.claude/settings.json` is reverted and held; a narrowing one is accepted.
+#[test]
+fn settings_guard_holds_widening_writes() {
+    if let Err(why) = bwrap_works() {
+        eprintln!("\n!!! SKIPPED settings_guard_holds_widening_writes: {why}\n");
+        return;
+    }
+    let g = gits().remove(0);
+    let s = Session::new(&g);
+    let settings = s.repo.join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let narrow = r#"{"permissions":{"allow":["Bash(ls)"],"deny":["Bash(rm)"]}}"#;
+    std::fs::write(&settings, r#"{"permissions":{"allow":["Bash(ls)"]}}"#).unwrap();
+    let (_, shell) = bins();
+    let run = |inner: &str| {
+        let r = s.repo.to_str().unwrap();
+        let script = format!(
+            "{BWRAP} --ro-bind / / --dev /dev --proc /proc --unshare-all --die-with-parent \
+             --bind {r} {r} --ro-bind {r}/.git/hooks {r}/.git/hooks --ro-bind {r}/.git/config {r}/.git/config \
+             --bind {log} {log} --chdir {r} -- /bin/bash -c '{inner}'",
+            log = s.log.display()
+        );
+        Command::new(shell)
+            .current_dir(&s.repo)
+            .env_clear()
+            .env("HOME", &s.home)
+            .env("PATH", "/usr/bin:/bin")
+            .args(["--policy", s.policy.to_str().unwrap(), "-c", &script])
+            .output()
+            .unwrap()
+    };
+    // Narrowing: a deny rule added. Accepted, stays.
+    let o = run(&format!(
+        "echo {narrow:?} > .claude/settings.json; git status --short >/dev/null"
+    ));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap().trim(), narrow);
+    // Widening: permissions.allow grows. Reverted to the approved bytes and held.
+    let o = run(
+        r#"echo "{\"permissions\":{\"allow\":[\"Bash(ls)\",\"Bash(curl:*)\"]}}" > .claude/settings.json"#,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap().trim(),
+        narrow,
+        "{err}"
+    );
+    assert!(err.contains("held as"), "{err}");
+    let ev = s.events();
+    let held: Vec<_> = ev
+        .iter()
+        .filter(|e| e["event"] == "settings_write_held")
+        .collect();
+    assert_eq!(held.len(), 1, "{ev:?}");
+    assert_eq!(held[0]["tool"], "agent-shell");
+    assert_eq!(held[0]["rel"], ".claude/settings.json");
+    assert!(
+        ev.iter().any(|e| e["event"] == "settings_write_accepted"),
+        "{ev:?}"
+    );
+    // The agent's bytes are in the held store, not lost.
+    let pending = s.home.join(".local/state/gitward/s1/held/pending");
+    let stored: String = std::fs::read_dir(&pending)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .collect();
+    assert!(stored.contains("curl"), "{stored}");
+}

@@ -21,13 +21,24 @@
 //!
 //! The exit status is the command's (128+n when the shell is killed by signal n).
 //!
+//! Settings guard: before each command the guarded settings files of the repository and of the
+//! session's existing worktrees are captured ([`settings::Snapshot`]); after it they are
+//! captured again and compared with the same rules and the same held-writes store as
+//! `settings-watch` ([`settings::enforce`]): a widening change is stored, then reverted; a
+//! narrowing one becomes the approved state. The store must be writable by agent-shell and not
+//! by the agent, so the guard runs when agent-shell sits outside the sandbox and starts it
+//! (`agent-shell -c 'bwrap … -- bash -c CMD'`); inside a sandbox that leaves the store
+//! read-only, agent-shell says once on stderr that the guard is off (settings-watch covers it).
+//!
 //! Login profiles are never read: `-l` is accepted for callers that use `$SHELL -lc`, but
 //! `/etc/profile` resets `PATH` on most systems and would take the shim off it.
 
 use crate::catalogue::{self, GitVersion};
 use crate::env::{DefuseOptions, Defused};
 use crate::events::{append_line, Event, EventKind, Tool};
+use crate::held::Store;
 use crate::policy::{Policy, PolicyError};
+use crate::settings::{self, watch::WatchConfig, Rules, Snapshot};
 use crate::shim::{self, ShimError};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -190,6 +201,69 @@ fn log(p: &Policy, ev: Event) {
     }
 }
 
+/// The settings files as they were before a command, and what to compare them with.
+struct Guard {
+    store: Store,
+    rules: Rules,
+    before: Vec<Snapshot>,
+}
+
+impl Guard {
+    /// Capture the guarded files of every root, or say why the guard is off.
+    fn before(p: &Policy, home: &Path) -> Result<Guard, String> {
+        let cfg = WatchConfig::from_policy(p, home).map_err(|e| e.to_string())?;
+        let dir = &cfg.store_dir;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).map_err(|e| {
+            format!(
+                "the held-writes store {} is not writable: {e}",
+                dir.display()
+            )
+        })?;
+        let store = Store::open(dir).map_err(|e| e.to_string())?;
+        let mut before = Vec::new();
+        for r in &cfg.roots {
+            before.push(Snapshot::capture(r, &cfg.rules).map_err(|e| e.to_string())?);
+        }
+        Ok(Guard {
+            store,
+            rules: cfg.rules,
+            before,
+        })
+    }
+
+    /// Compare with the files now and carry out every decision; the events to log.
+    fn after(&self) -> Vec<Event> {
+        let mut events = Vec::new();
+        for b in &self.before {
+            let res = Snapshot::capture(&b.root, &self.rules)
+                .and_then(|a| settings::enforce(&self.store, b, &a, &self.rules, "agent-shell"));
+            match res {
+                Ok(outcomes) => {
+                    for o in outcomes {
+                        if o.action != settings::Action::Accepted {
+                            eprintln!("agent-shell: {}", o.event().message);
+                        }
+                        events.push(o.event());
+                    }
+                }
+                Err(e) => {
+                    eprintln!("agent-shell: settings guard incomplete: {e}");
+                    events.push(
+                        Event::new(
+                            Tool::AgentShell,
+                            EventKind::CheckIncomplete,
+                            format!("settings guard incomplete: {e}"),
+                        )
+                        .repo(&b.root),
+                    );
+                }
+            }
+        }
+        events
+    }
+}
+
 /// The shell that runs the agent's commands.
 fn shell_binary() -> &'static Path {
     if Path::new("/bin/bash").exists() {
@@ -229,6 +303,13 @@ pub fn run(req: Request) -> Result<ExitCode, ShellError> {
             source,
         })?;
     }
+    let guard = match Guard::before(&policy, &home) {
+        Ok(g) => Some(g),
+        Err(why) => {
+            eprintln!("agent-shell: settings guard off: {why}");
+            None
+        }
+    };
     let env = environment(&policy, std::env::vars_os().collect(), &dir, &me, is_socket);
     let sh = shell_binary();
     let mut cmd = Command::new(sh);
@@ -267,6 +348,11 @@ pub fn run(req: Request) -> Result<ExitCode, ShellError> {
         source,
     })?;
     let code = exit_code(status);
+    if let Some(g) = &guard {
+        for ev in g.after() {
+            log(&policy, ev);
+        }
+    }
     log(
         &policy,
         Event::new(Tool::AgentShell, EventKind::CommandFinished, shown).with("exit", code),
