@@ -305,13 +305,13 @@ impl Rules<'_> {
         if let Some(p) = &inv.exec_path {
             return Err(refuse(
                 "exec-path",
-                format!("--exec-path={} makes git run programs from that folder; drop it (the policy's allow_transient_config allows it)", p.to_string_lossy()),
+                format!("--exec-path={} makes git run programs from that folder; drop it (policy: allow_transient_config = true allows it)", p.to_string_lossy()),
             ));
         }
         if let Some(p) = inherited_exec_path {
             return Err(refuse(
                 "exec-path",
-                format!("GIT_EXEC_PATH={} makes git run programs from that folder; unset it (the policy's allow_transient_config allows it)", p.to_string_lossy()),
+                format!("GIT_EXEC_PATH={} makes git run programs from that folder; unset it (policy: allow_transient_config = true allows it)", p.to_string_lossy()),
             ));
         }
         for c in inv.config.iter().chain(env_config) {
@@ -344,7 +344,7 @@ impl Rules<'_> {
                 return Err(refuse(
                     "transient-config",
                     format!(
-                        "{how}: {why}; drop it (the policy's allow_transient_config allows it)"
+                        "{how}: {why}; drop it (policy: allow_transient_config = true allows it)"
                     ),
                 ));
             }
@@ -729,7 +729,7 @@ fn config(args: &[OsString]) -> Result<(), Refusal> {
     } else {
         Act::Read
     });
-    let alt = "the session's config may not name programs; leave it to the owner";
+    let alt = "the agent's git does not store program-running keys; ask the owner to set it outside the sandbox";
     match act {
         Act::Read => Ok(()),
         Act::Edit => Err(refuse(

@@ -460,3 +460,36 @@ fn the_policy_cache_follows_the_file() {
     std::fs::write(home.join("bin/cache.json"), "{").unwrap();
     assert_eq!(load_policy_from(&src, &home).unwrap().session, "cc");
 }
+
+#[test]
+fn the_documented_example_policy_parses() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    std::fs::create_dir_all(home.join("src/proj")).unwrap();
+    let text = include_str!("../../../docs/policy.example.toml");
+    let p = Policy::parse(&home.join(".config/gitward/s1.toml"), text, &home).unwrap();
+    assert_eq!(p.session, "s1");
+    assert_eq!(p.worktree_dir, home.join("src/proj-worktrees/s1"));
+    assert!(!p.shim.hooks);
+    assert_eq!(p.shim.allow_protocols, "https:ssh:file");
+    assert!(!p.docker.enabled && !p.allow_transient_config);
+}
+
+#[test]
+fn bad_shim_keys_name_the_key() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    std::fs::create_dir_all(home.join("src/proj")).unwrap();
+    let base = format!("session = \"s\"\nrepo = \"{}/src/proj\"\n", home.display());
+    let f = home.join("etc/p.toml");
+    let e = Policy::parse(
+        &f,
+        &format!("{base}[shim]\nallow_protocols = \"https;ext\"\n"),
+        &home,
+    )
+    .unwrap_err();
+    assert_eq!(e.key, "shim.allow_protocols");
+    let e = Policy::parse(&f, &format!("{base}[shim]\nhook = true\n"), &home).unwrap_err();
+    assert!(e.rule.contains("unknown field"), "{e}");
+    assert_eq!(e.to_string().lines().count(), 1);
+}
