@@ -707,6 +707,41 @@ pub fn classify_url(url: &str) -> Option<UrlDanger> {
     Some(UrlDanger::Local)
 }
 
+/// Where a URL sits in a URL-carrying config key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UrlIn {
+    /// The value is a URL (`remote.<name>.url`).
+    Value,
+    /// The subsection is the URL a prefix is rewritten to (`url.<base>.insteadOf`).
+    Subsection,
+}
+
+/// Config keys that carry a remote or submodule URL: a persistent write is judged by the URL
+/// it stores ([`classify_url`]), so an ordinary `https://` remote can be set while `ext::`,
+/// `<helper>::` and local paths are refused (git-shim).
+pub static URL_KEYS: &[(KeyPattern, UrlIn)] = &[
+    (per!("remote"."url"), UrlIn::Value),
+    (per!("remote"."pushurl"), UrlIn::Value),
+    (per!("submodule"."url"), UrlIn::Value),
+    (per!("url"."insteadOf"), UrlIn::Subsection),
+    (per!("url"."pushInsteadOf"), UrlIn::Subsection),
+];
+
+/// Variables a launcher of the agent's commands (agent-shell) removes besides the defused
+/// git set ([`ENV`]): shell start-up code and container-daemon access. Docker variables are
+/// set again by agent-shell only when the policy opts in.
+pub static SHELL_ENV: &[EnvEntry] = &[
+    rm("PROMPT_COMMAND", "run by an interactive bash before every prompt", "§2b"),
+    rm("BASH_FUNC_*", "exported bash functions, defined in every bash the agent starts (Shellshock-style carriers)", "§2b"),
+    rm("DOCKER_HOST", "daemon socket: host root through the container engine", "anchors §2.1"),
+    rm("DOCKER_CONTEXT", "selects a daemon endpoint from the client config", "anchors §2.1"),
+    rm("DOCKER_CONFIG", "client config with registry logins and contexts", "anchors §2.1"),
+    rm("DOCKER_CERT_PATH", "TLS client keys for a remote daemon", "anchors §2.1"),
+    rm("DOCKER_TLS_VERIFY", "TLS settings for a remote daemon", "anchors §2.1"),
+    rm("CONTAINER_HOST", "podman remote socket", "anchors §2.1"),
+];
+
 /// Keys that the config and attributes readers interpret themselves (they change which files
 /// are read), named once here so no reader spells them. Each is also a row of [`KEYS`] (§1e).
 pub mod loader {
