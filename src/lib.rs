@@ -391,6 +391,8 @@ pub struct Options {
     pub jobs: usize,
     /// Per-child time limit (setup, trigger, audit).
     pub timeout: Duration,
+    /// Keep every case's temporary folder (for debugging a case); their paths are printed.
+    pub keep: bool,
 }
 
 impl Default for Options {
@@ -398,6 +400,7 @@ impl Default for Options {
         Options {
             jobs: 2,
             timeout: Duration::from_secs(30),
+            keep: false,
         }
     }
 }
@@ -1009,8 +1012,12 @@ fn prepared(
 ) -> Result<(tempfile::TempDir, Workspace), String> {
     let t = tempfile::Builder::new()
         .prefix(&format!("gitward-{}-", case.id))
+        .disable_cleanup(opts.keep)
         .tempdir()
         .map_err(|e| format!("temp folder: {e}"))?;
+    if opts.keep {
+        eprintln!("gitward-corpus: {} kept: {}", case.id, t.path().display());
+    }
     let ws = Workspace::create(t.path(), git).map_err(|e| format!("workspace: {e}"))?;
     let s = ws.setup(&case.setup, opts.timeout);
     if !s.ok() {
