@@ -287,7 +287,7 @@ pub static KEYS: &[KeyEntry] = &[
     KeyEntry { key: k!("sequence"."editor"), effect: RunsShell, runs: "todo-list editor, via sh", trigger: "rebase -i", neutraliser: cannot("GIT_SEQUENCE_EDITOR beats it and is set to ':'"), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: k!("core"."pager"), effect: RunsShell, runs: "pager, via sh", trigger: "paging commands with a terminal on stdout", neutraliser: set("cat"), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: KeyPattern::Section { section: "pager" }, effect: RunsShell, runs: "pager.<cmd> = a command: both enables paging and names the pager", trigger: "git <cmd> with a terminal", neutraliser: cannot("GIT_PAGER beats it and is set to cat"), since: None, severity: Error, research: "§1c" },
-    KeyEntry { key: k!("diff"."external"), effect: RunsShell, runs: "external diff, via sh, 7 arguments per path", trigger: "diff; log/show with --ext-diff", neutraliser: set(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: k!("diff"."external"), effect: RunsShell, runs: "external diff, via sh, 7 arguments per path", trigger: "diff; log/show with --ext-diff", neutraliser: cannot("an empty -c value makes every diff fail; GIT_EXTERNAL_DIFF is removed, diff commands get --no-ext-diff unless the owner configures an external diff, and the owner's value is re-asserted when the repository sets one"), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: per!("diff"."command"), effect: RunsShell, runs: "external diff driver, via sh (selected by attribute diff=<name>)", trigger: "diff; log/show with --ext-diff", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: per!("diff"."textconv"), effect: RunsShell, runs: "text conversion, via sh (selected by attribute diff=<name>)", trigger: "diff, log -p, show, blame, cat-file --textconv, grep --textconv", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: k!("interactive"."diffFilter"), effect: RunsShell, runs: "filter for add -p output, via sh", trigger: "add -p/-i with colour", neutraliser: set(""), since: None, severity: Error, research: "§1c" },
@@ -545,7 +545,7 @@ pub static ENV: &[EnvEntry] = &[
     setenv("PAGER", "cat", "fallback pager", "§2b"),
     setenv("GIT_ASKPASS", "", "empty: no askpass, and no SSH_ASKPASS fallback", "§2b"),
     setenv("GIT_TERMINAL_PROMPT", "0", "no terminal prompts", "§2b"),
-    setenv("GIT_EXTERNAL_DIFF", "", "empty: disables diff.external too", "§2b"),
+    rm("GIT_EXTERNAL_DIFF", "external diff program; beats diff.external (an empty value makes every diff fail, so it is removed)", "§2b"),
     setenv("GIT_PROXY_COMMAND", "", "empty: overrides core.gitProxy (first value wins there)", "§2b"),
     setenv("GIT_SSH_COMMAND", "ssh", "beats core.sshCommand", "§2b"),
     setenv("GIT_NO_LAZY_FETCH", "1", "no promisor fetches", "§2b"),
@@ -730,6 +730,94 @@ pub mod loader {
         name: "worktree",
     };
 }
+
+/// What a linked worktree's admin dir (`<common>/worktrees/<id>/`) may hold: the files git
+/// keeps per worktree. Every other name there is planted: git either never reads it or takes
+/// it from the common dir instead ([`WORKTREE_COMMON_ONLY`]). Sources: git's
+/// `worktree.c:add_worktree` (gitdir, commondir, HEAD, locked, config.worktree), the ref and
+/// state files of `path.c`/`refs` that are not in `common_list`, and the sequencer/rebase/bisect
+/// state folders. Names ending in `.lock` whose stem is listed are git's lock files.
+pub static WORKTREE_PRIVATE_ENTRIES: &[&str] = &[
+    "gitdir",
+    "commondir",
+    "HEAD",
+    "ORIG_HEAD",
+    "FETCH_HEAD",
+    "MERGE_HEAD",
+    "MERGE_MSG",
+    "MERGE_MODE",
+    "MERGE_RR",
+    "MERGE_AUTOSTASH",
+    "AUTO_MERGE",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "REBASE_HEAD",
+    "BISECT_LOG",
+    "BISECT_START",
+    "BISECT_EXPECTED_REV",
+    "BISECT_ANCESTORS_OK",
+    "BISECT_NAMES",
+    "BISECT_TERMS",
+    "BISECT_FIRST_PARENT",
+    "BISECT_RUN",
+    "BISECT_HEAD",
+    "SQUASH_MSG",
+    "COMMIT_EDITMSG",
+    "TAG_EDITMSG",
+    "NOTES_MERGE_PARTIAL",
+    "NOTES_MERGE_REF",
+    "NOTES_MERGE_WORKTREE",
+    "index",
+    "locked",
+    "config.worktree",
+    "logs",
+    "refs",
+    "info",
+    "rebase-merge",
+    "rebase-apply",
+    "sequencer",
+    "modules",
+    "fsmonitor--daemon.ipc",
+    "gc.log",
+];
+
+/// Inside a worktree admin dir, the only per-worktree paths below `refs/`, `logs/` and
+/// `info/` (git's `path.c` `common_list` entries with `is_common = 0`). Anything else there
+/// is read from the common dir by git, so a copy in the admin dir is planted.
+pub static WORKTREE_PRIVATE_SUBPATHS: &[&str] = &[
+    "refs/bisect",
+    "refs/rewritten",
+    "refs/worktree",
+    "logs/HEAD",
+    "logs/refs",
+    "logs/refs/bisect",
+    "logs/refs/rewritten",
+    "logs/refs/worktree",
+    "info/sparse-checkout",
+];
+
+/// git's `path.c` `common_list` entries with `is_common = 1`: paths git always resolves in the
+/// common dir, even when asked for them through a linked worktree's git dir. A planted
+/// `worktrees/<id>/hooks/` or `worktrees/<id>/config` is therefore ignored by git (verified
+/// for hooks, research §4.1) — still reported, since it shows an agent writing there.
+pub static WORKTREE_COMMON_ONLY: &[&str] = &[
+    "branches",
+    "common",
+    "hooks",
+    "info",
+    "logs",
+    "lost-found",
+    "objects",
+    "refs",
+    "remotes",
+    "worktrees",
+    "rr-cache",
+    "svn",
+    "config",
+    "gc.pid",
+    "packed-refs",
+    "shallow",
+];
 
 #[cfg(test)]
 mod tests {

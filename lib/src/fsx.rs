@@ -327,6 +327,55 @@ impl Root {
         read_fd(fd, &full, max_bytes)
     }
 
+    /// The first `max_bytes` bytes of the regular file `rel` (no error when it is longer):
+    /// for readers that, like git's `validate_headref`, look only at a file's start. Same
+    /// no-follow and regular-file rules as [`Root::read`].
+    pub fn read_prefix(&self, rel: impl AsRef<Path>, max_bytes: u64) -> Result<Vec<u8>, FsError> {
+        let rel = rel.as_ref();
+        let (parent, leaf, full) = self.parent_of(rel)?;
+        let Some(pre) = lstat_at(&parent, leaf, &full)? else {
+            return Err(FsError::NotFound { path: full });
+        };
+        match pre.file_type {
+            FileType::File { .. } => {}
+            FileType::Symlink { .. } => return Err(FsError::Link { path: full }),
+            ref other => {
+                return Err(FsError::NotRegular {
+                    path: full,
+                    kind: other.name(),
+                })
+            }
+        }
+        let fd = openat(
+            &parent,
+            leaf,
+            OFlag::O_RDONLY
+                | OFlag::O_NOFOLLOW
+                | OFlag::O_NONBLOCK
+                | OFlag::O_NOCTTY
+                | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| classify(&parent, leaf, e, full.clone(), "open"))?;
+        let st = fstat(&fd).map_err(|e| FsError::io(full.clone(), "fstat", e))?;
+        if file_type_bits(&st) != SFlag::S_IFREG {
+            return Err(FsError::NotRegular {
+                path: full,
+                kind: to_stat(&st, None).file_type.name(),
+            });
+        }
+        let mut buf = Vec::new();
+        File::from(fd)
+            .take(max_bytes)
+            .read_to_end(&mut buf)
+            .map_err(|source| FsError::Io {
+                path: full,
+                op: "read",
+                source,
+            })?;
+        Ok(buf)
+    }
+
     /// Like [`Root::read`], but a missing file (or missing folder above it) is `Ok(None)`.
     pub fn read_opt(
         &self,
