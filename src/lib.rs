@@ -391,6 +391,8 @@ pub struct Options {
     pub jobs: usize,
     /// Per-child time limit (setup, trigger, audit).
     pub timeout: Duration,
+    /// Keep every case's temporary folder (for debugging a case); their paths are printed.
+    pub keep: bool,
 }
 
 impl Default for Options {
@@ -398,6 +400,7 @@ impl Default for Options {
         Options {
             jobs: 2,
             timeout: Duration::from_secs(30),
+            keep: false,
         }
     }
 }
@@ -828,9 +831,12 @@ pub enum Control {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum SafeOutcome {
-    /// Canary quiet; safe-git ran git (exit = git's own code).
+    /// Canary quiet; safe-git ran git (exit = git's own code; `stderr` = git's last line
+    /// of standard error when it failed, e.g. a missing object with lazy fetch off).
     Quiet {
         exit: i32,
+        #[serde(skip_serializing_if = "String::is_empty")]
+        stderr: String,
     },
     /// Canary quiet; safe-git refused (121 not allowed, 122 layout, 123 config).
     Refused {
@@ -1009,8 +1015,12 @@ fn prepared(
 ) -> Result<(tempfile::TempDir, Workspace), String> {
     let t = tempfile::Builder::new()
         .prefix(&format!("gitward-{}-", case.id))
+        .disable_cleanup(opts.keep)
         .tempdir()
         .map_err(|e| format!("temp folder: {e}"))?;
+    if opts.keep {
+        eprintln!("gitward-corpus: {} kept: {}", case.id, t.path().display());
+    }
     let ws = Workspace::create(t.path(), git).map_err(|e| format!("workspace: {e}"))?;
     let s = ws.setup(&case.setup, opts.timeout);
     if !s.ok() {
@@ -1071,7 +1081,19 @@ fn under_safe_git(case: &Case, git: &GitBin, safe: &Path, opts: &Options) -> Saf
         120 | 124 => SafeOutcome::Error {
             why: format!("safe-git could not evaluate the case: {}", r.describe()),
         },
-        _ => SafeOutcome::Quiet { exit: code },
+        _ => SafeOutcome::Quiet {
+            exit: code,
+            stderr: if code == 0 {
+                String::new()
+            } else {
+                String::from_utf8_lossy(if case.tty { &r.stdout } else { &r.stderr })
+                    .lines()
+                    .rfind(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim()
+                    .to_owned()
+            },
+        },
     }
 }
 
@@ -1166,7 +1188,7 @@ impl std::fmt::Display for Control {
 impl std::fmt::Display for SafeOutcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SafeOutcome::Quiet { exit } => write!(f, "quiet (git exit {exit})"),
+            SafeOutcome::Quiet { exit, .. } => write!(f, "quiet (git exit {exit})"),
             SafeOutcome::Refused { exit, .. } => write!(f, "refused {exit}"),
             SafeOutcome::Fired { .. } => write!(f, "FIRED"),
             SafeOutcome::Error { .. } => write!(f, "ERROR"),
@@ -1244,6 +1266,9 @@ pub fn render_human(report: &Report) -> String {
                 }
                 SafeOutcome::Error { why } => {
                     let _ = writeln!(s, "  {:w$}    safe-git: {why}", "");
+                }
+                SafeOutcome::Quiet { exit, stderr } if *exit != 0 && !stderr.is_empty() => {
+                    let _ = writeln!(s, "  {:w$}    git under safe-git: {stderr}", "");
                 }
                 SafeOutcome::Quiet { .. } if r.expect_refusal => {
                     let _ = writeln!(

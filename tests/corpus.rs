@@ -193,7 +193,7 @@ fn runner_reports_quiet_when_the_vector_is_neutralised() {
     let defused = double(t.path(), "-c core.fsmonitor=false");
     for r in one_case("1a-core-fsmonitor-status", defused) {
         assert!(
-            matches!(r.safe_git, corpus::SafeOutcome::Quiet { exit: 0 }),
+            matches!(r.safe_git, corpus::SafeOutcome::Quiet { exit: 0, .. }),
             "{r:?}"
         );
     }

@@ -55,6 +55,9 @@ struct Args {
     /// Time limit for every child process (setup, trigger, audit), in seconds.
     #[arg(long, default_value_t = 30)]
     timeout: u64,
+    /// Keep every temporary workspace and print its path on stderr (to debug a case).
+    #[arg(long)]
+    keep: bool,
     /// List the cases (id, trigger, research row, title) and exit without running them.
     #[arg(long)]
     list: bool,
@@ -108,6 +111,7 @@ fn run(args: Args) -> Result<bool, corpus::CorpusError> {
     let opts = corpus::Options {
         jobs: args.jobs,
         timeout: Duration::from_secs(args.timeout.max(1)),
+        keep: args.keep,
     };
     let report = corpus::run(&cases, &gits, &tools, &opts);
     match args.format {
