@@ -392,6 +392,26 @@ fn serialize_arc<S: serde::Serializer, T: Serialize>(a: &Arc<T>, s: S) -> Result
     a.as_ref().serialize(s)
 }
 
+impl Serialize for Value {
+    /// `{key, section, subsection, name, value (null when implicit), line, origin}`; the value
+    /// as text, lossy for non-UTF-8 bytes.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Value", 7)?;
+        st.serialize_field("key", &self.key())?;
+        st.serialize_field("section", &self.section)?;
+        st.serialize_field("subsection", &self.subsection)?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field(
+            "value",
+            &self.value.as_ref().map(|v| v.to_str_lossy().into_owned()),
+        )?;
+        st.serialize_field("line", &self.line)?;
+        st.serialize_field("origin", self.origin.as_ref())?;
+        st.end()
+    }
+}
+
 /// A value that matches the catalogue, with the rows it matches.
 #[derive(Debug, Clone)]
 pub struct Armed<'a> {

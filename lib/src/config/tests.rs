@@ -96,6 +96,11 @@ fn values_in_load_order_with_implicit_and_mixed_case() {
     assert!(armed.contains(&"core.fsmonitor".to_string()));
     assert!(armed.contains(&"filter.Evil.clean".to_string()));
     assert!(!armed.contains(&"user.name".to_string()));
+    let json = serde_json::to_value(&e.values()[3]).unwrap();
+    assert_eq!(json["key"], "core.fsmonitor");
+    assert_eq!(json["value"], serde_json::Value::Null);
+    assert_eq!(json["origin"]["scope"]["scope"], "local");
+    assert_eq!(json["origin"]["trust"], "untrusted");
     // Global files come in git's order: XDG first, then ~/.gitconfig.
     assert_eq!(e.values()[0].origin.file, s.home.join(".config/git/config"));
 }
@@ -647,4 +652,128 @@ fn include_depth_limit_agrees_with_git() {
             assert_eq!(git_ok, n == MAX_INCLUDE_DEPTH, "{} n={n}", g.display());
         }
     }
+}
+
+/// Syntax corner cases: wherever git accepts a file, the enumeration must accept it and read
+/// exactly git's keys and values, in git's order (a parser that disagrees with git about a
+/// value is a way to hide a program from the checks).
+#[test]
+fn parser_agrees_with_git_on_syntax_corners() {
+    let cases = [
+        "[core] bare = true\n",
+        "[a]\n\tb-1 = x\n",
+        "[a] ; c\n\tb = 1\n",
+        "[a]\n\tb = x\\\n",
+        "[a \"s p\tt\"]\n\tb = 1\n",
+        "[a \"\"]\n\tb = 1\n",
+        "[a]\n\t1b = x\n",
+        "[a]\n\tb = \\x\n",
+        "[a]\n\tb = \"x ; y\" # z\n",
+        "[a]\n\tb = x \" y \"\n",
+        "[a]\n\tb = \"unbalanced\n",
+        "[a]\n\tb = a\\tb\\nc\\\\d\\\"e\n",
+        "[a]\n\tb =   x   y   \n",
+        "[A.B.C]\n\td = 1\n",
+        "[a \"b.c\"]\n\td = 1\n",
+        "[a \"b\"]\n\t[c]\n\td = 1\n",
+        "[a]b=1\n",
+        "[a]\n\tb\n\tb = \n\tb = 0\n",
+        "[a]\n\tb = x\\\n\ty\n",
+        "[a]\n\tb = \"x\\\ny\"\n",
+        "[a]\n\tb=1;c\n",
+        "[a]\n\tb=1#c\n",
+        "[a \"x\\y\"]\n\tb = 1\n",
+        "[a \"x\\\\y\"]\n\tb = 1\n",
+        "[a-b]\n\tc = 1\n",
+        "[a_b]\n\tc = 1\n",
+        "[a.]\n\tc = 1\n",
+        "\t[a]\n\t\tb = 1\n",
+        "[a]\r\n\tb = 1\r\n",
+        "[a]\n\tb = x\ty\n",
+        "[a]\n\tb = \"x\ty\"\n",
+        "[filter \"x\"]\n\tclean = \"sh -c 'touch /tmp/x'\" ; # c\n",
+        "\u{feff}[a]\n\tb = bom\n",
+        "[a]\n\tb = 1\n[a]\n\tc = 2\n[A]\n\tB = 3\n",
+        "# only a comment\n",
+        "",
+        "[a]\n\tb = x\\ty\\\\\n",
+        "[a \"q\\\"uote\"]\n\tb = 1\n",
+        "[a]\n\tb = \"\"\n",
+        "[a]\n\tb = x\"\"y\n",
+    ];
+    let mut cases: Vec<String> = cases.iter().map(|c| c.to_string()).collect();
+    cases.push(format!("[a]\n\tlong = {}\n", "x".repeat(100_000)));
+    cases.push(format!("[a \"{}\"]\n\tb = 1\n", "s".repeat(5_000)));
+    let mut agreed = 0;
+    let mut failures = Vec::new();
+    for g in gits() {
+        for (i, case) in cases.iter().enumerate() {
+            let s = Scratch::new();
+            let file = s.root.join(format!("c{i}.cfg"));
+            fs::write(&file, case).unwrap();
+            let out = std::process::Command::new(&g)
+                .args(["config", "-f"])
+                .arg(&file)
+                .args(["-l", "-z"])
+                .env_clear()
+                .env("HOME", &s.home)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .output()
+                .unwrap();
+            let opts = Options {
+                system: Some(file.clone()),
+                ..Options::default()
+            };
+            let ours = enumerate(&opts);
+            if !out.status.success() {
+                // git refuses the file: refusing it too, or reading it, are both safe.
+                continue;
+            }
+            let short: String = case.chars().take(80).collect();
+            let ours = ours.unwrap_or_else(|e| {
+                panic!(
+                    "{}: git reads case {i} {short:?}, we fail: {e}",
+                    g.display()
+                )
+            });
+            let theirs: Vec<(String, String)> = out
+                .stdout
+                .split(|&b| b == 0)
+                .filter(|c| !c.is_empty())
+                .map(|c| {
+                    let c = String::from_utf8_lossy(c);
+                    match c.split_once('\n') {
+                        Some((k, v)) => (k.to_owned(), v.to_owned()),
+                        None => (c.into_owned(), "true".to_owned()),
+                    }
+                })
+                .collect();
+            let mine: Vec<(String, String)> = ours
+                .values()
+                .iter()
+                .map(|v| (v.key(), v.text().into_owned()))
+                .collect();
+            // git 2.39 turns an unquoted tab inside a value into a space; git 2.47 and gix keep
+            // it. Neither changes a driver name (a subsection) or what a shell runs.
+            let tabs = |v: &[(String, String)]| -> Vec<(String, String)> {
+                v.iter()
+                    .map(|(k, x)| (k.clone(), x.replace('\t', " ")))
+                    .collect()
+            };
+            if mine != theirs && tabs(&mine) == tabs(&theirs) {
+                agreed += 1;
+                continue;
+            }
+            if mine != theirs {
+                failures.push(format!(
+                    "{}: case {i} {short:?}: ours {mine:?}, git {theirs:?}",
+                    g.display()
+                ));
+                continue;
+            }
+            agreed += 1;
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(agreed > 30, "only {agreed} cases compared");
 }
