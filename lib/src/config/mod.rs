@@ -283,8 +283,8 @@ pub enum Submodules {
     /// None.
     #[default]
     Skip,
-    /// Walk `<common dir>/modules/` at any depth without following links (bounded; past the
-    /// bound → [`ConfigError::Incomplete`]). Every folder holding a `config` file or `HEAD` is
+    /// Walk `<common dir>/modules/` and every `<common dir>/worktrees/<id>/modules/` at any
+    /// depth without following links (bounded; past the bound → [`ConfigError::Incomplete`]). Every folder holding a `config` file or `HEAD` is
     /// taken as a submodule git dir.
     Walk,
     /// These git dirs (e.g. from `layout::submodule_git_dirs`).

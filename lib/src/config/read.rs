@@ -160,6 +160,32 @@ pub(crate) fn normalize_lexically(p: &Path) -> PathBuf {
     out
 }
 
+/// The folders (not links to folders) directly in `dir`, sorted; none when `dir` is missing.
+fn list_dirs(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if is_missing(&e) => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(ConfigError::Unreadable {
+                file: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut out = Vec::new();
+    for e in rd {
+        let e = e.map_err(|source| ConfigError::Unreadable {
+            file: dir.to_path_buf(),
+            source,
+        })?;
+        if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            out.push(e.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// Where `path` lives and whether it is a link.
 struct Located {
     canonical: PathBuf,
@@ -246,8 +272,18 @@ impl<'a> Loader<'a> {
             }
             Submodules::Walk => {
                 if let Some(common) = &opts.common_dir {
-                    for d in self.walk_modules(&common.join("modules"))? {
-                        self.load_submodule(&d)?;
+                    // `modules/` of the common dir, and of every linked worktree's git dir
+                    // (submodules of a linked worktree live in `worktrees/<id>/modules/`).
+                    let mut roots = vec![common.join("modules")];
+                    roots.extend(
+                        list_dirs(&common.join("worktrees"))?
+                            .into_iter()
+                            .map(|d| d.join("modules")),
+                    );
+                    for root in roots {
+                        for d in self.walk_modules(&root)? {
+                            self.load_submodule(&d)?;
+                        }
                     }
                 }
             }
@@ -256,26 +292,8 @@ impl<'a> Loader<'a> {
     }
 
     fn load_linked_worktrees(&mut self, common: &Path) -> Result<(), ConfigError> {
-        let dir = common.join("worktrees");
-        let rd = match std::fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if is_missing(&e) => return Ok(()),
-            Err(source) => return Err(ConfigError::Unreadable { file: dir, source }),
-        };
         let current = self.opts.git_dir.as_deref().map(resolve_lenient);
-        let mut entries = Vec::new();
-        for e in rd {
-            let e = e.map_err(|source| ConfigError::Unreadable {
-                file: dir.clone(),
-                source,
-            })?;
-            let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
-            if is_dir {
-                entries.push(e.path());
-            }
-        }
-        entries.sort();
-        for wt in entries {
+        for wt in list_dirs(&common.join("worktrees"))? {
             if current.as_ref() == Some(&resolve_lenient(&wt)) {
                 continue;
             }

@@ -324,12 +324,22 @@ fn linked_worktree_and_submodule_configs() {
         &s.git.join("modules/with/slash/HEAD"),
         "ref: refs/heads/main\n",
     );
+    // A submodule of the linked worktree wt1.
+    w(
+        &s.git.join("worktrees/wt1/modules/wsub/config"),
+        "[filter \"wsub\"]\n\tsmudge = x\n",
+    );
     let mut o = s.opts();
     o.linked_worktrees = true;
     o.submodules = Submodules::Walk;
     let e = enumerate(&o).unwrap();
     let names = e.per_name_sections();
-    for (sec, sub) in [("filter", "wt"), ("diff", "s"), ("merge", "n")] {
+    for (sec, sub) in [
+        ("filter", "wt"),
+        ("diff", "s"),
+        ("merge", "n"),
+        ("filter", "wsub"),
+    ] {
         assert!(names.contains(&(sec.into(), sub.into())), "{sec}.{sub}");
     }
     let fsm = e.values().iter().find(|v| v.is("core.fsmonitor")).unwrap();
