@@ -240,14 +240,14 @@ pub fn system_attributes_for(system_config: &Path) -> PathBuf {
 }
 
 /// Every attributes file named by `core.attributesFile` in any enumerated file (a superset of
-/// the effective one), resolved like git (`~/`, `%(prefix)/`; relative = from the work-tree
-/// top, where git runs), plus the default `$XDG_CONFIG_HOME/git/attributes` (or
-/// `~/.config/git/attributes`).
+/// the effective one), resolved like git (`~/`, `%(prefix)/`; a relative path from `run_dir`,
+/// the folder git runs in: the work-tree top, or the git dir of a bare repository), plus the
+/// default `$XDG_CONFIG_HOME/git/attributes` (or `~/.config/git/attributes`).
 pub fn attributes_files(
     e: &Enumeration,
     home: Option<&Path>,
     xdg_config_home: Option<&Path>,
-    work_tree: Option<&Path>,
+    run_dir: Option<&Path>,
     git_prefix: Option<&Path>,
 ) -> Result<Vec<PathBuf>, AttributesError> {
     let mut out: Vec<PathBuf> = Vec::new();
@@ -270,10 +270,16 @@ pub fn attributes_files(
                 reason,
             }
         })?;
-        let p = match (p.is_absolute(), work_tree) {
+        let p = match (p.is_absolute(), run_dir) {
             (true, _) => p,
-            (false, Some(wt)) => wt.join(p),
-            (false, None) => p,
+            (false, Some(dir)) => dir.join(p),
+            (false, None) => {
+                return Err(AttributesError::AttributesFile {
+                    file: v.origin.file.clone(),
+                    value: raw.to_str_lossy().into_owned(),
+                    reason: "relative, and no folder given to resolve it from".into(),
+                })
+            }
         };
         if !out.contains(&p) {
             out.push(p);
@@ -311,7 +317,7 @@ struct MacroDef {
 }
 
 /// Everything found.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Attributes {
     selections: Vec<Selection>,
     files: Vec<FileEntry>,
