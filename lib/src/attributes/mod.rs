@@ -211,6 +211,9 @@ pub struct Options {
     pub attributes_files: Vec<PathBuf>,
     /// The system attributes file ([`system_attributes_for`]).
     pub system: Option<PathBuf>,
+    /// Submodule git dirs (e.g. `layout::submodule_git_dirs`): their `info/attributes` are read
+    /// too (git uses them inside the submodule, also during superproject recursion).
+    pub submodule_git_dirs: Vec<PathBuf>,
     /// Tree-ishes whose `.gitattributes` files git may read instead of the work tree's:
     /// every `attr.tree` value, and `HEAD` for a bare repository ([`tree_sources`]).
     pub trees: Vec<String>,
@@ -424,6 +427,12 @@ impl<'a> Collector<'a> {
         if let Some(common) = &opts.common_dir {
             let p = common.join("info/attributes");
             self.read_file(&p, Source::InfoAttributes(p.clone()))?;
+        }
+        for sub in &opts.submodule_git_dirs {
+            let p = sub.join("info/attributes");
+            if let Some(bytes) = config::read_bounded(&p, opts.limits.max_file_size)? {
+                self.push_parsed(Source::InfoAttributes(p), &bytes);
+            }
         }
         if let Some(wt) = &opts.work_tree {
             self.walk(wt)?;

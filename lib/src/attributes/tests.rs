@@ -348,6 +348,15 @@ fn system_file_and_builtin_binary() {
     let a = collect(&o).unwrap();
     assert_eq!(a.selections()[0].source, Source::System(sys));
     assert_eq!(a.names(DriverKind::Merge), ["sysm".to_string()].into());
+    // A submodule git dir's info/attributes.
+    let sub = tmp.path().join("modules/s");
+    w(&sub.join("info/attributes"), "* filter=subinfo\n");
+    let o = Options {
+        submodule_git_dirs: vec![sub.clone()],
+        ..o
+    };
+    let a = collect(&o).unwrap();
+    assert!(a.names(DriverKind::Filter).contains("subinfo"));
     // The built-in `binary` alone selects no driver.
     assert!(a.names(DriverKind::Diff).is_empty());
     assert_eq!(

@@ -64,9 +64,9 @@ pub enum ConfigError {
         file: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: not a regular file ({kind}); git cannot read it as config either", file.display())]
+    #[error("{}: not a regular file ({kind}); git cannot read it either", file.display())]
     NotAFile { file: PathBuf, kind: &'static str },
-    #[error("{}: {size} bytes, more than the limit of {limit} bytes for a config file", file.display())]
+    #[error("{}: {size} bytes, more than the limit of {limit} bytes", file.display())]
     TooLarge {
         file: PathBuf,
         size: u64,

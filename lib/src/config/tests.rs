@@ -430,6 +430,28 @@ fn fifo_and_oversized_files_are_errors_not_hangs() {
 }
 
 #[test]
+fn non_utf8_driver_names_fail_closed() {
+    let s = Scratch::new();
+    fs::write(
+        s.git.join("config"),
+        b"[filter \"ev\xffil\"]\n\tclean = x\n",
+    )
+    .unwrap();
+    let err = enumerate(&s.opts()).unwrap_err();
+    assert!(
+        matches!(err, ConfigError::NonUtf8Name { line: 1, .. }),
+        "{err}"
+    );
+    // A non-UTF-8 value is fine: it is data, not a name to neutralise.
+    fs::write(s.git.join("config"), b"[user]\n\tname = \xff\n").unwrap();
+    let e = enumerate(&s.opts()).unwrap();
+    assert_eq!(
+        e.values()[0].value.as_ref().map(|v| v.to_vec()),
+        Some(b"\xff".to_vec())
+    );
+}
+
+#[test]
 fn git_prefix_from_exec_path() {
     assert_eq!(
         git_prefix_for(Path::new("/usr/lib/git-core")),
