@@ -809,3 +809,85 @@ fn parser_agrees_with_git_on_syntax_corners() {
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(agreed > 30, "only {agreed} cases compared");
 }
+
+/// The claim safe-git builds on, with a positive control: a clean filter defined in a file
+/// reached through a conditional include runs under plain git; neutralising every name in
+/// `per_name_sections()` stops it.
+#[test]
+fn neutralising_enumerated_names_stops_a_planted_filter() {
+    use crate::catalogue::GitVersion;
+    use crate::env::{DefuseOptions, Defused};
+    for g in gits() {
+        let s = Scratch::new();
+        git(&g, &s.home, &s.root, &["init", "-q", "-b", "main", "repo"]);
+        let canary = s.root.join("canary");
+        let mut local = fs::read_to_string(s.git.join("config")).unwrap();
+        local.push_str("[includeIf \"onbranch:main\"]\n\tpath = ../tracked.cfg\n");
+        w(&s.git.join("config"), &local);
+        w(
+            &s.repo.join("tracked.cfg"),
+            &format!(
+                "[filter \"evil\"]\n\tclean = \"touch {}; cat\"\n\trequired\n",
+                canary.display()
+            ),
+        );
+        w(&s.repo.join(".gitattributes"), "*.txt filter=evil\n");
+        w(&s.repo.join("a.txt"), "one\n");
+        git(&g, &s.home, &s.repo, &["add", "a.txt", ".gitattributes"]);
+        git(&g, &s.home, &s.repo, &["commit", "-q", "-m", "c"]);
+        let dirty = || {
+            // Same size, new mtime: stat-dirty, so status must run the clean filter.
+            std::thread::sleep(std::time::Duration::from_millis(1100));
+            w(&s.repo.join("a.txt"), "two\n");
+            let _ = fs::remove_file(&canary);
+        };
+        dirty();
+        git(&g, &s.home, &s.repo, &["status", "--porcelain"]);
+        assert!(
+            canary.exists(),
+            "{}: positive control: the filter did not run",
+            g.display()
+        );
+
+        dirty();
+        let e = enumerate(&s.opts()).unwrap();
+        let version = GitVersion::parse(&String::from_utf8_lossy(&git(
+            &g,
+            &s.home,
+            &s.repo,
+            &["version"],
+        )))
+        .unwrap();
+        let empty_system = s.root.join("empty-system-config");
+        w(&empty_system, "");
+        let mut d = Defused::new(DefuseOptions {
+            system_config: Some(empty_system),
+            read_only: true,
+            ..DefuseOptions::new(version)
+        });
+        for (section, name) in e.per_name_sections() {
+            d.neutralise_name(&section, &name).unwrap();
+        }
+        let inherited = [
+            ("HOME", s.home.as_os_str()),
+            ("PATH", std::ffi::OsStr::new("/usr/bin:/bin")),
+        ]
+        .map(|(k, v)| (std::ffi::OsString::from(k), v.to_owned()));
+        let out = d
+            .command(&g, inherited, ["status", "--porcelain"])
+            .current_dir(&s.repo)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            g.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !canary.exists(),
+            "{}: the filter ran under the defused git",
+            g.display()
+        );
+    }
+}
