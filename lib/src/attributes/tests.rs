@@ -562,6 +562,7 @@ fn parser_is_a_superset_of_git_on_syntax_corners() {
         "{p} filter=é",
         "#{p} filter=comment",
         "{p} # filter=hash",
+        "{p} filter=nu\0l diff=afternul",
     ];
     for g in gits() {
         let tmp = tempfile::tempdir().unwrap();

@@ -308,7 +308,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_file_size: 4 << 20,
-            max_files: 1024,
+            max_files: 4096,
             max_walk_entries: 100_000,
             max_walk_depth: 64,
         }

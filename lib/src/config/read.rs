@@ -482,6 +482,14 @@ impl<'a> Loader<'a> {
             file: path.to_path_buf(),
             message: one_line(&message),
         };
+        // git keeps names and values as C strings: a NUL cuts a value (or a driver name) short
+        // where gix keeps the rest. No honest config holds one; refuse rather than disagree.
+        if let Some(pos) = bytes.iter().position(|&b| b == 0) {
+            let line = 1 + bytes[..pos].iter().filter(|&&b| b == b'\n').count();
+            return Err(parse_err(format!(
+                "line {line}: NUL byte (git would cut the name or value short there)"
+            )));
+        }
         let events = Events::from_bytes(bytes, None).map_err(|e| parse_err(e.to_string()))?;
         let mut line = 1usize;
         let mut section: Option<(String, Option<String>)> = None;
