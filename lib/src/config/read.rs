@@ -293,6 +293,13 @@ impl<'a> Loader<'a> {
 
     fn load_linked_worktrees(&mut self, common: &Path) -> Result<(), ConfigError> {
         let current = self.opts.git_dir.as_deref().map(resolve_lenient);
+        // Seen from a linked worktree, the main worktree's `config.worktree` is another's.
+        if current.is_some() && current != Some(resolve_lenient(common)) {
+            let scope = Scope::OtherWorktree {
+                git_dir: common.to_path_buf(),
+            };
+            self.load_top(&common.join("config.worktree"), scope, false)?;
+        }
         for wt in list_dirs(&common.join("worktrees"))? {
             if current.as_ref() == Some(&resolve_lenient(&wt)) {
                 continue;

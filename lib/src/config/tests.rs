@@ -916,3 +916,45 @@ fn neutralising_enumerated_names_stops_a_planted_filter() {
         );
     }
 }
+
+#[test]
+fn from_a_linked_worktree_its_config_worktree_is_the_worktree_scope() {
+    let s = Scratch::new();
+    w(
+        &s.git.join("config"),
+        "[extensions]\n\tworktreeConfig = true\n[INCLUDE]\n\tPATH = upper.cfg\n",
+    );
+    w(&s.git.join("upper.cfg"), "[x]\n\tviaupper = 1\n");
+    let wt_git = s.git.join("worktrees/wt1");
+    w(
+        &wt_git.join("config.worktree"),
+        "[core]\n\thooksPath = mine\n",
+    );
+    w(
+        &s.git.join("worktrees/wt2/config.worktree"),
+        "[core]\n\thooksPath = theirs\n",
+    );
+    w(
+        &s.git.join("config.worktree"),
+        "[core]\n\thooksPath = main\n",
+    );
+    let mut o = Options::for_repository(Some(&s.root.join("wt1")), &wt_git, &s.git);
+    o.linked_worktrees = true;
+    let e = enumerate(&o).unwrap();
+    assert!(
+        e.get_last("x.viaupper").is_some(),
+        "include keys are case-insensitive"
+    );
+    assert_eq!(e.get_last("core.hooksPath").unwrap().text(), "mine");
+    let hp: Vec<(String, String)> = e
+        .values()
+        .iter()
+        .filter(|v| v.is("core.hooksPath"))
+        .map(|v| (format!("{:?}", v.origin.scope), v.text().into_owned()))
+        .collect();
+    // wt1 once (as this worktree's), then the main tree's and wt2's as other worktrees'.
+    assert_eq!(hp.len(), 3, "{hp:?}");
+    assert_eq!(hp[0], ("Worktree".to_string(), "mine".to_string()));
+    assert!(hp[1].0.starts_with("OtherWorktree") && hp[1].1 == "main");
+    assert!(hp[2].0.starts_with("OtherWorktree") && hp[2].1 == "theirs");
+}
