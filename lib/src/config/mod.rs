@@ -426,6 +426,8 @@ pub struct Enumeration {
     sections: Vec<SectionHeader>,
     files: Vec<FileEntry>,
     worktree_config: bool,
+    /// The untrusted roots, as given and resolved through links.
+    roots: Vec<PathBuf>,
 }
 
 /// Enumerate every config value git may read under `opts`. Runs no program.
@@ -540,6 +542,69 @@ impl Enumeration {
             }
         }
         m
+    }
+
+    /// Trusted values (the owner's own files) of program-running or redirecting keys whose
+    /// value still reaches into an untrusted root: a relative path (git resolves it from the
+    /// work-tree top, e.g. an owner's global `core.hooksPath = .githooks`, or a command whose
+    /// first word is `./tool`) or an absolute path inside a root. The file is the owner's; the
+    /// program is the agent's.
+    pub fn trusted_reaching_untrusted(&self) -> Vec<&Value> {
+        self.values
+            .iter()
+            .filter(|v| v.origin.trust == Trust::Trusted)
+            .filter(|v| {
+                let key = v.config_key();
+                let rows: Vec<&KeyEntry> = catalogue::KEYS
+                    .iter()
+                    .filter(|e| e.key.matches(&key))
+                    .collect();
+                let runs = rows.iter().any(|e| {
+                    matches!(
+                        e.effect,
+                        catalogue::Effect::RunsShell | catalogue::Effect::RunsProgram
+                    )
+                });
+                let names_path = rows.iter().any(|e| {
+                    matches!(
+                        e.effect,
+                        catalogue::Effect::EnablesProgram | catalogue::Effect::Redirects
+                    )
+                });
+                let Some(raw) = v.value.as_ref() else {
+                    return false;
+                };
+                let text = raw.to_str_lossy();
+                let text = text.trim();
+                let word = if runs {
+                    // A shell command: its first word; `!cmd` aliases too.
+                    text.trim_start_matches('!')
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or("")
+                } else if names_path {
+                    text
+                } else {
+                    return false;
+                };
+                if word.is_empty() || word.contains("://") || word.contains("::") {
+                    return false;
+                }
+                let p = Path::new(word);
+                if p.is_absolute() {
+                    let resolved = read::resolve_lenient(p);
+                    self.roots
+                        .iter()
+                        .any(|r| p.starts_with(r) || resolved.starts_with(r))
+                } else if runs {
+                    // A program without a slash is looked up on PATH.
+                    word.contains('/')
+                } else {
+                    // A folder or file git resolves from where it runs (`~` is the owner's).
+                    !word.starts_with('~') && !word.starts_with("%(prefix)")
+                }
+            })
+            .collect()
     }
 
     /// Values that come from untrusted files and that git would read.

@@ -288,6 +288,7 @@ impl<'a> Loader<'a> {
                 }
             }
         }
+        self.out.roots = self.roots;
         Ok(self.out)
     }
 

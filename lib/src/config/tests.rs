@@ -958,3 +958,34 @@ fn from_a_linked_worktree_its_config_worktree_is_the_worktree_scope() {
     assert!(hp[1].0.starts_with("OtherWorktree") && hp[1].1 == "main");
     assert!(hp[2].0.starts_with("OtherWorktree") && hp[2].1 == "theirs");
 }
+
+#[test]
+fn trusted_values_that_still_run_the_agents_programs() {
+    let s = Scratch::new();
+    w(
+        &s.home.join(".gitconfig"),
+        &format!(
+            "[core]\n\thooksPath = .githooks\n\tpager = less -R\n\tsshCommand = ./bin/ssh\n\
+             [gpg]\n\tprogram = {}/tools/gpg\n[alias]\n\tx = !scripts/run.sh\n\tst = status\n\
+             [remote \"o\"]\n\turl = https://example.invalid/r\n\
+             [core]\n\tattributesFile = ~/.gitattributes\n",
+            s.repo.display()
+        ),
+    );
+    let e = enumerate(&s.opts()).unwrap();
+    let keys: Vec<String> = e
+        .trusted_reaching_untrusted()
+        .iter()
+        .map(|v| v.key())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "core.hookspath",
+            "core.sshcommand",
+            "gpg.program",
+            "alias.x"
+        ],
+        "{keys:?}"
+    );
+}
