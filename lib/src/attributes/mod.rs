@@ -233,6 +233,39 @@ impl Options {
     }
 }
 
+impl Options {
+    /// Every source git reads for this repository, as far as the config enumeration `e` and
+    /// the owner's folders tell: the repository's own sources ([`Options::for_repository`]),
+    /// every `core.attributesFile` ([`attributes_files`], relative ones from the work-tree top
+    /// or, when bare, the git dir), the system file of `probe`'s git, every `attr.tree` (and
+    /// `HEAD` when bare, [`tree_sources`]), and the submodule git dirs' `info/attributes`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_enumeration(
+        e: &Enumeration,
+        work_tree: Option<&Path>,
+        git_dir: &Path,
+        common_dir: &Path,
+        home: Option<&Path>,
+        xdg_config_home: Option<&Path>,
+        probe: Option<&crate::env::GitProbe>,
+        submodule_git_dirs: Vec<PathBuf>,
+    ) -> Result<Self, AttributesError> {
+        let prefix = probe.map(|p| config::git_prefix_for(&p.exec_path));
+        let mut o = Options::for_repository(work_tree, git_dir, common_dir);
+        o.attributes_files = attributes_files(
+            e,
+            home,
+            xdg_config_home,
+            Some(work_tree.unwrap_or(git_dir)),
+            prefix.as_deref(),
+        )?;
+        o.system = probe.map(|p| system_attributes_for(&p.system_config));
+        o.trees = tree_sources(e, work_tree.is_none());
+        o.submodule_git_dirs = submodule_git_dirs;
+        Ok(o)
+    }
+}
+
 /// The system attributes file of a git build: `gitattributes` beside its system config
 /// (`$(sysconfdir)/gitattributes`, i.e. `/etc/gitattributes` for a `/usr` build).
 pub fn system_attributes_for(system_config: &Path) -> PathBuf {

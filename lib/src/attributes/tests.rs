@@ -104,8 +104,17 @@ fn collect_for(r: &Repo) -> (Enumeration, Attributes) {
         None,
     );
     let e = config::enumerate(&copts).unwrap();
-    let mut o = Options::for_repository(Some(&r.repo), &r.git_dir, &r.git_dir);
-    o.attributes_files = attributes_files(&e, Some(&r.home), None, Some(&r.repo), None).unwrap();
+    let o = Options::for_enumeration(
+        &e,
+        Some(&r.repo),
+        &r.git_dir,
+        &r.git_dir,
+        Some(&r.home),
+        None,
+        None,
+        Vec::new(),
+    )
+    .unwrap();
     (e, collect(&o).unwrap())
 }
 
