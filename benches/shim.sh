@@ -9,7 +9,7 @@
 #       --target x86_64-unknown-linux-gnu
 # SHIM_BIN=<path> measures another build (e.g. one with SHIM_RUSTFLAGS="-C relocation-model=static",
 # a non-PIE static binary: ~25% fewer instructions at start, no ASLR for the shim).
-# Results: benches/shim-results.md (markdown table) and .json; the summary printed last gives
+# Results: target/bench/shim-results.md (markdown table) and .json; the summary printed last gives
 # the ratio and the added milliseconds per call.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +20,8 @@ shim_bin=${SHIM_BIN:-"$here/target/$target/release/git-shim"}
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
   (cd "$here" && RUSTFLAGS="-C target-feature=+crt-static ${SHIM_RUSTFLAGS:-}" cargo build -q --release -p git-shim --target $target)
 fi
+out=${OUT:-"$here/target/bench"}
+mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/etc" "$work/var" "$work/bin"
@@ -42,14 +44,14 @@ fi
 export HOME="$work" GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
 cd "$repo"
 hyperfine -N --warmup 50 --runs "${RUNS:-300}" \
-  --export-json "$here/benches/shim-results.json" \
-  --export-markdown "$here/benches/shim-results.md" \
+  --export-json "$out/shim-results.json" \
+  --export-markdown "$out/shim-results.md" \
   -n "git rev-parse HEAD" "$git rev-parse HEAD" \
   -n "shim rev-parse HEAD" "$work/bin/git rev-parse HEAD" \
   -n "git status" "$git --no-optional-locks status --porcelain" \
   -n "shim status" "$work/bin/git --no-optional-locks status --porcelain" \
   "${floor[@]}" >&2
-python3 - "$here/benches/shim-results.json" <<'PY'
+python3 - "$out/shim-results.json" <<'PY'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 for what in ("rev-parse HEAD", "status"):
