@@ -160,6 +160,32 @@ pub(crate) fn normalize_lexically(p: &Path) -> PathBuf {
     out
 }
 
+/// The folders (not links to folders) directly in `dir`, sorted; none when `dir` is missing.
+fn list_dirs(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if is_missing(&e) => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(ConfigError::Unreadable {
+                file: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut out = Vec::new();
+    for e in rd {
+        let e = e.map_err(|source| ConfigError::Unreadable {
+            file: dir.to_path_buf(),
+            source,
+        })?;
+        if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            out.push(e.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// Where `path` lives and whether it is a link.
 struct Located {
     canonical: PathBuf,
@@ -246,36 +272,36 @@ impl<'a> Loader<'a> {
             }
             Submodules::Walk => {
                 if let Some(common) = &opts.common_dir {
-                    for d in self.walk_modules(&common.join("modules"))? {
-                        self.load_submodule(&d)?;
+                    // `modules/` of the common dir, and of every linked worktree's git dir
+                    // (submodules of a linked worktree live in `worktrees/<id>/modules/`).
+                    let mut roots = vec![common.join("modules")];
+                    roots.extend(
+                        list_dirs(&common.join("worktrees"))?
+                            .into_iter()
+                            .map(|d| d.join("modules")),
+                    );
+                    for root in roots {
+                        for d in self.walk_modules(&root)? {
+                            self.load_submodule(&d)?;
+                        }
                     }
                 }
             }
         }
+        self.out.roots = self.roots;
         Ok(self.out)
     }
 
     fn load_linked_worktrees(&mut self, common: &Path) -> Result<(), ConfigError> {
-        let dir = common.join("worktrees");
-        let rd = match std::fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if is_missing(&e) => return Ok(()),
-            Err(source) => return Err(ConfigError::Unreadable { file: dir, source }),
-        };
         let current = self.opts.git_dir.as_deref().map(resolve_lenient);
-        let mut entries = Vec::new();
-        for e in rd {
-            let e = e.map_err(|source| ConfigError::Unreadable {
-                file: dir.clone(),
-                source,
-            })?;
-            let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
-            if is_dir {
-                entries.push(e.path());
-            }
+        // Seen from a linked worktree, the main worktree's `config.worktree` is another's.
+        if current.is_some() && current != Some(resolve_lenient(common)) {
+            let scope = Scope::OtherWorktree {
+                git_dir: common.to_path_buf(),
+            };
+            self.load_top(&common.join("config.worktree"), scope, false)?;
         }
-        entries.sort();
-        for wt in entries {
+        for wt in list_dirs(&common.join("worktrees"))? {
             if current.as_ref() == Some(&resolve_lenient(&wt)) {
                 continue;
             }
@@ -464,6 +490,14 @@ impl<'a> Loader<'a> {
             file: path.to_path_buf(),
             message: one_line(&message),
         };
+        // git keeps names and values as C strings: a NUL cuts a value (or a driver name) short
+        // where gix keeps the rest. No honest config holds one; refuse rather than disagree.
+        if let Some(pos) = bytes.iter().position(|&b| b == 0) {
+            let line = 1 + bytes[..pos].iter().filter(|&&b| b == b'\n').count();
+            return Err(parse_err(format!(
+                "line {line}: NUL byte (git would cut the name or value short there)"
+            )));
+        }
         let events = Events::from_bytes(bytes, None).map_err(|e| parse_err(e.to_string()))?;
         let mut line = 1usize;
         let mut section: Option<(String, Option<String>)> = None;
@@ -599,45 +633,53 @@ impl<'a> Loader<'a> {
         self.load(&resolved, origin.scope.clone(), chain, condition, true)
     }
 
-    /// git's `handle_path_include` + `interpolate_path`: `~/` and `~user/` from the home
-    /// folders, `%(prefix)/` from git's prefix, a relative path from the including file's
-    /// folder (as named, not resolved through links).
+    /// git's `handle_path_include`: [`interpolate_path`], then a relative path from the
+    /// including file's folder (as named, not resolved through links).
     fn resolve_include_path(&self, from: &Path, target: &BStr) -> Result<PathBuf, String> {
-        let bytes: &[u8] = target.as_ref();
-        let expanded: PathBuf = if let Some(rest) = bytes.strip_prefix(b"~") {
-            let slash = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
-            let (user, tail) = rest.split_at(slash);
-            let home = if user.is_empty() {
-                self.opts
-                    .home
-                    .clone()
-                    .ok_or_else(|| "no home folder given for `~/`".to_owned())?
-            } else {
-                let name =
-                    std::str::from_utf8(user).map_err(|_| "user name is not UTF-8".to_owned())?;
-                nix::unistd::User::from_name(name)
-                    .ok()
-                    .flatten()
-                    .map(|u| u.dir)
-                    .ok_or_else(|| format!("no such user {name:?}"))?
-            };
-            let mut p = home.into_os_string();
-            p.push(OsStr::from_bytes(tail));
-            PathBuf::from(p)
-        } else if let Some(rest) = bytes.strip_prefix(b"%(prefix)/") {
-            let prefix = self
-                .opts
-                .git_prefix
-                .as_ref()
-                .ok_or_else(|| "no git prefix given for `%(prefix)/`".to_owned())?;
-            prefix.join(OsStr::from_bytes(rest))
-        } else {
-            PathBuf::from(OsStr::from_bytes(bytes))
-        };
+        let expanded = interpolate_path(
+            target.as_ref(),
+            self.opts.home.as_deref(),
+            self.opts.git_prefix.as_deref(),
+        )?;
         if expanded.is_absolute() {
             Ok(expanded)
         } else {
             Ok(from.parent().unwrap_or(Path::new("")).join(expanded))
         }
+    }
+}
+
+/// git's `interpolate_path()` for pathname values (`include.path`, `core.attributesFile`,
+/// `core.hooksPath`, …): `~` and `~/…` from `home`, `~user/…` from the password database,
+/// `%(prefix)/…` from git's install prefix; anything else as written (a relative result is
+/// for the caller to anchor). An error where git cannot expand it either.
+pub fn interpolate_path(
+    value: &[u8],
+    home: Option<&Path>,
+    git_prefix: Option<&Path>,
+) -> Result<PathBuf, String> {
+    if let Some(rest) = value.strip_prefix(b"~") {
+        let slash = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
+        let (user, tail) = rest.split_at(slash);
+        let home = if user.is_empty() {
+            home.map(Path::to_path_buf)
+                .ok_or_else(|| "no home folder given for `~/`".to_owned())?
+        } else {
+            let name =
+                std::str::from_utf8(user).map_err(|_| "user name is not UTF-8".to_owned())?;
+            nix::unistd::User::from_name(name)
+                .ok()
+                .flatten()
+                .map(|u| u.dir)
+                .ok_or_else(|| format!("no such user {name:?}"))?
+        };
+        let mut p = home.into_os_string();
+        p.push(OsStr::from_bytes(tail));
+        Ok(PathBuf::from(p))
+    } else if let Some(rest) = value.strip_prefix(b"%(prefix)/") {
+        let prefix = git_prefix.ok_or_else(|| "no git prefix given for `%(prefix)/`".to_owned())?;
+        Ok(prefix.join(OsStr::from_bytes(rest)))
+    } else {
+        Ok(PathBuf::from(OsStr::from_bytes(value)))
     }
 }

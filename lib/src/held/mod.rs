@@ -14,8 +14,9 @@
 //! Layout below the store folder (the policy's `state_dir/held`, 0700):
 //! `pending/<id>.json`, `resolved/<id>.json`, `approved/<hash>.json`, `tmp/`, `.lock`.
 //! Invariants: a pending record is never removed except by [`Store::approve`] or
-//! [`Store::reject`] (the owner's word); mutations that read-modify-write run under
-//! [`Store::lock`], an exclusive `flock` shared by every process using the same store.
+//! [`Store::reject`] (the owner's word); every record write runs under [`Store::lock`], an
+//! exclusive `flock` shared by every process using the same store ([`Store::hold`] and
+//! [`Store::set_approved`] expect the caller to hold it; `approve`/`reject` take it).
 
 pub mod nofollow;
 
@@ -292,10 +293,15 @@ impl Store {
         // Temporary files are records that never got renamed into place: incomplete by
         // definition, and the write they describe is still in the guarded file (the file is
         // only reverted after the rename), so removing them loses nothing.
-        let tmp = dir.join("tmp");
-        for e in std::fs::read_dir(&tmp).map_err(io(&tmp, "list"))? {
-            let e = e.map_err(io(&tmp, "list"))?;
-            let _ = std::fs::remove_file(e.path());
+        // Under the lock: every record write happens under it, so no other process is
+        // half-way through one of these.
+        {
+            let _lock = s.lock()?;
+            let tmp = dir.join("tmp");
+            for e in std::fs::read_dir(&tmp).map_err(io(&tmp, "list"))? {
+                let e = e.map_err(io(&tmp, "list"))?;
+                let _ = std::fs::remove_file(e.path());
+            }
         }
         let pending = s.pending()?;
         let mut idx = s.index.lock().unwrap_or_else(|p| p.into_inner());
@@ -613,10 +619,25 @@ impl Store {
         f.write_all(&bytes).map_err(io(&tmp, "write"))?;
         f.sync_all().map_err(io(&tmp, "fsync"))?;
         drop(f);
+        crash_point("record-written");
         let dest = dir.join(name);
         std::fs::rename(&tmp, &dest).map_err(io(&dest, "rename into place"))?;
+        crash_point("record-renamed");
         sync_path(dir)
     }
+}
+
+/// Crash points for the kill tests: in debug builds, when `GITWARD_CRASH_AT` names this point,
+/// the process SIGKILLs itself here (no destructors, no flush: exactly a `kill -9`). Release
+/// builds have none.
+#[inline]
+pub fn crash_point(name: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("GITWARD_CRASH_AT").is_some_and(|v| v == name) {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = name;
 }
 
 fn sync_path(dir: &Path) -> Result<(), HeldError> {

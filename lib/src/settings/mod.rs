@@ -408,10 +408,11 @@ fn new_held(c: &Change, proposed: Content, source: &str, extra: Option<&str>) ->
 pub fn hold_and_revert(
     store: &Store,
     change: &Change,
+    rules: &Rules,
     source: &str,
 ) -> Result<Outcome, SettingsError> {
     let (held, _) = store.hold(new_held(change, change.after.clone(), source, None))?;
-    let displaced = put_back(store, change, &change.before, source)?;
+    let displaced = put_back(store, change, &change.before, rules, source)?;
     Ok(Outcome {
         change: change.clone(),
         held: Some(held),
@@ -430,6 +431,7 @@ fn put_back(
     store: &Store,
     change: &Change,
     target: &Content,
+    rules: &Rules,
     source: &str,
 ) -> Result<Vec<HeldWrite>, SettingsError> {
     let root = open_root(&change.root)?;
@@ -442,18 +444,24 @@ fn put_back(
                 Content::File { .. } | Content::Link { .. } => {
                     nofollow::create_tmp(&dir, &tmp, target)
                         .map_err(io_err(p(), "write temporary file"))?;
+                    crate::held::crash_point("revert-tmp-written");
                     nofollow::swap_in(&dir, &tmp, &name).map_err(io_err(p(), "swap in"))?
                 }
                 Content::Absent | Content::Other { .. } => {
                     nofollow::steal(&dir, &name, &tmp).map_err(io_err(p(), "move aside"))?
                 }
             };
+            crate::held::crash_point("revert-swapped");
             if moved {
                 let x = nofollow::read_at(&dir, &tmp, &change.rel)
                     .map_err(io_err(p(), "read displaced"))?;
                 if !x.same_as(&change.after) && !x.same_as(target) && x != Content::Absent {
+                    // Judged on its own, but held whatever the verdict: it was already
+                    // replaced by the approved state, and only the owner brings it back.
+                    let judged = change_of(&change.root, &change.rel, target, &x, rules);
+                    let base = judged.as_ref().unwrap_or(change);
                     let (h, _) = store.hold(new_held(
-                        change,
+                        base,
                         x.clone(),
                         source,
                         Some("written again while the previous write was being reverted"),
@@ -472,7 +480,9 @@ fn put_back(
                     nofollow::remove(&dir, &tmp).map_err(io_err(p(), "remove temporary file"))?;
                 }
             }
+            crate::held::crash_point("revert-tmp-removed");
             nofollow::sync_dir(&dir).map_err(io_err(p(), "fsync folder"))?;
+            crate::held::crash_point("revert-done");
         }
         Parent::Link(at, _) => {
             // A folder on the path is a link: the link (already stored as `after`) goes, a
@@ -528,13 +538,13 @@ pub fn enforce(
             .iter()
             .any(|l| c.rel.starts_with(&format!("{l}/")));
         if c.verdict.is_held() {
-            let o = hold_and_revert(store, &c, source)?;
+            let o = hold_and_revert(store, &c, rules, source)?;
             if let Content::Link { at, .. } = &c.after {
                 reverted_links.push(at.clone());
             }
             out.push(o);
         } else if under_link {
-            put_back(store, &c, &c.before, source)?;
+            put_back(store, &c, &c.before, rules, source)?;
             out.push(Outcome {
                 change: c,
                 held: None,

@@ -145,7 +145,11 @@ pub struct RootCheck {
 impl RootCheck {
     /// Validate one root (relative roots are taken from `base`, the watched root).
     pub fn validate(&self, root: &str, base: &Path) -> Result<(), String> {
-        let p = Path::new(root);
+        let p = match root.strip_prefix("~/") {
+            Some(rest) => self.home.join(rest),
+            None if root == "~" => self.home.clone(),
+            None => PathBuf::from(root),
+        };
         let p = if p.is_absolute() {
             p.to_path_buf()
         } else {

@@ -209,7 +209,7 @@ impl Watcher {
             return Ok(None);
         };
         let outcome = if change.verdict.is_held() {
-            let o = hold_and_revert(&self.store, &change, self.source)?;
+            let o = hold_and_revert(&self.store, &change, &self.cfg.rules, self.source)?;
             if let Content::Link { at, .. } = &change.after {
                 // The link is gone; put back every approved file below the folder it replaced.
                 let prefix = r.path.join(at);
@@ -248,6 +248,8 @@ impl Watcher {
                     .with("rel", d.new.rel.clone())
                     .with("rule", d.new.rule.clone())
                     .with("id", d.id.clone())
+                    .with("verdict", d.new.verdict.clone())
+                    .with("reasons", d.new.reasons.clone())
                     .with("diff", d.new.diff.clone()),
                 ),
             );
@@ -308,6 +310,8 @@ impl Watcher {
                             .with("rel", h.new.rel.clone())
                             .with("rule", h.new.rule.clone())
                             .with("id", h.id.clone())
+                            .with("verdict", h.new.verdict.clone())
+                            .with("reasons", h.new.reasons.clone())
                             .with("diff", h.new.diff.clone()),
                         ),
                     );
