@@ -546,7 +546,6 @@ mod tests {
         assert!(has("core.hooksPath", "/dev/null"));
         assert!(has("core.pager", "cat"));
         assert!(has("credential.helper", ""));
-        assert!(has("diff.external", ""));
         assert!(has("gc.auto", "0"));
         assert!(has("maintenance.auto", "false"));
         assert!(has("log.showSignature", "false"));
@@ -684,7 +683,7 @@ mod tests {
         };
         assert_eq!(get("GIT_CONFIG_PARAMETERS"), None);
         assert_eq!(get("GIT_CONFIG_COUNT"), None);
-        assert_eq!(get("GIT_EXTERNAL_DIFF").as_deref(), Some(""));
+        assert_eq!(get("GIT_EXTERNAL_DIFF"), None);
         assert_eq!(get("GIT_SOMETHING_NEW"), None);
         assert_eq!(get("GIT_AUTHOR_NAME").as_deref(), Some("A"));
         assert_eq!(get("GIT_DIR").as_deref(), Some("/r/.git"));

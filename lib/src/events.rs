@@ -79,6 +79,8 @@ pub enum EventKind {
     LinkRefused,
     /// Part of the repository could not be read; the check is incomplete.
     CheckIncomplete,
+    /// A protected entry could not be put back (details say why); the check is incomplete.
+    RestoreFailed,
     /// Audit finding (no baseline).
     AuditFinding,
     // wt-check: commit scans
