@@ -390,6 +390,18 @@ fn agent_shell_passes_the_status_and_defuses_the_environment() {
         String::from_utf8_lossy(&o.stdout),
         format!("zero one\n{}\n", s.repo.display())
     );
+    // Its own flags.
+    let o = Command::new(shell).arg("--version").output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("agent-shell "));
+    let o = Command::new(shell)
+        .args(["--generate", "bash"])
+        .output()
+        .unwrap();
+    assert!(o.status.success() && !o.stdout.is_empty());
+    let o = Command::new(shell).arg("--help").output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("EXAMPLES"));
+    let o = Command::new(shell).arg("--bogus").output().unwrap();
+    assert_eq!(o.status.code(), Some(120));
     // No policy: refuse to start.
     let o = Command::new(shell)
         .env_remove("GITWARD_POLICY")

@@ -208,6 +208,10 @@ impl Session {
         opts.allow_protocols = policy.shim.allow_protocols.clone();
         opts.ceilings = ceilings(&policy);
         opts.keep = KEEP.iter().map(|s| (*s).to_owned()).collect();
+        if policy.allow_transient_config {
+            // The policy lets the agent choose git's exec path for a call (rule `exec-path`).
+            opts.keep.push("GIT_EXEC_PATH".to_owned());
+        }
         let defused = Defused::new(opts);
         Ok(Session {
             policy,
