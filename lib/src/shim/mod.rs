@@ -392,6 +392,21 @@ fn call_event(kind: EventKind, message: String, inv: &Invocation, cwd: &Path) ->
         .with("args", args)
 }
 
+/// A message with every control character (newline, carriage return, escape…) written as
+/// an escape, so a refusal quoting the agent's arguments stays one line and cannot drive the
+/// terminal or forge log lines.
+pub fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Run the shim as `git` with `args` (without `argv[0]`). Returns only when git was not
 /// `exec`'d: a refusal, a setup error, or a child run for `worktree remove|move|prune`.
 pub fn run(args: Vec<OsString>) -> ExitCode {
@@ -429,6 +444,7 @@ fn run_inner(args: Vec<OsString>) -> Result<ExitCode, ShimError> {
     let plan = match rules.check(&inv, &env_cfg, exec_path.as_deref(), &repo) {
         Ok(plan) => plan,
         Err(Refusal { rule, message }) => {
+            let message = one_line(&message);
             eprintln!("git-shim: refused ({rule}): {message}");
             log(
                 p,

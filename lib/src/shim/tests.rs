@@ -493,3 +493,18 @@ fn bad_shim_keys_name_the_key() {
     assert!(e.rule.contains("unknown field"), "{e}");
     assert_eq!(e.to_string().lines().count(), 1);
 }
+
+#[test]
+fn refusals_quoting_control_characters_stay_one_line() {
+    let e = env("");
+    let (rule, msg) = e
+        .check(&["remote", "add", "x", "https://example.com/\n\u{1b}[31mfake"])
+        .unwrap_err();
+    assert_eq!(rule, "remote-url");
+    let shown = super::one_line(&msg);
+    assert_eq!(shown.lines().count(), 1);
+    assert!(
+        !shown.contains('\u{1b}') && shown.contains("\\n"),
+        "{shown}"
+    );
+}
