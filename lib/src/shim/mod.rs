@@ -348,6 +348,17 @@ impl Repository for GitRepo<'_> {
         }
     }
 
+    fn worktrees(&self) -> Vec<PathBuf> {
+        match self.ask(&["worktree", "list", "--porcelain"]) {
+            Some((true, out)) => out
+                .lines()
+                .filter_map(|l| l.strip_prefix("worktree "))
+                .map(PathBuf::from)
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     fn is_external(&self, name: &str) -> bool {
         use std::os::unix::fs::PermissionsExt;
         if name.contains('/') || name.is_empty() {

@@ -60,6 +60,26 @@ pub trait Repository {
     fn alias(&self, name: &str) -> Option<String>;
     /// Is `git-<name>` an external command git would run before looking for an alias?
     fn is_external(&self, name: &str) -> bool;
+    /// The repository's worktree paths (`git worktree list --porcelain`).
+    fn worktrees(&self) -> Vec<PathBuf>;
+}
+
+/// The worktree `arg` names for `worktree remove|move`, the way git finds it: a unique
+/// worktree whose path ends with `arg` at a component boundary, else the path itself.
+fn named_worktree(arg: &OsStr, cwd: &Path, repo: &dyn Repository) -> PathBuf {
+    let text = arg.to_string_lossy();
+    let suffix = text.trim_end_matches('/');
+    if !suffix.is_empty() && !Path::new(suffix).is_absolute() {
+        let all = repo.worktrees();
+        let mut hits = all.iter().filter(|p| {
+            let p = p.to_string_lossy();
+            p == suffix || p.ends_with(&format!("/{suffix}"))
+        });
+        if let (Some(one), None) = (hits.next(), hits.next()) {
+            return resolve(one);
+        }
+    }
+    resolve(&cwd.join(Path::new(arg)))
 }
 
 /// Everything the rules read besides the command line.
@@ -415,7 +435,11 @@ impl Rules<'_> {
             return Ok(Plan::Exec);
         };
         let eff = repo.effective();
-        let abs = resolve(&eff.cwd.join(Path::new(target)));
+        let abs = if verb == "remove" {
+            named_worktree(target, &eff.cwd, repo)
+        } else {
+            resolve(&eff.cwd.join(Path::new(target)))
+        };
         let p = self.policy;
         let roots = std::iter::once(&p.worktree_dir)
             .chain(&p.worktree_roots)
@@ -447,7 +471,7 @@ impl Rules<'_> {
         }
         if verb == "move" {
             if let Some(src) = pos.first() {
-                let src = resolve(&eff.cwd.join(Path::new(src)));
+                let src = named_worktree(src, &eff.cwd, repo);
                 if !p.worktree_allowed(&src) {
                     return Err(refuse(
                         "worktree-location",

@@ -29,6 +29,13 @@ impl Repository for Fake {
     fn is_external(&self, name: &str) -> bool {
         name == "lfs"
     }
+    fn worktrees(&self) -> Vec<PathBuf> {
+        vec![
+            self.top.clone(),
+            self.top.with_file_name("proj-worktrees/s1/feat"),
+            self.top.with_file_name("proj-worktrees/s2/other"),
+        ]
+    }
 }
 
 struct Env {
@@ -156,6 +163,11 @@ fn worktree_move_and_remove_run_as_child() {
         Plan::ChildThenTidy
     );
     e.refused(&["worktree", "remove", "/tmp/other"], "worktree-location");
+    // By name, as git finds it (a unique path suffix).
+    assert_eq!(e.allowed(&["worktree", "remove", "feat"]), Plan::ChildThenTidy);
+    assert_eq!(e.allowed(&["worktree", "remove", "s1/feat/"]), Plan::ChildThenTidy);
+    e.refused(&["worktree", "remove", "other"], "worktree-location");
+    assert_eq!(e.allowed(&["worktree", "move", "feat", &b]), Plan::ChildThenTidy);
     assert_eq!(e.allowed(&["worktree", "prune"]), Plan::ChildThenTidy);
     assert_eq!(e.allowed(&["worktree", "list"]), Plan::Exec);
 }
