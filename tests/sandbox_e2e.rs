@@ -16,15 +16,19 @@ const BWRAP: &str = "/usr/bin/bwrap";
 fn bins() -> &'static (PathBuf, PathBuf) {
     static BINS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     BINS.get_or_init(|| {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "git-shim", "-p", "agent-shell"])
+        let exe = std::env::current_exe().unwrap();
+        // target/<profile>/deps/<test> → target/<profile>/
+        let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+        let mut build = Command::new(env!("CARGO"));
+        build.args(["build", "-q", "-p", "git-shim", "-p", "agent-shell"]);
+        if dir.ends_with("release") {
+            build.arg("--release");
+        }
+        let status = build
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .status()
             .expect("cargo build");
         assert!(status.success(), "building git-shim and agent-shell failed");
-        let exe = std::env::current_exe().unwrap();
-        // target/<profile>/deps/<test> → target/<profile>/
-        let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
         (dir.join("git-shim"), dir.join("agent-shell"))
     })
 }
