@@ -164,10 +164,19 @@ fn worktree_move_and_remove_run_as_child() {
     );
     e.refused(&["worktree", "remove", "/tmp/other"], "worktree-location");
     // By name, as git finds it (a unique path suffix).
-    assert_eq!(e.allowed(&["worktree", "remove", "feat"]), Plan::ChildThenTidy);
-    assert_eq!(e.allowed(&["worktree", "remove", "s1/feat/"]), Plan::ChildThenTidy);
+    assert_eq!(
+        e.allowed(&["worktree", "remove", "feat"]),
+        Plan::ChildThenTidy
+    );
+    assert_eq!(
+        e.allowed(&["worktree", "remove", "s1/feat/"]),
+        Plan::ChildThenTidy
+    );
     e.refused(&["worktree", "remove", "other"], "worktree-location");
-    assert_eq!(e.allowed(&["worktree", "move", "feat", &b]), Plan::ChildThenTidy);
+    assert_eq!(
+        e.allowed(&["worktree", "move", "feat", &b]),
+        Plan::ChildThenTidy
+    );
     assert_eq!(e.allowed(&["worktree", "prune"]), Plan::ChildThenTidy);
     assert_eq!(e.allowed(&["worktree", "list"]), Plan::Exec);
 }
