@@ -250,7 +250,7 @@ fn the_shim_execs_git_in_place() {
         let pid = child.id();
         // Wait until the process image is git (the shim exec'd it, same pid).
         let mut exe = PathBuf::new();
-        for _ in 0..200 {
+        for _ in 0..1000 {
             exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
             if exe == g {
                 break;
