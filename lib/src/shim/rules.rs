@@ -457,7 +457,16 @@ impl Rules<'_> {
         }
         let inside =
             |root: &Option<PathBuf>| root.as_ref().is_some_and(|r| abs.starts_with(resolve(r)));
-        if inside(&eff.toplevel) || inside(&eff.common_dir) {
+        // Inside this call's checkout or git dir, the session's repository, or any worktree
+        // of the repository (a worktree nested in another's checkout).
+        let nested = || {
+            std::iter::once(p.repo.clone())
+                .chain(repo.worktrees())
+                .map(|w| resolve(&w))
+                // Strictly inside: the path of an existing worktree itself is git's to refuse.
+                .any(|w| abs != w && abs.starts_with(&w))
+        };
+        if inside(&eff.toplevel) || inside(&eff.common_dir) || nested() {
             return Err(refuse(
                 "worktree-location",
                 format!("{} is inside the checkout; worktrees of session {} go under {roots} (e.g. git worktree add {}/<name>)", abs.display(), p.session, p.worktree_dir.display()),

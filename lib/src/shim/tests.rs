@@ -139,6 +139,11 @@ fn worktree_add_only_in_the_session_folder() {
         &["worktree", "add", "-b", "x", "../proj-worktrees/s2/y"],
         "worktree-location",
     );
+    // Nested in another worktree's checkout.
+    e.refused(
+        &["worktree", "add", &format!("{inside}/nested")],
+        "worktree-location",
+    );
     // The session folder itself is not a worktree path.
     e.refused(
         &["worktree", "add", &e.wt().display().to_string()],
