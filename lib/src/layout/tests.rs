@@ -1146,3 +1146,32 @@ fn worktrees_of_a_bare_repository_and_submodules_of_a_linked_worktree() {
             .any(|d| d.git_dir == top.join(".git/worktrees/topwt/modules/mid")));
     }
 }
+
+#[test]
+fn callers_start_path_may_contain_links_but_unreadable_layout_fails_closed() {
+    let git = gits()[0];
+    let env = Env::new();
+    let repo = env.repo(git, "repo");
+    std::fs::create_dir(repo.join("sub")).unwrap();
+    // The caller's own path is resolved once (like git's getcwd).
+    symlink(repo.join("sub"), env.p("alias")).unwrap();
+    let l = env.discover(&env.p("alias")).unwrap();
+    assert_eq!(l.work_tree.as_deref(), Some(repo.as_path()));
+    // A gitfile naming a path the kernel cannot even look up: an error, never "no repository".
+    let wt = env.p("wt");
+    std::fs::create_dir(&wt).unwrap();
+    let long = "x".repeat(300);
+    std::fs::write(
+        wt.join(".git"),
+        format!("gitdir: {}/{long}\n", env.root().display()),
+    )
+    .unwrap();
+    assert!(
+        !env.run(git, &wt, &["status"]).status.success(),
+        "control: git accepted it"
+    );
+    match env.discover(&wt) {
+        Err(LayoutError::Unreadable { path, .. }) => assert!(path.ends_with(&long)),
+        other => panic!("{other:?}"),
+    }
+}
