@@ -190,7 +190,7 @@ pub enum Neutraliser {
 }
 
 /// How serious an armed value is when found by an audit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Note,
@@ -287,7 +287,7 @@ pub static KEYS: &[KeyEntry] = &[
     KeyEntry { key: k!("sequence"."editor"), effect: RunsShell, runs: "todo-list editor, via sh", trigger: "rebase -i", neutraliser: cannot("GIT_SEQUENCE_EDITOR beats it and is set to ':'"), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: k!("core"."pager"), effect: RunsShell, runs: "pager, via sh", trigger: "paging commands with a terminal on stdout", neutraliser: set("cat"), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: KeyPattern::Section { section: "pager" }, effect: RunsShell, runs: "pager.<cmd> = a command: both enables paging and names the pager", trigger: "git <cmd> with a terminal", neutraliser: cannot("GIT_PAGER beats it and is set to cat"), since: None, severity: Error, research: "§1c" },
-    KeyEntry { key: k!("diff"."external"), effect: RunsShell, runs: "external diff, via sh, 7 arguments per path", trigger: "diff; log/show with --ext-diff", neutraliser: set(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: k!("diff"."external"), effect: RunsShell, runs: "external diff, via sh, 7 arguments per path", trigger: "diff; log/show with --ext-diff", neutraliser: cannot("an empty -c value makes every diff fail; GIT_EXTERNAL_DIFF is removed, diff commands get --no-ext-diff unless the owner configures an external diff, and the owner's value is re-asserted when the repository sets one"), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: per!("diff"."command"), effect: RunsShell, runs: "external diff driver, via sh (selected by attribute diff=<name>)", trigger: "diff; log/show with --ext-diff", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: per!("diff"."textconv"), effect: RunsShell, runs: "text conversion, via sh (selected by attribute diff=<name>)", trigger: "diff, log -p, show, blame, cat-file --textconv, grep --textconv", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: k!("interactive"."diffFilter"), effect: RunsShell, runs: "filter for add -p output, via sh", trigger: "add -p/-i with colour", neutraliser: set(""), since: None, severity: Error, research: "§1c" },
@@ -545,7 +545,7 @@ pub static ENV: &[EnvEntry] = &[
     setenv("PAGER", "cat", "fallback pager", "§2b"),
     setenv("GIT_ASKPASS", "", "empty: no askpass, and no SSH_ASKPASS fallback", "§2b"),
     setenv("GIT_TERMINAL_PROMPT", "0", "no terminal prompts", "§2b"),
-    setenv("GIT_EXTERNAL_DIFF", "", "empty: disables diff.external too", "§2b"),
+    rm("GIT_EXTERNAL_DIFF", "external diff program; beats diff.external (an empty value makes every diff fail, so it is removed)", "§2b"),
     setenv("GIT_PROXY_COMMAND", "", "empty: overrides core.gitProxy (first value wins there)", "§2b"),
     setenv("GIT_SSH_COMMAND", "ssh", "beats core.sshCommand", "§2b"),
     setenv("GIT_NO_LAZY_FETCH", "1", "no promisor fetches", "§2b"),
@@ -680,6 +680,19 @@ pub fn classify_url(url: &str) -> Option<UrlDanger> {
     }
     if let Some(pos) = lower.find("://") {
         let scheme = &lower[..pos];
+        // `ssh://-oProxyCommand=…/x`: a host (or user) starting with `-` is taken as an
+        // ssh option (CVE-2017-1000117).
+        let authority = &u[pos + 3..];
+        let host = authority
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .rsplit('@')
+            .next()
+            .unwrap_or("");
+        if authority.starts_with('-') || host.starts_with('-') {
+            return Some(UrlDanger::DashLeading);
+        }
         return match scheme {
             "http" | "https" | "ssh" | "git" | "ftp" | "ftps" | "git+ssh" | "ssh+git" => None,
             _ => Some(UrlDanger::Helper),
@@ -692,6 +705,83 @@ pub fn classify_url(url: &str) -> Option<UrlDanger> {
         }
     }
     Some(UrlDanger::Local)
+}
+
+/// Where a URL sits in a URL-carrying config key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UrlIn {
+    /// The value is a URL (`remote.<name>.url`).
+    Value,
+    /// The subsection is the URL a prefix is rewritten to (`url.<base>.insteadOf`).
+    Subsection,
+}
+
+/// Config keys that carry a remote or submodule URL: a persistent write is judged by the URL
+/// it stores ([`classify_url`]), so an ordinary `https://` remote can be set while `ext::`,
+/// `<helper>::` and local paths are refused (git-shim).
+pub static URL_KEYS: &[(KeyPattern, UrlIn)] = &[
+    (per!("remote"."url"), UrlIn::Value),
+    (per!("remote"."pushurl"), UrlIn::Value),
+    (per!("submodule"."url"), UrlIn::Value),
+    (per!("url"."insteadOf"), UrlIn::Subsection),
+    (per!("url"."pushInsteadOf"), UrlIn::Subsection),
+];
+
+/// Variables a launcher of the agent's commands (agent-shell) removes besides the defused
+/// git set ([`ENV`]): shell start-up code and container-daemon access. Docker variables are
+/// set again by agent-shell only when the policy opts in.
+pub static SHELL_ENV: &[EnvEntry] = &[
+    rm("PROMPT_COMMAND", "run by an interactive bash before every prompt", "§2b"),
+    rm("BASH_FUNC_*", "exported bash functions, defined in every bash the agent starts (Shellshock-style carriers)", "§2b"),
+    rm("DOCKER_HOST", "daemon socket: host root through the container engine", "anchors §2.1"),
+    rm("DOCKER_CONTEXT", "selects a daemon endpoint from the client config", "anchors §2.1"),
+    rm("DOCKER_CONFIG", "client config with registry logins and contexts", "anchors §2.1"),
+    rm("DOCKER_CERT_PATH", "TLS client keys for a remote daemon", "anchors §2.1"),
+    rm("DOCKER_TLS_VERIFY", "TLS settings for a remote daemon", "anchors §2.1"),
+    rm("CONTAINER_HOST", "podman remote socket", "anchors §2.1"),
+];
+
+/// Keys that the config and attributes readers interpret themselves (they change which files
+/// are read), named once here so no reader spells them. Each is also a row of [`KEYS`] (§1e).
+pub mod loader {
+    use super::KeyPattern;
+
+    /// `include.path`: inserts another config file in place (no subsection).
+    pub const INCLUDE_PATH: KeyPattern = KeyPattern::Key {
+        section: "include",
+        name: "path",
+    };
+    /// `includeIf.<condition>.path`: inserts another config file when the condition holds.
+    pub const INCLUDE_IF_PATH: KeyPattern = KeyPattern::PerName {
+        section: "includeIf",
+        name: "path",
+    };
+    /// `extensions.worktreeConfig`: makes git read `config.worktree` of the current git dir.
+    pub const WORKTREE_CONFIG: KeyPattern = KeyPattern::Key {
+        section: "extensions",
+        name: "worktreeConfig",
+    };
+    /// `core.attributesFile`: an extra attributes file (default `$XDG_CONFIG_HOME/git/attributes`).
+    pub const ATTRIBUTES_FILE: KeyPattern = KeyPattern::Key {
+        section: "core",
+        name: "attributesFile",
+    };
+    /// `core.hooksPath`: replaces `<common dir>/hooks`.
+    pub const HOOKS_PATH: KeyPattern = KeyPattern::Key {
+        section: "core",
+        name: "hooksPath",
+    };
+    /// `core.worktree`: the work tree, anywhere.
+    pub const CORE_WORKTREE: KeyPattern = KeyPattern::Key {
+        section: "core",
+        name: "worktree",
+    };
+    /// `attr.tree`: read `.gitattributes` from a tree-ish instead of the work tree and index.
+    pub const ATTR_TREE: KeyPattern = KeyPattern::Key {
+        section: "attr",
+        name: "tree",
+    };
 }
 
 /// What a linked worktree's admin dir (`<common>/worktrees/<id>/`) may hold: the files git
@@ -782,6 +872,201 @@ pub static WORKTREE_COMMON_ONLY: &[&str] = &[
     "shallow",
 ];
 
+/// Folder names that hold hook scripts by convention, outside the git dir: husky's `.husky/`,
+/// the `.githooks/` that `core.hooksPath` is commonly pointed at, and generic `hooks/`
+/// folders. A file in such a folder that is executable, or named after a hook event, is a
+/// hook waiting for someone to point `core.hooksPath` (or husky's installer) at it (research
+/// §1a, §3.1). Compared ASCII-case-insensitively (case-insensitive filesystems).
+pub static HOOK_LIKE_DIRS: &[&str] = &[
+    ".husky",
+    ".githooks",
+    "githooks",
+    ".git-hooks",
+    "git-hooks",
+    ".hooks",
+    "hooks",
+];
+
+/// A file that git itself reads from the work tree or the index, with the NTFS 8.3 short-name
+/// prefix git's `path.c` checks for it (`is_ntfs_dotgitmodules` & co.): on NTFS,
+/// `GITMOD~1` or `GI7EBA~1` name the same file as `.gitmodules`.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TreeDotfile {
+    /// The name without its leading dot, e.g. `gitmodules`.
+    pub name: &'static str,
+    /// git's fallback NTFS short-name prefix for it.
+    pub ntfs_prefix: &'static str,
+    pub why: &'static str,
+}
+
+/// The dotfiles git reads from a tree (git `path.c`, `fsck.c`: they must never be symlinks).
+pub static TREE_DOTFILES: &[TreeDotfile] = &[
+    TreeDotfile {
+        name: "gitmodules",
+        ntfs_prefix: "gi7eba",
+        why: "submodule URLs, paths and names (CVE-2018-11235, CVE-2018-17456, CVE-2025-48384)",
+    },
+    TreeDotfile {
+        name: "gitattributes",
+        ntfs_prefix: "gi7d29",
+        why: "selects filter, diff and merge drivers (§1d, CVE-2022-23521)",
+    },
+    TreeDotfile {
+        name: "gitignore",
+        ntfs_prefix: "gi250a",
+        why: "hides files from status",
+    },
+    TreeDotfile {
+        name: "mailmap",
+        ntfs_prefix: "maba30",
+        why: "rewrites identities in log output",
+    },
+];
+
+/// How a CI definition path is matched against a path in a tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathMatch {
+    /// The path equals this, at the top of the tree.
+    Exact,
+    /// The path lies under this folder, at the top of the tree.
+    Under,
+}
+
+/// A CI definition: a file a CI service runs with the repository's credentials when the
+/// branch is pushed.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CiPath {
+    pub path: &'static str,
+    pub how: PathMatch,
+    pub service: &'static str,
+}
+
+/// CI definition files and folders (top of the tree).
+pub static CI_PATHS: &[CiPath] = &[
+    CiPath {
+        path: ".github/workflows",
+        how: PathMatch::Under,
+        service: "GitHub Actions",
+    },
+    CiPath {
+        path: ".github/actions",
+        how: PathMatch::Under,
+        service: "GitHub Actions (local actions)",
+    },
+    CiPath {
+        path: ".gitlab-ci.yml",
+        how: PathMatch::Exact,
+        service: "GitLab CI",
+    },
+    CiPath {
+        path: ".gitlab-ci.yaml",
+        how: PathMatch::Exact,
+        service: "GitLab CI",
+    },
+    CiPath {
+        path: ".gitlab",
+        how: PathMatch::Under,
+        service: "GitLab CI (included files)",
+    },
+    CiPath {
+        path: ".circleci",
+        how: PathMatch::Under,
+        service: "CircleCI",
+    },
+    CiPath {
+        path: ".travis.yml",
+        how: PathMatch::Exact,
+        service: "Travis CI",
+    },
+    CiPath {
+        path: "azure-pipelines.yml",
+        how: PathMatch::Exact,
+        service: "Azure Pipelines",
+    },
+    CiPath {
+        path: ".azure-pipelines",
+        how: PathMatch::Under,
+        service: "Azure Pipelines",
+    },
+    CiPath {
+        path: "bitbucket-pipelines.yml",
+        how: PathMatch::Exact,
+        service: "Bitbucket Pipelines",
+    },
+    CiPath {
+        path: "Jenkinsfile",
+        how: PathMatch::Exact,
+        service: "Jenkins",
+    },
+    CiPath {
+        path: ".buildkite",
+        how: PathMatch::Under,
+        service: "Buildkite",
+    },
+    CiPath {
+        path: ".drone.yml",
+        how: PathMatch::Exact,
+        service: "Drone",
+    },
+    CiPath {
+        path: ".woodpecker",
+        how: PathMatch::Under,
+        service: "Woodpecker",
+    },
+    CiPath {
+        path: ".woodpecker.yml",
+        how: PathMatch::Exact,
+        service: "Woodpecker",
+    },
+    CiPath {
+        path: ".gitea/workflows",
+        how: PathMatch::Under,
+        service: "Gitea Actions",
+    },
+    CiPath {
+        path: ".forgejo/workflows",
+        how: PathMatch::Under,
+        service: "Forgejo Actions",
+    },
+    CiPath {
+        path: ".cirrus.yml",
+        how: PathMatch::Exact,
+        service: "Cirrus CI",
+    },
+    CiPath {
+        path: "appveyor.yml",
+        how: PathMatch::Exact,
+        service: "AppVeyor",
+    },
+    CiPath {
+        path: ".appveyor.yml",
+        how: PathMatch::Exact,
+        service: "AppVeyor",
+    },
+    CiPath {
+        path: "cloudbuild.yaml",
+        how: PathMatch::Exact,
+        service: "Google Cloud Build",
+    },
+    CiPath {
+        path: "buildspec.yml",
+        how: PathMatch::Exact,
+        service: "AWS CodeBuild",
+    },
+];
+
+/// Commit and tag header names that carry a signature; `git log` runs `gpg.program` on them
+/// when `log.showSignature` is on (research headline 7; `mergetag` embeds a signed tag).
+pub static SIGNATURE_HEADERS: &[&str] = &["gpgsig", "gpgsig-sha256", "mergetag"];
+
+/// Armour lines that start an in-message tag signature (`git tag -s`: OpenPGP, SSH, X.509).
+pub static TAG_SIGNATURE_MARKERS: &[&str] = &[
+    "-----BEGIN PGP SIGNATURE-----",
+    "-----BEGIN SSH SIGNATURE-----",
+    "-----BEGIN SIGNED MESSAGE-----",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -866,6 +1151,14 @@ mod tests {
             classify_url("-oProxyCommand=x"),
             Some(UrlDanger::DashLeading)
         );
+        assert_eq!(
+            classify_url("ssh://-oProxyCommand=touch%20x/y"),
+            Some(UrlDanger::DashLeading)
+        );
+        assert_eq!(
+            classify_url("ssh://git@-oProxyCommand=x/y"),
+            Some(UrlDanger::DashLeading)
+        );
         assert_eq!(classify_url("/srv/repo.git"), Some(UrlDanger::Local));
         assert_eq!(classify_url("../sibling"), Some(UrlDanger::Local));
         assert_eq!(classify_url("file:///srv/repo.git"), Some(UrlDanger::Local));
@@ -888,6 +1181,26 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn loader_keys_are_catalogue_rows() {
+        use super::loader::*;
+        for p in [
+            INCLUDE_PATH,
+            INCLUDE_IF_PATH,
+            WORKTREE_CONFIG,
+            ATTRIBUTES_FILE,
+            HOOKS_PATH,
+            CORE_WORKTREE,
+            ATTR_TREE,
+        ] {
+            assert!(
+                KEYS.iter().any(|e| e.key == p),
+                "{} is not a KEYS row",
+                p.display()
+            );
         }
     }
 }

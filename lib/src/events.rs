@@ -52,6 +52,10 @@ pub enum EventKind {
     HeldRejected,
     /// The inotify queue overflowed; every guarded file was rescanned.
     WatchRescan,
+    /// settings-watch is watching (roots, folders watched, guarded files found).
+    WatchStarted,
+    /// settings-watch stopped on a signal.
+    WatchStopped,
     // wt-check: integrity
     /// A hook file was planted or changed in a hooks folder.
     HookPlanted,
@@ -75,6 +79,8 @@ pub enum EventKind {
     LinkRefused,
     /// Part of the repository could not be read; the check is incomplete.
     CheckIncomplete,
+    /// A protected entry could not be put back (details say why); the check is incomplete.
+    RestoreFailed,
     /// Audit finding (no baseline).
     AuditFinding,
     // wt-check: commit scans

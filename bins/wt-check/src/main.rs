@@ -1,1 +1,183 @@
-fn main() {}
+//! wt-check: pin a repository's git folder at sandbox build, check and restore it at every
+//! turn's end, scan the turn's commits, audit any repository with no baseline.
+//! Thin: clap → one library call → exit code.
+
+use clap::{CommandFactory, Parser, Subcommand};
+use gitward::audit::{self, AuditFormat};
+use gitward::cli::Generate;
+use gitward::integrity::tool::{self, CheckArgs, PinArgs};
+use std::path::PathBuf;
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+  # At sandbox build (host side): record the baseline outside the repository.
+  wt-check pin --state ~/.local/state/gitward/s1.json --session s1 ~/src/proj
+
+  # At every turn's end: report and put everything back; events go to stdout.
+  wt-check check --state ~/.local/state/gitward/s1.json --restore ~/src/proj
+
+  # The commit scan alone (refs now against the pinned snapshot).
+  wt-check scan --state ~/.local/state/gitward/s1.json ~/src/proj
+
+  # Any repository or workspace, no baseline; SARIF for code scanning.
+  wt-check audit --format sarif ~/src > gitward.sarif
+
+EXIT STATUS:
+  0 nothing found · 1 findings (restored or not) · 2 cannot check (never reads as clean)
+  120 bad arguments";
+
+#[derive(Parser)]
+#[command(
+    name = "wt-check",
+    version,
+    about = "Pin, check and restore a git folder around agent turns; audit any repository",
+    after_long_help = EXAMPLES
+)]
+struct Cli {
+    /// Write a man page or shell completions to stdout and exit.
+    #[arg(long, value_name = "WHAT", global = false)]
+    generate: Option<Generate>,
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Record the baseline of every protected git-folder entry and the refs.
+    #[command(after_long_help = EXAMPLES)]
+    Pin {
+        /// The state file to write (outside the repository, its git dir and work trees).
+        #[arg(long, value_name = "FILE")]
+        state: PathBuf,
+        /// The session whose worktrees (`<repo>-worktrees/<session>/`) may change.
+        #[arg(long, value_name = "NAME")]
+        session: Option<String>,
+        /// The session's worktree folder, if not `<repo>-worktrees/<session>/`.
+        #[arg(long, value_name = "DIR")]
+        worktree_dir: Option<PathBuf>,
+        /// `human` or `json` summary.
+        #[arg(long, value_enum, default_value_t = gitward::cli::Format::Human)]
+        format: gitward::cli::Format,
+        /// A work tree, linked worktree or bare git dir.
+        repo: PathBuf,
+    },
+    /// Compare with the baseline (events, one JSON object per line); optionally restore.
+    #[command(after_long_help = EXAMPLES)]
+    Check {
+        #[arg(long, value_name = "FILE")]
+        state: PathBuf,
+        /// Put every protected entry back; the agent's versions go to `<FILE>.quarantine/`.
+        #[arg(long)]
+        restore: bool,
+        #[arg(long, value_name = "NAME")]
+        session: Option<String>,
+        /// Also append every event to this file (the orchestrator's audit log).
+        #[arg(long, value_name = "FILE")]
+        audit_log: Option<PathBuf>,
+        /// Skip the commit scan.
+        #[arg(long)]
+        no_scan: bool,
+        /// `json` (events, default) or `human` (one line per event).
+        #[arg(long, value_enum, default_value_t = gitward::cli::Format::Json)]
+        format: gitward::cli::Format,
+        repo: PathBuf,
+    },
+    /// The commit scan alone: commits reachable now and not at pin time, refs rewritten.
+    #[command(after_long_help = EXAMPLES)]
+    Scan {
+        #[arg(long, value_name = "FILE")]
+        state: PathBuf,
+        /// Also append every event to this file.
+        #[arg(long, value_name = "FILE")]
+        audit_log: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = gitward::cli::Format::Json)]
+        format: gitward::cli::Format,
+        repo: PathBuf,
+    },
+    /// Find planted hooks, armed config, redirects and nested repositories; no baseline.
+    #[command(after_long_help = EXAMPLES)]
+    Audit {
+        #[arg(long, value_enum, default_value_t = AuditFormat::Human)]
+        format: AuditFormat,
+        /// Repositories, workspace folders or bare git dirs.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                gitward::exit::USAGE.code
+            } else {
+                0
+            };
+            let _ = e.print();
+            return std::process::ExitCode::from(code);
+        }
+    };
+    if let Some(g) = cli.generate {
+        let mut out = std::io::stdout().lock();
+        return match gitward::cli::generate(Cli::command(), g, &mut out) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("wt-check: {e}");
+                gitward::exit::INCOMPLETE.into()
+            }
+        };
+    }
+    let Some(cmd) = cli.cmd else {
+        let _ = Cli::command().print_help();
+        return gitward::exit::USAGE.into();
+    };
+    let code = match cmd {
+        Cmd::Pin {
+            state,
+            session,
+            worktree_dir,
+            format,
+            repo,
+        } => tool::pin(&PinArgs {
+            repo,
+            state,
+            session,
+            worktree_dir,
+            format,
+        }),
+        Cmd::Check {
+            state,
+            restore,
+            session,
+            audit_log,
+            no_scan,
+            format,
+            repo,
+        } => tool::check(&CheckArgs {
+            repo,
+            state,
+            session,
+            restore,
+            audit_log,
+            scan: !no_scan,
+            format,
+        }),
+        Cmd::Scan {
+            state,
+            audit_log,
+            format,
+            repo,
+        } => tool::scan_only(&CheckArgs {
+            repo,
+            state,
+            session: None,
+            restore: false,
+            audit_log,
+            scan: true,
+            format,
+        }),
+        Cmd::Audit { format, paths } => audit::run(&paths, format),
+    };
+    code.into()
+}

@@ -1,0 +1,200 @@
+//! The audit's rules as data: one row per rule, with a stable id (never reused or renamed),
+//! a name, a default level and the text the SARIF `rules` array and `docs/wt-check.md` show.
+
+use crate::catalogue::Severity;
+
+/// One audit rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Rule {
+    /// Stable id, `GW` + three digits.
+    pub id: &'static str,
+    /// kebab-case name.
+    pub name: &'static str,
+    /// Default level (a finding may raise or lower it, e.g. from the key catalogue's row).
+    pub level: Severity,
+    /// One sentence: what was found.
+    pub short: &'static str,
+    /// Why it matters and what to do.
+    pub help: &'static str,
+    /// Research section (`git-exec-surfaces.md`).
+    pub research: &'static str,
+}
+
+macro_rules! rule {
+    ($c:ident, $id:literal, $name:literal, $lvl:ident, $short:literal, $help:literal, $res:literal) => {
+        pub const $c: Rule = Rule {
+            id: $id,
+            name: $name,
+            level: Severity::$lvl,
+            short: $short,
+            help: $help,
+            research: $res,
+        };
+    };
+}
+
+rule!(HOOK_PLANTED, "GW001", "hook-planted", Error,
+    "An executable file (or link) in a hooks folder.",
+    "git runs <hooks>/<event> on commit, checkout, status and more, outside any sandbox. Remove it unless the owner put it there.",
+    "§3.1");
+rule!(
+    HOOKS_PATH,
+    "GW002",
+    "hooks-path",
+    Warning,
+    "core.hooksPath points git at another hooks folder.",
+    "Every executable named after a hook event in that folder runs. Check who controls it.",
+    "§1a"
+);
+rule!(HOOKS_PATH_IN_WORK_TREE, "GW003", "hooks-path-in-work-tree", Error,
+    "core.hooksPath points into the work tree.",
+    "Anything committed or written there (by an agent, by a pulled branch) runs as a hook. Point it outside the work tree or unset it.",
+    "§1a");
+rule!(ARMED_KEY, "GW004", "armed-config-key", Warning,
+    "A program-running, code-loading or redirecting config key is set.",
+    "The catalogue row says what runs and when. A value from a repository file runs with the owner's rights when the owner's git touches the folder.",
+    "§1");
+rule!(
+    INCLUDE_IN_WORK_TREE,
+    "GW005",
+    "include-in-work-tree",
+    Error,
+    "An include.path / includeIf target lies inside the work tree.",
+    "The agent can write it: every key of the catalogue becomes writable through it.",
+    "§1e"
+);
+rule!(
+    INCLUDE_OUTSIDE,
+    "GW006",
+    "include-outside-repository",
+    Warning,
+    "An include.path / includeIf target lies outside the repository.",
+    "The file is read by every git command here; check who can write it.",
+    "§1e"
+);
+rule!(COMMONDIR_IN_MAIN, "GW007", "commondir-in-main-git-dir", Error,
+    "A `commondir` file in a main git dir.",
+    "git never writes one there; it takes config, hooks, objects and refs from the folder it names.",
+    "§3.3");
+rule!(
+    GITFILE_REDIRECT,
+    "GW008",
+    "gitfile-redirect",
+    Warning,
+    "A `.git` file or link that redirects git elsewhere (error when it leaves the workspace).",
+    "git uses the config and hooks of whatever git dir it names.",
+    "§3.3"
+);
+rule!(WORKTREE_ENTRY, "GW009", "worktree-entry-inconsistent", Error,
+    "A worktrees/<id>/ entry departs from git's layout.",
+    "gitdir backlink, commondir = ../.., a valid HEAD and no hooks/ or config are what git writes; anything else redirects or is pruned.",
+    "§4");
+rule!(
+    NESTED_REPOSITORY,
+    "GW010",
+    "nested-repository",
+    Warning,
+    "A repository inside another repository's work tree.",
+    "git discovers it when run in that folder, with its own config and hooks.",
+    "§3.3"
+);
+rule!(BARE_IN_WORK_TREE, "GW011", "bare-repository-in-work-tree", Error,
+    "A folder shaped like a bare git dir inside a work tree.",
+    "git uses it (and its config and hooks) when run inside it unless safe.bareRepository=explicit.",
+    "§3.3");
+rule!(
+    PROMISOR_TRANSPORT,
+    "GW012",
+    "promisor-local-transport",
+    Error,
+    "A partial-clone promisor remote with a local or custom transport.",
+    "A lazy fetch of a missing object runs the transport (ext::, a helper, a local uploadpack).",
+    "§1b"
+);
+rule!(
+    REBASE_EXEC,
+    "GW013",
+    "rebase-todo-exec",
+    Error,
+    "An `exec` line in a rebase todo list.",
+    "It runs on `git rebase --continue`, also from a fabricated rebase-merge/ folder.",
+    "§3.3"
+);
+rule!(
+    ALTERNATES,
+    "GW014",
+    "alternates",
+    Warning,
+    "objects/info/alternates borrows objects from other folders.",
+    "Objects appear that are not stored here; fetch may run core.alternateRefsCommand.",
+    "§3.3"
+);
+rule!(
+    ATTRIBUTES_DRIVER,
+    "GW015",
+    "attributes-select-driver",
+    Warning,
+    "info/attributes selects a filter, diff or merge driver.",
+    "A driver configured anywhere runs on checkout, diff or merge of matching paths.",
+    "§3.3"
+);
+rule!(
+    INCOMPLETE,
+    "GW016",
+    "incomplete",
+    Error,
+    "Part of the repository or workspace could not be read.",
+    "Unknown is not clean: fix the permissions or the layout and audit again.",
+    ""
+);
+
+/// Every rule, in id order. The SARIF `rules` array and the docs table come from here.
+pub static RULES: &[Rule] = &[
+    HOOK_PLANTED,
+    HOOKS_PATH,
+    HOOKS_PATH_IN_WORK_TREE,
+    ARMED_KEY,
+    INCLUDE_IN_WORK_TREE,
+    INCLUDE_OUTSIDE,
+    COMMONDIR_IN_MAIN,
+    GITFILE_REDIRECT,
+    WORKTREE_ENTRY,
+    NESTED_REPOSITORY,
+    BARE_IN_WORK_TREE,
+    PROMISOR_TRANSPORT,
+    REBASE_EXEC,
+    ALTERNATES,
+    ATTRIBUTES_DRIVER,
+    INCOMPLETE,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_names_are_unique_and_well_formed() {
+        let mut ids: Vec<_> = RULES.iter().map(|r| r.id).collect();
+        let mut names: Vec<_> = RULES.iter().map(|r| r.name).collect();
+        ids.sort();
+        names.sort();
+        ids.dedup();
+        names.dedup();
+        assert_eq!(ids.len(), RULES.len());
+        assert_eq!(names.len(), RULES.len());
+        for r in RULES {
+            assert!(
+                r.id.len() == 5
+                    && r.id.starts_with("GW")
+                    && r.id[2..].bytes().all(|b| b.is_ascii_digit()),
+                "{}",
+                r.id
+            );
+            assert!(
+                r.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'),
+                "{}",
+                r.name
+            );
+        }
+    }
+}

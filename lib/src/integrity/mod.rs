@@ -1,0 +1,1513 @@
+//! wt-check `pin` / `check [--restore]`: the protected parts of a git folder come out of every
+//! agent turn exactly as they went in.
+//!
+//! At sandbox build, [`pin`] records every protected entry of the repository's common dir
+//! (hooks folder, `config` and its include targets, `config.worktree`, `commondir`,
+//! `info/attributes`, `objects/info/alternates`, `HEAD` form, every `worktrees/<id>/` entry,
+//! every submodule git dir under `modules/`) into a state file outside the repository. At
+//! turn end, [`check`] reads them again and reports each difference as an event; with
+//! `restore` it puts them back: what the agent created or changed is moved into a quarantine
+//! folder beside the state file (never deleted), then the baseline bytes are written
+//! atomically.
+//!
+//! Invariants:
+//! - Every read and write below the common dir walks component by component without
+//!   following links ([`nf::Dir`]); a link where a folder or file is expected is reported
+//!   (`link_refused`) and never followed, so a folder swapped for a link mid-check cannot
+//!   redirect a write outside the git folder.
+//! - The paths checked come from the state file, not from a new discovery: a `.git` file or
+//!   `commondir` planted during the turn cannot point the check at another folder.
+//! - Unknown is not clean: an entry that cannot be read, or a restore that fails, makes the
+//!   result [`Outcome::Incomplete`] (exit 2).
+//! - The session's own worktrees (under `<repo>-worktrees/<session>/`) may be added, changed
+//!   and removed, but must stay consistent with git's layout (gix-and-perf §3) and inside
+//!   that folder. Everyone else's entries must not change.
+
+pub mod nf;
+pub mod scanlink;
+pub mod state;
+pub mod tool;
+
+use crate::events::{Event, EventKind, Tool};
+use crate::layout::{LayoutError, Problem as LayoutProblem, WorktreeEntry};
+use nf::{Dir, Kind, NfError};
+use state::{Node, State, WorktreeBaseline};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::path::{Component, Path, PathBuf};
+
+/// Largest protected file read (hooks can be binaries; config files are small).
+pub const FILE_LIMIT: u64 = 16 << 20;
+/// Deepest folder level walked inside a protected tree (`hooks/`, `modules/<name>/info/`).
+pub const TREE_DEPTH: usize = 8;
+/// Most entries recorded in one pin or check; past it the result is incomplete.
+pub const ENTRY_LIMIT: usize = 200_000;
+/// Deepest submodule nesting followed under `modules/`.
+pub const MODULE_DEPTH: usize = 6;
+
+/// Files of the common dir (and of each submodule git dir) compared byte for byte.
+const GIT_DIR_FILES: &[&str] = &[
+    "config",
+    "config.worktree",
+    "commondir",
+    "objects/info/alternates",
+];
+/// Folders whose whole contents are protected.
+const GIT_DIR_TREES: &[&str] = &["hooks", "info", "branches", "remotes"];
+/// In a submodule git dir, `info/` is protected as a whole.
+const MODULE_TREES: &[&str] = &["hooks", "info"];
+/// Files of a `worktrees/<id>/` entry compared against the baseline (`HEAD` by form).
+const WORKTREE_FILES: &[&str] = &["gitdir", "commondir", "HEAD", "locked", "config.worktree"];
+
+/// What went wrong before any comparison could start.
+#[derive(Debug, thiserror::Error)]
+pub enum IntegrityError {
+    #[error("{0}: not a git repository, git dir or work tree: {1}")]
+    NotARepository(PathBuf, String),
+    #[error("{state}: the state file lies inside {inside} (the agent could rewrite it); put it outside the repository, its git dir and its work trees")]
+    StateInside { state: PathBuf, inside: PathBuf },
+    #[error("{0}: the state file is a symbolic link; refused")]
+    StateLink(PathBuf),
+    #[error("{0}: cannot read the state file: {1}")]
+    StateRead(PathBuf, std::io::Error),
+    #[error("{0}: not a wt-check state file: {1}")]
+    StateParse(PathBuf, serde_json::Error),
+    #[error("{0}: state file format {1} is not supported (this build writes {f})", f = state::FORMAT)]
+    StateFormat(PathBuf, u32),
+    #[error("{0}: cannot write the state file: {1}")]
+    StateWrite(PathBuf, String),
+    #[error("{0}: session name must be 1-64 characters of [A-Za-z0-9._-]")]
+    BadSession(String),
+    #[error("{path}: cannot pin: {reason}")]
+    Unreadable { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Fs(#[from] NfError),
+}
+
+/// What to pin or check.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub repo: PathBuf,
+    pub state: PathBuf,
+    /// The session whose worktrees (`<repo>-worktrees/<session>/`) may change.
+    pub session: Option<String>,
+    /// Overrides the session's worktree folder.
+    pub session_dir: Option<PathBuf>,
+    /// `check` only: put every protected entry back.
+    pub restore: bool,
+}
+
+/// The result of a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Clean,
+    Found,
+    Incomplete,
+}
+
+impl Outcome {
+    pub fn code(self) -> crate::exit::Code {
+        match self {
+            Outcome::Clean => crate::exit::CLEAN,
+            Outcome::Found => crate::exit::FOUND,
+            Outcome::Incomplete => crate::exit::INCOMPLETE,
+        }
+    }
+    /// The worse of two outcomes.
+    pub fn and(self, o: Outcome) -> Outcome {
+        use Outcome::*;
+        match (self, o) {
+            (Incomplete, _) | (_, Incomplete) => Incomplete,
+            (Found, _) | (_, Found) => Found,
+            _ => Clean,
+        }
+    }
+}
+
+/// Where a repository's parts are (resolved by the trusted caller at pin time).
+#[derive(Debug, Clone)]
+pub struct Located {
+    pub repo: PathBuf,
+    pub git_dir: PathBuf,
+    pub common_dir: PathBuf,
+    pub work_tree: Option<PathBuf>,
+}
+
+/// Find the git dir, common dir and main work tree of `repo` (a work tree, a linked worktree
+/// or a bare git dir). Runs at pin time, on the owner's side.
+pub fn locate(repo: &Path) -> Result<Located, IntegrityError> {
+    let not = |why: &str| IntegrityError::NotARepository(repo.to_path_buf(), why.to_owned());
+    let repo = std::fs::canonicalize(repo).map_err(|e| not(&e.to_string()))?;
+    let dot = repo.join(".git");
+    let git_dir = match std::fs::symlink_metadata(&dot) {
+        Ok(m) if m.is_dir() => dot,
+        Ok(m) if m.is_file() => {
+            let text = std::fs::read_to_string(&dot).map_err(|e| not(&e.to_string()))?;
+            let target = text
+                .strip_prefix("gitdir: ")
+                .ok_or_else(|| not(".git file does not start with `gitdir: `"))?
+                .trim_end_matches(['\n', '\r']);
+            std::fs::canonicalize(repo.join(target))
+                .map_err(|e| not(&format!("gitdir target: {e}")))?
+        }
+        Ok(_) => return Err(not(".git is a link or special file")),
+        Err(_) if is_git_dir(&repo) => repo.clone(),
+        Err(e) => return Err(not(&e.to_string())),
+    };
+    if !is_git_dir(&git_dir) {
+        return Err(not("no HEAD, objects/ and refs/"));
+    }
+    let common_dir = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(c) => std::fs::canonicalize(git_dir.join(c.trim_end_matches(['\n', '\r'])))
+            .map_err(|e| not(&format!("commondir: {e}")))?,
+        Err(_) => git_dir.clone(),
+    };
+    let work_tree = if common_dir.file_name() == Some(OsStr::new(".git")) {
+        common_dir.parent().map(Path::to_path_buf)
+    } else {
+        None
+    };
+    Ok(Located {
+        repo,
+        git_dir,
+        common_dir,
+        work_tree,
+    })
+}
+
+fn is_git_dir(p: &Path) -> bool {
+    p.join("HEAD").exists() && p.join("refs").is_dir() && {
+        let common = std::fs::read_to_string(p.join("commondir"))
+            .map(|c| p.join(c.trim_end_matches(['\n', '\r'])))
+            .unwrap_or_else(|_| p.to_path_buf());
+        common.join("objects").is_dir() || p.join("objects").is_dir()
+    }
+}
+
+/// `<repo>-worktrees/<session>`, the session's own worktree folder.
+pub fn default_session_dir(loc: &Located, session: &str) -> PathBuf {
+    let base = loc.work_tree.clone().unwrap_or_else(|| {
+        let c = &loc.common_dir;
+        match c.file_name().and_then(OsStr::to_str) {
+            Some(n) => c.with_file_name(n.trim_end_matches(".git")),
+            None => c.clone(),
+        }
+    });
+    let mut name = base.file_name().unwrap_or_default().to_os_string();
+    name.push("-worktrees");
+    base.with_file_name(name).join(session)
+}
+
+/// Refuse a state file inside anything the agent can write: the repository, its git dir,
+/// common dir, work trees, and the session's worktree folder.
+pub fn check_state_location(
+    state: &Path,
+    loc: &Located,
+    worktrees: &[PathBuf],
+    session_dir: Option<&Path>,
+) -> Result<PathBuf, IntegrityError> {
+    if std::fs::symlink_metadata(state).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(IntegrityError::StateLink(state.to_path_buf()));
+    }
+    let resolved = crate::policy::resolve(&absolute(state));
+    let mut forbidden: Vec<PathBuf> = vec![
+        loc.repo.clone(),
+        loc.git_dir.clone(),
+        loc.common_dir.clone(),
+    ];
+    forbidden.extend(loc.work_tree.clone());
+    forbidden.extend(worktrees.iter().cloned());
+    forbidden.extend(session_dir.map(Path::to_path_buf));
+    for f in forbidden {
+        let f = crate::policy::resolve(&f);
+        if resolved.starts_with(&f) {
+            return Err(IntegrityError::StateInside {
+                state: state.to_path_buf(),
+                inside: f,
+            });
+        }
+    }
+    Ok(resolved)
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    }
+}
+
+/// Lexical normalisation: `.` dropped, `..` pops (never above `/`).
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            o => out.push(o.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Is `HEAD` content in a form git accepts (`validate_headref`): `ref: refs/…` or a full
+/// hex object id?
+pub fn head_is_valid(bytes: &[u8]) -> bool {
+    let s = match std::str::from_utf8(bytes) {
+        Ok(s) => s.trim_end_matches(['\n', '\r']),
+        Err(_) => return false,
+    };
+    if let Some(r) = s.strip_prefix("ref:") {
+        let r = r.trim_start();
+        return r.starts_with("refs/") && !r.contains("..") && !r.chars().any(char::is_whitespace);
+    }
+    (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn head_node_valid(n: &Node) -> bool {
+    match n {
+        Node::File { content, .. } => content.bytes().is_some_and(|b| head_is_valid(&b)),
+        _ => false,
+    }
+}
+
+fn is_head_key(rel: &str) -> bool {
+    // `HEAD` of the common dir, of a worktree entry, of a submodule git dir (at any depth);
+    // never a file of that name inside a protected tree such as `hooks/` or `info/`.
+    (rel == "HEAD" || rel.ends_with("/HEAD"))
+        && !rel
+            .split('/')
+            .any(|c| c == "hooks" || c == "info" || c == "refs" || c == "logs")
+}
+
+// ---------------------------------------------------------------------------------------
+// Collection: the protected entries as they are now.
+
+/// An entry that could not be read.
+#[derive(Debug, Clone)]
+struct Problem {
+    path: PathBuf,
+    reason: String,
+    link: bool,
+}
+
+/// The protected entries of one common dir, as found.
+struct Snapshot {
+    entries: BTreeMap<String, Node>,
+    includes: BTreeMap<PathBuf, Node>,
+    problems: Vec<Problem>,
+}
+
+struct Collector<'a> {
+    root: &'a Dir,
+    entries: BTreeMap<String, Node>,
+    problems: Vec<Problem>,
+}
+
+impl<'a> Collector<'a> {
+    fn problem(&mut self, e: &NfError) {
+        self.problems.push(Problem {
+            path: e.path().to_path_buf(),
+            reason: e.to_string(),
+            link: e.is_link(),
+        });
+    }
+
+    fn full(&self) -> bool {
+        self.entries.len() >= ENTRY_LIMIT
+    }
+
+    /// Record the node at `rel` (its parent must be a folder already recorded or the root).
+    fn node(&mut self, rel: &str) -> Option<Node> {
+        if let Some(n) = self.entries.get(rel) {
+            return Some(n.clone());
+        }
+        if self.full() {
+            self.problems.push(Problem {
+                path: self.root.path().join(rel),
+                reason: format!("more than {ENTRY_LIMIT} entries; stopped"),
+                link: false,
+            });
+            return None;
+        }
+        let (parent, name) = split(rel);
+        let dir = match self.root.walk(Path::new(parent)) {
+            Ok(d) => d,
+            Err(e) => {
+                self.problem(&e);
+                return None;
+            }
+        };
+        match read_node(&dir, OsStr::new(name)) {
+            Ok(n) => {
+                self.entries.insert(rel.to_owned(), n.clone());
+                Some(n)
+            }
+            Err(e) => {
+                self.problem(&e);
+                None
+            }
+        }
+    }
+
+    /// Record a file and every folder on its way; stops below anything that is not a folder.
+    fn file(&mut self, rel: &str) {
+        let parts: Vec<&str> = rel.split('/').collect();
+        let mut prefix = String::new();
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 {
+                prefix.push('/');
+            }
+            prefix.push_str(p);
+            let Some(n) = self.node(&prefix) else { return };
+            let last = i + 1 == parts.len();
+            if !last {
+                match n {
+                    Node::Dir { .. } => {}
+                    Node::Absent => {
+                        // Parent missing: the file is absent too (recorded, so a later plant shows).
+                        self.entries.insert(rel.to_owned(), Node::Absent);
+                        return;
+                    }
+                    _ => return,
+                }
+            }
+        }
+    }
+
+    /// Record a folder and everything below it (bounded depth).
+    fn tree(&mut self, rel: &str, depth: usize) {
+        self.file(rel);
+        if !matches!(self.entries.get(rel), Some(Node::Dir { .. })) {
+            return;
+        }
+        if depth >= TREE_DEPTH {
+            self.problems.push(Problem {
+                path: self.root.path().join(rel),
+                reason: format!("deeper than {TREE_DEPTH} levels; not walked"),
+                link: false,
+            });
+            return;
+        }
+        let names = match self.root.walk(Path::new(rel)).and_then(|d| d.list()) {
+            Ok(n) => n,
+            Err(e) => {
+                self.problem(&e);
+                return;
+            }
+        };
+        for n in names {
+            let Some(n) = n.to_str() else {
+                self.problems.push(Problem {
+                    path: self.root.path().join(rel).join(&n),
+                    reason: "name is not UTF-8".into(),
+                    link: false,
+                });
+                continue;
+            };
+            self.tree(&format!("{rel}/{n}"), depth + 1);
+        }
+    }
+
+    /// One git dir's protected parts (`base` is `""` for the common dir or `modules/<name>`).
+    fn git_dir(&mut self, base: &str, module_depth: usize) {
+        let j = |n: &str| {
+            if base.is_empty() {
+                n.to_owned()
+            } else {
+                format!("{base}/{n}")
+            }
+        };
+        for f in GIT_DIR_FILES {
+            self.file(&j(f));
+        }
+        self.file(&j("HEAD"));
+        let trees: &[&str] = if base.is_empty() {
+            GIT_DIR_TREES
+        } else {
+            MODULE_TREES
+        };
+        for t in trees {
+            self.tree(&j(t), 1);
+        }
+        self.modules(&j("modules"), module_depth);
+    }
+
+    /// Submodule git dirs below `rel` (`modules/`), at any nesting of names and submodules.
+    fn modules(&mut self, rel: &str, depth: usize) {
+        self.file(rel);
+        if !matches!(self.entries.get(rel), Some(Node::Dir { .. })) {
+            return;
+        }
+        let names = match self.root.walk(Path::new(rel)).and_then(|d| d.list()) {
+            Ok(n) => n,
+            Err(e) => {
+                self.problem(&e);
+                return;
+            }
+        };
+        for n in names {
+            let Some(n) = n.to_str() else { continue };
+            let child = format!("{rel}/{n}");
+            let Some(Node::Dir { .. }) = self.node(&child) else {
+                continue;
+            };
+            // A submodule git dir holds HEAD or config; otherwise it is a folder of a name
+            // with slashes (`modules/a/b`).
+            let looks_git = ["HEAD", "config"].iter().any(|f| {
+                !matches!(
+                    self.node(&format!("{child}/{f}")),
+                    Some(Node::Absent) | None
+                )
+            });
+            if depth >= MODULE_DEPTH {
+                self.problems.push(Problem {
+                    path: self.root.path().join(&child),
+                    reason: format!("submodules nested deeper than {MODULE_DEPTH}; not walked"),
+                    link: false,
+                });
+                continue;
+            }
+            if looks_git {
+                self.git_dir(&child, depth + 1);
+            } else {
+                self.modules(&child, depth + 1);
+            }
+        }
+    }
+
+    /// Every `worktrees/<id>/` entry: its files, and any name git does not write there.
+    fn worktrees(&mut self) {
+        self.file("worktrees");
+        if !matches!(self.entries.get("worktrees"), Some(Node::Dir { .. })) {
+            return;
+        }
+        let ids = match self
+            .root
+            .walk(Path::new("worktrees"))
+            .and_then(|d| d.list())
+        {
+            Ok(n) => n,
+            Err(e) => {
+                self.problem(&e);
+                return;
+            }
+        };
+        for id in ids {
+            let Some(id) = id.to_str() else { continue };
+            let base = format!("worktrees/{id}");
+            let Some(Node::Dir { .. }) = self.node(&base) else {
+                continue;
+            };
+            for f in WORKTREE_FILES {
+                self.file(&format!("{base}/{f}"));
+            }
+            let names = match self.root.walk(Path::new(&base)).and_then(|d| d.list()) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.problem(&e);
+                    continue;
+                }
+            };
+            for n in names {
+                let Some(n) = n.to_str() else { continue };
+                if n == "modules" {
+                    // Submodule git dirs of this worktree: config and hooks, as `modules/`.
+                    self.modules(&format!("{base}/modules"), 0);
+                    continue;
+                }
+                if WORKTREE_FILES.contains(&n) || is_worktree_state_name(n) {
+                    continue;
+                }
+                self.tree(&format!("{base}/{n}"), 1);
+            }
+        }
+    }
+}
+
+/// A name git keeps per worktree in `worktrees/<id>/` (the catalogue's list, their `.lock`
+/// files, split-index shared files): per-worktree state the agent may change freely.
+/// `modules` is listed there too but holds submodule git dirs, protected like `modules/`.
+fn is_worktree_state_name(n: &str) -> bool {
+    let stem = n.strip_suffix(".lock").unwrap_or(n);
+    n != "modules"
+        && (crate::catalogue::WORKTREE_PRIVATE_ENTRIES.contains(&stem)
+            || stem.starts_with("sharedindex."))
+}
+
+fn split(rel: &str) -> (&str, &str) {
+    match rel.rfind('/') {
+        Some(i) => (&rel[..i], &rel[i + 1..]),
+        None => ("", rel),
+    }
+}
+
+fn read_node(dir: &Dir, name: &OsStr) -> Result<Node, NfError> {
+    let Some(st) = dir.stat(name)? else {
+        return Ok(Node::Absent);
+    };
+    Ok(match st.kind {
+        Kind::File => {
+            let (bytes, mode) = dir.read(name, FILE_LIMIT)?;
+            Node::file(&bytes, mode)
+        }
+        Kind::Dir => Node::Dir { mode: st.mode },
+        Kind::Link => Node::Link {
+            target: dir.read_link(name)?.to_string_lossy().into_owned(),
+        },
+        k => Node::Special { kind: k },
+    })
+}
+
+/// Read an absolute path's node without following links on the way.
+fn read_abs(path: &Path) -> Result<Node, NfError> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(NfError::Escape {
+            path: path.to_path_buf(),
+        });
+    };
+    match Dir::open_abs(parent) {
+        Ok(d) => read_node(&d, name),
+        Err(e) if e.is_not_found() => Ok(Node::Absent),
+        Err(e) => Err(e),
+    }
+}
+
+/// Include targets of the repository's config files (common `config`, every
+/// `config.worktree`, submodule configs), as a superset: `crate::config` follows every
+/// `include.path` and `includeIf.*.path` whatever its condition, nested includes too.
+fn include_targets(common_dir: &Path, problems: &mut Vec<Problem>) -> Vec<PathBuf> {
+    let mut o = crate::config::Options::for_repository(None, common_dir, common_dir);
+    o.linked_worktrees = true;
+    o.submodules = crate::config::Submodules::Walk;
+    o.home = std::env::var_os("HOME").map(PathBuf::from);
+    match crate::config::enumerate(&o) {
+        Ok(en) => {
+            let set: BTreeSet<PathBuf> = en
+                .files()
+                .iter()
+                .filter(|f| f.origin.is_include())
+                .map(|f| normalize(&f.origin.file))
+                .collect();
+            set.into_iter().collect()
+        }
+        Err(e) => {
+            problems.push(Problem {
+                path: common_dir.join("config"),
+                reason: format!("cannot enumerate includes: {e}"),
+                link: false,
+            });
+            Vec::new()
+        }
+    }
+}
+
+fn collect(root: &Dir, common_dir: &Path, known_includes: &[PathBuf]) -> Snapshot {
+    let mut c = Collector {
+        root,
+        entries: BTreeMap::new(),
+        problems: Vec::new(),
+    };
+    c.git_dir("", 0);
+    c.worktrees();
+    let mut includes = BTreeMap::new();
+    let mut problems = c.problems;
+    let mut targets: BTreeSet<PathBuf> = include_targets(common_dir, &mut problems)
+        .into_iter()
+        .collect();
+    // Targets known from the baseline are read again even if no config names them now (a
+    // removed include line is a config change; the target itself must still be compared).
+    targets.extend(known_includes.iter().cloned());
+    for t in targets {
+        match read_abs(&t) {
+            Ok(n) => {
+                includes.insert(t, n);
+            }
+            Err(e) => problems.push(Problem {
+                path: e.path().to_path_buf(),
+                reason: e.to_string(),
+                link: e.is_link(),
+            }),
+        }
+    }
+    Snapshot {
+        entries: c.entries,
+        includes,
+        problems,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Worktree entries against git's layout.
+
+/// The worktree path named by a `gitdir` file: trailing whitespace and `/.git` stripped,
+/// relative paths resolved against `worktrees/<id>/` (git ≥ 2.48), lexically normalised.
+fn gitdir_path(common_dir: &Path, id: &str, node: Option<&Node>) -> Option<PathBuf> {
+    let Some(Node::File { content, .. }) = node else {
+        return None;
+    };
+    let b = content.bytes()?;
+    let s = std::str::from_utf8(&b).ok()?.trim_end();
+    if s.is_empty() {
+        return None;
+    }
+    let p = Path::new(s);
+    let p = p.strip_prefix("").unwrap_or(p);
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        common_dir.join("worktrees").join(id).join(p)
+    };
+    let p = normalize(&p);
+    Some(if p.file_name() == Some(OsStr::new(".git")) {
+        p.parent().map(Path::to_path_buf).unwrap_or(p)
+    } else {
+        p
+    })
+}
+
+/// Every worktree entry as `crate::layout` reads it (no-follow, git's rules), by id. A
+/// `worktrees` that is a link gives an empty map: the entry comparison reports the link.
+fn layout_entries(common_dir: &Path) -> Result<BTreeMap<String, WorktreeEntry>, LayoutError> {
+    match crate::layout::worktree_entries(common_dir) {
+        Ok(v) => Ok(v.into_iter().map(|e| (e.id.clone(), e)).collect()),
+        Err(e) if e.is_link() => Ok(BTreeMap::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// What wt-check reports of an entry's departures from git's layout: `crate::layout`'s
+/// problems, less those the entry comparison reports itself (unexpected names and links are
+/// planted entries, moved aside), less a missing worktree folder of the session's own entry
+/// (the session may delete its worktree); plus, for the session's own entries, a worktree
+/// path outside the session folder.
+fn wt_problems(
+    e: Option<&WorktreeEntry>,
+    path: Option<&Path>,
+    own: bool,
+    session_dir: Option<&Path>,
+) -> Vec<String> {
+    let mut out: Vec<String> = e
+        .map(|e| {
+            e.problems
+                .iter()
+                .filter(|p| {
+                    let reported_elsewhere = matches!(
+                        p,
+                        LayoutProblem::UnexpectedEntry { .. } | LayoutProblem::Link { .. }
+                    );
+                    let own_gone = own && matches!(p, LayoutProblem::BacklinkMissing { .. });
+                    !(reported_elsewhere || own_gone)
+                })
+                .map(ToString::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    if own {
+        if let (Some(p), Some(sd)) = (path, session_dir) {
+            if !p.starts_with(sd) || p == sd {
+                out.push(format!(
+                    "gitdir names {} outside the session folder {}",
+                    p.display(),
+                    sd.display()
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn worktree_baselines(
+    common_dir: &Path,
+    entries: &BTreeMap<String, Node>,
+    layout: &BTreeMap<String, WorktreeEntry>,
+    session_dir: Option<&Path>,
+) -> BTreeMap<String, WorktreeBaseline> {
+    let mut out = BTreeMap::new();
+    for (k, n) in entries {
+        let Some(id) = k.strip_prefix("worktrees/") else {
+            continue;
+        };
+        if id.contains('/') || !n.is_dir() {
+            continue;
+        }
+        let path = gitdir_path(common_dir, id, entries.get(&format!("{k}/gitdir")));
+        let own = match (&path, session_dir) {
+            (Some(p), Some(sd)) => p.starts_with(sd) && p != sd,
+            _ => false,
+        };
+        let problems = wt_problems(layout.get(id), path.as_deref(), own, session_dir);
+        out.insert(
+            id.to_owned(),
+            WorktreeBaseline {
+                path,
+                own,
+                problems,
+            },
+        );
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// pin
+
+/// Summary of a pin.
+#[derive(Debug, Clone)]
+pub struct Pinned {
+    pub state: State,
+    pub path: PathBuf,
+}
+
+/// Record the baseline and write the state file atomically. `refs` is the commit scan's ref
+/// snapshot (serialised), taken by the caller.
+pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityError> {
+    if let Some(s) = &opts.session {
+        if !crate::policy::valid_session_name(s) {
+            return Err(IntegrityError::BadSession(s.clone()));
+        }
+    }
+    let loc = locate(&opts.repo)?;
+    let session_dir = session_dir(opts, &loc);
+    let root = Dir::open_abs(&loc.common_dir)?;
+    let snap = collect(&root, &loc.common_dir, &[]);
+    if let Some(p) = snap.problems.first() {
+        return Err(IntegrityError::Unreadable {
+            path: p.path.clone(),
+            reason: p.reason.clone(),
+        });
+    }
+    let layout = layout_entries(&loc.common_dir).map_err(|e| IntegrityError::Unreadable {
+        path: e.path().to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let worktrees = worktree_baselines(
+        &loc.common_dir,
+        &snap.entries,
+        &layout,
+        session_dir.as_deref(),
+    );
+    let wt_paths: Vec<PathBuf> = worktrees.values().filter_map(|w| w.path.clone()).collect();
+    let state_path = check_state_location(&opts.state, &loc, &wt_paths, session_dir.as_deref())?;
+    let state = State {
+        format: state::FORMAT,
+        pinned_at: crate::events::rfc3339_now(),
+        repo: loc.repo.clone(),
+        git_dir: loc.git_dir.clone(),
+        common_dir: loc.common_dir.clone(),
+        work_tree: loc.work_tree.clone(),
+        session: opts.session.clone(),
+        session_dir,
+        entries: snap.entries,
+        includes: snap.includes,
+        worktrees,
+        refs,
+    };
+    write_state(&state_path, &state)?;
+    Ok(Pinned {
+        state,
+        path: state_path,
+    })
+}
+
+fn session_dir(opts: &Options, loc: &Located) -> Option<PathBuf> {
+    match (&opts.session_dir, &opts.session) {
+        (Some(d), _) => Some(crate::policy::resolve(&absolute(d))),
+        (None, Some(s)) => Some(crate::policy::resolve(&default_session_dir(loc, s))),
+        (None, None) => None,
+    }
+}
+
+fn write_state(path: &Path, state: &State) -> Result<(), IntegrityError> {
+    let err =
+        |e: &dyn std::fmt::Display| IntegrityError::StateWrite(path.to_path_buf(), e.to_string());
+    let bytes = serde_json::to_vec_pretty(state).map_err(|e| err(&e))?;
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(err(&"no parent folder"));
+    };
+    let dir = Dir::open_trusted(parent).map_err(|e| err(&e))?;
+    dir.write_atomic(name, &bytes, 0o600).map_err(|e| err(&e))
+}
+
+/// Read and validate a state file.
+pub fn read_state(path: &Path) -> Result<State, IntegrityError> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(IntegrityError::StateLink(path.to_path_buf()));
+    }
+    let bytes =
+        std::fs::read(path).map_err(|e| IntegrityError::StateRead(path.to_path_buf(), e))?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| IntegrityError::StateParse(path.to_path_buf(), e))?;
+    let f = v.get("format").and_then(|f| f.as_u64()).unwrap_or(0) as u32;
+    if f != state::FORMAT {
+        return Err(IntegrityError::StateFormat(path.to_path_buf(), f));
+    }
+    serde_json::from_value(v).map_err(|e| IntegrityError::StateParse(path.to_path_buf(), e))
+}
+
+// ---------------------------------------------------------------------------------------
+// check
+
+/// One difference between the baseline and now.
+#[derive(Debug, Clone)]
+struct Diff {
+    key: Key,
+    kind: EventKind,
+    change: &'static str,
+    before: Node,
+    after: Option<Node>,
+    /// Why (for layout findings).
+    why: Option<String>,
+    /// What restore does.
+    plan: Plan,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    Rel(String),
+    Abs(PathBuf),
+}
+
+impl Key {
+    fn path(&self, common_dir: &Path) -> PathBuf {
+        match self {
+            Key::Rel(r) => common_dir.join(r),
+            Key::Abs(p) => p.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Plan {
+    /// Put the baseline back (moving the agent's version aside first).
+    Restore,
+    /// Move the whole entry aside (a planted worktree entry, a new folder).
+    Quarantine,
+    /// Cannot be undone from here (e.g. a worktree's own `.git` file): reported.
+    Report,
+}
+
+/// Compare the state file's baseline with the repository now; with `opts.restore`, put it
+/// back. Every event goes to `emit` as it happens.
+pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outcome {
+    let mut outcome = Outcome::Clean;
+    let session = state.session.clone().or(opts.session.clone());
+    let mk = |kind: EventKind, msg: String| {
+        Event::new(Tool::WtCheck, kind, msg)
+            .session(session.as_deref())
+            .repo(&state.repo)
+    };
+    let common = &state.common_dir;
+    let root = match Dir::open_abs(common) {
+        Ok(r) => r,
+        Err(e) => {
+            let kind = if e.is_link() {
+                EventKind::LinkRefused
+            } else {
+                EventKind::CheckIncomplete
+            };
+            emit(
+                mk(kind, format!("cannot open the common dir: {e}"))
+                    .path(e.path())
+                    .with("action", "none"),
+            );
+            if kind == EventKind::LinkRefused {
+                emit(
+                    mk(
+                        EventKind::CheckIncomplete,
+                        "the common dir cannot be opened without following a link".into(),
+                    )
+                    .path(common),
+                );
+            }
+            return Outcome::Incomplete;
+        }
+    };
+    let known: Vec<PathBuf> = state.includes.keys().cloned().collect();
+    let snap = collect(&root, common, &known);
+    for p in &snap.problems {
+        outcome = Outcome::Incomplete;
+        if p.link {
+            emit(
+                mk(
+                    EventKind::LinkRefused,
+                    format!(
+                        "{}: a symbolic link where a folder was expected; not followed",
+                        p.path.display()
+                    ),
+                )
+                .path(&p.path)
+                .with("action", if opts.restore { "restore" } else { "reported" }),
+            );
+        } else {
+            emit(mk(EventKind::CheckIncomplete, p.reason.clone()).path(&p.path));
+        }
+    }
+    let layout = match layout_entries(common) {
+        Ok(l) => l,
+        Err(e) => {
+            outcome = Outcome::Incomplete;
+            emit(
+                mk(
+                    EventKind::CheckIncomplete,
+                    format!("cannot read the worktree entries: {e}"),
+                )
+                .path(e.path()),
+            );
+            BTreeMap::new()
+        }
+    };
+    let diffs = compare(state, &snap, &layout, session.is_some());
+    let suppressed = suppressed_keys(&diffs);
+    let mut q = Quarantine::new(&opts.state);
+    for d in &diffs {
+        if outcome == Outcome::Clean {
+            outcome = Outcome::Found;
+        }
+        if outcome == Outcome::Incomplete && d.change == "unreadable" {
+            continue;
+        }
+        let path = d.key.path(common);
+        let action = if !opts.restore {
+            "reported"
+        } else {
+            match d.plan {
+                Plan::Restore if matches!(d.before, Node::Absent) => "quarantined",
+                Plan::Restore => "restored",
+                Plan::Quarantine => "quarantined",
+                Plan::Report => "reported",
+            }
+        };
+        let mut ev_kind = d.kind;
+        if matches!(d.after, Some(Node::Link { .. })) {
+            ev_kind = EventKind::LinkRefused;
+        }
+        let mut msg = format!(
+            "{}: {} ({} → {})",
+            path.display(),
+            d.change,
+            d.before.kind_name(),
+            d.after.as_ref().map_or("unreadable", Node::kind_name)
+        );
+        if let Some(w) = &d.why {
+            msg = format!("{}: {w}", path.display());
+        }
+        let mut ev = mk(ev_kind, msg)
+            .path(&path)
+            .with("change", d.change)
+            .with("before", d.before.kind_name())
+            .with(
+                "after",
+                d.after.as_ref().map_or("unreadable", Node::kind_name),
+            )
+            .with("action", action);
+        if let Some(w) = &d.why {
+            ev = ev.with("why", w.clone());
+        }
+        if let (Some(Node::File { oid, .. }), Node::File { oid: b, .. }) = (&d.after, &d.before) {
+            ev = ev
+                .with("oid_before", b.clone())
+                .with("oid_after", oid.clone());
+        }
+        if suppressed.contains(&d.key) {
+            // Implied by a parent's finding; still restored below.
+        } else {
+            emit(ev);
+        }
+    }
+    if opts.restore {
+        let quarantined: Vec<&Key> = diffs
+            .iter()
+            .filter(|d| d.plan == Plan::Quarantine)
+            .map(|d| &d.key)
+            .collect();
+        for d in &diffs {
+            if d.plan == Plan::Report {
+                continue;
+            }
+            let inside_quarantined = quarantined.iter().any(|q| match (q, &d.key) {
+                (Key::Rel(q), Key::Rel(k)) => {
+                    k.starts_with(q.as_str()) && k.as_bytes().get(q.len()) == Some(&b'/')
+                }
+                _ => false,
+            });
+            if inside_quarantined {
+                continue; // moved aside with its folder
+            }
+            if let Err(e) = restore_one(state, &root, d, &mut q, &mk, emit) {
+                outcome = Outcome::Incomplete;
+                let kind = if e.is_link() {
+                    EventKind::LinkRefused
+                } else {
+                    EventKind::RestoreFailed
+                };
+                emit(
+                    mk(
+                        kind,
+                        format!("restore of {} failed: {e}", d.key.path(common).display()),
+                    )
+                    .path(d.key.path(common))
+                    .with("action", "none"),
+                );
+            }
+        }
+    }
+    outcome
+}
+
+/// Keys whose finding is implied by an ancestor's (a folder turned into a link or file, or a
+/// new folder moved aside as a whole).
+fn suppressed_keys(diffs: &[Diff]) -> BTreeSet<Key> {
+    let mut out = BTreeSet::new();
+    for d in diffs {
+        let Key::Rel(k) = &d.key else { continue };
+        let parent_covers = diffs.iter().any(|p| {
+            let Key::Rel(pk) = &p.key else { return false };
+            k.starts_with(pk.as_str())
+                && k.as_bytes().get(pk.len()) == Some(&b'/')
+                && (!matches!(p.after, Some(Node::Dir { .. })) || p.plan == Plan::Quarantine)
+        });
+        if parent_covers {
+            out.insert(d.key.clone());
+        }
+    }
+    out
+}
+
+fn event_kinds(rel: &str, change: &str) -> EventKind {
+    let name = split(rel).1;
+    if rel.starts_with("worktrees/") {
+        return if name == "config.worktree" {
+            EventKind::ConfigChanged
+        } else {
+            EventKind::WorktreeEntryChanged
+        };
+    }
+    if (rel == "hooks"
+        || rel.starts_with("hooks/")
+        || rel.contains("/hooks/")
+        || rel.ends_with("/hooks"))
+        && change != "removed"
+    {
+        return EventKind::HookPlanted;
+    }
+    if name == "config" || name == "config.worktree" {
+        return EventKind::ConfigChanged;
+    }
+    EventKind::GitDirEntryChanged
+}
+
+fn same(rel: &str, a: &Node, b: &Node) -> bool {
+    if is_head_key(rel) && head_node_valid(a) && head_node_valid(b) {
+        return true;
+    }
+    match (a, b) {
+        (Node::Dir { .. }, Node::Dir { .. }) => true,
+        (
+            Node::File {
+                mode: m1, oid: o1, ..
+            },
+            Node::File {
+                mode: m2, oid: o2, ..
+            },
+        ) => o1 == o2 && (m1 & 0o777) == (m2 & 0o777),
+        _ => a == b,
+    }
+}
+
+fn change_word(before: &Node, after: &Node) -> &'static str {
+    match (before, after) {
+        (Node::Absent, _) => "created",
+        (_, Node::Absent) => "removed",
+        (Node::File { oid: a, .. }, Node::File { oid: b, .. }) if a == b => "mode_changed",
+        (Node::File { .. }, Node::File { .. }) => "content_changed",
+        (Node::File { .. }, Node::Dir { .. })
+        | (Node::Dir { .. }, _)
+        | (_, Node::Link { .. })
+        | (_, Node::Special { .. })
+        | (Node::Link { .. }, _)
+        | (Node::Special { .. }, _) => "type_changed",
+    }
+}
+
+/// The id of the worktree entry a key belongs to.
+fn worktree_id(rel: &str) -> Option<&str> {
+    rel.strip_prefix("worktrees/")
+        .map(|r| r.split('/').next().unwrap_or(r))
+}
+
+fn compare(
+    state: &State,
+    snap: &Snapshot,
+    layout: &BTreeMap<String, WorktreeEntry>,
+    has_session: bool,
+) -> Vec<Diff> {
+    let common = &state.common_dir;
+    let sd = state.session_dir.as_deref();
+    let now_wt = worktree_baselines(common, &snap.entries, layout, sd);
+    let mut diffs = Vec::new();
+    // Which current entries are the session's own: in the baseline, by the baseline's
+    // record; new ones, by where their gitdir points now.
+    let own = |id: &str| -> bool {
+        match state.worktrees.get(id) {
+            Some(b) => b.own,
+            None => has_session && now_wt.get(id).is_some_and(|w| w.own),
+        }
+    };
+    let keys: BTreeSet<&String> = state.entries.keys().chain(snap.entries.keys()).collect();
+    for k in keys {
+        let before = state.entries.get(k).cloned().unwrap_or(Node::Absent);
+        // Not recorded now: removed when its folder was listed, else hidden (a parent is not
+        // a folder, or could not be read).
+        let parent_listed = {
+            let parent = split(k).0;
+            parent.is_empty() || matches!(snap.entries.get(parent), Some(Node::Dir { .. }))
+        };
+        let after = snap
+            .entries
+            .get(k)
+            .cloned()
+            .or_else(|| parent_listed.then_some(Node::Absent));
+        let own_skip = worktree_id(k).is_some_and(|id| {
+            own(id) && !k.ends_with("/config.worktree") && {
+                let rest = &k[("worktrees/".len() + id.len())..];
+                let name = rest.trim_start_matches('/');
+                let top = name.split('/').next().unwrap_or("");
+                name.is_empty() || WORKTREE_FILES.contains(&top) || is_worktree_state_name(top)
+            }
+        });
+        if own_skip {
+            // The session's own entry: its files may change; its layout is checked below.
+            // Extra names (hooks/, config) are still planted.
+            continue;
+        }
+        let Some(after_n) = &after else {
+            if matches!(before, Node::Absent) {
+                continue; // nothing was there; the parent's own difference says it all
+            }
+            diffs.push(Diff {
+                key: Key::Rel(k.clone()),
+                kind: event_kinds(k, "unreadable"),
+                change: "unreadable",
+                before,
+                after: None,
+                why: None,
+                plan: Plan::Restore,
+            });
+            continue;
+        };
+        if let Some(id) = worktree_id(k) {
+            if k == &format!("worktrees/{id}") && !state.worktrees.contains_key(id) {
+                if own(id) {
+                    continue;
+                }
+                if !same(k, &before, after_n) {
+                    diffs.push(Diff {
+                        key: Key::Rel(k.clone()),
+                        kind: EventKind::WorktreeEntryPlanted,
+                        change: "created",
+                        before,
+                        after,
+                        why: Some(format!(
+                            "new worktree entry `{id}` that is not the session's (its gitdir names {})",
+                            now_wt.get(id).and_then(|w| w.path.as_ref()).map_or("nothing".into(), |p| p.display().to_string())
+                        )),
+                        plan: Plan::Quarantine,
+                    });
+                }
+                continue;
+            }
+        }
+        if (k == "worktrees" || k == "modules")
+            && matches!(before, Node::Absent)
+            && after_n.is_dir()
+        {
+            continue;
+        }
+        if same(k, &before, after_n) {
+            continue;
+        }
+        let created_dir = matches!(before, Node::Absent) && after_n.is_dir();
+        diffs.push(Diff {
+            key: Key::Rel(k.clone()),
+            kind: event_kinds(k, change_word(&before, after_n)),
+            change: change_word(&before, after_n),
+            before,
+            after,
+            why: None,
+            plan: if created_dir {
+                Plan::Quarantine
+            } else {
+                Plan::Restore
+            },
+        });
+    }
+    // Layout of every worktree entry now: problems that were not there at pin time.
+    for id in now_wt.keys() {
+        let w_problems = wt_problems(
+            layout.get(id),
+            now_wt.get(id).and_then(|w| w.path.as_deref()),
+            own(id),
+            sd,
+        );
+        let was: &[String] = state
+            .worktrees
+            .get(id)
+            .map_or(&[], |b| b.problems.as_slice());
+        let is_own = own(id);
+        let new_problems: Vec<&String> = w_problems.iter().filter(|p| !was.contains(p)).collect();
+        if new_problems.is_empty() {
+            continue;
+        }
+        if !is_own && !state.worktrees.contains_key(id) {
+            continue; // already a planted entry
+        }
+        let rel = format!("worktrees/{id}");
+        // Another session's entry: its files are restored from the baseline (diffs above);
+        // the layout finding says why. A new own entry that breaks git's layout is moved
+        // aside whole; a baseline own entry gets its protected files back.
+        let restorable_by_files = state.worktrees.contains_key(id) && !is_own;
+        let plan = if restorable_by_files {
+            Plan::Report
+        } else if !state.worktrees.contains_key(id) {
+            Plan::Quarantine
+        } else {
+            // Own baseline entry: gitdir/commondir/HEAD back from the baseline.
+            Plan::Report
+        };
+        for p in new_problems {
+            diffs.push(Diff {
+                key: Key::Rel(rel.clone()),
+                kind: EventKind::WorktreeEntryChanged,
+                change: "layout",
+                before: state.entries.get(&rel).cloned().unwrap_or(Node::Absent),
+                after: snap.entries.get(&rel).cloned(),
+                why: Some(p.clone()),
+                plan: plan.clone(),
+            });
+        }
+        if is_own && state.worktrees.contains_key(id) {
+            // Restore the files that define the linkage from the baseline.
+            for f in ["gitdir", "commondir", "HEAD"] {
+                let k = format!("{rel}/{f}");
+                let (Some(b), Some(a)) = (state.entries.get(&k), snap.entries.get(&k)) else {
+                    continue;
+                };
+                if !same(&k, b, a) {
+                    diffs.push(Diff {
+                        key: Key::Rel(k),
+                        kind: EventKind::WorktreeEntryChanged,
+                        change: change_word(b, a),
+                        before: b.clone(),
+                        after: Some(a.clone()),
+                        why: Some("the session's entry no longer matches git's layout".into()),
+                        plan: Plan::Restore,
+                    });
+                }
+            }
+        }
+    }
+    // Includes.
+    let inc_keys: BTreeSet<&PathBuf> = state.includes.keys().chain(snap.includes.keys()).collect();
+    for p in inc_keys {
+        let before = state.includes.get(p).cloned().unwrap_or(Node::Absent);
+        let Some(after) = snap.includes.get(p) else {
+            continue;
+        };
+        if same("", &before, after) {
+            continue;
+        }
+        // A target that no baseline config named is reported, not moved: the config change
+        // that names it is restored, and the file may be the agent's own work.
+        let plan = if state.includes.contains_key(p) {
+            Plan::Restore
+        } else {
+            Plan::Report
+        };
+        diffs.push(Diff {
+            key: Key::Abs(p.clone()),
+            kind: EventKind::IncludeTargetChanged,
+            change: change_word(&before, after),
+            before,
+            after: Some(after.clone()),
+            why: None,
+            plan,
+        });
+    }
+    diffs.sort_by(|a, b| a.key.cmp(&b.key));
+    diffs
+}
+
+// ---------------------------------------------------------------------------------------
+// restore
+
+/// The quarantine folder of one run: `<state>.quarantine/<time>-<pid>/`.
+struct Quarantine {
+    base: PathBuf,
+    made: bool,
+}
+
+impl Quarantine {
+    fn new(state: &Path) -> Quarantine {
+        let mut name = state.file_name().unwrap_or_default().to_os_string();
+        name.push(".quarantine");
+        let stamp = crate::events::rfc3339_now().replace(':', "");
+        Quarantine {
+            base: state
+                .with_file_name(name)
+                .join(format!("{stamp}-{}", std::process::id())),
+            made: false,
+        }
+    }
+
+    /// A folder for `key`'s parent inside the quarantine, and the path the entry will have.
+    fn slot(&mut self, key: &Key) -> Result<(Dir, PathBuf), NfError> {
+        let rel = match key {
+            Key::Rel(r) => Path::new("git-dir").join(r),
+            Key::Abs(p) => Path::new("include").join(p.strip_prefix("/").unwrap_or(p)),
+        };
+        let dest = self.base.join(&rel);
+        let parent = dest.parent().unwrap_or(&self.base).to_path_buf();
+        std::fs::create_dir_all(&parent).map_err(|e| NfError::Io {
+            path: parent.clone(),
+            op: "mkdir",
+            source: e,
+        })?;
+        if !self.made {
+            self.made = true;
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&self.base, std::fs::Permissions::from_mode(0o700));
+        }
+        Ok((Dir::open_trusted(&parent)?, dest))
+    }
+}
+
+fn restore_one(
+    state: &State,
+    root: &Dir,
+    d: &Diff,
+    q: &mut Quarantine,
+    mk: &dyn Fn(EventKind, String) -> Event,
+    emit: &mut dyn FnMut(Event),
+) -> Result<(), NfError> {
+    let common = &state.common_dir;
+    // The folder holding the entry, opened without following links, and the entry's name.
+    let (parent, name): (Dir, &OsStr) = match &d.key {
+        Key::Rel(r) => {
+            let (p, n) = split(r);
+            match root.walk(Path::new(p)) {
+                Ok(dir) => (dir, OsStr::new(n)),
+                // A parent that is gone was moved aside with its parent, or will be recreated
+                // by the parent's own restore, which sorts first.
+                Err(e)
+                    if e.is_not_found()
+                        && (d.plan == Plan::Quarantine || matches!(d.before, Node::Absent)) =>
+                {
+                    return Ok(())
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Key::Abs(p) => {
+            let (Some(pp), Some(n)) = (p.parent(), p.file_name()) else {
+                return Err(NfError::Escape { path: p.clone() });
+            };
+            (Dir::open_abs(pp)?, n)
+        }
+    };
+    let path = d.key.path(common);
+    let now = read_node(&parent, name).or_else(|e| match e {
+        // A fifo or oversized file is still "something there" to move aside.
+        NfError::NotRegular { .. } | NfError::TooLarge { .. } => {
+            Ok(Node::Special { kind: Kind::Fifo })
+        }
+        e => Err(e),
+    })?;
+    let restored_kind = match &d.key {
+        Key::Rel(r) if r.starts_with("worktrees/") => EventKind::WorktreeEntryRestored,
+        _ => EventKind::GitDirEntryRestored,
+    };
+    let rel_str = match &d.key {
+        Key::Rel(r) => r.clone(),
+        Key::Abs(_) => String::new(),
+    };
+    if d.plan == Plan::Restore && same(&rel_str, &d.before, &now) {
+        return Ok(());
+    }
+    // 1. The agent's version goes aside (a folder that should be a folder stays).
+    let keep_dir = matches!((&d.before, &now), (Node::Dir { .. }, Node::Dir { .. }))
+        && d.plan == Plan::Restore;
+    if !matches!(now, Node::Absent) && !keep_dir {
+        let (qdir, dest) = q.slot(&d.key)?;
+        let qname = dest.file_name().unwrap_or(name).to_os_string();
+        parent.move_out(name, &qdir, &qname)?;
+        emit(
+            mk(
+                EventKind::Quarantined,
+                format!("{} moved to {}", path.display(), dest.display()),
+            )
+            .path(&path)
+            .with("quarantine", dest.display().to_string())
+            .with("was", now.kind_name()),
+        );
+    }
+    if d.plan == Plan::Quarantine {
+        return Ok(());
+    }
+    // 2. The baseline back.
+    match &d.before {
+        Node::Absent => return Ok(()),
+        Node::File { mode, content, oid } => {
+            let bytes = content.bytes().ok_or_else(|| NfError::Io {
+                path: path.clone(),
+                op: "restore",
+                source: std::io::Error::other("state file content is damaged"),
+            })?;
+            parent.write_atomic(name, &bytes, *mode)?;
+            emit(
+                mk(
+                    restored_kind,
+                    format!("{} rewritten from the baseline", path.display()),
+                )
+                .path(&path)
+                .with("oid", oid.clone()),
+            );
+        }
+        Node::Dir { mode } => {
+            if !keep_dir {
+                parent.mkdir(name, *mode)?;
+                emit(
+                    mk(
+                        restored_kind,
+                        format!("{} recreated as a folder", path.display()),
+                    )
+                    .path(&path),
+                );
+            }
+        }
+        Node::Link { target } => {
+            parent.symlink(target, name)?;
+            emit(
+                mk(
+                    restored_kind,
+                    format!("{} recreated as a link to {target}", path.display()),
+                )
+                .path(&path),
+            );
+        }
+        Node::Special { kind } => {
+            return Err(NfError::Io {
+                path: path.clone(),
+                op: "restore",
+                source: std::io::Error::other(format!(
+                    "baseline was a {}; not recreated",
+                    kind.name()
+                )),
+            });
+        }
+    }
+    Ok(())
+}

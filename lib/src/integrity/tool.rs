@@ -1,0 +1,193 @@
+//! The `wt-check pin | check | scan` commands: arguments in, events and summary out, an exit
+//! code back. The binary only parses flags and calls these.
+
+use super::{IntegrityError, Options, Outcome};
+use crate::cli::Format;
+use crate::events::{Event, EventKind, Sink, Tool};
+use crate::exit::Code;
+use std::path::PathBuf;
+
+/// `wt-check pin`.
+#[derive(Debug, Clone)]
+pub struct PinArgs {
+    pub repo: PathBuf,
+    pub state: PathBuf,
+    pub session: Option<String>,
+    pub worktree_dir: Option<PathBuf>,
+    pub format: Format,
+}
+
+/// `wt-check check` and `wt-check scan`.
+#[derive(Debug, Clone)]
+pub struct CheckArgs {
+    pub repo: PathBuf,
+    pub state: PathBuf,
+    pub session: Option<String>,
+    pub restore: bool,
+    pub audit_log: Option<PathBuf>,
+    /// Run the commit scan after the git-folder check.
+    pub scan: bool,
+    pub format: Format,
+}
+
+fn fail(e: &IntegrityError) -> Code {
+    eprintln!("wt-check: {e}");
+    crate::exit::INCOMPLETE
+}
+
+/// Pin: write the state file; print a summary.
+pub fn pin(a: &PinArgs) -> Code {
+    let opts = Options {
+        repo: a.repo.clone(),
+        state: a.state.clone(),
+        session: a.session.clone(),
+        session_dir: a.worktree_dir.clone(),
+        restore: false,
+    };
+    let loc = match super::locate(&a.repo) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    let refs = match super::scanlink::snapshot(&loc.common_dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!(
+                "wt-check: {}: cannot take the ref snapshot: {e}",
+                a.repo.display()
+            );
+            return crate::exit::INCOMPLETE;
+        }
+    };
+    match super::pin(&opts, refs) {
+        Ok(p) => {
+            let own = p.state.worktrees.values().filter(|w| w.own).count();
+            let summary = serde_json::json!({
+                "state": p.path,
+                "common_dir": p.state.common_dir,
+                "entries": p.state.entries.len(),
+                "includes": p.state.includes.len(),
+                "worktrees": p.state.worktrees.len(),
+                "own_worktrees": own,
+                "session_dir": p.state.session_dir,
+            });
+            match a.format {
+                Format::Json => println!("{summary}"),
+                Format::Human => println!(
+                    "pinned {} entries, {} include targets, {} worktree entries ({} the session's) of {} into {}",
+                    p.state.entries.len(),
+                    p.state.includes.len(),
+                    p.state.worktrees.len(),
+                    own,
+                    p.state.common_dir.display(),
+                    p.path.display()
+                ),
+            }
+            crate::exit::CLEAN
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+/// Where events go: stdout (JSON lines or human lines) and, optionally, the audit log.
+struct Out {
+    format: Format,
+    log: Option<Sink>,
+    failed_log: bool,
+}
+
+impl Out {
+    fn emit(&mut self, e: Event) {
+        match self.format {
+            Format::Json => {
+                let _ = Sink::Stdout.emit(&e);
+            }
+            Format::Human => println!("{}: {}", e.event.as_str(), e.message),
+        }
+        if let Some(l) = &self.log {
+            if let Err(err) = l.emit(&e) {
+                if !self.failed_log {
+                    eprintln!("wt-check: cannot append to the audit log: {err}");
+                }
+                self.failed_log = true;
+            }
+        }
+    }
+}
+
+fn load(a: &CheckArgs, out: &mut Out) -> Result<super::state::State, Code> {
+    let st = super::read_state(&a.state).map_err(|e| {
+        out.emit(
+            Event::new(Tool::WtCheck, EventKind::CheckIncomplete, e.to_string()).path(&a.state),
+        );
+        crate::exit::INCOMPLETE
+    })?;
+    // The state must be about this repository: compare the common dir it names.
+    match super::locate(&a.repo) {
+        Ok(l) if l.common_dir == st.common_dir => Ok(st),
+        Ok(l) => {
+            out.emit(
+                Event::new(
+                    Tool::WtCheck,
+                    EventKind::CheckIncomplete,
+                    format!(
+                        "the state file was pinned for {}, but {} uses {}",
+                        st.common_dir.display(),
+                        a.repo.display(),
+                        l.common_dir.display()
+                    ),
+                )
+                .path(&a.repo),
+            );
+            Err(crate::exit::INCOMPLETE)
+        }
+        // The repository may be damaged now (a removed HEAD, a planted `.git` file):
+        // the check runs on the pinned paths anyway.
+        Err(_) => Ok(st),
+    }
+}
+
+/// Check (and restore), then the commit scan.
+pub fn check(a: &CheckArgs) -> Code {
+    let mut out = Out {
+        format: a.format,
+        log: a.audit_log.clone().map(Sink::File),
+        failed_log: false,
+    };
+    let st = match load(a, &mut out) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let opts = Options {
+        repo: a.repo.clone(),
+        state: a.state.clone(),
+        session: a.session.clone(),
+        session_dir: None,
+        restore: a.restore,
+    };
+    let mut outcome = super::check(&opts, &st, &mut |e| out.emit(e));
+    if a.scan {
+        outcome = outcome.and(super::scanlink::scan(&st, &mut |e| out.emit(e)));
+    }
+    if out.failed_log {
+        outcome = outcome.and(Outcome::Incomplete);
+    }
+    outcome.code()
+}
+
+/// The commit scan alone (`wt-check scan`).
+pub fn scan_only(a: &CheckArgs) -> Code {
+    let mut out = Out {
+        format: a.format,
+        log: a.audit_log.clone().map(Sink::File),
+        failed_log: false,
+    };
+    let st = match load(a, &mut out) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let mut outcome = super::scanlink::scan(&st, &mut |e| out.emit(e));
+    if out.failed_log {
+        outcome = outcome.and(Outcome::Incomplete);
+    }
+    outcome.code()
+}
