@@ -78,7 +78,13 @@ fn do_write(env: &Env, c: &Case) -> Vec<u8> {
             .unwrap();
         }
         "folder-recreate" => {
-            std::fs::remove_dir_all(&dir).unwrap();
+            // The watcher may put a file back while the folder is being emptied: retry, as
+            // an agent's `rm -rf` loop would.
+            let mut tries = 0;
+            while let Err(e) = std::fs::remove_dir_all(&dir) {
+                tries += 1;
+                assert!(tries < 50, "cannot remove {}: {e}", dir.display());
+            }
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(&path, &bytes).unwrap();
         }

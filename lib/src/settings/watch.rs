@@ -347,6 +347,8 @@ impl Watcher {
         let mut st = RunState {
             wds: HashMap::new(),
             deferred: HashMap::new(),
+            retry_due: None,
+            failures: 0,
         };
         for ri in 0..self.roots.len() {
             self.watch_tree(&ino, &mut st, ri, "")?;
@@ -381,6 +383,7 @@ impl Watcher {
                 .deferred
                 .values()
                 .map(|d| d.due)
+                .chain(st.retry_due)
                 .min()
                 .map(|due| {
                     let ms = due
@@ -411,6 +414,7 @@ impl Watcher {
                 );
                 return Ok(());
             }
+            let mut failed: Option<SettingsError> = None;
             loop {
                 let events = match ino.read_events() {
                     Ok(ev) => ev,
@@ -418,10 +422,43 @@ impl Watcher {
                     Err(e) => return Err(self.werr(e)),
                 };
                 for ev in events {
-                    self.handle(&ino, &mut st, ev, emit)?;
+                    if let Err(e) = self.handle(&ino, &mut st, ev, emit) {
+                        failed = Some(e);
+                    }
                 }
             }
-            self.run_deferred(&mut st, emit)?;
+            if let Err(e) = self.run_deferred(&mut st, emit) {
+                failed = Some(e);
+            }
+            if st.retry_due.is_some_and(|t| t <= Instant::now()) {
+                st.retry_due = None;
+                for ri in 0..self.roots.len() {
+                    if let Err(e) = self.watch_tree(&ino, &mut st, ri, "") {
+                        failed = Some(e);
+                    }
+                }
+                if let Err(e) = self.check(emit) {
+                    failed = Some(e);
+                }
+            }
+            // One path failing (the agent removed a folder while we reverted in it, a file
+            // vanished mid-read) never stops the watcher: report it and judge every guarded
+            // file again shortly, with a growing delay while the failure persists.
+            if let Some(e) = failed {
+                st.failures += 1;
+                let delay = Duration::from_millis(50 << st.failures.min(6));
+                emit(&self.event(Event::new(
+                    Tool::SettingsWatch,
+                    EventKind::CheckIncomplete,
+                    format!(
+                        "{e}; every guarded file is judged again in {} ms",
+                        delay.as_millis()
+                    ),
+                )));
+                st.retry_due = Some(Instant::now() + delay);
+            } else if st.retry_due.is_none() {
+                st.failures = 0;
+            }
         }
     }
 
@@ -657,6 +694,9 @@ struct Deferred {
 struct RunState {
     wds: HashMap<WatchDescriptor, (usize, String)>,
     deferred: HashMap<(usize, String), Deferred>,
+    /// A full pass is due (after a failure).
+    retry_due: Option<Instant>,
+    failures: u32,
 }
 
 impl RunState {
