@@ -54,6 +54,11 @@ fn do_write(env: &Env, c: &Case) -> Vec<u8> {
             std::os::unix::fs::symlink(&path, &link).unwrap();
             std::fs::write(&link, &bytes).unwrap();
         }
+        "hard-link" => {
+            let other = env.repo.join("notes.txt");
+            std::fs::hard_link(&path, &other).unwrap();
+            std::fs::write(&other, &bytes).unwrap();
+        }
         "make-link" => {
             let target = env.outside.join("evil.json");
             std::fs::write(&target, &bytes).unwrap();

@@ -346,6 +346,7 @@ impl Watcher {
             .map_err(|e| self.werr(e))?;
         let mut st = RunState {
             wds: HashMap::new(),
+            file_wds: HashMap::new(),
             deferred: HashMap::new(),
             retry_due: None,
             failures: 0,
@@ -427,7 +428,7 @@ impl Watcher {
                     }
                 }
             }
-            if let Err(e) = self.run_deferred(&mut st, emit) {
+            if let Err(e) = self.run_deferred(&ino, &mut st, emit) {
                 failed = Some(e);
             }
             if st.retry_due.is_some_and(|t| t <= Instant::now()) {
@@ -519,11 +520,33 @@ impl Watcher {
         }
         for (name, is_dir, _) in list_dir(&dir, &path)? {
             let rel = super::join(rel_dir, &name);
+            if !is_dir && self.cfg.rules.lookup(&rel).is_some() {
+                self.watch_file(ino, st, ri, &rel);
+            }
             if is_dir && self.cfg.rules.may_contain(&rel) && self.cfg.rules.lookup(&rel).is_none() {
                 self.watch_tree(ino, st, ri, &rel)?;
             }
         }
         Ok(())
+    }
+
+    /// Watch the inode of the guarded file `rel` (when it is a regular file): writes through a
+    /// hard link are seen too. Re-added after every decision, since a revert or an atomic save
+    /// puts a new inode at the name.
+    fn watch_file(&self, ino: &Inotify, st: &mut RunState, ri: usize, rel: &str) {
+        if !matches!(
+            nofollow::read(&self.roots[ri].fd, rel),
+            Ok(Content::File { .. })
+        ) {
+            return;
+        }
+        let mask = AddWatchFlags::IN_MODIFY
+            | AddWatchFlags::IN_CLOSE_WRITE
+            | AddWatchFlags::IN_ATTRIB
+            | AddWatchFlags::IN_DONT_FOLLOW;
+        if let Ok(wd) = ino.add_watch(&self.roots[ri].path.join(rel), mask) {
+            st.file_wds.insert(wd, (ri, rel.to_owned()));
+        }
     }
 
     fn handle(
@@ -544,6 +567,18 @@ impl Watcher {
                 self.watch_tree(ino, st, ri, "")?;
             }
             self.check(emit)?;
+            return Ok(());
+        }
+        if let Some((ri, rel)) = st.file_wds.get(&ev.wd).cloned() {
+            if ev.mask.contains(F::IN_IGNORED) {
+                st.file_wds.remove(&ev.wd);
+            } else if ev.mask.intersects(F::IN_CLOSE_WRITE | F::IN_ATTRIB) {
+                st.deferred.remove(&(ri, rel.clone()));
+                self.evaluate(ri, &rel, emit)?;
+                self.watch_file(ino, st, ri, &rel);
+            } else if ev.mask.contains(F::IN_MODIFY) {
+                st.defer(ri, &rel);
+            }
             return Ok(());
         }
         if ev
@@ -599,6 +634,7 @@ impl Watcher {
         {
             st.deferred.remove(&(ri, rel.clone()));
             self.evaluate(ri, &rel, emit)?;
+            self.watch_file(ino, st, ri, &rel);
         } else if ev.mask.contains(F::IN_CREATE) {
             let is_regular = matches!(
                 nofollow::read(&self.roots[ri].fd, &rel),
@@ -642,6 +678,7 @@ impl Watcher {
 
     fn run_deferred(
         &self,
+        ino: &Inotify,
         st: &mut RunState,
         emit: &mut dyn FnMut(&Event),
     ) -> Result<(), SettingsError> {
@@ -670,6 +707,7 @@ impl Watcher {
             }
             st.deferred.remove(&(ri, rel.clone()));
             self.evaluate(ri, &rel, emit)?;
+            self.watch_file(ino, st, ri, &rel);
         }
         Ok(())
     }
@@ -693,6 +731,9 @@ struct Deferred {
 
 struct RunState {
     wds: HashMap<WatchDescriptor, (usize, String)>,
+    /// Watches on guarded files' inodes: a write through a hard link elsewhere is reported
+    /// only to the inode (and the folder of the name used), not to the guarded file's folder.
+    file_wds: HashMap<WatchDescriptor, (usize, String)>,
     deferred: HashMap<(usize, String), Deferred>,
     /// A full pass is due (after a failure).
     retry_due: Option<Instant>,
