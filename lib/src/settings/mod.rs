@@ -658,6 +658,36 @@ fn recreate_and_put_back(
     put_back_prepared(store, change, target, rules, source, prepared)
 }
 
+/// Put the approved content `target` back at `rel` below `root` (a file below a folder link
+/// that was just reverted), through the same exchange as a revert: whatever the agent put
+/// there meanwhile is displaced and held, never overwritten.
+pub(crate) fn restore(
+    store: &Store,
+    root: &Path,
+    rel: &str,
+    target: &Content,
+    rules: &Rules,
+    source: &str,
+) -> Result<Vec<HeldWrite>, SettingsError> {
+    let rule = rules
+        .lookup(rel)
+        .map(|r| r.name.clone())
+        .unwrap_or_default();
+    let c = Change {
+        root: root.to_path_buf(),
+        rel: rel.to_owned(),
+        path: root.join(rel),
+        rule,
+        before: target.clone(),
+        after: Content::Absent,
+        verdict: Verdict::Widens,
+        findings: Vec::new(),
+        blocked: Vec::new(),
+        diff: String::new(),
+    };
+    put_back(store, &c, target, rules, source)
+}
+
 /// Accept a narrowing or neutral change: it becomes the approved state.
 pub fn accept(store: &Store, change: &Change, source: &str) -> Result<Outcome, SettingsError> {
     store.set_approved(&change.path, &change.after)?;

@@ -217,13 +217,14 @@ impl Watcher {
                     if p.starts_with(&prefix) && p != prefix && !matches!(c, Content::Absent) {
                         if let Ok(sub) = p.strip_prefix(&r.path) {
                             let sub = sub.to_string_lossy();
-                            nofollow::write_atomic(&r.fd, &sub, &c).map_err(|source| {
-                                SettingsError::Io {
-                                    path: p.clone(),
-                                    op: "restore",
-                                    source,
-                                }
-                            })?;
+                            super::restore(
+                                &self.store,
+                                &r.path,
+                                &sub,
+                                &c,
+                                &self.cfg.rules,
+                                self.source,
+                            )?;
                         }
                     }
                 }
