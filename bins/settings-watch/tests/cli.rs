@@ -209,3 +209,48 @@ fn worktrees_and_extra_roots_are_guarded() {
         text(&o.stderr)
     );
 }
+
+#[test]
+fn a_worktree_created_while_running_is_guarded_from_its_first_file() {
+    let env = Env::new();
+    let mut w = env.start();
+    // The shim creates <repo>-worktrees/<session>/<name>; a checkout (or the agent) puts a
+    // settings file there at once.
+    let wt = env.home.join("src/proj-worktrees/alpha/feat");
+    std::fs::create_dir_all(wt.join(".claude")).unwrap();
+    std::fs::write(
+        wt.join(".claude/settings.json"),
+        r#"{"permissions":{"defaultMode":"bypassPermissions"}}"#,
+    )
+    .unwrap();
+    let shown = wt.join(".claude/settings.json").display().to_string();
+    let t = std::time::Duration::from_secs(10);
+    assert!(
+        w.wait_for(
+            |e| e["event"] == "settings_write_held" && e["path"] == shown.as_str(),
+            t
+        )
+        .is_some(),
+        "{:#?}",
+        w.seen
+    );
+    assert!(eventually(t, || !wt.join(".claude/settings.json").exists()));
+    // Later writes there are judged like anywhere else: a file that only denies narrows.
+    std::fs::write(
+        wt.join(".claude/settings.json"),
+        r#"{"permissions":{"deny":["Bash"]}}"#,
+    )
+    .unwrap();
+    assert!(
+        w.wait_for(
+            |e| e["event"] == "settings_write_accepted" && e["path"] == shown.as_str(),
+            t
+        )
+        .is_some(),
+        "{:#?}",
+        w.seen
+    );
+    assert!(wt.join(".claude/settings.json").exists());
+    let (code, _) = w.stop();
+    assert_eq!(code, 0);
+}

@@ -44,6 +44,10 @@ pub struct WatchConfig {
     pub rules: Rules,
     /// The held-writes store folder.
     pub store_dir: PathBuf,
+    /// The session's worktree folder: `run` watches it, and each folder that appears in it
+    /// (a new worktree) becomes a root with nothing approved yet (fail closed: a guarded file
+    /// checked out or written there is held until the owner approves it).
+    pub worktree_dir: Option<PathBuf>,
     pub session: Option<String>,
 }
 
@@ -83,6 +87,7 @@ impl WatchConfig {
             roots,
             rules,
             store_dir: policy.held_dir(),
+            worktree_dir: Some(policy.worktree_dir.clone()),
             session: Some(policy.session.clone()),
         })
     }
@@ -332,7 +337,7 @@ impl Watcher {
 
     /// Watch until SIGTERM / SIGINT / SIGHUP (clean shutdown: the current decision finishes,
     /// then `watch_stopped`). The signals are blocked in this thread and read from a signalfd.
-    pub fn run(&self, emit: &mut dyn FnMut(&Event)) -> Result<(), SettingsError> {
+    pub fn run(&mut self, emit: &mut dyn FnMut(&Event)) -> Result<(), SettingsError> {
         use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
         use nix::sys::signal::{SigSet, Signal};
         use nix::sys::signalfd::{SfdFlags, SignalFd};
@@ -348,6 +353,7 @@ impl Watcher {
         let mut st = RunState {
             wds: HashMap::new(),
             file_wds: HashMap::new(),
+            containers: HashMap::new(),
             deferred: HashMap::new(),
             retry_due: None,
             failures: 0,
@@ -355,6 +361,7 @@ impl Watcher {
         for ri in 0..self.roots.len() {
             self.watch_tree(&ino, &mut st, ri, "")?;
         }
+        self.watch_containers(&ino, &mut st, emit)?;
         // Judge what changed while we were not watching (watches are in place first, so
         // nothing slips between the pass and the loop).
         let sum = self.check(emit)?;
@@ -531,6 +538,85 @@ impl Watcher {
         Ok(())
     }
 
+    /// Watch the session's worktree folder (or, until it exists, its parent) and make every
+    /// folder in it a root. A worktree seen for the first time while running starts with
+    /// nothing approved: its guarded files are judged as creations (held), since the agent
+    /// controls what a new worktree holds and when.
+    fn watch_containers(
+        &mut self,
+        ino: &Inotify,
+        st: &mut RunState,
+        emit: &mut dyn FnMut(&Event),
+    ) -> Result<(), SettingsError> {
+        let Some(wdir) = self.cfg.worktree_dir.clone() else {
+            return Ok(());
+        };
+        let mask = AddWatchFlags::IN_CREATE
+            | AddWatchFlags::IN_MOVED_TO
+            | AddWatchFlags::IN_ONLYDIR
+            | AddWatchFlags::IN_DONT_FOLLOW;
+        let parent = wdir.parent().map(Path::to_path_buf);
+        let grandparent = parent
+            .as_deref()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf);
+        for c in [grandparent, parent, Some(wdir.clone())]
+            .into_iter()
+            .flatten()
+        {
+            if let Ok(wd) = ino.add_watch(&c, mask) {
+                st.containers.insert(wd, c);
+            }
+        }
+        let Ok(fd) = nofollow::open_root(&wdir) else {
+            return Ok(());
+        };
+        let mut new_roots = Vec::new();
+        for (name, is_dir, _) in list_dir(&fd, &wdir)? {
+            let p = wdir.join(&name);
+            if is_dir && !self.roots.iter().any(|r| r.path == p) {
+                new_roots.push(p);
+            }
+        }
+        for p in new_roots {
+            let Ok(fd) = nofollow::open_root(&p) else {
+                continue;
+            };
+            // Nothing approved yet: mark the root as known so a restart does not take what
+            // is there now as approved.
+            let marker = self.store.dir().join("roots").join(marker_name(&p));
+            std::fs::write(&marker, p.as_os_str().as_encoded_bytes()).map_err(|source| {
+                SettingsError::Io {
+                    path: marker.clone(),
+                    op: "write root marker",
+                    source,
+                }
+            })?;
+            self.roots.push(Root {
+                path: p.clone(),
+                fd,
+            });
+            let ri = self.roots.len() - 1;
+            self.cfg.roots.push(p.clone());
+            self.watch_tree(ino, st, ri, "")?;
+            emit(
+                &self.event(
+                    Event::new(
+                        Tool::SettingsWatch,
+                        EventKind::WatchStarted,
+                        format!("watching the new worktree {}", p.display()),
+                    )
+                    .with("roots", vec![p.display().to_string()]),
+                ),
+            );
+            let snap = Snapshot::capture(&p, &self.cfg.rules)?;
+            for rel in snap.files.keys() {
+                st.defer(ri, rel);
+            }
+        }
+        Ok(())
+    }
+
     /// Watch the inode of the guarded file `rel` (when it is a regular file): writes through a
     /// hard link are seen too. Re-added after every decision, since a revert or an atomic save
     /// puts a new inode at the name.
@@ -551,7 +637,7 @@ impl Watcher {
     }
 
     fn handle(
-        &self,
+        &mut self,
         ino: &Inotify,
         st: &mut RunState,
         ev: nix::sys::inotify::InotifyEvent,
@@ -568,6 +654,15 @@ impl Watcher {
                 self.watch_tree(ino, st, ri, "")?;
             }
             self.check(emit)?;
+            return Ok(());
+        }
+        if st.containers.contains_key(&ev.wd) {
+            if ev.mask.contains(F::IN_IGNORED) {
+                st.containers.remove(&ev.wd);
+            }
+            if ev.mask.contains(F::IN_ISDIR) && ev.mask.intersects(F::IN_CREATE | F::IN_MOVED_TO) {
+                self.watch_containers(ino, st, emit)?;
+            }
             return Ok(());
         }
         if let Some((ri, rel)) = st.file_wds.get(&ev.wd).cloned() {
@@ -736,6 +831,8 @@ struct RunState {
     /// only to the inode (and the folder of the name used), not to the guarded file's folder.
     file_wds: HashMap<WatchDescriptor, (usize, String)>,
     deferred: HashMap<(usize, String), Deferred>,
+    /// Watches on the worktree folder (and its parent, until it exists).
+    containers: HashMap<WatchDescriptor, PathBuf>,
     /// A full pass is due (after a failure).
     retry_due: Option<Instant>,
     failures: u32,
