@@ -26,7 +26,7 @@ fn swap_loop(dir: &Path, trap: &Path, stop: &AtomicBool) {
             }
         }
         n += 1;
-        if n % 64 == 0 {
+        if n & 63 == 0 {
             std::thread::sleep(std::time::Duration::from_micros(50));
         }
     }
