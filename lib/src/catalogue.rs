@@ -287,7 +287,7 @@ pub static KEYS: &[KeyEntry] = &[
     KeyEntry { key: k!("sequence"."editor"), effect: RunsShell, runs: "todo-list editor, via sh", trigger: "rebase -i", neutraliser: cannot("GIT_SEQUENCE_EDITOR beats it and is set to ':'"), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: k!("core"."pager"), effect: RunsShell, runs: "pager, via sh", trigger: "paging commands with a terminal on stdout", neutraliser: set("cat"), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: KeyPattern::Section { section: "pager" }, effect: RunsShell, runs: "pager.<cmd> = a command: both enables paging and names the pager", trigger: "git <cmd> with a terminal", neutraliser: cannot("GIT_PAGER beats it and is set to cat"), since: None, severity: Error, research: "§1c" },
-    KeyEntry { key: k!("diff"."external"), effect: RunsShell, runs: "external diff, via sh, 7 arguments per path", trigger: "diff; log/show with --ext-diff", neutraliser: set(""), since: None, severity: Error, research: "§1c" },
+    KeyEntry { key: k!("diff"."external"), effect: RunsShell, runs: "external diff, via sh, 7 arguments per path", trigger: "diff; log/show with --ext-diff", neutraliser: cannot("an empty -c value makes every diff fail; GIT_EXTERNAL_DIFF is removed, diff commands get --no-ext-diff unless the owner configures an external diff, and the owner's value is re-asserted when the repository sets one"), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: per!("diff"."command"), effect: RunsShell, runs: "external diff driver, via sh (selected by attribute diff=<name>)", trigger: "diff; log/show with --ext-diff", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: per!("diff"."textconv"), effect: RunsShell, runs: "text conversion, via sh (selected by attribute diff=<name>)", trigger: "diff, log -p, show, blame, cat-file --textconv, grep --textconv", neutraliser: pername(""), since: None, severity: Error, research: "§1c" },
     KeyEntry { key: k!("interactive"."diffFilter"), effect: RunsShell, runs: "filter for add -p output, via sh", trigger: "add -p/-i with colour", neutraliser: set(""), since: None, severity: Error, research: "§1c" },
@@ -545,7 +545,7 @@ pub static ENV: &[EnvEntry] = &[
     setenv("PAGER", "cat", "fallback pager", "§2b"),
     setenv("GIT_ASKPASS", "", "empty: no askpass, and no SSH_ASKPASS fallback", "§2b"),
     setenv("GIT_TERMINAL_PROMPT", "0", "no terminal prompts", "§2b"),
-    setenv("GIT_EXTERNAL_DIFF", "", "empty: disables diff.external too", "§2b"),
+    rm("GIT_EXTERNAL_DIFF", "external diff program; beats diff.external (an empty value makes every diff fail, so it is removed)", "§2b"),
     setenv("GIT_PROXY_COMMAND", "", "empty: overrides core.gitProxy (first value wins there)", "§2b"),
     setenv("GIT_SSH_COMMAND", "ssh", "beats core.sshCommand", "§2b"),
     setenv("GIT_NO_LAZY_FETCH", "1", "no promisor fetches", "§2b"),
@@ -706,6 +706,41 @@ pub fn classify_url(url: &str) -> Option<UrlDanger> {
     }
     Some(UrlDanger::Local)
 }
+
+/// Where a URL sits in a URL-carrying config key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UrlIn {
+    /// The value is a URL (`remote.<name>.url`).
+    Value,
+    /// The subsection is the URL a prefix is rewritten to (`url.<base>.insteadOf`).
+    Subsection,
+}
+
+/// Config keys that carry a remote or submodule URL: a persistent write is judged by the URL
+/// it stores ([`classify_url`]), so an ordinary `https://` remote can be set while `ext::`,
+/// `<helper>::` and local paths are refused (git-shim).
+pub static URL_KEYS: &[(KeyPattern, UrlIn)] = &[
+    (per!("remote"."url"), UrlIn::Value),
+    (per!("remote"."pushurl"), UrlIn::Value),
+    (per!("submodule"."url"), UrlIn::Value),
+    (per!("url"."insteadOf"), UrlIn::Subsection),
+    (per!("url"."pushInsteadOf"), UrlIn::Subsection),
+];
+
+/// Variables a launcher of the agent's commands (agent-shell) removes besides the defused
+/// git set ([`ENV`]): shell start-up code and container-daemon access. Docker variables are
+/// set again by agent-shell only when the policy opts in.
+pub static SHELL_ENV: &[EnvEntry] = &[
+    rm("PROMPT_COMMAND", "run by an interactive bash before every prompt", "§2b"),
+    rm("BASH_FUNC_*", "exported bash functions, defined in every bash the agent starts (Shellshock-style carriers)", "§2b"),
+    rm("DOCKER_HOST", "daemon socket: host root through the container engine", "anchors §2.1"),
+    rm("DOCKER_CONTEXT", "selects a daemon endpoint from the client config", "anchors §2.1"),
+    rm("DOCKER_CONFIG", "client config with registry logins and contexts", "anchors §2.1"),
+    rm("DOCKER_CERT_PATH", "TLS client keys for a remote daemon", "anchors §2.1"),
+    rm("DOCKER_TLS_VERIFY", "TLS settings for a remote daemon", "anchors §2.1"),
+    rm("CONTAINER_HOST", "podman remote socket", "anchors §2.1"),
+];
 
 /// Keys that the config and attributes readers interpret themselves (they change which files
 /// are read), named once here so no reader spells them. Each is also a row of [`KEYS`] (§1e).

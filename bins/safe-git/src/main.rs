@@ -1,1 +1,96 @@
-fn main() {}
+//! safe-git: git for host-side scripts over repositories an agent wrote.
+//! Parses its own few options, asks the library for a plan, and execs git (same pid, git's
+//! own exit status) — or prints one line and exits with a documented refusal code.
+
+use clap::Parser;
+use gitward::cli::{Format, Generate};
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+  safe-git status --porcelain                 status of the repository in this folder
+  safe-git -C /work/agent-1 log -p -3         the last three commits with patches
+  safe-git worktree remove --force ../wt      remove a session's worktree
+  safe-git --explain -C repo diff             show the environment and -c set, run nothing
+  safe-git --git /usr/bin/git status          pick the real git explicitly
+
+EXIT STATUS:
+  git's own status when git ran; 120 usage, 121 not allowed, 122 layout cannot be vouched
+  for, 123 config cannot be parsed or neutralised, 124 setup error (see docs/exit-codes.md).";
+
+/// Run git over an untrusted repository without running anything the repository, its
+/// includes, its submodules, its worktree config, a redirect or the caller's git
+/// environment names. Same arguments as git, over an allow-list of inspection and clean-up
+/// subcommands; safe-git's own options come first.
+#[derive(Debug, Parser)]
+#[command(name = "safe-git", version, after_long_help = EXAMPLES, trailing_var_arg = true)]
+struct Cli {
+    /// The real git (default: the first `git` on PATH that is not gitward).
+    #[arg(long, env = "SAFE_GIT_GIT", value_name = "PATH")]
+    git: Option<PathBuf>,
+    /// Print the plan (git, repository, environment, -c set) and run nothing.
+    #[arg(long)]
+    explain: bool,
+    /// Format of --explain output.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+    /// Append one JSON event per decision (git_allowed / git_refused) to this file.
+    #[arg(long, env = "SAFE_GIT_EVENTS", value_name = "FILE")]
+    events: Option<PathBuf>,
+    /// Write a man page or shell completions to stdout.
+    #[arg(long, value_enum, value_name = "WHAT")]
+    generate: Option<Generate>,
+    /// git's arguments: [global options] <subcommand> [arguments].
+    #[arg(allow_hyphen_values = true, value_name = "GIT ARGS")]
+    args: Vec<OsString>,
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                gitward::exit::USAGE.code
+            } else {
+                0
+            };
+            let _ = e.print();
+            std::process::exit(i32::from(code));
+        }
+    };
+    if let Some(what) = cli.generate {
+        use clap::CommandFactory;
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = gitward::cli::generate(Cli::command(), what, &mut out) {
+            eprintln!("safe-git: cannot write: {e}");
+            gitward::exit::SETUP.exit();
+        }
+        return;
+    }
+    let req = gitward::safegit::Request::from_process(cli.git, cli.args, cli.events);
+    match gitward::safegit::plan(&req) {
+        Err(refusal) => {
+            eprintln!("safe-git: {refusal}");
+            refusal.log(&req);
+            refusal.code.exit();
+        }
+        Ok(plan) if cli.explain => {
+            let text = match cli.format {
+                Format::Human => plan.to_human(),
+                Format::Json => format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&plan.to_json()).unwrap_or_default()
+                ),
+            };
+            print!("{text}");
+        }
+        Ok(plan) => {
+            plan.log(&req);
+            let err = plan.command().exec();
+            eprintln!("safe-git: {}: cannot run git: {err}", plan.git.display());
+            gitward::exit::SETUP.exit();
+        }
+    }
+}

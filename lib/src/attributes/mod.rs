@@ -468,24 +468,55 @@ impl<'a> Collector<'a> {
         Ok(())
     }
 
-    /// Walk the work tree without following links, skipping every `.git` entry, reading each
-    /// `.gitattributes` regular file.
+    /// Walk the work tree folder by folder with `openat(O_NOFOLLOW | O_DIRECTORY)` (a folder
+    /// swapped for a link between listing and opening is an error, not followed), skipping
+    /// every `.git` entry, reading each `.gitattributes` regular file through its folder's
+    /// descriptor.
     fn walk(&mut self, work_tree: &Path) -> Result<(), AttributesError> {
+        use nix::dir::{Dir, Type};
+        use nix::fcntl::OFlag;
+        use nix::sys::stat::Mode;
+        use std::os::unix::ffi::OsStrExt;
+        use std::rc::Rc;
+
         let limits = self.opts.limits;
-        let mut stack: Vec<(PathBuf, usize)> = vec![(PathBuf::new(), 0)];
-        let mut found: Vec<PathBuf> = Vec::new();
-        while let Some((rel, depth)) = stack.pop() {
-            let dir = work_tree.join(&rel);
-            self.check_time(&dir)?;
-            let rd = std::fs::read_dir(&dir).map_err(|e| AttributesError::Incomplete {
-                dir: dir.clone(),
-                reason: format!("cannot list: {e}"),
-            })?;
-            for entry in rd {
-                let entry = entry.map_err(|e| AttributesError::Incomplete {
-                    dir: dir.clone(),
-                    reason: format!("cannot list: {e}"),
-                })?;
+        let dflags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let incomplete = |dir: &Path, what: &str, e: nix::Error| AttributesError::Incomplete {
+            dir: dir.to_path_buf(),
+            reason: format!("{what}: {e}"),
+        };
+        let root = Dir::open(work_tree, dflags, Mode::empty())
+            .map_err(|e| incomplete(work_tree, "cannot open", e))?;
+        // Pending folders: (parent, name, path relative to the work tree, depth). A parent stays
+        // open while a child is pending: at most one open folder per level of the walk.
+        type Pending = (Option<Rc<Dir>>, Vec<u8>, PathBuf, usize);
+        let mut stack: Vec<Pending> = Vec::new();
+        let mut first = Some(root);
+        let mut found: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+        loop {
+            let (mut dir, rel, depth) = match first.take() {
+                Some(d) => (d, PathBuf::new(), 0usize),
+                None => {
+                    let Some((parent, name, rel, depth)) = stack.pop() else {
+                        break;
+                    };
+                    let parent = parent.expect("children have a parent");
+                    let d = Dir::openat(parent.as_ref(), name.as_slice(), dflags, Mode::empty())
+                        .map_err(|e| incomplete(&work_tree.join(&rel), "cannot open", e))?;
+                    (d, rel, depth)
+                }
+            };
+            self.check_time(&work_tree.join(&rel))?;
+            let mut subdirs: Vec<Vec<u8>> = Vec::new();
+            let mut unknown: Vec<Vec<u8>> = Vec::new();
+            let mut has_attributes = false;
+            for entry in dir.iter() {
+                let entry =
+                    entry.map_err(|e| incomplete(&work_tree.join(&rel), "cannot list", e))?;
+                let name = entry.file_name().to_bytes();
+                if name == b"." || name == b".." || name == b".git" {
+                    continue;
+                }
                 self.entries_seen += 1;
                 if self.entries_seen > limits.max_entries {
                     return Err(AttributesError::Incomplete {
@@ -493,50 +524,59 @@ impl<'a> Collector<'a> {
                         reason: format!("more than {} entries", limits.max_entries),
                     });
                 }
-                let name = entry.file_name();
-                if name == ".git" {
+                if name == GITATTRIBUTES.as_bytes() && entry.file_type() != Some(Type::Directory) {
+                    has_attributes = true;
                     continue;
                 }
-                let ft = entry.file_type().map_err(|e| AttributesError::Incomplete {
-                    dir: dir.clone(),
-                    reason: format!("cannot stat an entry: {e}"),
-                })?;
-                if ft.is_dir() {
-                    if depth + 1 > limits.max_depth {
-                        return Err(AttributesError::Incomplete {
-                            dir: entry.path(),
-                            reason: format!("nested deeper than {}", limits.max_depth),
-                        });
-                    }
-                    stack.push((rel.join(&name), depth + 1));
-                } else if name == GITATTRIBUTES {
-                    if ft.is_symlink() {
-                        self.files.push(FileEntry {
-                            source: Source::WorkTree(rel.join(&name)),
-                            state: FileState::LinkNotFollowed,
-                        });
-                    } else {
-                        found.push(rel.join(&name));
-                    }
+                match entry.file_type() {
+                    Some(Type::Directory) => subdirs.push(name.to_vec()),
+                    Some(_) => {}
+                    // No d_type from this file system: ask below, without following links.
+                    None => unknown.push(name.to_vec()),
+                }
+            }
+            for name in unknown {
+                let st = nix::sys::stat::fstatat(
+                    &dir,
+                    name.as_slice(),
+                    nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                )
+                .map_err(|e| incomplete(&work_tree.join(&rel), "cannot stat an entry", e))?;
+                if st.st_mode & nix::libc::S_IFMT == nix::libc::S_IFDIR {
+                    subdirs.push(name);
+                }
+            }
+            if has_attributes {
+                let file_rel = rel.join(GITATTRIBUTES);
+                match read_at(&dir, &work_tree.join(&file_rel), limits.max_file_size)? {
+                    Some(bytes) => found.push((file_rel, bytes)),
+                    None => self.files.push(FileEntry {
+                        source: Source::WorkTree(file_rel),
+                        state: FileState::LinkNotFollowed,
+                    }),
+                }
+            }
+            if !subdirs.is_empty() {
+                if depth + 1 > limits.max_depth {
+                    return Err(AttributesError::Incomplete {
+                        dir: work_tree.join(&rel),
+                        reason: format!("nested deeper than {}", limits.max_depth),
+                    });
+                }
+                let dir = Rc::new(dir);
+                for name in subdirs {
+                    let child = rel.join(std::ffi::OsStr::from_bytes(&name));
+                    stack.push((Some(Rc::clone(&dir)), name, child, depth + 1));
                 }
             }
         }
         // Root first, then by path: the order git stacks them in.
         found.sort_by(|a, b| {
-            (a.components().count(), a.as_os_str()).cmp(&(b.components().count(), b.as_os_str()))
+            (a.0.components().count(), a.0.as_os_str())
+                .cmp(&(b.0.components().count(), b.0.as_os_str()))
         });
-        for rel in found {
-            let abs = work_tree.join(&rel);
-            match config::read_bounded(&abs, limits.max_file_size)? {
-                Some(bytes) => self.push_parsed(Source::WorkTree(rel), &bytes),
-                None => {
-                    // Removed between listing and reading: the walk cannot vouch for it.
-                    return Err(AttributesError::Incomplete {
-                        dir: abs,
-                        reason: "vanished during the walk".into(),
-                    });
-                }
-            }
+        for (rel, bytes) in found {
+            self.push_parsed(Source::WorkTree(rel), &bytes);
         }
         Ok(())
     }
@@ -559,7 +599,9 @@ impl<'a> Collector<'a> {
         let index = gix::index::File::at(
             &index_path,
             gix::hash::Kind::Sha1,
-            false,
+            // Read only: the trailing checksum protects against torn writes, not against the
+            // agent (who can rewrite it); skipping it halves the cost.
+            true,
             gix::index::decode::Options::default(),
         )
         .map_err(|e| index_err(e.to_string()))?;
@@ -791,6 +833,59 @@ fn expand(
         }
     }
     out
+}
+
+/// Read `.gitattributes` in an open folder without following a link (`Ok(None)` for a link,
+/// which git does not follow either), non-blocking, regular files only, bounded.
+fn read_at(
+    dir: &nix::dir::Dir,
+    path: &Path,
+    limit: u64,
+) -> Result<Option<Vec<u8>>, AttributesError> {
+    use nix::fcntl::OFlag;
+    use std::io::Read;
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let unreadable = |e: std::io::Error| {
+        AttributesError::Read(ConfigError::Unreadable {
+            file: path.to_path_buf(),
+            source: e,
+        })
+    };
+    let fd = match nix::fcntl::openat(dir, GITATTRIBUTES, flags, nix::sys::stat::Mode::empty()) {
+        Ok(fd) => fd,
+        Err(nix::Error::ELOOP) => return Ok(None),
+        Err(e) => return Err(unreadable(e.into())),
+    };
+    let file = std::fs::File::from(fd);
+    let md = file.metadata().map_err(unreadable)?;
+    if !md.is_file() {
+        return Err(AttributesError::Read(ConfigError::NotAFile {
+            file: path.to_path_buf(),
+            kind: if md.is_dir() {
+                "a folder"
+            } else {
+                "not a regular file"
+            },
+        }));
+    }
+    let too_large = |size: u64| {
+        AttributesError::Read(ConfigError::TooLarge {
+            file: path.to_path_buf(),
+            size,
+            limit,
+        })
+    };
+    if md.len() > limit {
+        return Err(too_large(md.len()));
+    }
+    let mut buf = Vec::with_capacity(md.len() as usize);
+    file.take(limit + 1)
+        .read_to_end(&mut buf)
+        .map_err(unreadable)?;
+    if buf.len() as u64 > limit {
+        return Err(too_large(buf.len() as u64));
+    }
+    Ok(Some(buf))
 }
 
 fn bytes_path(p: &[u8]) -> PathBuf {

@@ -7,6 +7,18 @@ fn w(path: &Path, content: &str) {
     fs::write(path, content).unwrap();
 }
 
+trait TapParent {
+    /// Create the parent folder, return the path.
+    fn tap_parent(&self) -> PathBuf;
+}
+
+impl TapParent for PathBuf {
+    fn tap_parent(&self) -> PathBuf {
+        fs::create_dir_all(self.parent().unwrap()).unwrap();
+        self.clone()
+    }
+}
+
 fn gits() -> Vec<PathBuf> {
     ["/usr/bin/git", "/usr/local/bin/git"]
         .iter()
@@ -277,6 +289,24 @@ fn links_are_not_followed_and_bounds_fail_closed() {
         .iter()
         .any(|f| f.source == Source::WorkTree("a/.gitattributes".into())
             && f.state == FileState::LinkNotFollowed));
+    // A folder named .gitattributes is walked like any folder.
+    w(
+        &wt.join("odd/.gitattributes/.gitattributes"),
+        "* diff=inside\n",
+    );
+    let a = collect(&o).unwrap();
+    assert!(a.names(DriverKind::Diff).contains("inside"));
+    // A FIFO named .gitattributes is an error, not a hang.
+    nix::unistd::mkfifo(
+        &wt.join("a/b/.gitattributes").tap_parent(),
+        nix::sys::stat::Mode::S_IRWXU,
+    )
+    .unwrap();
+    assert!(matches!(
+        collect(&o),
+        Err(AttributesError::Read(ConfigError::NotAFile { .. }))
+    ));
+    fs::remove_file(wt.join("a/b/.gitattributes")).unwrap();
     for i in 0..20 {
         w(&wt.join(format!("d{i}/f")), "");
     }

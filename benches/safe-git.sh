@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# safe-git status against git status on a generated repository of 10,000 files with includes and
+# a few .gitattributes, both in one hyperfine run; plus the cost of the plan alone
+# (`safe-git --explain`: probe, layout, config enumeration, no git).
+#
+#   benches/safe-git.sh [GIT]        (default GIT: /usr/local/bin/git)
+#
+# Needs: hyperfine, a release build (`cargo build --release -p safe-git`).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+git=${1:-/usr/local/bin/git}
+safe_git=$here/target/release/safe-git
+[ -x "$safe_git" ] || { echo "build first: cargo build --release -p safe-git" >&2; exit 2; }
+command -v hyperfine >/dev/null || { echo "hyperfine is needed (apt-get install hyperfine)" >&2; exit 2; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export HOME=$work/home LC_ALL=C
+mkdir -p "$HOME"
+printf '[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n' > "$HOME/.gitconfig"
+repo=$work/repo
+"$git" init -q "$repo"
+cd "$repo"
+# 10,000 files in 100 folders, a few .gitattributes, three include files (one conditional).
+for d in $(seq -w 0 99); do
+  mkdir -p "d$d"
+  for f in $(seq -w 0 99); do echo "file $d/$f" > "d$d/f$f.txt"; done
+done
+printf '*.txt text\n*.bin binary\n' > .gitattributes
+for d in 07 42 77; do printf '*.dat -diff\n' > "d$d/.gitattributes"; done
+printf '[core]\n\tautocrlf = false\n[include]\n\tpath = ../inc-b.cfg\n' > "$work/inc-a.cfg"
+printf '[color]\n\tui = auto\n' > "$work/inc-b.cfg"
+printf '[diff]\n\trenames = true\n' > "$work/inc-c.cfg"
+"$git" config include.path "$work/inc-a.cfg"
+"$git" config "includeIf.gitdir:$repo/.git.path" "$work/inc-c.cfg"
+"$git" add -A >/dev/null
+"$git" commit -qm "10k files"
+"$git" status >/dev/null  # warm the index
+
+echo "git: $("$git" version); files: $("$git" ls-files | wc -l)"
+hyperfine -N --warmup 5 --runs ${RUNS:-40} \
+  -n "git status" "$git status" \
+  -n "safe-git status" "$safe_git --git $git status" \
+  -n "safe-git --explain status (plan only)" "$safe_git --git $git --explain status" \
+  --export-json "$work/hyperfine.json" >&2
+python3 - "$work/hyperfine.json" <<'PY'
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+g, s, p = r["git status"], r["safe-git status"], r["safe-git --explain status (plan only)"]
+print(f"git status            {g['mean']*1000:7.2f} ms ± {g['stddev']*1000:.2f}")
+print(f"safe-git status       {s['mean']*1000:7.2f} ms ± {s['stddev']*1000:.2f}   ratio {s['mean']/g['mean']:.3f}x")
+print(f"plan only (--explain) {p['mean']*1000:7.2f} ms ± {p['stddev']*1000:.2f}")
+PY

@@ -1,0 +1,237 @@
+//! End-to-end tests of the safe-git binary: conventions (help, version, man page,
+//! completions), refusals (one line, documented code, event), and git's status passed through.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::{Path, PathBuf};
+
+fn gits() -> Vec<PathBuf> {
+    ["/usr/bin/git", "/usr/local/bin/git"]
+        .iter()
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+        .collect()
+}
+
+/// A fresh repository with one commit, made with `git`, in an isolated HOME.
+fn repo(git: &Path) -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join(".gitconfig"),
+        "[user]\n\tname = T\n\temail = t@example.com\n",
+    )
+    .unwrap();
+    let r = t.path().join("repo");
+    let run = |args: &[&str]| {
+        let st = std::process::Command::new(git)
+            .args(args)
+            .current_dir(t.path())
+            .env("HOME", &home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .unwrap();
+        assert!(st.success(), "{args:?}");
+    };
+    run(&["init", "-q", "repo"]);
+    std::fs::write(r.join("a.txt"), "a\n").unwrap();
+    run(&["-C", "repo", "add", "a.txt"]);
+    run(&["-C", "repo", "commit", "-qm", "one"]);
+    (t, r)
+}
+
+fn safe_git(home: &Path) -> Command {
+    let mut c = Command::cargo_bin("safe-git").unwrap();
+    c.env_clear()
+        .env("HOME", home)
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("LC_ALL", "C");
+    c
+}
+
+#[test]
+fn help_shows_examples_and_exit_codes() {
+    Command::cargo_bin("safe-git")
+        .unwrap()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("EXAMPLES:"))
+        .stdout(predicate::str::contains("safe-git status --porcelain"))
+        .stdout(predicate::str::contains("121 not allowed"));
+}
+
+#[test]
+fn version_man_page_and_completions() {
+    Command::cargo_bin("safe-git")
+        .unwrap()
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("safe-git "));
+    Command::cargo_bin("safe-git")
+        .unwrap()
+        .args(["--generate", "man"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(".TH safe-git"));
+    for shell in ["bash", "zsh", "fish"] {
+        Command::cargo_bin("safe-git")
+            .unwrap()
+            .args(["--generate", shell])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("safe-git"));
+    }
+}
+
+#[test]
+fn refusals_are_one_line_with_documented_codes() {
+    for git in gits() {
+        let (t, r) = repo(&git);
+        let home = t.path().join("home");
+        let cases: &[(&[&str], i32, &str)] = &[
+            (&["commit", "-m", "x"], 121, "not-allowed"),
+            (&["st"], 121, "not-allowed"),
+            (
+                &["-c", "core.fsmonitor=touch /tmp/x", "status"],
+                121,
+                "core.fsmonitor",
+            ),
+            (&["--exec-path=/tmp", "status"], 121, "--exec-path"),
+            (&["config", "core.hooksPath", "/tmp"], 121, "may only read"),
+            (&["branch", "-D", "main"], 121, "listing"),
+            (&["worktree", "add", "../x"], 121, "worktree list"),
+            (&["--no-pager"], 120, "no subcommand"),
+        ];
+        for (args, code, needle) in cases {
+            let out = safe_git(&home)
+                .arg("--git")
+                .arg(&git)
+                .args(*args)
+                .current_dir(&r)
+                .output()
+                .unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(*code),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+            assert!(err.starts_with("safe-git: refused ("), "{err}");
+            assert!(err.contains(needle), "{args:?}: {err} lacks {needle}");
+            assert!(out.stdout.is_empty());
+        }
+    }
+}
+
+#[test]
+fn git_exit_status_and_output_pass_through() {
+    for git in gits() {
+        let (t, r) = repo(&git);
+        let home = t.path().join("home");
+        safe_git(&home)
+            .arg("--git")
+            .arg(&git)
+            .args(["rev-parse", "--verify", "-q", "no-such-ref"])
+            .current_dir(&r)
+            .assert()
+            .code(1);
+        safe_git(&home)
+            .arg("--git")
+            .arg(&git)
+            .args(["log", "--format=%s"])
+            .current_dir(&r)
+            .assert()
+            .success()
+            .stdout("one\n");
+    }
+}
+
+#[test]
+fn explain_shows_the_plan_and_runs_nothing() {
+    let git = &gits()[0];
+    let (t, r) = repo(git);
+    let home = t.path().join("home");
+    let out = safe_git(&home)
+        .arg("--git")
+        .arg(git)
+        .args(["--explain", "--format", "json", "status"])
+        .current_dir(&r)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let config: Vec<String> = v["config"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}={}",
+                c["key"].as_str().unwrap(),
+                c["value"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(
+        config.contains(&"core.fsmonitor=false".to_owned()),
+        "{config:?}"
+    );
+    assert!(config.contains(&"core.hooksPath=/dev/null".to_owned()));
+    assert_eq!(
+        v["repository"]["work_tree"].as_str().map(Path::new),
+        Some(r.canonicalize().unwrap().as_path())
+    );
+    let argv: Vec<&str> = v["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(argv.last(), Some(&"status"));
+}
+
+#[test]
+fn events_are_written_for_allowed_and_refused_calls() {
+    let git = &gits()[0];
+    let (t, r) = repo(git);
+    let home = t.path().join("home");
+    let log = t.path().join("events.jsonl");
+    safe_git(&home)
+        .arg("--git")
+        .arg(git)
+        .arg("--events")
+        .arg(&log)
+        .arg("status")
+        .current_dir(&r)
+        .assert()
+        .success();
+    safe_git(&home)
+        .arg("--git")
+        .arg(git)
+        .arg("--events")
+        .arg(&log)
+        .arg("push")
+        .current_dir(&r)
+        .assert()
+        .code(121);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[0]["event"], "git_allowed");
+    assert_eq!(events[0]["tool"], "safe-git");
+    assert_eq!(events[1]["event"], "git_refused");
+    assert_eq!(events[1]["rule"], "not-allowed");
+    assert_eq!(events[1]["exit_code"], 121);
+}

@@ -1,0 +1,366 @@
+//! Where git will work, vouched for; and every config file it may read.
+//!
+//! The repository is found the way git finds it ([`crate::layout`]), so the git dir safe-git
+//! vouches for is the one git will use; anything git's own layout does not explain (a `.git`
+//! that git would skip, a gitfile to a foreign git dir, `commondir` in a main git dir,
+//! `core.worktree` elsewhere) is refused. The config view is the superset git could read:
+//! system and global files, the common dir's `config`, every `config.worktree`, every
+//! submodule git dir (under `modules/` and behind gitlinks), and every include target.
+
+use super::args::GitArgs;
+use super::plan::{Refusal, Request};
+use crate::catalogue::GitVersion;
+use crate::config::{self, Enumeration};
+use crate::env::GitProbe;
+use crate::exit;
+use crate::layout::{self, Layout};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The repository git will use, as vouched for.
+#[derive(Debug, Clone)]
+pub struct Located {
+    pub git_dir: PathBuf,
+    pub common_dir: PathBuf,
+    pub work_tree: Option<PathBuf>,
+    pub kind: String,
+    /// Linked worktree entries whose `gitdir` is relative (git < 2.48 would prune them).
+    pub relative_worktree_entries: Vec<PathBuf>,
+    /// Linked worktrees: (entry folder, resolved worktree path, problems found).
+    pub worktrees: Vec<(PathBuf, Option<PathBuf>, Vec<String>)>,
+    /// Git dirs of submodules whose config git may read when it recurses.
+    pub submodule_git_dirs: Vec<PathBuf>,
+}
+
+impl Located {
+    /// The top of what git will look at: the work tree, else the git dir.
+    pub fn top(&self) -> &Path {
+        self.work_tree.as_deref().unwrap_or(&self.git_dir)
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "git_dir": self.git_dir,
+            "common_dir": self.common_dir,
+            "work_tree": self.work_tree,
+            "kind": self.kind,
+            "linked_worktrees": self.worktrees.iter().map(|(e, p, problems)| json!({"entry": e, "path": p, "problems": problems})).collect::<Vec<_>>(),
+            "submodule_git_dirs": self.submodule_git_dirs,
+        })
+    }
+}
+
+fn layout_refusal(e: &layout::LayoutError) -> Refusal {
+    Refusal {
+        code: exit::LAYOUT,
+        subject: String::new(),
+        reason: e.to_string(),
+    }
+}
+
+/// Problems of a worktree entry that make git act on something other than the worktree the
+/// caller named (a foreign backlink, a redirected common dir, a link): `worktree remove`
+/// is refused on those. Leftovers git ignores (a planted `hooks/`) do not block clean-up.
+fn misdirects(p: &layout::Problem) -> bool {
+    use layout::Problem as P;
+    !matches!(
+        p,
+        P::UnexpectedEntry { .. }
+            | P::RelativeGitdir { .. }
+            | P::HeadMissing
+            | P::HeadInvalid { .. }
+    )
+}
+
+/// Find and vouch for the repository git will use from `start`.
+pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Located>, Refusal> {
+    let env_path = |k: &str| {
+        req.env
+            .iter()
+            .rev()
+            .find(|(a, _)| a == k)
+            .map(|(_, v)| PathBuf::from(v))
+    };
+    let git_dir = args
+        .git_dir
+        .clone()
+        .or_else(|| env_path("GIT_DIR"))
+        .map(|p| start.join(p));
+    let work_tree = args
+        .work_tree
+        .clone()
+        .or_else(|| env_path("GIT_WORK_TREE"))
+        .map(|p| start.join(p));
+    let layout: Layout = match git_dir {
+        Some(g) => {
+            layout::open_git_dir(&g, work_tree.as_deref()).map_err(|e| layout_refusal(&e))?
+        }
+        None => {
+            let ceilings: Vec<PathBuf> = env_path("GIT_CEILING_DIRECTORIES")
+                .map(|v| {
+                    std::env::split_paths(&v)
+                        .filter(|p| p.is_absolute())
+                        .collect()
+                })
+                .unwrap_or_default();
+            match layout::discover(start, &ceilings) {
+                Ok(l) => l,
+                Err(layout::LayoutError::NoRepository { .. }) => return Ok(None),
+                Err(e) => return Err(layout_refusal(&e)),
+            }
+        }
+    };
+    let entries = layout::worktree_entries(&layout.common_dir).map_err(|e| layout_refusal(&e))?;
+    let mut relative = Vec::new();
+    let mut worktrees = Vec::new();
+    for e in &entries {
+        if e.problems
+            .iter()
+            .any(|p| matches!(p, layout::Problem::RelativeGitdir { .. }))
+        {
+            relative.push(e.admin_dir.clone());
+        }
+        let blocking = e
+            .problems
+            .iter()
+            .filter(|p| misdirects(p))
+            .map(|p| p.to_string())
+            .collect();
+        worktrees.push((e.admin_dir.clone(), e.worktree_path.clone(), blocking));
+    }
+    let mut submodule_git_dirs = Vec::new();
+    for m in layout::submodule_git_dirs(&layout.common_dir).map_err(|e| layout_refusal(&e))? {
+        match m.status {
+            layout::ModuleStatus::GitDir { .. } => submodule_git_dirs.push(m.git_dir),
+            layout::ModuleStatus::Link { target } => {
+                return Err(Refusal {
+                    code: exit::LAYOUT,
+                    subject: m.git_dir.display().to_string(),
+                    reason: format!("submodule git dir is a symbolic link to {} (git would follow it to a foreign git dir)", target.display()),
+                })
+            }
+            // git refuses to use it as a git dir; nothing of it is read.
+            layout::ModuleStatus::NotGitDir { .. } => {}
+        }
+    }
+    if let Some(wt) = &layout.work_tree {
+        for d in gitlink_git_dirs(&layout.git_dir, wt)? {
+            if !submodule_git_dirs.contains(&d) {
+                submodule_git_dirs.push(d);
+            }
+        }
+    }
+    Ok(Some(Located {
+        git_dir: layout.git_dir.clone(),
+        common_dir: layout.common_dir.clone(),
+        work_tree: layout.work_tree.clone(),
+        kind: match &layout.kind {
+            layout::Kind::Main => "main".into(),
+            layout::Kind::Linked { id } => format!("linked worktree {id}"),
+            layout::Kind::Bare => "bare".into(),
+            layout::Kind::Submodule { name, .. } => format!("submodule {name}"),
+        },
+        relative_worktree_entries: relative,
+        worktrees,
+        submodule_git_dirs,
+    }))
+}
+
+/// Git dirs behind the index's gitlinks: the submodules git recurses into (`status`, `diff`).
+/// Each populated submodule folder is discovered the way git does (its `.git` folder, or a
+/// gitfile that must lead into the superproject's `modules/`); a layout that cannot be
+/// vouched for is refused like the superproject's own.
+fn gitlink_git_dirs(git_dir: &Path, work_tree: &Path) -> Result<Vec<PathBuf>, Refusal> {
+    let index_path = git_dir.join("index");
+    if !index_path.exists() {
+        return Ok(Vec::new());
+    }
+    // The trailing checksum is not verified (as with index.skipHash): only gitlink entries
+    // are used, and a corrupt index makes git fail the same way.
+    let index = gix::index::File::at(
+        &index_path,
+        gix::hash::Kind::Sha1,
+        true,
+        gix::index::decode::Options::default(),
+    )
+    .map_err(|e| Refusal {
+        code: exit::LAYOUT,
+        subject: index_path.display().to_string(),
+        reason: format!("cannot read the index: {e}"),
+    })?;
+    let mut out = Vec::new();
+    for entry in index.entries() {
+        if entry.mode != gix::index::entry::Mode::COMMIT {
+            continue;
+        }
+        let rel = gix::path::from_bstr(entry.path(&index))
+            .map_err(|e| Refusal {
+                code: exit::LAYOUT,
+                subject: index_path.display().to_string(),
+                reason: format!("gitlink path is not a valid path: {e}"),
+            })?
+            .into_owned();
+        let sub = work_tree.join(&rel);
+        let dot_git = sub.join(".git");
+        if std::fs::symlink_metadata(&dot_git).is_err() {
+            continue; // not populated: git does not enter it
+        }
+        let l =
+            layout::discover(&sub, &[work_tree.to_path_buf()]).map_err(|e| layout_refusal(&e))?;
+        out.push(l.git_dir);
+    }
+    Ok(out)
+}
+
+/// The config view safe-git builds the defused environment from.
+pub struct ConfigView {
+    /// `(key, value, trusted)` in git's load order.
+    pub values: Vec<ViewValue>,
+    pub files: Vec<PathBuf>,
+    /// Last trusted value per lower-cased key.
+    pub trusted: BTreeMap<String, String>,
+}
+
+pub struct ViewValue {
+    pub key: String,
+    pub value: Option<String>,
+    pub trusted: bool,
+}
+
+fn config_refusal(e: &config::ConfigError) -> Refusal {
+    Refusal {
+        code: exit::CONFIG,
+        subject: String::new(),
+        reason: e.to_string(),
+    }
+}
+
+/// Enumerate every config file git may read for this call.
+pub fn enumerate(
+    req: &Request,
+    probe: &GitProbe,
+    located: Option<&Located>,
+) -> Result<ConfigView, Refusal> {
+    let env_path = |k: &str| {
+        req.env
+            .iter()
+            .rev()
+            .find(|(a, _)| a == k)
+            .map(|(_, v)| PathBuf::from(v))
+            .filter(|p| p.is_absolute())
+    };
+    let home = env_path("HOME");
+    let mut opts = match located {
+        Some(l) => {
+            let mut o =
+                config::Options::for_repository(l.work_tree.as_deref(), &l.git_dir, &l.common_dir);
+            o.linked_worktrees = true;
+            o.submodules = config::Submodules::Dirs(l.submodule_git_dirs.clone());
+            o
+        }
+        None => config::Options::default(),
+    };
+    opts = opts.with_owner(
+        Some(probe),
+        home.as_deref(),
+        env_path("XDG_CONFIG_HOME").as_deref(),
+    );
+    let e: Enumeration = config::enumerate(&opts).map_err(|e| config_refusal(&e))?;
+    if let Some(l) = located {
+        check_core_worktree(&e, l)?;
+    }
+    Ok(ConfigView {
+        values: e
+            .values()
+            .iter()
+            .map(|v| ViewValue {
+                key: v.key(),
+                value: v.value.as_ref().map(|b| b.to_string()),
+                trusted: v.origin.trust == config::Trust::Trusted,
+            })
+            .collect(),
+        files: e.files().iter().map(|f| f.origin.file.clone()).collect(),
+        trusted: e.trusted_values(),
+    })
+}
+
+/// `core.worktree` moves the work tree anywhere. Accept it only where git's own layout puts
+/// it: in a submodule git dir, pointing at that submodule's folder inside the superproject's
+/// work tree; in the main repository, pointing at the work tree already found.
+fn check_core_worktree(e: &Enumeration, l: &Located) -> Result<(), Refusal> {
+    for v in e.values() {
+        if !v.is("core.worktree") || v.origin.trust == config::Trust::Trusted {
+            continue;
+        }
+        let Some(value) = &v.value else { continue };
+        let value = value.to_string();
+        let (base, in_submodule) = match &v.origin.scope {
+            config::Scope::Submodule { git_dir } => (git_dir.clone(), true),
+            // Read only when git runs in that other worktree (e.g. `worktree remove`'s status
+            // there), which stays under the defused config either way.
+            config::Scope::OtherWorktree { .. } => continue,
+            _ => (l.git_dir.clone(), false),
+        };
+        let target = crate::policy::resolve(&base.join(&value));
+        let ok = if in_submodule {
+            // git's own layout for an absorbed submodule: its work tree's `.git` is a gitfile
+            // leading back to this git dir (or the submodule is not populated there).
+            let dot_git = target.join(".git");
+            match std::fs::symlink_metadata(&dot_git) {
+                Err(_) => true,
+                Ok(_) => layout::read_gitfile(&dot_git)
+                    .map(|g| crate::policy::resolve(&g.target) == crate::policy::resolve(&base))
+                    .unwrap_or(false),
+            }
+        } else {
+            l.work_tree
+                .as_ref()
+                .is_some_and(|w| crate::policy::resolve(w) == target)
+        };
+        if !ok {
+            return Err(Refusal {
+                code: exit::LAYOUT,
+                subject: v.origin.file.display().to_string(),
+                reason: format!("core.worktree = {value} moves the work tree to {}, outside the repository's own layout", target.display()),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `worktree remove <path>`: the path must be a linked worktree of this repository whose
+/// entry is consistent with git's layout (else git would act on a tampered entry).
+pub fn check_worktree_forms(
+    args: &GitArgs,
+    l: &Located,
+    _version: GitVersion,
+) -> Result<(), Refusal> {
+    if args.subcommand != "worktree" || args.mode() != Some("remove") {
+        return Ok(());
+    }
+    let target = args.rest[1..]
+        .iter()
+        .filter_map(|a| a.to_str())
+        .find(|a| !a.starts_with('-'))
+        .map(PathBuf::from);
+    let Some(target) = target else { return Ok(()) };
+    let base = l.work_tree.clone().unwrap_or_else(|| l.git_dir.clone());
+    let target = crate::policy::resolve(&base.join(target));
+    let entry = l
+        .worktrees
+        .iter()
+        .find(|(_, p, _)| p.as_ref().map(|p| crate::policy::resolve(p)) == Some(target.clone()));
+    match entry {
+        None => Ok(()), // git itself reports "is not a working tree"
+        Some((admin, _, problems)) if !problems.is_empty() => Err(Refusal {
+            code: exit::LAYOUT,
+            subject: admin.display().to_string(),
+            reason: format!(
+                "worktree entry is inconsistent with git's layout: {}",
+                problems.join("; ")
+            ),
+        }),
+        Some(_) => Ok(()),
+    }
+}

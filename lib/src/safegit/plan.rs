@@ -1,0 +1,409 @@
+//! From a command line to a plan: which git, which repository (vouched for), which
+//! environment and `-c` set — or a refusal with its exit code.
+//!
+//! Order matters and each step fails closed: the arguments are checked first (nothing is
+//! read for a refused command), then the real git is found and probed, then the repository's
+//! layout is discovered the way git discovers it and every redirect is checked, then every
+//! config file git could read is enumerated (includes as a superset), and only then is the
+//! defused environment built from what was found.
+
+use super::args::{self, ArgsError, GitArgs};
+use crate::catalogue::{GitVersion, RELATIVE_WORKTREES_SINCE};
+use crate::env::{find_real_git, DefuseOptions, Defused, GitProbe};
+use crate::events::{Event, EventKind, Sink, Tool};
+use crate::exit::{self, Code};
+use serde_json::{json, Value};
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What the caller asked for, with the process context made explicit (no hidden reads of
+/// the environment below this point).
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `--git` / `SAFE_GIT_GIT`.
+    pub git: Option<PathBuf>,
+    /// git's arguments.
+    pub args: Vec<OsString>,
+    pub cwd: PathBuf,
+    /// The inherited environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Where the git probe is cached (`$XDG_CACHE_HOME/gitward`, `~/.cache/gitward`).
+    pub cache_dir: Option<PathBuf>,
+    /// Event log (`--events` / `SAFE_GIT_EVENTS`).
+    pub events: Option<PathBuf>,
+}
+
+impl Request {
+    /// A request from this process's environment and working folder.
+    pub fn from_process(
+        git: Option<PathBuf>,
+        args: Vec<OsString>,
+        events: Option<PathBuf>,
+    ) -> Self {
+        let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        let get = |k: &str| {
+            env.iter()
+                .find(|(a, _)| a == k)
+                .map(|(_, v)| PathBuf::from(v))
+        };
+        let cache_dir = get("XDG_CACHE_HOME")
+            .filter(|p| p.is_absolute())
+            .or_else(|| get("HOME").map(|h| h.join(".cache")))
+            .map(|c| c.join("gitward"));
+        Request {
+            git,
+            args,
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            env,
+            cache_dir,
+            events,
+        }
+    }
+
+    fn var(&self, k: &str) -> Option<&OsStr> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(a, _)| a == k)
+            .map(|(_, v)| v.as_os_str())
+    }
+}
+
+/// A refusal: exit code, what it is about (a file or an argument), why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: Code,
+    pub subject: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.subject.is_empty() {
+            write!(f, "refused ({}): {}", self.code.name, self.reason)
+        } else {
+            write!(
+                f,
+                "refused ({}): {}: {}",
+                self.code.name, self.subject, self.reason
+            )
+        }
+    }
+}
+
+impl Refusal {
+    fn new(code: Code, subject: impl Into<String>, reason: impl std::fmt::Display) -> Self {
+        // One line, always: flatten whatever a lower layer said.
+        let reason = reason.to_string().replace('\n', " ");
+        Refusal {
+            code,
+            subject: subject.into(),
+            reason,
+        }
+    }
+
+    /// Append a `git_refused` event if the request names an event log. A log that cannot be
+    /// written is reported on stderr but does not change the refusal.
+    pub fn log(&self, req: &Request) {
+        if let Some(path) = &req.events {
+            let e = Event::new(Tool::SafeGit, EventKind::GitRefused, self.to_string())
+                .with("argv", argv_strings(&req.args))
+                .with("rule", self.code.name)
+                .with("exit_code", self.code.code)
+                .with("subject", self.subject.clone());
+            if let Err(err) = Sink::File(path.clone()).emit(&e) {
+                eprintln!("safe-git: {}: cannot write event: {err}", path.display());
+            }
+        }
+    }
+}
+
+fn argv_strings(args: &[OsString]) -> Vec<String> {
+    args.iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Everything needed to start git.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub git: PathBuf,
+    pub version: GitVersion,
+    /// The repository as vouched for (`None` outside any repository).
+    pub location: Option<super::locate::Located>,
+    /// The config files read (includes, worktree and submodule configs), for `--explain`.
+    pub config_files: Vec<PathBuf>,
+    pub defused: Defused,
+    /// The folder safe-git was started in (git applies the caller's `-C` itself).
+    pub cwd: PathBuf,
+    pub inherited: Vec<(OsString, OsString)>,
+    pub args: GitArgs,
+}
+
+impl Plan {
+    /// `git <defused -c set> <caller's arguments>` in the defused environment.
+    pub fn command(&self) -> Command {
+        let mut cmd = self.defused.command(
+            &self.git,
+            self.inherited.iter().cloned(),
+            self.args.to_argv(),
+        );
+        cmd.current_dir(&self.cwd);
+        cmd
+    }
+
+    /// Append a `git_allowed` event if the request names an event log.
+    pub fn log(&self, req: &Request) {
+        if let Some(path) = &req.events {
+            let mut e = Event::new(
+                Tool::SafeGit,
+                EventKind::GitAllowed,
+                format!("git {}", self.args.subcommand),
+            )
+            .with("argv", argv_strings(&req.args))
+            .with("git", self.git.display().to_string())
+            .with("git_version", self.version.to_string());
+            if let Some(l) = &self.location {
+                e = e.repo(&l.git_dir);
+            }
+            if let Err(err) = Sink::File(path.clone()).emit(&e) {
+                eprintln!("safe-git: {}: cannot write event: {err}", path.display());
+            }
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        let cmd = self.command();
+        let env: Vec<Value> = self
+            .defused
+            .child_env(self.inherited.iter().cloned())
+            .into_iter()
+            .filter(|(k, _)| {
+                !self
+                    .inherited
+                    .iter()
+                    .any(|(a, b)| a == k && self.inherited_value(a) == Some(b))
+            })
+            .map(|(k, v)| json!({ "name": k.to_string_lossy(), "value": v.to_string_lossy() }))
+            .collect();
+        let removed: Vec<String> = self
+            .inherited
+            .iter()
+            .filter(|(k, _)| !self.defused.keeps(k))
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        json!({
+            "git": self.git,
+            "git_version": self.version.to_string(),
+            "cwd": self.cwd,
+            "repository": self.location.as_ref().map(|l| l.to_json()),
+            "config_files": self.config_files,
+            "config": self.defused.config_pairs().iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>(),
+            "env_set": env,
+            "env_removed": removed,
+            "argv": cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
+        })
+    }
+
+    fn inherited_value(&self, k: &OsStr) -> Option<&OsString> {
+        self.inherited
+            .iter()
+            .rev()
+            .find(|(a, _)| a == k)
+            .map(|(_, v)| v)
+    }
+
+    pub fn to_human(&self) -> String {
+        use std::fmt::Write;
+        let v = self.to_json();
+        let mut s = String::new();
+        let _ = writeln!(s, "git:        {} ({})", self.git.display(), self.version);
+        let _ = writeln!(s, "cwd:        {}", self.cwd.display());
+        match &self.location {
+            Some(l) => {
+                let _ = writeln!(s, "git dir:    {}", l.git_dir.display());
+                let _ = writeln!(s, "common dir: {}", l.common_dir.display());
+                if let Some(w) = &l.work_tree {
+                    let _ = writeln!(s, "work tree:  {}", w.display());
+                }
+            }
+            None => {
+                let _ = writeln!(s, "repository: none found");
+            }
+        }
+        let _ = writeln!(s, "config files read ({}):", self.config_files.len());
+        for f in &self.config_files {
+            let _ = writeln!(s, "  {}", f.display());
+        }
+        let _ = writeln!(
+            s,
+            "command-scope config ({}):",
+            self.defused.config_pairs().len()
+        );
+        for (k, val) in self.defused.config_pairs() {
+            let _ = writeln!(s, "  {k}={val}");
+        }
+        let _ = writeln!(s, "environment set:");
+        for e in v["env_set"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                s,
+                "  {}={}",
+                e["name"].as_str().unwrap_or(""),
+                e["value"].as_str().unwrap_or("")
+            );
+        }
+        let _ = writeln!(s, "environment removed:");
+        for e in v["env_removed"].as_array().into_iter().flatten() {
+            let _ = writeln!(s, "  {}", e.as_str().unwrap_or(""));
+        }
+        s
+    }
+}
+
+/// Subcommands that take `--no-ext-diff` (for `stash`, its `show` mode).
+const EXT_DIFF_COMMANDS: &[&str] = &[
+    "diff",
+    "diff-files",
+    "diff-index",
+    "diff-tree",
+    "log",
+    "show",
+];
+
+/// `diff.external` cannot be emptied with `-c` (git then fails every diff trying to run ""),
+/// so it is handled here rather than by the generic set:
+/// - the repository sets it → the owner's value is re-asserted if the owner has one;
+/// - the owner configures no external diff (`diff.external`, `diff.<driver>.command`) and the
+///   caller did not ask for `--ext-diff` → `--no-ext-diff` goes right after the subcommand.
+///   With nothing configured that changes no output, and it holds even if an agent plants a
+///   `diff.external` after safe-git read the config.
+fn external_diff(defused: &mut Defused, args: &mut GitArgs, view: &super::locate::ConfigView) {
+    let is_ext = |k: &str| {
+        let k = k.to_ascii_lowercase();
+        k == "diff.external"
+            || (k.starts_with("diff.") && k.ends_with(".command") && k.matches('.').count() >= 2)
+    };
+    let untrusted_external = view
+        .values
+        .iter()
+        .any(|v| !v.trusted && v.key.eq_ignore_ascii_case("diff.external"));
+    if untrusted_external {
+        if let Some(owner) = view.trusted.get("diff.external") {
+            defused.set_config("diff.external", owner.clone());
+        }
+    }
+    let owner_configures = view.values.iter().any(|v| v.trusted && is_ext(&v.key));
+    let asked = args.rest.iter().any(|a| a == "--ext-diff");
+    let at = match args.subcommand.as_str() {
+        s if EXT_DIFF_COMMANDS.contains(&s) => Some(0),
+        "stash" if args.mode() == Some("show") => Some(1),
+        _ => None,
+    };
+    if let Some(at) = at {
+        if !owner_configures && !asked {
+            args.rest.insert(at, OsString::from("--no-ext-diff"));
+        } else if asked && untrusted_external && !view.trusted.contains_key("diff.external") {
+            // The caller asked for the external diff and only the repository names one: git
+            // fails on the empty value instead of running it.
+            defused.set_config("diff.external", "");
+        }
+    }
+}
+
+/// Build the plan for a request, or refuse.
+pub fn plan(req: &Request) -> Result<Plan, Refusal> {
+    let parsed = args::parse(&req.args).map_err(|e| {
+        let code = match e {
+            ArgsError::NoSubcommand => exit::USAGE,
+            _ => exit::NOT_ALLOWED,
+        };
+        Refusal::new(code, argv_strings(&req.args).join(" "), e)
+    })?;
+    let git = find_real_git(req.git.as_deref(), req.var("PATH"))
+        .map_err(|e| Refusal::new(exit::SETUP, "git", e))?;
+    let probe = GitProbe::probe_cached(&git, req.cache_dir.as_deref())
+        .map_err(|e| Refusal::new(exit::SETUP, git.display().to_string(), e))?;
+    let version = probe.version();
+
+    // The folder git will look from: the process's, then every -C in turn.
+    let mut start = req.cwd.clone();
+    for c in &parsed.chdirs {
+        start = start.join(c);
+    }
+    let located = super::locate::locate(req, &parsed, &start)?;
+
+    let view = super::locate::enumerate(req, &probe, located.as_ref())?;
+
+    if let Some(l) = &located {
+        super::locate::check_worktree_forms(&parsed, l, version)?;
+    }
+    if parsed.subcommand == "worktree"
+        && parsed.mode() == Some("prune")
+        && version < RELATIVE_WORKTREES_SINCE
+    {
+        if let Some(l) = &located {
+            if let Some(rel) = l.relative_worktree_entries.first() {
+                return Err(Refusal::new(
+                    exit::LAYOUT,
+                    rel.display().to_string(),
+                    format!("holds a relative gitdir; git {version} would prune the entry (git ≥ 2.48 understands it)"),
+                ));
+            }
+        }
+    }
+
+    let mut ceilings: Vec<PathBuf> = req
+        .var("GIT_CEILING_DIRECTORIES")
+        .map(|v| {
+            std::env::split_paths(v)
+                .filter(|p| p.is_absolute())
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(parent) = located
+        .as_ref()
+        .and_then(|l| l.top().parent().map(Path::to_path_buf))
+    {
+        ceilings.push(parent);
+    }
+    let mut keep = Vec::new();
+    for k in ["GIT_DIR", "GIT_WORK_TREE"] {
+        if req.var(k).is_some() {
+            keep.push(k.to_owned());
+        }
+    }
+    let opts = DefuseOptions {
+        allow_protocols: String::new(),
+        read_only: true,
+        ceilings,
+        system_config: Some(probe.system_config.clone()),
+        keep,
+        ..DefuseOptions::new(version)
+    };
+    let mut defused = Defused::new(opts);
+    defused
+        .neutralise_untrusted(
+            view.values
+                .iter()
+                .map(|v| (v.key.as_str(), v.value.as_deref(), v.trusted)),
+        )
+        .map_err(|e| Refusal::new(exit::CONFIG, "config", e))?;
+    defused.reassert_trusted(&view.trusted);
+    let mut parsed = parsed;
+    external_diff(&mut defused, &mut parsed, &view);
+    if args::reads_config_only(&parsed.subcommand) {
+        // `git config` reads files and runs nothing; the -c set would show up in its output.
+        defused = defused.without_config();
+    }
+    Ok(Plan {
+        git,
+        version,
+        location: located,
+        config_files: view.files,
+        defused,
+        cwd: req.cwd.clone(),
+        inherited: req.env.clone(),
+        args: parsed,
+    })
+}
