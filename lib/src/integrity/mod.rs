@@ -63,7 +63,7 @@ const WORKTREE_FILES: &[&str] = &["gitdir", "commondir", "HEAD", "locked", "conf
 /// What went wrong before any comparison could start.
 #[derive(Debug, thiserror::Error)]
 pub enum IntegrityError {
-    #[error("{0}: not a git repository, git dir or work tree: {1}")]
+    #[error("{0}: cannot pin: {1}")]
     NotARepository(PathBuf, String),
     #[error("{state}: the state file lies inside {inside} (the agent could rewrite it); put it outside the repository, its git dir and its work trees")]
     StateInside { state: PathBuf, inside: PathBuf },
@@ -135,54 +135,27 @@ pub struct Located {
 }
 
 /// Find the git dir, common dir and main work tree of `repo` (a work tree, a linked worktree
-/// or a bare git dir). Runs at pin time, on the owner's side.
+/// or a bare git dir) with `crate::layout::discover`, which refuses layouts a host tool
+/// cannot vouch for (a `commondir` in a main git dir, a `.git` link, a gitfile that does not
+/// point back). Discovery does not climb above `repo`. Runs at pin time, on the owner's side;
+/// `check` uses the paths pinned in the state file, never a new discovery.
 pub fn locate(repo: &Path) -> Result<Located, IntegrityError> {
-    let not = |why: &str| IntegrityError::NotARepository(repo.to_path_buf(), why.to_owned());
-    let repo = std::fs::canonicalize(repo).map_err(|e| not(&e.to_string()))?;
-    let dot = repo.join(".git");
-    let git_dir = match std::fs::symlink_metadata(&dot) {
-        Ok(m) if m.is_dir() => dot,
-        Ok(m) if m.is_file() => {
-            let text = std::fs::read_to_string(&dot).map_err(|e| not(&e.to_string()))?;
-            let target = text
-                .strip_prefix("gitdir: ")
-                .ok_or_else(|| not(".git file does not start with `gitdir: `"))?
-                .trim_end_matches(['\n', '\r']);
-            std::fs::canonicalize(repo.join(target))
-                .map_err(|e| not(&format!("gitdir target: {e}")))?
-        }
-        Ok(_) => return Err(not(".git is a link or special file")),
-        Err(_) if is_git_dir(&repo) => repo.clone(),
-        Err(e) => return Err(not(&e.to_string())),
-    };
-    if !is_git_dir(&git_dir) {
-        return Err(not("no HEAD, objects/ and refs/"));
-    }
-    let common_dir = match std::fs::read_to_string(git_dir.join("commondir")) {
-        Ok(c) => std::fs::canonicalize(git_dir.join(c.trim_end_matches(['\n', '\r'])))
-            .map_err(|e| not(&format!("commondir: {e}")))?,
-        Err(_) => git_dir.clone(),
-    };
-    let work_tree = if common_dir.file_name() == Some(OsStr::new(".git")) {
-        common_dir.parent().map(Path::to_path_buf)
+    let not = |why: String| IntegrityError::NotARepository(repo.to_path_buf(), why);
+    let abs = std::fs::canonicalize(repo).map_err(|e| not(e.to_string()))?;
+    let ceilings: Vec<PathBuf> = abs.parent().map(Path::to_path_buf).into_iter().collect();
+    let l = crate::layout::discover(&abs, &ceilings).map_err(|e| not(e.to_string()))?;
+    // The main work tree: the common dir's parent when it is a `.git` folder.
+    let work_tree = if l.common_dir.file_name() == Some(OsStr::new(".git")) {
+        l.common_dir.parent().map(Path::to_path_buf)
     } else {
         None
     };
     Ok(Located {
-        repo,
-        git_dir,
-        common_dir,
+        repo: abs,
+        git_dir: l.git_dir,
+        common_dir: l.common_dir,
         work_tree,
     })
-}
-
-fn is_git_dir(p: &Path) -> bool {
-    p.join("HEAD").exists() && p.join("refs").is_dir() && {
-        let common = std::fs::read_to_string(p.join("commondir"))
-            .map(|c| p.join(c.trim_end_matches(['\n', '\r'])))
-            .unwrap_or_else(|_| p.to_path_buf());
-        common.join("objects").is_dir() || p.join("objects").is_dir()
-    }
 }
 
 /// `<repo>-worktrees/<session>`, the session's own worktree folder.
