@@ -44,9 +44,12 @@ pub use worktrees::{
 
 use crate::fsx::{FileType, FsError, Root};
 use serde::Serialize;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
 
 /// git refuses a `.git` file larger than this (`read_gitfile_gently`: `max_file_size`).
 pub const GITFILE_MAX: u64 = 1 << 20;
@@ -240,35 +243,103 @@ impl LayoutError {
 
 /// Absolute-path access through [`Root::system`]: every component below `/` is opened
 /// without following links.
+///
+/// Folder handles are cached by absolute path, so a lookup below an already opened folder is
+/// one `*at` call relative to its handle instead of a walk from `/`. A folder swapped for a
+/// link after it was opened is not noticed: the handle keeps pointing at the real folder it
+/// opened, never at the link's target.
 pub(crate) struct Sys {
     root: Root,
+    dirs: RefCell<HashMap<PathBuf, Rc<Root>>>,
 }
+
+/// Folder handles kept open at most by one [`Sys`] (each is a file descriptor).
+const SYS_DIR_CACHE_MAX: usize = 256;
 
 impl Sys {
     pub(crate) fn new() -> Result<Sys, LayoutError> {
+        let root = Root::system()?;
+        let mut dirs = HashMap::new();
+        dirs.insert(PathBuf::from("/"), Rc::new(root.try_clone()?));
         Ok(Sys {
-            root: Root::system()?,
+            root,
+            dirs: RefCell::new(dirs),
         })
     }
 
-    fn rel(abs: &Path) -> &Path {
-        abs.strip_prefix("/").unwrap_or(abs)
+    /// The no-follow handle of the folder `abs`.
+    fn dir(&self, abs: &Path) -> Result<Rc<Root>, FsError> {
+        if let Some(r) = self.dirs.borrow().get(abs) {
+            return Ok(r.clone());
+        }
+        let escape = || FsError::Escape {
+            path: abs.to_path_buf(),
+        };
+        let (mut cur_path, mut cur) = {
+            let cache = self.dirs.borrow();
+            abs.ancestors()
+                .skip(1)
+                .find_map(|a| cache.get(a).map(|r| (a.to_path_buf(), r.clone())))
+                .map(Ok)
+                .unwrap_or_else(|| {
+                    self.root
+                        .try_clone()
+                        .map(|r| (PathBuf::from("/"), Rc::new(r)))
+                })?
+        };
+        let rest = abs.strip_prefix(&cur_path).map_err(|_| escape())?;
+        let mut cache = self.dirs.borrow_mut();
+        if cache.len() > SYS_DIR_CACHE_MAX {
+            cache.retain(|p, _| p == Path::new("/"));
+        }
+        for c in rest.components() {
+            let Component::Normal(name) = c else {
+                return Err(escape());
+            };
+            let next = Rc::new(cur.open_dir(name)?);
+            cur_path.push(name);
+            cache.insert(cur_path.clone(), next.clone());
+            cur = next;
+        }
+        Ok(cur)
+    }
+
+    /// The parent folder's handle and the leaf name of `abs` (not `/`).
+    fn split<'a>(&self, abs: &'a Path) -> Result<(Rc<Root>, &'a OsStr), FsError> {
+        let escape = || FsError::Escape {
+            path: abs.to_path_buf(),
+        };
+        let name = abs.file_name().ok_or_else(escape)?;
+        let parent = abs.parent().ok_or_else(escape)?;
+        if !abs.is_absolute() || abs.components().any(|c| c == Component::ParentDir) {
+            return Err(escape());
+        }
+        Ok((self.dir(parent)?, name))
     }
 
     pub(crate) fn stat(&self, abs: &Path) -> Result<Option<crate::fsx::Stat>, LayoutError> {
-        Ok(self.root.stat(Self::rel(abs))?)
+        if abs == Path::new("/") {
+            return Ok(Some(self.root.root_stat()?));
+        }
+        match self.split(abs) {
+            Ok((dir, name)) => Ok(dir.stat(name)?),
+            Err(FsError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     pub(crate) fn read(&self, abs: &Path, max: u64) -> Result<Vec<u8>, FsError> {
-        self.root.read(Self::rel(abs), max)
+        let (dir, name) = self.split(abs)?;
+        dir.read(name, max)
     }
 
     pub(crate) fn read_prefix(&self, abs: &Path, max: u64) -> Result<Vec<u8>, FsError> {
-        self.root.read_prefix(Self::rel(abs), max)
+        let (dir, name) = self.split(abs)?;
+        dir.read_prefix(name, max)
     }
 
     pub(crate) fn list(&self, abs: &Path) -> Result<Vec<crate::fsx::DirEntry>, FsError> {
-        self.root.list(Self::rel(abs))
+        self.dir(abs)?.list("")
     }
 
     /// git's `realpath`, without following links: `path` (absolute) is resolved component by
@@ -277,9 +348,7 @@ impl Sys {
     /// missing trailing components are kept lexically (`strbuf_realpath_forgiving`);
     /// otherwise a missing component is an error.
     pub(crate) fn resolve(&self, path: &Path, forgiving: bool) -> Result<PathBuf, LayoutError> {
-        // One open folder handle per existing component of the result so far, so that each
-        // step is a single no-follow lookup relative to its parent.
-        let mut stack: Vec<Root> = vec![self.root.try_clone()?];
+        // Each step is one no-follow lookup relative to the (cached) handle of its parent.
         let mut names: Vec<&OsStr> = Vec::new();
         let mut missing_at: Option<usize> = None;
         let mut after_non_dir = false;
@@ -302,12 +371,8 @@ impl Sys {
                     if names.pop().is_none() {
                         continue; // `/..` is `/`
                     }
-                    match missing_at {
-                        Some(m) if names.len() <= m => missing_at = None,
-                        Some(_) => {}
-                        None => {
-                            stack.pop();
-                        }
+                    if matches!(missing_at, Some(m) if names.len() <= m) {
+                        missing_at = None;
                     }
                 }
                 Component::Normal(name) => {
@@ -315,8 +380,11 @@ impl Sys {
                     if missing_at.is_some() {
                         continue;
                     }
-                    let top = stack.last().expect("the root handle is never popped");
-                    match top.stat(name)? {
+                    let here = current(&names);
+                    if self.dirs.borrow().contains_key(&here) {
+                        continue; // opened no-follow earlier: a real folder
+                    }
+                    match self.stat(&here)? {
                         None if forgiving => missing_at = Some(names.len() - 1),
                         None => {
                             let p = current(&names);
@@ -330,10 +398,7 @@ impl Sys {
                                 path: current(&names),
                             })
                         }
-                        Some(st) if st.is_dir() => {
-                            let next = top.open_dir(name)?;
-                            stack.push(next);
-                        }
+                        Some(st) if st.is_dir() => {}
                         Some(_) => after_non_dir = true,
                     }
                 }
@@ -754,15 +819,9 @@ fn discover_from(
     }
     // One no-follow handle per folder from `/` down to start: each step of the walk is then a
     // couple of lookups relative to its folder, not a walk from `/`.
-    let mut chain = vec![sys.root.try_clone()?];
-    for comp in start.components() {
-        if let Component::Normal(name) = comp {
-            let next = chain
-                .last()
-                .expect("the chain starts with the root")
-                .open_dir(name)?;
-            chain.push(next);
-        }
+    let mut chain = Vec::new();
+    for dir in start.ancestors().collect::<Vec<_>>().into_iter().rev() {
+        chain.push(sys.dir(dir)?);
     }
     let start_dev = chain.last().expect("non-empty").root_stat()?.dev;
     for (i, folder) in chain.iter().enumerate().rev() {
