@@ -34,7 +34,7 @@ use crate::layout::{LayoutError, Problem as LayoutProblem, WorktreeEntry};
 use nf::{Dir, Kind, NfError};
 use state::{Node, State, WorktreeBaseline};
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::path::{Component, Path, PathBuf};
 
 /// Largest protected file read (hooks can be binaries; config files are small).
@@ -1321,7 +1321,8 @@ fn compare(
 /// The quarantine folder of one run: `<state>.quarantine/<time>-<pid>/`.
 struct Quarantine {
     base: PathBuf,
-    made: bool,
+    root: Option<Dir>,
+    n: usize,
 }
 
 impl Quarantine {
@@ -1333,29 +1334,48 @@ impl Quarantine {
             base: state
                 .with_file_name(name)
                 .join(format!("{stamp}-{}", std::process::id())),
-            made: false,
+            root: None,
+            n: 0,
         }
     }
 
-    /// A folder for `key`'s parent inside the quarantine, and the path the entry will have.
-    fn slot(&mut self, key: &Key) -> Result<(Dir, PathBuf), NfError> {
+    /// Where `key`'s current version goes: `<base>/git-dir/<rel>` (or `include/<abs>`),
+    /// folders made and opened **without following links** — what was moved in earlier in
+    /// this run is the agent's, and may be a link (a `worktrees/<id>` swapped for a link to
+    /// anywhere). When that path is taken or blocked, a flat unique name is used instead:
+    /// `<base>/<n>-<rel with / as %>`. The base itself is the owner's (next to the state file).
+    fn slot(&mut self, key: &Key) -> Result<(Dir, OsString, PathBuf), NfError> {
+        if self.root.is_none() {
+            std::fs::create_dir_all(&self.base).map_err(|e| NfError::Io {
+                path: self.base.clone(),
+                op: "mkdir",
+                source: e,
+            })?;
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&self.base, std::fs::Permissions::from_mode(0o700));
+            self.root = Some(Dir::open_trusted(&self.base)?);
+        }
+        let root = self.root.as_ref().expect("opened above");
         let rel = match key {
             Key::Rel(r) => Path::new("git-dir").join(r),
             Key::Abs(p) => Path::new("include").join(p.strip_prefix("/").unwrap_or(p)),
         };
-        let dest = self.base.join(&rel);
-        let parent = dest.parent().unwrap_or(&self.base).to_path_buf();
-        std::fs::create_dir_all(&parent).map_err(|e| NfError::Io {
-            path: parent.clone(),
-            op: "mkdir",
-            source: e,
-        })?;
-        if !self.made {
-            self.made = true;
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(&self.base, std::fs::Permissions::from_mode(0o700));
+        let (Some(parent_rel), Some(name)) = (rel.parent(), rel.file_name()) else {
+            return Err(NfError::Escape { path: rel.clone() });
+        };
+        let nested = root
+            .mkdir(parent_rel.as_os_str(), 0o700)
+            .and_then(|()| root.walk(parent_rel))
+            .and_then(|d| d.stat(name).map(|st| (d, st)));
+        if let Ok((d, None)) = nested {
+            return Ok((d, name.to_os_string(), self.base.join(&rel)));
         }
-        Ok((Dir::open_trusted(&parent)?, dest))
+        // Taken, or blocked by something moved in earlier (possibly a link): a flat name.
+        self.n += 1;
+        let flat: OsString =
+            format!("{}-{}", self.n, rel.to_string_lossy().replace('/', "%")).into();
+        let dest = self.base.join(&flat);
+        Ok((root.walk(Path::new(""))?, flat, dest))
     }
 }
 
@@ -1415,8 +1435,7 @@ fn restore_one(
     let keep_dir = matches!((&d.before, &now), (Node::Dir { .. }, Node::Dir { .. }))
         && d.plan == Plan::Restore;
     if !matches!(now, Node::Absent) && !keep_dir {
-        let (qdir, dest) = q.slot(&d.key)?;
-        let qname = dest.file_name().unwrap_or(name).to_os_string();
+        let (qdir, qname, dest) = q.slot(&d.key)?;
         parent.move_out(name, &qdir, &qname)?;
         emit(
             mk(
