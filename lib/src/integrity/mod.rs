@@ -279,9 +279,38 @@ struct Collector<'a> {
     root: &'a Dir,
     entries: BTreeMap<String, Node>,
     problems: Vec<Problem>,
+    /// Folders opened so far in this pass, by path relative to the root: each folder is
+    /// opened once (no-follow, one component from its parent), not walked from the root for
+    /// every entry. A handle keeps naming the folder it opened, whatever is renamed later.
+    dirs: std::collections::HashMap<String, std::rc::Rc<Dir>>,
 }
 
 impl<'a> Collector<'a> {
+    fn new(root: &'a Dir) -> Self {
+        Collector {
+            root,
+            entries: BTreeMap::new(),
+            problems: Vec::new(),
+            dirs: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The folder `rel` (`""` is the root), opened once per pass.
+    fn dir(&mut self, rel: &str) -> Result<std::rc::Rc<Dir>, NfError> {
+        if let Some(d) = self.dirs.get(rel) {
+            return Ok(d.clone());
+        }
+        let d = if rel.is_empty() {
+            self.root.walk(Path::new(""))?
+        } else {
+            let (parent, name) = split(rel);
+            self.dir(parent)?.walk(Path::new(name))?
+        };
+        let d = std::rc::Rc::new(d);
+        self.dirs.insert(rel.to_owned(), d.clone());
+        Ok(d)
+    }
+
     fn problem(&mut self, e: &NfError) {
         self.problems.push(Problem {
             path: e.path().to_path_buf(),
@@ -308,7 +337,7 @@ impl<'a> Collector<'a> {
             return None;
         }
         let (parent, name) = split(rel);
-        let dir = match self.root.walk(Path::new(parent)) {
+        let dir = match self.dir(parent) {
             Ok(d) => d,
             Err(e) => {
                 self.problem(&e);
@@ -366,7 +395,7 @@ impl<'a> Collector<'a> {
             });
             return;
         }
-        let names = match self.root.walk(Path::new(rel)).and_then(|d| d.list()) {
+        let names = match self.dir(rel).and_then(|d| d.list()) {
             Ok(n) => n,
             Err(e) => {
                 self.problem(&e);
@@ -416,7 +445,7 @@ impl<'a> Collector<'a> {
         if !matches!(self.entries.get(rel), Some(Node::Dir { .. })) {
             return;
         }
-        let names = match self.root.walk(Path::new(rel)).and_then(|d| d.list()) {
+        let names = match self.dir(rel).and_then(|d| d.list()) {
             Ok(n) => n,
             Err(e) => {
                 self.problem(&e);
@@ -479,7 +508,7 @@ impl<'a> Collector<'a> {
             for f in WORKTREE_FILES {
                 self.file(&format!("{base}/{f}"));
             }
-            let names = match self.root.walk(Path::new(&base)).and_then(|d| d.list()) {
+            let names = match self.dir(&base).and_then(|d| d.list()) {
                 Ok(n) => n,
                 Err(e) => {
                     self.problem(&e);
@@ -524,10 +553,7 @@ fn read_node(dir: &Dir, name: &OsStr) -> Result<Node, NfError> {
         return Ok(Node::Absent);
     };
     Ok(match st.kind {
-        Kind::File => {
-            let (bytes, mode) = dir.read(name, FILE_LIMIT)?;
-            Node::file(&bytes, mode)
-        }
+        Kind::File => Node::file(&dir.read_bytes(name, FILE_LIMIT)?, st.mode),
         Kind::Dir => Node::Dir { mode: st.mode },
         Kind::Link => Node::Link {
             target: dir.read_link(name)?.to_string_lossy().into_owned(),
@@ -579,32 +605,64 @@ fn include_targets(common_dir: &Path, problems: &mut Vec<Problem>) -> Vec<PathBu
     }
 }
 
-fn collect(root: &Dir, common_dir: &Path, known_includes: &[PathBuf]) -> Snapshot {
-    let mut c = Collector {
-        root,
-        entries: BTreeMap::new(),
-        problems: Vec::new(),
-    };
+/// Is `rel` a file git reads as config (so one that can name include targets)?
+fn is_config_key(rel: &str) -> bool {
+    matches!(split(rel).1, "config" | "config.worktree")
+}
+
+/// Collect the protected entries. `baseline` (at check time) lets the include enumeration be
+/// skipped when it cannot give another answer: the include targets are a function of the
+/// config files' bytes, so when every config file and every known include target is byte-equal
+/// to the baseline, the targets are the baseline's.
+fn collect(root: &Dir, common_dir: &Path, baseline: Option<&State>) -> Snapshot {
+    let mut c = Collector::new(root);
     c.git_dir("", 0);
     c.worktrees();
     let mut includes = BTreeMap::new();
     let mut problems = c.problems;
-    let mut targets: BTreeSet<PathBuf> = include_targets(common_dir, &mut problems)
-        .into_iter()
-        .collect();
-    // Targets known from the baseline are read again even if no config names them now (a
-    // removed include line is a config change; the target itself must still be compared).
-    targets.extend(known_includes.iter().cloned());
-    for t in targets {
-        match read_abs(&t) {
+    let known: Vec<PathBuf> =
+        baseline.map_or_else(Vec::new, |b| b.includes.keys().cloned().collect());
+    let mut known_nodes = BTreeMap::new();
+    for t in &known {
+        match read_abs(t) {
             Ok(n) => {
-                includes.insert(t, n);
+                known_nodes.insert(t.clone(), n);
             }
             Err(e) => problems.push(Problem {
                 path: e.path().to_path_buf(),
                 reason: e.to_string(),
                 link: e.is_link(),
             }),
+        }
+    }
+    let unchanged = baseline.is_some_and(|b| {
+        let cfg_now = c.entries.iter().filter(|(k, _)| is_config_key(k));
+        let cfg_then = b.entries.iter().filter(|(k, _)| is_config_key(k));
+        cfg_now.eq(cfg_then)
+            && known_nodes.len() == b.includes.len()
+            && b.includes
+                .iter()
+                .all(|(p, n)| known_nodes.get(p) == Some(n))
+    });
+    // Targets known from the baseline are read again even if no config names them now (a
+    // removed include line is a config change; the target itself must still be compared).
+    includes.extend(known_nodes);
+    if !unchanged {
+        let targets: BTreeSet<PathBuf> = include_targets(common_dir, &mut problems)
+            .into_iter()
+            .filter(|t| !includes.contains_key(t))
+            .collect();
+        for t in targets {
+            match read_abs(&t) {
+                Ok(n) => {
+                    includes.insert(t, n);
+                }
+                Err(e) => problems.push(Problem {
+                    path: e.path().to_path_buf(),
+                    reason: e.to_string(),
+                    link: e.is_link(),
+                }),
+            }
         }
     }
     Snapshot {
@@ -747,7 +805,7 @@ pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityE
     let loc = locate(&opts.repo)?;
     let session_dir = session_dir(opts, &loc);
     let root = Dir::open_abs(&loc.common_dir)?;
-    let snap = collect(&root, &loc.common_dir, &[]);
+    let snap = collect(&root, &loc.common_dir, None);
     if let Some(p) = snap.problems.first() {
         return Err(IntegrityError::Unreadable {
             path: p.path.clone(),
@@ -900,8 +958,7 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
             return Outcome::Incomplete;
         }
     };
-    let known: Vec<PathBuf> = state.includes.keys().cloned().collect();
-    let snap = collect(&root, common, &known);
+    let snap = collect(&root, common, Some(state));
     for p in &snap.problems {
         outcome = Outcome::Incomplete;
         if p.link {
