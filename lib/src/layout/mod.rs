@@ -153,6 +153,10 @@ pub enum LayoutError {
     /// A `.git` file git would refuse (or, for some forms, read differently).
     #[error("{}: invalid gitfile: {reason}", .path.display())]
     InvalidGitfile { path: PathBuf, reason: String },
+    /// A bare repository found by the walk inside another repository's work tree. git uses it
+    /// (unless `safe.bareRepository=explicit`), with its own config and hooks.
+    #[error("{}: bare repository inside the work tree of {}: refused (git would use it and its config unless safe.bareRepository=explicit; name it with --git-dir to use it)", .path.display(), .enclosing.display())]
+    EmbeddedBare { path: PathBuf, enclosing: PathBuf },
     /// A valid gitfile whose target is neither a linked worktree's admin dir that points back
     /// at it nor a submodule git dir inside the enclosing superproject's `modules/`.
     #[error("{}: gitfile points to {}: refused ({reason})", .path.display(), .target.display())]
@@ -221,6 +225,7 @@ impl LayoutError {
             | LayoutError::NotAGitDir { path, .. }
             | LayoutError::InvalidGitfile { path, .. }
             | LayoutError::GitfileUnvouched { path, .. }
+            | LayoutError::EmbeddedBare { path, .. }
             | LayoutError::CommondirInMainGitDir { path, .. }
             | LayoutError::CommondirMismatch { path, .. }
             | LayoutError::InvalidCommondir { path, .. }
@@ -750,6 +755,10 @@ pub struct DiscoverOptions {
     pub ceilings: Vec<PathBuf>,
     /// `GIT_DISCOVERY_ACROSS_FILESYSTEM=true`.
     pub across_filesystems: bool,
+    /// Accept a bare repository found by the walk inside another repository's work tree
+    /// (an "embedded" bare repository, the case `safe.bareRepository=explicit` exists for).
+    /// Refused by default.
+    pub allow_embedded_bare: bool,
 }
 
 /// git's upward walk from `start` (`setup_git_directory_gently_1`) with git's ceiling rules,
@@ -760,6 +769,7 @@ pub fn discover(start: &Path, ceilings: &[PathBuf]) -> Result<Layout, LayoutErro
         &DiscoverOptions {
             ceilings: ceilings.to_vec(),
             across_filesystems: false,
+            allow_embedded_bare: false,
         },
     )
 }
@@ -787,15 +797,23 @@ pub fn discover_with(start: &Path, opts: &DiscoverOptions) -> Result<Layout, Lay
         .filter(|c| c.is_absolute())
         .filter_map(|c| std::fs::canonicalize(c).ok())
         .collect();
-    discover_from(&sys, &start, &ceilings, opts.across_filesystems)
+    let walk = Walk {
+        ceilings,
+        across_filesystems: opts.across_filesystems,
+        allow_embedded_bare: opts.allow_embedded_bare,
+    };
+    discover_from(&sys, &start, &walk)
 }
 
-fn discover_from(
-    sys: &Sys,
-    start: &Path,
-    ceilings: &[PathBuf],
+/// The walk's settings, resolved.
+struct Walk {
+    ceilings: Vec<PathBuf>,
     across_filesystems: bool,
-) -> Result<Layout, LayoutError> {
+    allow_embedded_bare: bool,
+}
+
+fn discover_from(sys: &Sys, start: &Path, walk: &Walk) -> Result<Layout, LayoutError> {
+    let ceilings = &walk.ceilings;
     // The deepest ceiling that is a proper ancestor of start; folders at or above it are
     // never examined.
     let ceiling = ceilings
@@ -836,7 +854,7 @@ fn discover_from(
                     });
                 }
             }
-            if !across_filesystems && folder.root_stat()?.dev != start_dev {
+            if !walk.across_filesystems && folder.root_stat()?.dev != start_dev {
                 return Err(LayoutError::NoRepository {
                     start: start.to_path_buf(),
                     stopped_at: dir.to_path_buf(),
@@ -844,7 +862,7 @@ fn discover_from(
                 });
             }
         }
-        if let Some(layout) = examine_folder(sys, folder, ceilings, across_filesystems)? {
+        if let Some(layout) = examine_folder(sys, folder, walk)? {
             return Ok(layout);
         }
     }
@@ -856,12 +874,7 @@ fn discover_from(
 }
 
 /// One step of the walk: `<dir>/.git`, then `<dir>` as a bare git dir.
-fn examine_folder(
-    sys: &Sys,
-    folder: &Root,
-    ceilings: &[PathBuf],
-    across_filesystems: bool,
-) -> Result<Option<Layout>, LayoutError> {
+fn examine_folder(sys: &Sys, folder: &Root, walk: &Walk) -> Result<Option<Layout>, LayoutError> {
     let dir = folder.path();
     let dot_git = dir.join(".git");
     if let Some(st) = folder.stat(".git")? {
@@ -870,9 +883,7 @@ fn examine_folder(
                 path: dot_git,
                 target,
             }),
-            FileType::File { .. } => {
-                vouch_gitfile(sys, &dot_git, dir, ceilings, across_filesystems).map(Some)
-            }
+            FileType::File { .. } => vouch_gitfile(sys, &dot_git, dir, walk).map(Some),
             FileType::Dir { .. } => {
                 let info = match check_git_dir_with(sys, &dot_git) {
                     Ok(info) => info,
@@ -912,8 +923,31 @@ fn examine_folder(
     match check_git_dir_with(sys, dir) {
         Err(LayoutError::NotAGitDir { .. }) => Ok(None),
         Err(e) => Err(e),
-        Ok(info) => classify_git_dir(sys, info, None, FoundBy::Bare).map(Some),
+        Ok(info) => {
+            let layout = classify_git_dir(sys, info, None, FoundBy::Bare)?;
+            if !walk.allow_embedded_bare && !is_implicit_bare_repo(dir) {
+                if let Some(enclosing) = enclosing_dot_git(sys, dir)? {
+                    return Err(LayoutError::EmbeddedBare {
+                        path: dir.to_path_buf(),
+                        enclosing,
+                    });
+                }
+            }
+            Ok(Some(layout))
+        }
     }
+}
+
+/// The nearest `.git` (of any kind) in a folder above `dir`: `dir` then lies in that
+/// repository's work tree.
+fn enclosing_dot_git(sys: &Sys, dir: &Path) -> Result<Option<PathBuf>, LayoutError> {
+    for anc in dir.ancestors().skip(1) {
+        let candidate = anc.join(".git");
+        if sys.stat(&candidate)?.is_some() {
+            return Ok(Some(candidate));
+        }
+    }
+    Ok(None)
 }
 
 /// Names the kind of a git dir reached directly (bare discovery or `--git-dir`), refusing a
@@ -1029,8 +1063,7 @@ fn vouch_gitfile(
     sys: &Sys,
     gitfile: &Path,
     dir: &Path,
-    ceilings: &[PathBuf],
-    across_filesystems: bool,
+    walk: &Walk,
 ) -> Result<Layout, LayoutError> {
     let gf = read_gitfile_with(sys, gitfile)?;
     let unvouched = |reason: String| LayoutError::GitfileUnvouched {
@@ -1088,7 +1121,7 @@ fn vouch_gitfile(
     }
     if gf.target.components().any(|c| c.as_os_str() == "modules") {
         if let Some(parent) = dir.parent() {
-            let sup = discover_from(sys, parent, ceilings, across_filesystems)
+            let sup = discover_from(sys, parent, walk)
                 .map_err(|e| unvouched(format!("no enclosing superproject vouches for it: {e}")))?;
             let modules = sup.git_dir.join("modules");
             if gf.target.starts_with(&modules) && gf.target != modules {
@@ -1163,7 +1196,12 @@ pub fn open_git_dir(git_dir: &Path, work_tree: Option<&Path>) -> Result<Layout, 
         }),
         Some(st) if st.is_file() => {
             let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
-            let mut layout = vouch_gitfile(&sys, &path, &dir, &[], true)?;
+            let walk = Walk {
+                ceilings: Vec::new(),
+                across_filesystems: true,
+                allow_embedded_bare: false,
+            };
+            let mut layout = vouch_gitfile(&sys, &path, &dir, &walk)?;
             if work_tree.is_some() {
                 layout.work_tree = work_tree;
             }

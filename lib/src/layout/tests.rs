@@ -1258,3 +1258,39 @@ fn prune_verdicts_equal_gits_own_dry_run() {
         }
     }
 }
+
+#[test]
+fn embedded_bare_repository_refused_where_git_uses_it() {
+    for git in gits() {
+        let env = Env::new();
+        let outer = env.repo(git, "outer");
+        env.ok(git, &outer, &["init", "-q", "--bare", "vendor/evil.git"]);
+        let evil = outer.join("vendor/evil.git");
+        env.ok(git, &evil, &["config", "gitward.marker", "embedded"]);
+        std::fs::create_dir_all(evil.join("refs/heads/deep")).unwrap();
+        // Control: git run inside it uses the embedded bare repository and its config.
+        let cfg = env.ok(git, &evil.join("refs/heads/deep"), &["config", "-l"]);
+        assert!(
+            cfg.contains("gitward.marker=embedded"),
+            "{git}: control: {cfg}"
+        );
+        match env.discover(&evil.join("refs/heads/deep")) {
+            Err(LayoutError::EmbeddedBare { path, enclosing }) => {
+                assert_eq!(path, evil);
+                assert_eq!(enclosing, outer.join(".git"));
+            }
+            other => panic!("{git}: not refused: {other:?}"),
+        }
+        // The caller may opt in, or name it explicitly (like git's GIT_DIR).
+        let opts = DiscoverOptions {
+            ceilings: env.ceilings(),
+            allow_embedded_bare: true,
+            ..DiscoverOptions::default()
+        };
+        assert_eq!(discover_with(&evil, &opts).unwrap().kind, Kind::Bare);
+        assert_eq!(open_git_dir(&evil, None).unwrap().kind, Kind::Bare);
+        // git's own exemptions are not "embedded": a main git dir entered from inside.
+        let l = env.discover(&outer.join(".git/refs")).unwrap();
+        assert_eq!(l.git_dir, outer.join(".git"));
+    }
+}
