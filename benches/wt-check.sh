@@ -42,8 +42,12 @@ hyperfine -N --warmup 5 --min-runs 30 --export-json "$tmp/bench.json" \
 	-n "wt-check check --restore" "$wt check --restore --state $state $tmp/proj"
 python3 - "$tmp/bench.json" <<'PY'
 import json, sys
-r = {x["command"]: x["mean"] * 1000 for x in json.load(open(sys.argv[1]))["results"]}
-g = r["git worktree list --porcelain"]
-for k, v in r.items():
-    print(f"{k:34s} {v:7.2f} ms  {v / g:5.2f}x git")
+res = json.load(open(sys.argv[1]))["results"]
+g = next(x for x in res if x["command"].startswith("git "))
+print(f"{'command':34s} {'mean':>9s} {'min':>9s} {'cpu':>9s}   ratio to git (mean / min / cpu)")
+for x in res:
+    cpu = x["user"] + x["system"]
+    gc = g["user"] + g["system"]
+    print(f"{x['command']:34s} {x['mean']*1e3:7.1f}ms {x['min']*1e3:7.1f}ms {cpu*1e3:7.1f}ms"
+          f"   {x['mean']/g['mean']:5.2f}x / {x['min']/g['min']:5.2f}x / {cpu/gc:5.2f}x")
 PY
