@@ -871,13 +871,24 @@ pub fn read_state(path: &Path) -> Result<State, IntegrityError> {
     }
     let bytes =
         std::fs::read(path).map_err(|e| IntegrityError::StateRead(path.to_path_buf(), e))?;
-    let v: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| IntegrityError::StateParse(path.to_path_buf(), e))?;
-    let f = v.get("format").and_then(|f| f.as_u64()).unwrap_or(0) as u32;
-    if f != state::FORMAT {
-        return Err(IntegrityError::StateFormat(path.to_path_buf(), f));
+    // One parse into the typed state; on failure, a second look tells a state file of
+    // another format from a damaged one.
+    match serde_json::from_slice::<State>(&bytes) {
+        Ok(s) if s.format == state::FORMAT => Ok(s),
+        Ok(s) => Err(IntegrityError::StateFormat(path.to_path_buf(), s.format)),
+        Err(e) => {
+            let f = serde_json::from_slice::<serde_json::Value>(&bytes)
+                .ok()
+                .and_then(|v| v.get("format").and_then(serde_json::Value::as_u64));
+            match f {
+                Some(f) if f != u64::from(state::FORMAT) => Err(IntegrityError::StateFormat(
+                    path.to_path_buf(),
+                    u32::try_from(f).unwrap_or(u32::MAX),
+                )),
+                _ => Err(IntegrityError::StateParse(path.to_path_buf(), e)),
+            }
+        }
     }
-    serde_json::from_value(v).map_err(|e| IntegrityError::StateParse(path.to_path_buf(), e))
 }
 
 // ---------------------------------------------------------------------------------------
