@@ -902,6 +902,131 @@ pub static TAG_SIGNATURE_MARKERS: &[&str] = &[
     "-----BEGIN SIGNED MESSAGE-----",
 ];
 
+/// Keys that the config and attributes readers interpret themselves (they change which files
+/// are read), named once here so no reader spells them. Each is also a row of [`KEYS`] (§1e).
+pub mod loader {
+    use super::KeyPattern;
+
+    /// `include.path`: inserts another config file in place (no subsection).
+    pub const INCLUDE_PATH: KeyPattern = KeyPattern::Key {
+        section: "include",
+        name: "path",
+    };
+    /// `includeIf.<condition>.path`: inserts another config file when the condition holds.
+    pub const INCLUDE_IF_PATH: KeyPattern = KeyPattern::PerName {
+        section: "includeIf",
+        name: "path",
+    };
+    /// `extensions.worktreeConfig`: makes git read `config.worktree` of the current git dir.
+    pub const WORKTREE_CONFIG: KeyPattern = KeyPattern::Key {
+        section: "extensions",
+        name: "worktreeConfig",
+    };
+    /// `core.attributesFile`: an extra attributes file (default `$XDG_CONFIG_HOME/git/attributes`).
+    pub const ATTRIBUTES_FILE: KeyPattern = KeyPattern::Key {
+        section: "core",
+        name: "attributesFile",
+    };
+    /// `core.hooksPath`: replaces `<common dir>/hooks`.
+    pub const HOOKS_PATH: KeyPattern = KeyPattern::Key {
+        section: "core",
+        name: "hooksPath",
+    };
+    /// `core.worktree`: the work tree, anywhere.
+    pub const CORE_WORKTREE: KeyPattern = KeyPattern::Key {
+        section: "core",
+        name: "worktree",
+    };
+}
+
+/// What a linked worktree's admin dir (`<common>/worktrees/<id>/`) may hold: the files git
+/// keeps per worktree. Every other name there is planted: git either never reads it or takes
+/// it from the common dir instead ([`WORKTREE_COMMON_ONLY`]). Sources: git's
+/// `worktree.c:add_worktree` (gitdir, commondir, HEAD, locked, config.worktree), the ref and
+/// state files of `path.c`/`refs` that are not in `common_list`, and the sequencer/rebase/bisect
+/// state folders. Names ending in `.lock` whose stem is listed are git's lock files.
+pub static WORKTREE_PRIVATE_ENTRIES: &[&str] = &[
+    "gitdir",
+    "commondir",
+    "HEAD",
+    "ORIG_HEAD",
+    "FETCH_HEAD",
+    "MERGE_HEAD",
+    "MERGE_MSG",
+    "MERGE_MODE",
+    "MERGE_RR",
+    "MERGE_AUTOSTASH",
+    "AUTO_MERGE",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "REBASE_HEAD",
+    "BISECT_LOG",
+    "BISECT_START",
+    "BISECT_EXPECTED_REV",
+    "BISECT_ANCESTORS_OK",
+    "BISECT_NAMES",
+    "BISECT_TERMS",
+    "BISECT_FIRST_PARENT",
+    "BISECT_RUN",
+    "BISECT_HEAD",
+    "SQUASH_MSG",
+    "COMMIT_EDITMSG",
+    "TAG_EDITMSG",
+    "NOTES_MERGE_PARTIAL",
+    "NOTES_MERGE_REF",
+    "NOTES_MERGE_WORKTREE",
+    "index",
+    "locked",
+    "config.worktree",
+    "logs",
+    "refs",
+    "info",
+    "rebase-merge",
+    "rebase-apply",
+    "sequencer",
+    "modules",
+    "fsmonitor--daemon.ipc",
+    "gc.log",
+];
+
+/// Inside a worktree admin dir, the only per-worktree paths below `refs/`, `logs/` and
+/// `info/` (git's `path.c` `common_list` entries with `is_common = 0`). Anything else there
+/// is read from the common dir by git, so a copy in the admin dir is planted.
+pub static WORKTREE_PRIVATE_SUBPATHS: &[&str] = &[
+    "refs/bisect",
+    "refs/rewritten",
+    "refs/worktree",
+    "logs/HEAD",
+    "logs/refs",
+    "logs/refs/bisect",
+    "logs/refs/rewritten",
+    "logs/refs/worktree",
+    "info/sparse-checkout",
+];
+
+/// git's `path.c` `common_list` entries with `is_common = 1`: paths git always resolves in the
+/// common dir, even when asked for them through a linked worktree's git dir. A planted
+/// `worktrees/<id>/hooks/` or `worktrees/<id>/config` is therefore ignored by git (verified
+/// for hooks, research §4.1) — still reported, since it shows an agent writing there.
+pub static WORKTREE_COMMON_ONLY: &[&str] = &[
+    "branches",
+    "common",
+    "hooks",
+    "info",
+    "logs",
+    "lost-found",
+    "objects",
+    "refs",
+    "remotes",
+    "worktrees",
+    "rr-cache",
+    "svn",
+    "config",
+    "gc.pid",
+    "packed-refs",
+    "shallow",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1016,6 +1141,25 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn loader_keys_are_catalogue_rows() {
+        use super::loader::*;
+        for p in [
+            INCLUDE_PATH,
+            INCLUDE_IF_PATH,
+            WORKTREE_CONFIG,
+            ATTRIBUTES_FILE,
+            HOOKS_PATH,
+            CORE_WORKTREE,
+        ] {
+            assert!(
+                KEYS.iter().any(|e| e.key == p),
+                "{} is not a KEYS row",
+                p.display()
+            );
         }
     }
 }

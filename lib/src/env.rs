@@ -324,6 +324,104 @@ impl Defused {
         Ok(())
     }
 
+    /// Neutralise the per-name keys (drivers, tools, config hooks) that an untrusted file sets,
+    /// given every config value as `(key, value, trusted)` in git's load order.
+    ///
+    /// For each catalogue per-name key set by any untrusted file, the command scope gets the
+    /// last *trusted* value for that key if the owner's config has one (so a globally
+    /// configured driver such as git-lfs keeps working exactly as under plain git), else the
+    /// neutral value. A filter whose clean, smudge or process is emptied also gets
+    /// `required=false`, or git would fail on the emptied filter. Keys that only trusted files
+    /// set are left alone.
+    pub fn neutralise_untrusted<'a>(
+        &mut self,
+        values: impl IntoIterator<Item = (&'a str, Option<&'a str>, bool)>,
+    ) -> Result<(), DefuseError> {
+        // lower-cased section + name, subsection as written → (untrusted seen, last trusted)
+        let mut seen: BTreeMap<(String, String, String), (bool, Option<String>)> = BTreeMap::new();
+        for (key, value, trusted) in values {
+            let Some(k) = ConfigKey::parse(key) else {
+                continue;
+            };
+            let Some(sub) = k.subsection else { continue };
+            let per_name = catalogue::lookup(key).any(|e| {
+                matches!(e.key, KeyPattern::PerName { .. })
+                    && matches!(e.neutraliser, Neutraliser::PerName { .. })
+            });
+            if !per_name {
+                continue;
+            }
+            if sub.contains(['\n', '\0']) {
+                return Err(DefuseError::Unrepresentable {
+                    section: k.section.into(),
+                    name: sub.into(),
+                });
+            }
+            let slot = seen
+                .entry((
+                    k.section.to_ascii_lowercase(),
+                    sub.to_owned(),
+                    k.name.to_ascii_lowercase(),
+                ))
+                .or_insert((false, None));
+            if trusted {
+                slot.1 = Some(value.unwrap_or("true").to_owned());
+            } else {
+                slot.0 = true;
+            }
+        }
+        let mut emptied_filters = std::collections::BTreeSet::new();
+        for ((section, sub, name), (untrusted, last_trusted)) in &seen {
+            if !untrusted {
+                continue;
+            }
+            let key = format!("{section}.{sub}.{name}");
+            for e in catalogue::lookup(&key) {
+                if e.since.is_some_and(|v| self.opts.version < v) {
+                    continue;
+                }
+                let (
+                    KeyPattern::PerName { name: row_name, .. },
+                    Neutraliser::PerName {
+                        key: set_key,
+                        value,
+                    },
+                ) = (e.key, e.neutraliser)
+                else {
+                    continue;
+                };
+                let target = format!("{section}.{sub}.{}", set_key.unwrap_or(row_name));
+                let v = match (set_key, last_trusted) {
+                    (None, Some(t)) => t.clone(),
+                    _ => value.to_owned(),
+                };
+                if section == "filter"
+                    && v.is_empty()
+                    && matches!(row_name, "clean" | "smudge" | "process")
+                {
+                    emptied_filters.insert(sub.clone());
+                }
+                self.config.push((target, v));
+            }
+        }
+        for sub in emptied_filters {
+            self.config
+                .push((format!("filter.{sub}.required"), "false".to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Add one command-scope pair (a later pair for the same key wins).
+    pub fn set_config(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.config.push((key.into(), value.into()));
+    }
+
+    /// Drop the command-scope config entirely (for `git config` reads, which would list it).
+    pub fn without_config(mut self) -> Self {
+        self.config.clear();
+        self
+    }
+
     /// Re-assert the owner's trusted value (system/global config) for every `TrustedOr` key,
     /// instead of the neutral value, so honest repositories behave as under plain git.
     /// `trusted` maps lower-cased `section.name` to the last trusted value.
@@ -489,6 +587,36 @@ mod tests {
             .iter()
             .any(|(a, b)| a == "hook.h.enabled" && b == "false"));
         assert!(d.neutralise_name("filter", "a\nb").is_err());
+    }
+
+    #[test]
+    fn untrusted_per_name_keys_are_neutralised_and_trusted_ones_kept() {
+        let mut d = Defused::new(DefuseOptions::new(v("2.47.3")));
+        let values = [
+            // The owner's git-lfs, untouched by the repository.
+            ("filter.lfs.clean", Some("git-lfs clean -- %f"), true),
+            ("filter.lfs.required", Some("true"), true),
+            // The owner's textconv, overridden by the repository: the owner's value wins.
+            ("diff.pdf.textconv", Some("pdftotext"), true),
+            ("diff.pdf.textconv", Some("evil"), false),
+            // A driver only the repository defines.
+            ("filter.Evil.clean", Some("evil"), false),
+            ("filter.Evil.required", None, false),
+            ("user.name", Some("x"), false),
+        ];
+        d.neutralise_untrusted(values).unwrap();
+        let get = |k: &str| {
+            d.config_pairs()
+                .iter()
+                .rev()
+                .find(|(a, _)| a == k)
+                .map(|(_, b)| b.clone())
+        };
+        assert_eq!(get("filter.lfs.clean"), None);
+        assert_eq!(get("diff.pdf.textconv").as_deref(), Some("pdftotext"));
+        assert_eq!(get("filter.Evil.clean").as_deref(), Some(""));
+        assert_eq!(get("filter.Evil.required").as_deref(), Some("false"));
+        assert_eq!(get("user.name"), None);
     }
 
     #[test]

@@ -92,3 +92,25 @@ mod tests {
         assert_eq!(v.len(), GIT_WRAPPER_CODES.len());
     }
 }
+
+#[cfg(test)]
+mod doc_tests {
+    use super::*;
+
+    /// docs/exit-codes.md lists every code with its name: the page cannot drift from the data.
+    #[test]
+    fn exit_code_page_matches_the_data() {
+        let page = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../docs/exit-codes.md"
+        ))
+        .unwrap();
+        for c in GIT_WRAPPER_CODES.iter().chain(CHECK_CODES) {
+            let row = format!("| {} | {} | {} |", c.code, c.name, c.meaning);
+            assert!(
+                page.contains(&row),
+                "docs/exit-codes.md lacks the row {row}"
+            );
+        }
+    }
+}

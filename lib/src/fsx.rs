@@ -1,1 +1,1037 @@
-//! No-follow file system access: every path below a trusted root is opened component by component with `openat` + `O_NOFOLLOW`, so a link swapped in for a folder is refused, never followed.
+//! No-follow file system access: every path below a trusted root is opened component by
+//! component with `openat` + `O_NOFOLLOW`, so a link swapped in for a folder is refused, never
+//! followed.
+//!
+//! # Why
+//!
+//! gitward's host-side tools (wt-check, safe-git, settings-watch) read and restore files in
+//! folders that a sandboxed agent can write: the work tree and parts of the git folder. A path
+//! opened the ordinary way (`open("<repo>/.git/worktrees/x/gitdir")`) follows every symbolic
+//! link on the way, so an agent that swaps `worktrees/x` for a link to `~/.config` turns a
+//! restore into a write outside the sandbox — and it can do the swap between our check and
+//! our write. Checking with `lstat` first does not help (time of check ≠ time of use).
+//!
+//! # Invariant
+//!
+//! A [`Root`] is a folder the caller trusts, opened once ([`Root::open`]; links in the
+//! caller's own path are resolved there, once). Every operation takes a path *relative* to the
+//! root and walks it one component at a time from the root's file descriptor: each folder is
+//! opened with `openat(O_PATH | O_DIRECTORY | O_NOFOLLOW)` relative to the previous one, and
+//! the leaf is opened, stat'ed, renamed or removed relative to its parent's descriptor with
+//! `O_NOFOLLOW` / `AT_SYMLINK_NOFOLLOW`. A symbolic link anywhere on the path — including the
+//! leaf — is therefore never followed, whatever the agent does concurrently: the kernel
+//! refuses the link at the moment of use. `..`, absolute and empty components are refused
+//! before any system call ([`FsError::Escape`]).
+//!
+//! A link found where a folder or file was expected is its own error, [`FsError::Link`], so
+//! callers can report "link refused" rather than a generic I/O failure.
+//!
+//! Linux only (`O_PATH`, `renameat2`, `/proc/self/fd` for `set_mode`).
+
+use nix::errno::Errno;
+use nix::fcntl::{openat, readlinkat, renameat, renameat2, AtFlags, OFlag, RenameFlags};
+use nix::sys::stat::{fchmod, fstat, fstatat, mkdirat, FileStat, Mode, SFlag};
+use nix::unistd::{fsync, symlinkat, unlinkat, UnlinkatFlags};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Errors of no-follow file access. Every variant names the full path (root + relative path,
+/// up to the component that failed) for display.
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    /// A symbolic link where a folder or file was expected. It was not followed.
+    #[error("{}: link refused (a symbolic link where a folder or file was expected; not followed)", .path.display())]
+    Link { path: PathBuf },
+    /// A path component that must be a folder is something else.
+    #[error("{}: not a folder", .path.display())]
+    NotDir { path: PathBuf },
+    #[error("{}: not found", .path.display())]
+    NotFound { path: PathBuf },
+    #[error("{}: larger than the limit of {limit} bytes", .path.display())]
+    TooLarge { path: PathBuf, limit: u64 },
+    /// A file that must be a regular file is another kind (`kind` is [`FileType::name`]).
+    #[error("{}: not a regular file ({kind})", .path.display())]
+    NotRegular { path: PathBuf, kind: &'static str },
+    /// The relative path has a `..`, `.`, absolute or empty component.
+    #[error("{}: refused path (a `..`, `.`, absolute or empty component would leave or blur the root)", .path.display())]
+    Escape { path: PathBuf },
+    /// The destination of a move already exists; nothing was replaced.
+    #[error("{}: already exists (not replaced)", .path.display())]
+    Exists { path: PathBuf },
+    #[error("{}: {op}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        op: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl FsError {
+    /// The path the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            FsError::Link { path }
+            | FsError::NotDir { path }
+            | FsError::NotFound { path }
+            | FsError::TooLarge { path, .. }
+            | FsError::NotRegular { path, .. }
+            | FsError::Escape { path }
+            | FsError::Exists { path }
+            | FsError::Io { path, .. } => path,
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, FsError::NotFound { .. })
+    }
+
+    pub fn is_link(&self) -> bool {
+        matches!(self, FsError::Link { .. })
+    }
+
+    fn io(path: PathBuf, op: &'static str, e: Errno) -> Self {
+        FsError::Io {
+            path,
+            op,
+            source: std::io::Error::from_raw_os_error(e as i32),
+        }
+    }
+}
+
+/// What an `lstat` found. Links are reported with their target (read, never followed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileType {
+    /// A regular file; `mode` holds the permission bits (`0o7777`).
+    File {
+        mode: u32,
+        size: u64,
+    },
+    Dir {
+        mode: u32,
+    },
+    Symlink {
+        target: PathBuf,
+    },
+    Fifo,
+    Socket,
+    CharDev,
+    BlockDev,
+}
+
+impl FileType {
+    /// A short name for messages: `file`, `folder`, `link`, `fifo`, `socket`, `char device`,
+    /// `block device`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FileType::File { .. } => "file",
+            FileType::Dir { .. } => "folder",
+            FileType::Symlink { .. } => "link",
+            FileType::Fifo => "fifo",
+            FileType::Socket => "socket",
+            FileType::CharDev => "char device",
+            FileType::BlockDev => "block device",
+        }
+    }
+}
+
+/// The result of an `lstat` below a root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    pub file_type: FileType,
+    pub dev: u64,
+    pub ino: u64,
+    pub uid: u32,
+    pub nlink: u64,
+    pub mtime: SystemTime,
+}
+
+impl Stat {
+    pub fn is_file(&self) -> bool {
+        matches!(self.file_type, FileType::File { .. })
+    }
+    pub fn is_dir(&self) -> bool {
+        matches!(self.file_type, FileType::Dir { .. })
+    }
+    pub fn is_symlink(&self) -> bool {
+        matches!(self.file_type, FileType::Symlink { .. })
+    }
+    /// Size in bytes of a regular file, 0 for anything else.
+    pub fn size(&self) -> u64 {
+        match self.file_type {
+            FileType::File { size, .. } => size,
+            _ => 0,
+        }
+    }
+}
+
+/// One entry of [`Root::list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    pub name: OsString,
+    pub stat: Stat,
+}
+
+/// How [`Root::write_atomic_with`] treats an existing target that is not a regular file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace {
+    /// Replace only a regular file (or create). A link → [`FsError::Link`], anything else →
+    /// [`FsError::NotRegular`]. The default of [`Root::write_atomic`].
+    RegularOnly,
+    /// Also replace a link, fifo, socket or device node (the entry itself is replaced by the
+    /// rename; nothing is written through it). A folder is always refused: move it aside
+    /// first ([`Root::move_to`]).
+    AnyButFolder,
+}
+
+const DIR_WALK: OFlag = OFlag::O_PATH
+    .union(OFlag::O_DIRECTORY)
+    .union(OFlag::O_NOFOLLOW)
+    .union(OFlag::O_CLOEXEC);
+
+/// Deepest folder tree copied by a cross-filesystem [`Root::move_to`].
+const MAX_COPY_DEPTH: usize = 256;
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A trusted folder, opened once. See the module documentation for the invariant.
+#[derive(Debug)]
+pub struct Root {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+impl Root {
+    /// Opens the trusted folder `path`. Links in `path` itself are resolved here, once (the
+    /// caller vouches for its own path); nothing below the root is ever resolved through a
+    /// link.
+    pub fn open(path: impl AsRef<Path>) -> Result<Root, FsError> {
+        let path = path.as_ref();
+        let canon = std::fs::canonicalize(path).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => FsError::NotFound {
+                path: path.to_path_buf(),
+            },
+            _ => FsError::Io {
+                path: path.to_path_buf(),
+                op: "resolve",
+                source,
+            },
+        })?;
+        let fd = nix::fcntl::open(
+            &canon,
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| match e {
+            Errno::ENOTDIR => FsError::NotDir {
+                path: canon.clone(),
+            },
+            Errno::ENOENT => FsError::NotFound {
+                path: canon.clone(),
+            },
+            e => FsError::io(canon.clone(), "open", e),
+        })?;
+        Ok(Root { fd, path: canon })
+    }
+
+    /// The file system root `/`, from which an absolute path can be walked without following
+    /// any link: `Root::system()?.stat(abs.strip_prefix("/")?)`.
+    pub fn system() -> Result<Root, FsError> {
+        Root::open("/")
+    }
+
+    /// The root's resolved path (for display and for building absolute paths).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The root's descriptor (an `O_PATH` folder descriptor).
+    pub fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// `fstat` of the root folder itself.
+    pub fn root_stat(&self) -> Result<Stat, FsError> {
+        let st = fstat(&self.fd).map_err(|e| FsError::io(self.path.clone(), "fstat", e))?;
+        Ok(to_stat(&st, None))
+    }
+
+    /// Another handle on the same folder.
+    pub fn try_clone(&self) -> Result<Root, FsError> {
+        let fd = self.fd.try_clone().map_err(|source| FsError::Io {
+            path: self.path.clone(),
+            op: "dup",
+            source,
+        })?;
+        Ok(Root {
+            fd,
+            path: self.path.clone(),
+        })
+    }
+
+    /// `lstat` of `rel`. `Ok(None)` if it (or a folder above it) does not exist; a link in a
+    /// folder position is [`FsError::Link`]; a link as the leaf is reported as
+    /// [`FileType::Symlink`] with its target.
+    pub fn stat(&self, rel: impl AsRef<Path>) -> Result<Option<Stat>, FsError> {
+        let rel = rel.as_ref();
+        let comps = self.components(rel)?;
+        let Some((leaf, dirs)) = comps.split_last() else {
+            return self.root_stat().map(Some);
+        };
+        let parent = match self.walk(dirs) {
+            Ok(fd) => fd,
+            Err(FsError::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let full = self.path.join(rel);
+        lstat_at(&parent, leaf, &full)
+    }
+
+    /// Reads the regular file `rel`, at most `max_bytes` ([`FsError::TooLarge`] beyond).
+    /// A link (at any position) is [`FsError::Link`]; a fifo, socket, device or folder is
+    /// [`FsError::NotRegular`] — checked before opening and again on the opened descriptor,
+    /// which is opened `O_NONBLOCK` so a fifo swapped in between never blocks.
+    pub fn read(&self, rel: impl AsRef<Path>, max_bytes: u64) -> Result<Vec<u8>, FsError> {
+        let rel = rel.as_ref();
+        let (parent, leaf, full) = self.parent_of(rel)?;
+        let Some(pre) = lstat_at(&parent, leaf, &full)? else {
+            return Err(FsError::NotFound { path: full });
+        };
+        match pre.file_type {
+            FileType::File { .. } => {}
+            FileType::Symlink { .. } => return Err(FsError::Link { path: full }),
+            ref other => {
+                return Err(FsError::NotRegular {
+                    path: full,
+                    kind: other.name(),
+                })
+            }
+        }
+        let fd = openat(
+            &parent,
+            leaf,
+            OFlag::O_RDONLY
+                | OFlag::O_NOFOLLOW
+                | OFlag::O_NONBLOCK
+                | OFlag::O_NOCTTY
+                | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| classify(&parent, leaf, e, full.clone(), "open"))?;
+        read_fd(fd, &full, max_bytes)
+    }
+
+    /// The first `max_bytes` bytes of the regular file `rel` (no error when it is longer):
+    /// for readers that, like git's `validate_headref`, look only at a file's start. Same
+    /// no-follow and regular-file rules as [`Root::read`].
+    pub fn read_prefix(&self, rel: impl AsRef<Path>, max_bytes: u64) -> Result<Vec<u8>, FsError> {
+        let rel = rel.as_ref();
+        let (parent, leaf, full) = self.parent_of(rel)?;
+        let Some(pre) = lstat_at(&parent, leaf, &full)? else {
+            return Err(FsError::NotFound { path: full });
+        };
+        match pre.file_type {
+            FileType::File { .. } => {}
+            FileType::Symlink { .. } => return Err(FsError::Link { path: full }),
+            ref other => {
+                return Err(FsError::NotRegular {
+                    path: full,
+                    kind: other.name(),
+                })
+            }
+        }
+        let fd = openat(
+            &parent,
+            leaf,
+            OFlag::O_RDONLY
+                | OFlag::O_NOFOLLOW
+                | OFlag::O_NONBLOCK
+                | OFlag::O_NOCTTY
+                | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| classify(&parent, leaf, e, full.clone(), "open"))?;
+        let st = fstat(&fd).map_err(|e| FsError::io(full.clone(), "fstat", e))?;
+        if file_type_bits(&st) != SFlag::S_IFREG {
+            return Err(FsError::NotRegular {
+                path: full,
+                kind: to_stat(&st, None).file_type.name(),
+            });
+        }
+        let mut buf = Vec::new();
+        File::from(fd)
+            .take(max_bytes)
+            .read_to_end(&mut buf)
+            .map_err(|source| FsError::Io {
+                path: full,
+                op: "read",
+                source,
+            })?;
+        Ok(buf)
+    }
+
+    /// Like [`Root::read`], but a missing file (or missing folder above it) is `Ok(None)`.
+    pub fn read_opt(
+        &self,
+        rel: impl AsRef<Path>,
+        max_bytes: u64,
+    ) -> Result<Option<Vec<u8>>, FsError> {
+        match self.read(rel, max_bytes) {
+            Ok(b) => Ok(Some(b)),
+            Err(FsError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The target of the link `rel` (read, not followed).
+    pub fn read_link(&self, rel: impl AsRef<Path>) -> Result<PathBuf, FsError> {
+        let rel = rel.as_ref();
+        let (parent, leaf, full) = self.parent_of(rel)?;
+        readlinkat(&parent, leaf)
+            .map(PathBuf::from)
+            .map_err(|e| classify(&parent, leaf, e, full, "readlink"))
+    }
+
+    /// The entries of the folder `rel` (`""` = the root), each with its `lstat`, sorted by
+    /// name (bytewise). An entry that vanishes between `readdir` and `lstat` is left out.
+    pub fn list(&self, rel: impl AsRef<Path>) -> Result<Vec<DirEntry>, FsError> {
+        let rel = rel.as_ref();
+        let comps = self.components(rel)?;
+        let dir = self.walk(&comps)?;
+        let full = self.path.join(rel);
+        let names = read_dir_names(&dir, &full)?;
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            let child = full.join(&name);
+            if let Some(stat) = lstat_at(&dir, &name, &child)? {
+                out.push(DirEntry { name, stat });
+            }
+        }
+        out.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        Ok(out)
+    }
+
+    /// The folder `rel` as a root of its own, opened without following links.
+    pub fn open_dir(&self, rel: impl AsRef<Path>) -> Result<Root, FsError> {
+        let rel = rel.as_ref();
+        let comps = self.components(rel)?;
+        let fd = self.walk(&comps)?;
+        Ok(Root {
+            fd,
+            path: self.path.join(rel),
+        })
+    }
+
+    /// Writes `bytes` to `rel` atomically with permission bits `mode`: a temporary file is
+    /// created in the same folder (`O_CREAT | O_EXCL | O_NOFOLLOW`), written, fsync'ed, renamed
+    /// over the target, and the folder is fsync'ed. Readers see the old or the new content,
+    /// never a mix; no temporary file is left behind on error. An existing target that is
+    /// not a regular file is refused ([`Replace::RegularOnly`]).
+    pub fn write_atomic(
+        &self,
+        rel: impl AsRef<Path>,
+        bytes: &[u8],
+        mode: u32,
+    ) -> Result<(), FsError> {
+        self.write_atomic_with(rel, bytes, mode, Replace::RegularOnly)
+    }
+
+    /// [`Root::write_atomic`] with an explicit policy for a target that is not a regular file.
+    pub fn write_atomic_with(
+        &self,
+        rel: impl AsRef<Path>,
+        bytes: &[u8],
+        mode: u32,
+        replace: Replace,
+    ) -> Result<(), FsError> {
+        let rel = rel.as_ref();
+        let (parent, leaf, full) = self.parent_of(rel)?;
+        if let Some(existing) = lstat_at(&parent, leaf, &full)? {
+            match (&existing.file_type, replace) {
+                (FileType::File { .. }, _) => {}
+                (FileType::Dir { .. }, _) => {
+                    return Err(FsError::NotRegular {
+                        path: full,
+                        kind: "folder",
+                    })
+                }
+                (FileType::Symlink { .. }, Replace::RegularOnly) => {
+                    return Err(FsError::Link { path: full })
+                }
+                (other, Replace::RegularOnly) => {
+                    return Err(FsError::NotRegular {
+                        path: full,
+                        kind: other.name(),
+                    })
+                }
+                (_, Replace::AnyButFolder) => {}
+            }
+        }
+        let (tmp_name, fd) = create_temp(&parent, &full, mode)?;
+        let result = (|| {
+            let mut file = File::from(fd);
+            file.write_all(bytes).map_err(|source| FsError::Io {
+                path: full.clone(),
+                op: "write",
+                source,
+            })?;
+            file.sync_all().map_err(|source| FsError::Io {
+                path: full.clone(),
+                op: "fsync",
+                source,
+            })?;
+            drop(file);
+            renameat(&parent, tmp_name.as_os_str(), &parent, leaf)
+                .map_err(|e| classify(&parent, leaf, e, full.clone(), "rename"))
+        })();
+        if let Err(e) = result {
+            let _ = unlinkat(&parent, tmp_name.as_os_str(), UnlinkatFlags::NoRemoveDir);
+            return Err(e);
+        }
+        fsync_dir(&parent, full.parent().unwrap_or(&full))
+    }
+
+    /// Creates the folder `rel` and every missing folder above it with permission bits
+    /// `mode` (before umask). An existing link on the way is [`FsError::Link`].
+    pub fn create_dir_all(&self, rel: impl AsRef<Path>, mode: u32) -> Result<(), FsError> {
+        let rel = rel.as_ref();
+        let comps = self.components(rel)?;
+        let mut cur = self.reopen_root()?;
+        let mut full = self.path.clone();
+        for name in comps {
+            let parent_path = full.clone();
+            full.push(name);
+            match mkdirat(&cur, name, Mode::from_bits_truncate(mode)) {
+                Ok(()) => fsync_dir(&cur, &parent_path)?,
+                Err(Errno::EEXIST) => {}
+                Err(e) => return Err(classify(&cur, name, e, full, "mkdir")),
+            }
+            cur = openat(&cur, name, DIR_WALK, Mode::empty())
+                .map_err(|e| classify(&cur, name, e, full.clone(), "open"))?;
+        }
+        Ok(())
+    }
+
+    /// Moves `rel` (a file, link or folder — never followed) to `other_rel` below `other`.
+    /// An existing destination is never replaced ([`FsError::Exists`]). On the same file
+    /// system this is one `renameat2(RENAME_NOREPLACE)`. Across file systems the entry is
+    /// copied without following links (files fsync'ed), put in place under a temporary name
+    /// and renamed, and only then is the source removed — so the bytes exist in at least one
+    /// place at every moment. Used to move an agent's file aside into quarantine.
+    pub fn move_to(
+        &self,
+        rel: impl AsRef<Path>,
+        other: &Root,
+        other_rel: impl AsRef<Path>,
+    ) -> Result<(), FsError> {
+        let (rel, other_rel) = (rel.as_ref(), other_rel.as_ref());
+        let (src_dir, src_leaf, src_full) = self.parent_of(rel)?;
+        let (dst_dir, dst_leaf, dst_full) = other.parent_of(other_rel)?;
+        if lstat_at(&src_dir, src_leaf, &src_full)?.is_none() {
+            return Err(FsError::NotFound { path: src_full });
+        }
+        match rename_noreplace(&src_dir, src_leaf, &dst_dir, dst_leaf) {
+            Ok(()) => {}
+            Err(Errno::EXDEV) => {
+                copy_across(&src_dir, src_leaf, &src_full, &dst_dir, dst_leaf, &dst_full)?;
+                remove_tree(&src_dir, src_leaf, &src_full, 0)?;
+            }
+            Err(Errno::EEXIST) | Err(Errno::ENOTEMPTY) => {
+                return Err(FsError::Exists { path: dst_full })
+            }
+            Err(e) => return Err(classify(&dst_dir, dst_leaf, e, dst_full, "rename")),
+        }
+        fsync_dir(&dst_dir, dst_full.parent().unwrap_or(&dst_full))?;
+        fsync_dir(&src_dir, src_full.parent().unwrap_or(&src_full))
+    }
+
+    /// Renames `rel` to `new_rel` below the same root, never replacing an existing entry.
+    pub fn rename(&self, rel: impl AsRef<Path>, new_rel: impl AsRef<Path>) -> Result<(), FsError> {
+        let (rel, new_rel) = (rel.as_ref(), new_rel.as_ref());
+        let (src_dir, src_leaf, _) = self.parent_of(rel)?;
+        let (dst_dir, dst_leaf, dst_full) = self.parent_of(new_rel)?;
+        match rename_noreplace(&src_dir, src_leaf, &dst_dir, dst_leaf) {
+            Ok(()) => fsync_dir(&dst_dir, dst_full.parent().unwrap_or(&dst_full)),
+            Err(Errno::EEXIST) | Err(Errno::ENOTEMPTY) => Err(FsError::Exists { path: dst_full }),
+            Err(e) => Err(classify(
+                &src_dir,
+                src_leaf,
+                e,
+                self.path.join(rel),
+                "rename",
+            )),
+        }
+    }
+
+    /// Removes the file, link, fifo, … `rel` (a link is removed itself, never followed).
+    pub fn remove_file(&self, rel: impl AsRef<Path>) -> Result<(), FsError> {
+        let rel = rel.as_ref();
+        let (parent, leaf, full) = self.parent_of(rel)?;
+        unlinkat(&parent, leaf, UnlinkatFlags::NoRemoveDir)
+            .map_err(|e| classify(&parent, leaf, e, full, "unlink"))
+    }
+
+    /// Removes the empty folder `rel`.
+    pub fn remove_dir(&self, rel: impl AsRef<Path>) -> Result<(), FsError> {
+        let rel = rel.as_ref();
+        let (parent, leaf, full) = self.parent_of(rel)?;
+        unlinkat(&parent, leaf, UnlinkatFlags::RemoveDir)
+            .map_err(|e| classify(&parent, leaf, e, full, "rmdir"))
+    }
+
+    /// Creates the symbolic link `rel` → `target` (for restores and tests; the target is
+    /// stored as given and never resolved here).
+    pub fn create_symlink(
+        &self,
+        target: impl AsRef<Path>,
+        rel: impl AsRef<Path>,
+    ) -> Result<(), FsError> {
+        let rel = rel.as_ref();
+        let (parent, leaf, full) = self.parent_of(rel)?;
+        symlinkat(target.as_ref(), &parent, leaf)
+            .map_err(|e| classify(&parent, leaf, e, full, "symlink"))
+    }
+
+    /// Sets the permission bits of `rel` (a link is refused, not followed: the leaf is opened
+    /// `O_PATH | O_NOFOLLOW` and changed through `/proc/self/fd`).
+    pub fn set_mode(&self, rel: impl AsRef<Path>, mode: u32) -> Result<(), FsError> {
+        let rel = rel.as_ref();
+        let (parent, leaf, full) = self.parent_of(rel)?;
+        let fd = openat(
+            &parent,
+            leaf,
+            OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| classify(&parent, leaf, e, full.clone(), "open"))?;
+        let st = fstat(&fd).map_err(|e| FsError::io(full.clone(), "fstat", e))?;
+        if file_type_bits(&st) == SFlag::S_IFLNK {
+            return Err(FsError::Link { path: full });
+        }
+        let proc_path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        nix::sys::stat::fchmodat(
+            nix::fcntl::AT_FDCWD,
+            proc_path.as_str(),
+            Mode::from_bits_truncate(mode & 0o7777),
+            nix::sys::stat::FchmodatFlags::FollowSymlink,
+        )
+        .map_err(|e| FsError::io(full, "chmod", e))
+    }
+
+    // ---- internals -------------------------------------------------------------------
+
+    /// Splits `rel` into its components, refusing `..`, `.`, absolute and empty components.
+    /// The empty path is the root itself (no components).
+    fn components<'a>(&self, rel: &'a Path) -> Result<Vec<&'a OsStr>, FsError> {
+        let bytes = rel.as_os_str().as_bytes();
+        if bytes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for part in bytes.split(|b| *b == b'/') {
+            if part.is_empty() || part == b"." || part == b".." {
+                return Err(FsError::Escape {
+                    path: self.path.join(rel),
+                });
+            }
+            out.push(OsStr::from_bytes(part));
+        }
+        Ok(out)
+    }
+
+    fn reopen_root(&self) -> Result<OwnedFd, FsError> {
+        openat(&self.fd, ".", DIR_WALK, Mode::empty())
+            .map_err(|e| FsError::io(self.path.clone(), "open", e))
+    }
+
+    /// Opens the folders `comps` one by one, no-follow, and returns the last one's descriptor.
+    fn walk(&self, comps: &[&OsStr]) -> Result<OwnedFd, FsError> {
+        let mut cur = self.reopen_root()?;
+        let mut full = self.path.clone();
+        for name in comps {
+            full.push(name);
+            cur = openat(&cur, *name, DIR_WALK, Mode::empty())
+                .map_err(|e| classify(&cur, name, e, full.clone(), "open"))?;
+        }
+        Ok(cur)
+    }
+
+    /// The parent folder's descriptor, the leaf name and the full path of a non-empty `rel`.
+    fn parent_of<'a>(&self, rel: &'a Path) -> Result<(OwnedFd, &'a OsStr, PathBuf), FsError> {
+        let comps = self.components(rel)?;
+        let Some((leaf, dirs)) = comps.split_last() else {
+            return Err(FsError::Escape {
+                path: self.path.clone(),
+            });
+        };
+        let parent = self.walk(dirs)?;
+        Ok((parent, leaf, self.path.join(rel)))
+    }
+}
+
+fn file_type_bits(st: &FileStat) -> SFlag {
+    SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT
+}
+
+fn to_stat(st: &FileStat, target: Option<PathBuf>) -> Stat {
+    let perm = st.st_mode & 0o7777;
+    let file_type = match file_type_bits(st) {
+        SFlag::S_IFREG => FileType::File {
+            mode: perm,
+            size: st.st_size as u64,
+        },
+        SFlag::S_IFDIR => FileType::Dir { mode: perm },
+        SFlag::S_IFLNK => FileType::Symlink {
+            target: target.unwrap_or_default(),
+        },
+        SFlag::S_IFIFO => FileType::Fifo,
+        SFlag::S_IFSOCK => FileType::Socket,
+        SFlag::S_IFCHR => FileType::CharDev,
+        _ => FileType::BlockDev,
+    };
+    let mtime = if st.st_mtime >= 0 {
+        UNIX_EPOCH + Duration::new(st.st_mtime as u64, st.st_mtime_nsec as u32)
+    } else {
+        UNIX_EPOCH - Duration::from_secs(st.st_mtime.unsigned_abs())
+    };
+    Stat {
+        file_type,
+        dev: st.st_dev,
+        ino: st.st_ino,
+        uid: st.st_uid,
+        nlink: st.st_nlink,
+        mtime,
+    }
+}
+
+/// `lstat` of `name` in `dir`; `Ok(None)` when missing.
+fn lstat_at(dir: &OwnedFd, name: &OsStr, full: &Path) -> Result<Option<Stat>, FsError> {
+    let st = match fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(Errno::ENOENT) => return Ok(None),
+        Err(e) => return Err(classify(dir, name, e, full.to_path_buf(), "lstat")),
+    };
+    let target = if file_type_bits(&st) == SFlag::S_IFLNK {
+        match readlinkat(dir, name) {
+            Ok(t) => Some(PathBuf::from(t)),
+            // Swapped between lstat and readlink: report what we saw, without a target.
+            Err(Errno::EINVAL) | Err(Errno::ENOENT) => None,
+            Err(e) => return Err(FsError::io(full.to_path_buf(), "readlink", e)),
+        }
+    } else {
+        None
+    };
+    Ok(Some(to_stat(&st, target)))
+}
+
+/// Turns an errno from an `*at` call on `name` in `dir` into an [`FsError`], telling a link
+/// (`ELOOP`, or `ENOTDIR` on a name that is a link) from other failures.
+fn classify(dir: &OwnedFd, name: &OsStr, e: Errno, full: PathBuf, op: &'static str) -> FsError {
+    match e {
+        Errno::ENOENT => FsError::NotFound { path: full },
+        Errno::ELOOP => FsError::Link { path: full },
+        Errno::EEXIST => FsError::Exists { path: full },
+        Errno::ENOTDIR => match fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st) if file_type_bits(&st) == SFlag::S_IFLNK => FsError::Link { path: full },
+            _ => FsError::NotDir { path: full },
+        },
+        e => FsError::io(full, op, e),
+    }
+}
+
+fn read_fd(fd: OwnedFd, full: &Path, max_bytes: u64) -> Result<Vec<u8>, FsError> {
+    let st = fstat(&fd).map_err(|e| FsError::io(full.to_path_buf(), "fstat", e))?;
+    let ft = to_stat(&st, None).file_type;
+    match ft {
+        FileType::File { size, .. } if size > max_bytes => {
+            return Err(FsError::TooLarge {
+                path: full.to_path_buf(),
+                limit: max_bytes,
+            })
+        }
+        FileType::File { .. } => {}
+        FileType::Symlink { .. } => {
+            return Err(FsError::Link {
+                path: full.to_path_buf(),
+            })
+        }
+        other => {
+            return Err(FsError::NotRegular {
+                path: full.to_path_buf(),
+                kind: other.name(),
+            })
+        }
+    }
+    let file = File::from(fd);
+    let mut buf = Vec::with_capacity(st.st_size.max(0) as usize);
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(|source| FsError::Io {
+            path: full.to_path_buf(),
+            op: "read",
+            source,
+        })?;
+    if buf.len() as u64 > max_bytes {
+        return Err(FsError::TooLarge {
+            path: full.to_path_buf(),
+            limit: max_bytes,
+        });
+    }
+    Ok(buf)
+}
+
+fn read_dir_names(dir: &OwnedFd, full: &Path) -> Result<Vec<OsString>, FsError> {
+    let fd = openat(
+        dir,
+        ".",
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| FsError::io(full.to_path_buf(), "open", e))?;
+    let mut d =
+        nix::dir::Dir::from_fd(fd).map_err(|e| FsError::io(full.to_path_buf(), "opendir", e))?;
+    let mut names = Vec::new();
+    for entry in d.iter() {
+        let entry = entry.map_err(|e| FsError::io(full.to_path_buf(), "readdir", e))?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        names.push(OsStr::from_bytes(name).to_os_string());
+    }
+    Ok(names)
+}
+
+fn fsync_dir(dir: &OwnedFd, display: &Path) -> Result<(), FsError> {
+    let fd = openat(
+        dir,
+        ".",
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| FsError::io(display.to_path_buf(), "open", e))?;
+    fsync(&fd).map_err(|e| FsError::io(display.to_path_buf(), "fsync", e))
+}
+
+fn temp_name() -> OsString {
+    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    OsString::from(format!(
+        ".gitward-tmp.{}.{}.{:08x}",
+        std::process::id(),
+        n,
+        nanos
+    ))
+}
+
+/// Creates a fresh temporary file in `dir` (`O_CREAT | O_EXCL | O_NOFOLLOW`) with exactly the
+/// permission bits `mode` (set with `fchmod`, so the umask does not change them).
+fn create_temp(dir: &OwnedFd, full: &Path, mode: u32) -> Result<(OsString, OwnedFd), FsError> {
+    for _ in 0..16 {
+        let name = temp_name();
+        match openat(
+            dir,
+            name.as_os_str(),
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(0o600),
+        ) {
+            Ok(fd) => {
+                if let Err(e) = fchmod(&fd, Mode::from_bits_truncate(mode & 0o7777)) {
+                    let _ = unlinkat(dir, name.as_os_str(), UnlinkatFlags::NoRemoveDir);
+                    return Err(FsError::io(full.to_path_buf(), "chmod", e));
+                }
+                return Ok((name, fd));
+            }
+            Err(Errno::EEXIST) => continue,
+            Err(e) => return Err(FsError::io(full.to_path_buf(), "create temporary file", e)),
+        }
+    }
+    Err(FsError::io(
+        full.to_path_buf(),
+        "create temporary file",
+        Errno::EEXIST,
+    ))
+}
+
+/// `renameat2(RENAME_NOREPLACE)`, falling back to check-then-`renameat` on file systems that
+/// do not support the flag (`EINVAL`).
+fn rename_noreplace(
+    src_dir: &OwnedFd,
+    src: &OsStr,
+    dst_dir: &OwnedFd,
+    dst: &OsStr,
+) -> Result<(), Errno> {
+    match renameat2(src_dir, src, dst_dir, dst, RenameFlags::RENAME_NOREPLACE) {
+        Err(Errno::EINVAL) => {
+            match fstatat(dst_dir, dst, AtFlags::AT_SYMLINK_NOFOLLOW) {
+                Ok(_) => return Err(Errno::EEXIST),
+                Err(Errno::ENOENT) => {}
+                Err(e) => return Err(e),
+            }
+            renameat(src_dir, src, dst_dir, dst)
+        }
+        other => other,
+    }
+}
+
+/// Copies `src` (in `src_dir`) to `dst` (in `dst_dir`) on another file system: into a
+/// temporary name first, then renamed into place without replacing anything.
+fn copy_across(
+    src_dir: &OwnedFd,
+    src: &OsStr,
+    src_full: &Path,
+    dst_dir: &OwnedFd,
+    dst: &OsStr,
+    dst_full: &Path,
+) -> Result<(), FsError> {
+    if lstat_at(dst_dir, dst, dst_full)?.is_some() {
+        return Err(FsError::Exists {
+            path: dst_full.to_path_buf(),
+        });
+    }
+    let tmp = temp_name();
+    let tmp_full = dst_full.with_file_name(&tmp);
+    let copied = copy_tree(src_dir, src, src_full, dst_dir, &tmp, &tmp_full, 0).and_then(|()| {
+        match rename_noreplace(dst_dir, &tmp, dst_dir, dst) {
+            Ok(()) => Ok(()),
+            Err(Errno::EEXIST) | Err(Errno::ENOTEMPTY) => Err(FsError::Exists {
+                path: dst_full.to_path_buf(),
+            }),
+            Err(e) => Err(FsError::io(dst_full.to_path_buf(), "rename", e)),
+        }
+    });
+    if let Err(e) = copied {
+        // Only our own temporary copy is removed; the source is untouched.
+        let _ = remove_tree(dst_dir, &tmp, &tmp_full, 0);
+        return Err(e);
+    }
+    fsync_dir(dst_dir, dst_full.parent().unwrap_or(dst_full))
+}
+
+fn copy_tree(
+    src_dir: &OwnedFd,
+    src: &OsStr,
+    src_full: &Path,
+    dst_dir: &OwnedFd,
+    dst: &OsStr,
+    dst_full: &Path,
+    depth: usize,
+) -> Result<(), FsError> {
+    if depth > MAX_COPY_DEPTH {
+        return Err(FsError::io(
+            src_full.to_path_buf(),
+            "copy (too deep)",
+            Errno::ELOOP,
+        ));
+    }
+    let Some(st) = lstat_at(src_dir, src, src_full)? else {
+        return Err(FsError::NotFound {
+            path: src_full.to_path_buf(),
+        });
+    };
+    match st.file_type {
+        FileType::File { mode, .. } => {
+            let fd = openat(
+                src_dir,
+                src,
+                OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| classify(src_dir, src, e, src_full.to_path_buf(), "open"))?;
+            let bytes = read_fd(fd, src_full, u64::MAX - 1)?;
+            let (tmp, out) = create_temp(dst_dir, dst_full, mode)?;
+            let written = (|| {
+                let mut f = File::from(out);
+                f.write_all(&bytes).map_err(|source| FsError::Io {
+                    path: dst_full.to_path_buf(),
+                    op: "write",
+                    source,
+                })?;
+                f.sync_all().map_err(|source| FsError::Io {
+                    path: dst_full.to_path_buf(),
+                    op: "fsync",
+                    source,
+                })?;
+                drop(f);
+                rename_noreplace(dst_dir, &tmp, dst_dir, dst)
+                    .map_err(|e| FsError::io(dst_full.to_path_buf(), "rename", e))
+            })();
+            if written.is_err() {
+                let _ = unlinkat(dst_dir, tmp.as_os_str(), UnlinkatFlags::NoRemoveDir);
+            }
+            written
+        }
+        FileType::Symlink { target } => symlinkat(&target, dst_dir, dst)
+            .map_err(|e| FsError::io(dst_full.to_path_buf(), "symlink", e)),
+        FileType::Dir { mode } => {
+            mkdirat(dst_dir, dst, Mode::from_bits_truncate(mode | 0o700))
+                .map_err(|e| FsError::io(dst_full.to_path_buf(), "mkdir", e))?;
+            let s = openat(src_dir, src, DIR_WALK, Mode::empty())
+                .map_err(|e| classify(src_dir, src, e, src_full.to_path_buf(), "open"))?;
+            let d = openat(dst_dir, dst, DIR_WALK, Mode::empty())
+                .map_err(|e| classify(dst_dir, dst, e, dst_full.to_path_buf(), "open"))?;
+            for name in read_dir_names(&s, src_full)? {
+                copy_tree(
+                    &s,
+                    &name,
+                    &src_full.join(&name),
+                    &d,
+                    &name,
+                    &dst_full.join(&name),
+                    depth + 1,
+                )?;
+            }
+            fsync_dir(&d, dst_full)?;
+            let proc_path = format!("/proc/self/fd/{}", d.as_raw_fd());
+            nix::sys::stat::fchmodat(
+                nix::fcntl::AT_FDCWD,
+                proc_path.as_str(),
+                Mode::from_bits_truncate(mode),
+                nix::sys::stat::FchmodatFlags::FollowSymlink,
+            )
+            .map_err(|e| FsError::io(dst_full.to_path_buf(), "chmod", e))
+        }
+        other => Err(FsError::NotRegular {
+            path: src_full.to_path_buf(),
+            kind: other.name(),
+        }),
+    }
+}
+
+/// Removes `name` in `dir` and, for a folder, everything below it — without following links.
+fn remove_tree(dir: &OwnedFd, name: &OsStr, full: &Path, depth: usize) -> Result<(), FsError> {
+    if depth > MAX_COPY_DEPTH {
+        return Err(FsError::io(
+            full.to_path_buf(),
+            "remove (too deep)",
+            Errno::ELOOP,
+        ));
+    }
+    let Some(st) = lstat_at(dir, name, full)? else {
+        return Ok(());
+    };
+    if st.is_dir() {
+        let sub = openat(dir, name, DIR_WALK, Mode::empty())
+            .map_err(|e| classify(dir, name, e, full.to_path_buf(), "open"))?;
+        for child in read_dir_names(&sub, full)? {
+            remove_tree(&sub, &child, &full.join(&child), depth + 1)?;
+        }
+        unlinkat(dir, name, UnlinkatFlags::RemoveDir)
+            .map_err(|e| classify(dir, name, e, full.to_path_buf(), "rmdir"))
+    } else {
+        unlinkat(dir, name, UnlinkatFlags::NoRemoveDir)
+            .map_err(|e| classify(dir, name, e, full.to_path_buf(), "unlink"))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -976,6 +976,15 @@ impl<'c> Visitor<'c> {
                 );
             }
         }
+        // Agent and IDE settings: the files settings-watch guards (one list, in settings).
+        if let Ok(p) = std::str::from_utf8(&path) {
+            if let Some(rule) = crate::settings::guarded_path(p) {
+                self.hit(
+                    "GW-SCAN-060",
+                    format!("settings file guarded by {} ({})", rule.name, rule.preset),
+                );
+            }
+        }
         // CI.
         for ci in catalogue::CI_PATHS {
             let p = ci.path.as_bytes();

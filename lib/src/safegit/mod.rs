@@ -1,1 +1,3 @@
 //! safe-git: git over an untrusted repository for host-side scripts, on an allow-list of inspection and clean-up subcommands.
+
+pub mod args;

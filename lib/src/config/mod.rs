@@ -1,0 +1,542 @@
+//! Enumeration of every config value git may read for a repository, with its origin (file,
+//! scope, include chain, condition) and its trust, following `include.path` and
+//! `includeIf.<condition>.path` as a **superset**: every target is read, whatever its
+//! condition, because a condition that is false now (`onbranch:`, `gitdir:`,
+//! `hasconfig:remote.*.url:`) can become true after the agent's next checkout or `git remote
+//! add`, and because the reader must never run git to evaluate it.
+//!
+//! Invariants:
+//! - Nothing here starts a process or opens a repository through gix's defaults: files are
+//!   read with `std::fs` (non-blocking open, regular files only, bounded size) and parsed with
+//!   gix's config parser ([`gix::config::parse::Events`]); includes are resolved here, the way
+//!   git's `config.c` resolves them (relative to the including file's folder, `~/` from the
+//!   given home, `%(prefix)/` from the given git prefix; depth past `MAX_INCLUDE_DEPTH` = 10 is
+//!   an error, as is a cycle).
+//! - Values come out in git's load order (system, global, local, worktree; an included file's
+//!   values are inserted right after the `include.path` value that names it), so "last value
+//!   wins" questions ([`Enumeration::get_last`]) are answered as git answers them.
+//! - Unknown is not clean: a file gix cannot parse, an unreadable file, a file past the size
+//!   bound, an include past the depth bound or in a cycle are errors ([`ConfigError`]); callers
+//!   refuse (safe-git) or report (wt-check). A *missing* include target is not an error (git
+//!   ignores it too) but is recorded in [`Enumeration::files`], because the agent may create it
+//!   later.
+//! - Trust is a type ([`Trust`]): a value is trusted only when its top-level file is the
+//!   owner's system or global config **and** no file of its include chain lies inside the
+//!   repository (work tree, git dir, common dir) or another root the agent can write.
+
+mod read;
+#[cfg(test)]
+mod tests;
+
+use crate::catalogue::{self, loader, ConfigKey, KeyEntry};
+use gix::bstr::{BString, ByteSlice};
+use serde::Serialize;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use read::git_prefix_for;
+
+/// git's `MAX_INCLUDE_DEPTH` (`config.c`): a file may be included at nesting depth 1 to 10;
+/// the eleventh nested include makes git die ("exceeded maximum include depth").
+pub const MAX_INCLUDE_DEPTH: usize = 10;
+
+/// Errors while enumerating. Each names the file and what is wrong, in one line.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{}: cannot parse config: {message}", file.display())]
+    Parse { file: PathBuf, message: String },
+    #[error("{}: include nested deeper than git's limit of {MAX_INCLUDE_DEPTH} (chain: {})", chain.last().map(|p| p.display().to_string()).unwrap_or_default(), display_chain(chain))]
+    IncludeDepth { chain: Vec<PathBuf> },
+    #[error("{}: include cycle: {}", chain.last().map(|p| p.display().to_string()).unwrap_or_default(), display_chain(chain))]
+    IncludeCycle { chain: Vec<PathBuf> },
+    #[error("{}: include target {target:?} cannot be resolved: {reason}", file.display())]
+    IncludePath {
+        file: PathBuf,
+        line: usize,
+        target: String,
+        reason: String,
+    },
+    #[error("{}: cannot read: {source}", file.display())]
+    Unreadable {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not a regular file ({kind}); git cannot read it as config either", file.display())]
+    NotAFile { file: PathBuf, kind: &'static str },
+    #[error("{}: {size} bytes, more than the limit of {limit} bytes for a config file", file.display())]
+    TooLarge {
+        file: PathBuf,
+        size: u64,
+        limit: u64,
+    },
+    #[error("{}: more than {limit} config files to read (includes and submodules); refusing to go on", file.display())]
+    TooManyFiles { file: PathBuf, limit: usize },
+    #[error("{}: line {line}: subsection name is not UTF-8 and cannot be neutralised by name", file.display())]
+    NonUtf8Name { file: PathBuf, line: usize },
+    #[error("{}: walk of submodule git dirs cut short: {reason}", dir.display())]
+    Incomplete { dir: PathBuf, reason: String },
+}
+
+fn display_chain(chain: &[PathBuf]) -> String {
+    chain
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" -> ")
+}
+
+/// Which top-level file a value comes from, in git's words (`git config --show-scope`). An
+/// included file has the scope of the top-level file that (transitively) includes it, as git
+/// reports it; [`Origin::is_include`] tells the two apart.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(tag = "scope", rename_all = "snake_case")]
+pub enum Scope {
+    /// `$(prefix)/etc/gitconfig` (or `/etc/gitconfig`).
+    System,
+    /// `$XDG_CONFIG_HOME/git/config` or `~/.config/git/config`, then `~/.gitconfig`.
+    Global,
+    /// `<common dir>/config`.
+    Local,
+    /// `config.worktree` of the current git dir (read by git only with
+    /// `extensions.worktreeConfig`; enumerated always).
+    Worktree,
+    /// `worktrees/<id>/config.worktree` of another linked worktree of the same repository:
+    /// read by git when it runs in that worktree.
+    OtherWorktree { git_dir: PathBuf },
+    /// `config` or `config.worktree` of a submodule git dir (under `modules/` or given by the
+    /// caller): read by git inside the submodule, including superproject recursion.
+    Submodule { git_dir: PathBuf },
+}
+
+impl Scope {
+    /// Is this one of the files git reads for the repository itself (as opposed to another
+    /// worktree's or a submodule's)?
+    pub fn is_this_repository(&self) -> bool {
+        matches!(
+            self,
+            Scope::System | Scope::Global | Scope::Local | Scope::Worktree
+        )
+    }
+
+    /// git's `--show-scope` word.
+    pub fn git_word(&self) -> &'static str {
+        match self {
+            Scope::System => "system",
+            Scope::Global => "global",
+            Scope::Local => "local",
+            Scope::Worktree | Scope::OtherWorktree { .. } => "worktree",
+            Scope::Submodule { .. } => "submodule",
+        }
+    }
+}
+
+/// Trust of a file, in the spirit of `gix-sec`: whether a program it names may run outside the
+/// sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trust {
+    /// The owner's system or global config, and no file of the include chain lies in an
+    /// untrusted root.
+    Trusted,
+    /// Anything else: repository files, submodule files, or an owner's file that includes (or
+    /// is) a path inside the repository or another root the agent can write.
+    Untrusted,
+}
+
+/// Where a value (or a file) comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Origin {
+    /// The file, as git would name it (lexical path, not resolved through links).
+    pub file: PathBuf,
+    /// The scope of the top-level file (git's `--show-scope`).
+    pub scope: Scope,
+    /// Top-level file → … → this file (length `depth + 1`).
+    pub include_chain: Vec<PathBuf>,
+    /// 0 for a top-level file, n for a file included n levels deep.
+    pub depth: usize,
+    /// The `includeIf` condition of the last include step (`gitdir:~/work/`,
+    /// `onbranch:main`, …); `None` for top-level files and plain `include.path`. Conditions are
+    /// never evaluated: the target is read whatever the condition says.
+    pub condition: Option<String>,
+    pub trust: Trust,
+}
+
+impl Origin {
+    /// Was this file reached through `include.path` / `includeIf`?
+    pub fn is_include(&self) -> bool {
+        self.depth > 0
+    }
+}
+
+/// One `section[.subsection].name [= value]` line, with its origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Value {
+    /// Section name as written (compare ASCII-case-insensitively).
+    pub section: String,
+    /// Subsection as git sees it: as written in the `[section "sub"]` form (case-sensitive),
+    /// lower-cased in the deprecated `[section.sub]` form (as git does).
+    pub subsection: Option<String>,
+    /// Variable name as written (compare ASCII-case-insensitively).
+    pub name: String,
+    /// The value after git's unquoting; `None` for a variable written without `=` (an
+    /// implicit boolean `true`).
+    pub value: Option<BString>,
+    /// 1-based line of the variable in its file.
+    pub line: usize,
+    pub origin: Arc<Origin>,
+}
+
+impl Value {
+    /// `section.subsection.name` with section and name lower-cased and the subsection as is —
+    /// git's canonical form (what `git config -l` prints).
+    pub fn key(&self) -> String {
+        let mut k = self.section.to_ascii_lowercase();
+        if let Some(s) = &self.subsection {
+            k.push('.');
+            k.push_str(s);
+        }
+        k.push('.');
+        k.push_str(&self.name.to_ascii_lowercase());
+        k
+    }
+
+    /// The key split as the catalogue splits it.
+    pub fn config_key(&self) -> ConfigKey<'_> {
+        ConfigKey {
+            section: &self.section,
+            subsection: self.subsection.as_deref(),
+            name: &self.name,
+        }
+    }
+
+    /// Does this value's key match `key` (`section[.sub].name`; section and name compared
+    /// case-insensitively, subsection exactly)?
+    pub fn is(&self, key: &str) -> bool {
+        ConfigKey::parse(key).is_some_and(|k| {
+            k.section.eq_ignore_ascii_case(&self.section)
+                && k.name.eq_ignore_ascii_case(&self.name)
+                && k.subsection == self.subsection.as_deref()
+        })
+    }
+
+    /// The value as text (lossy for non-UTF-8 bytes); `"true"` for an implicit boolean, as git
+    /// reads it.
+    pub fn text(&self) -> Cow<'_, str> {
+        match &self.value {
+            Some(v) => v.to_str_lossy(),
+            None => Cow::Borrowed("true"),
+        }
+    }
+
+    /// The value as git's boolean (`true`/`yes`/`on`/`1`…, `false`/`no`/`off`/`0`/empty;
+    /// implicit = true); `None` when it is not a boolean.
+    pub fn as_bool(&self) -> Option<bool> {
+        match &self.value {
+            None => Some(true),
+            Some(v) => gix::config::Boolean::try_from(v.as_bstr())
+                .ok()
+                .map(|b| b.0),
+        }
+    }
+}
+
+/// A section header, recorded even when the section holds no variable (safe-git neutralises
+/// every driver name defined anywhere, including empty ones).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SectionHeader {
+    pub section: String,
+    pub subsection: Option<String>,
+    pub line: usize,
+    pub origin: Arc<Origin>,
+}
+
+/// What happened to a file that was (to be) read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum FileState {
+    /// Read and parsed.
+    Read { size: u64 },
+    /// Does not exist (or a path component is not a folder). Git skips it; the agent may create
+    /// it later.
+    Missing,
+}
+
+/// A file read (or looked for) during enumeration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileEntry {
+    #[serde(serialize_with = "serialize_arc")]
+    pub origin: Arc<Origin>,
+    pub state: FileState,
+    /// The file itself is a symbolic link.
+    pub is_link: bool,
+    /// Where the path resolves when that differs from the path as named (a link in the file
+    /// or any of its folders). Include targets may legitimately be links in the owner's home.
+    pub resolved: Option<PathBuf>,
+}
+
+/// Submodule git dirs to enumerate.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Submodules {
+    /// None.
+    #[default]
+    Skip,
+    /// Walk `<common dir>/modules/` at any depth without following links (bounded; past the
+    /// bound → [`ConfigError::Incomplete`]). Every folder holding a `config` file or `HEAD` is
+    /// taken as a submodule git dir.
+    Walk,
+    /// These git dirs (e.g. from `layout::submodule_git_dirs`).
+    Dirs(Vec<PathBuf>),
+}
+
+/// Bounds on the work done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest config file read (past it → [`ConfigError::TooLarge`]).
+    pub max_file_size: u64,
+    /// Most files read in one enumeration, includes and submodules counted.
+    pub max_files: usize,
+    /// Most folder entries looked at while walking `modules/`.
+    pub max_walk_entries: usize,
+    /// Deepest folder nesting under `modules/`.
+    pub max_walk_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_size: 4 << 20,
+            max_files: 1024,
+            max_walk_entries: 100_000,
+            max_walk_depth: 64,
+        }
+    }
+}
+
+/// What to enumerate. Every path is given: this module reads no environment variable and
+/// does not discover anything.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The system config file (`env::GitProbe::system_config`); `None` = not read (as
+    /// `GIT_CONFIG_NOSYSTEM`).
+    pub system: Option<PathBuf>,
+    /// The global files in git's order ([`global_files`]).
+    pub global: Vec<PathBuf>,
+    /// The repository's common dir: `<common dir>/config` is the local config.
+    pub common_dir: Option<PathBuf>,
+    /// The current git dir: its `config.worktree` is the worktree config.
+    pub git_dir: Option<PathBuf>,
+    /// Also read `worktrees/<id>/config.worktree` of every linked worktree entry.
+    pub linked_worktrees: bool,
+    pub submodules: Submodules,
+    /// The owner's home, for `~/` in include paths.
+    pub home: Option<PathBuf>,
+    /// git's install prefix, for `%(prefix)/` in include paths ([`git_prefix_for`]).
+    pub git_prefix: Option<PathBuf>,
+    /// Roots the agent can write: the work tree, git dir, common dir and every other writable
+    /// root. A file inside one is never trusted.
+    pub untrusted_roots: Vec<PathBuf>,
+    pub limits: Limits,
+}
+
+impl Options {
+    /// The repository's own files: local config, worktree config, untrusted roots (work tree,
+    /// git dir, common dir). Add the owner's files with [`Options::with_owner`].
+    pub fn for_repository(work_tree: Option<&Path>, git_dir: &Path, common_dir: &Path) -> Self {
+        let mut untrusted_roots = vec![git_dir.to_path_buf(), common_dir.to_path_buf()];
+        untrusted_roots.extend(work_tree.map(Path::to_path_buf));
+        Options {
+            common_dir: Some(common_dir.to_path_buf()),
+            git_dir: Some(git_dir.to_path_buf()),
+            untrusted_roots,
+            ..Options::default()
+        }
+    }
+
+    /// The owner's files: the system config of this git (if any), the global files under
+    /// `home` / `xdg_config_home`, and `%(prefix)` from the git's exec path.
+    pub fn with_owner(
+        mut self,
+        probe: Option<&crate::env::GitProbe>,
+        home: Option<&Path>,
+        xdg_config_home: Option<&Path>,
+    ) -> Self {
+        if let Some(p) = probe {
+            self.system = Some(p.system_config.clone());
+            self.git_prefix = Some(git_prefix_for(&p.exec_path));
+        }
+        self.global = global_files(home, xdg_config_home);
+        self.home = home.map(Path::to_path_buf);
+        self
+    }
+}
+
+/// git's global config files, in the order git reads them: `$XDG_CONFIG_HOME/git/config`
+/// (or `~/.config/git/config` when `XDG_CONFIG_HOME` is unset or empty), then `~/.gitconfig`.
+pub fn global_files(home: Option<&Path>, xdg_config_home: Option<&Path>) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    match (xdg_config_home.filter(|p| !p.as_os_str().is_empty()), home) {
+        (Some(x), _) => v.push(x.join("git/config")),
+        (None, Some(h)) => v.push(h.join(".config/git/config")),
+        (None, None) => {}
+    }
+    if let Some(h) = home {
+        v.push(h.join(".gitconfig"));
+    }
+    v
+}
+
+fn serialize_arc<S: serde::Serializer, T: Serialize>(a: &Arc<T>, s: S) -> Result<S::Ok, S::Error> {
+    a.as_ref().serialize(s)
+}
+
+/// A value that matches the catalogue, with the rows it matches.
+#[derive(Debug, Clone)]
+pub struct Armed<'a> {
+    pub value: &'a Value,
+    pub entries: Vec<&'static KeyEntry>,
+}
+
+/// Everything git may read, in load order.
+#[derive(Debug, Clone, Default)]
+pub struct Enumeration {
+    values: Vec<Value>,
+    sections: Vec<SectionHeader>,
+    files: Vec<FileEntry>,
+    worktree_config: bool,
+}
+
+/// Enumerate every config value git may read under `opts`. Runs no program.
+pub fn enumerate(opts: &Options) -> Result<Enumeration, ConfigError> {
+    read::Loader::new(opts).run()
+}
+
+impl Enumeration {
+    /// Every value, in git's load order (this repository's files first — system, global,
+    /// local, worktree, includes in place — then other worktrees' and submodules' files).
+    pub fn values(&self) -> &[Value] {
+        &self.values
+    }
+
+    /// Every section header, in the same order.
+    pub fn sections(&self) -> &[SectionHeader] {
+        &self.sections
+    }
+
+    /// Every file read or looked for, with its origin, in load order.
+    pub fn files(&self) -> &[FileEntry] {
+        &self.files
+    }
+
+    /// Is `extensions.worktreeConfig` on? Like git, only the common dir's `config` file itself
+    /// counts (git reads the repository format from that one file, without includes). The
+    /// `config.worktree` file is enumerated either way.
+    pub fn worktree_config_enabled(&self) -> bool {
+        self.worktree_config
+    }
+
+    /// Would git (running in this repository) read this value? System, global, local and
+    /// their includes; the worktree config only with `extensions.worktreeConfig`.
+    pub fn is_effective(&self, v: &Value) -> bool {
+        match v.origin.scope {
+            Scope::System | Scope::Global | Scope::Local => true,
+            Scope::Worktree => self.worktree_config,
+            Scope::OtherWorktree { .. } | Scope::Submodule { .. } => false,
+        }
+    }
+
+    /// The values git would see for `key`, in order (the last one wins for single-valued keys).
+    pub fn get_all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+        self.values
+            .iter()
+            .filter(move |v| v.is(key) && self.is_effective(v))
+    }
+
+    /// The effective value of a single-valued key (`core.hooksPath`, `core.attributesFile`,
+    /// `core.worktree`, …): the last one git reads.
+    pub fn get_last(&self, key: &str) -> Option<&Value> {
+        self.values
+            .iter()
+            .rev()
+            .find(|v| v.is(key) && self.is_effective(v))
+    }
+
+    /// The effective value for a catalogue pattern with no subsection (e.g.
+    /// `catalogue::loader::HOOKS_PATH`): the last one git reads. For per-name patterns, the
+    /// last of any name.
+    pub fn last_of(&self, pattern: catalogue::KeyPattern) -> Option<&Value> {
+        self.values
+            .iter()
+            .rev()
+            .find(|v| pattern.matches(&v.config_key()) && self.is_effective(v))
+    }
+
+    /// Every value (from any file, effective or not) that matches the catalogue, with its rows.
+    pub fn armed(&self) -> Vec<Armed<'_>> {
+        self.values
+            .iter()
+            .filter_map(|v| {
+                let key = v.config_key();
+                let entries: Vec<&'static KeyEntry> = catalogue::KEYS
+                    .iter()
+                    .filter(|e| e.key.matches(&key))
+                    .collect();
+                (!entries.is_empty()).then_some(Armed { value: v, entries })
+            })
+            .collect()
+    }
+
+    /// Every `(section lower-cased, subsection)` defined in any file read — a strict superset
+    /// of the driver, tool and hook names git could use.
+    pub fn per_name_sections(&self) -> BTreeSet<(String, String)> {
+        self.sections
+            .iter()
+            .filter_map(|s| {
+                s.subsection
+                    .as_ref()
+                    .map(|sub| (s.section.to_ascii_lowercase(), sub.clone()))
+            })
+            .collect()
+    }
+
+    /// Subsection names defined for `section` (e.g. every `filter.<name>`), from any file.
+    pub fn names_in(&self, section: &str) -> BTreeSet<String> {
+        self.sections
+            .iter()
+            .filter(|s| s.section.eq_ignore_ascii_case(section))
+            .filter_map(|s| s.subsection.clone())
+            .collect()
+    }
+
+    /// The last trusted value of every key set in trusted files, keyed by the whole key
+    /// lower-cased (the form `env::Defused::reassert_trusted` takes).
+    pub fn trusted_values(&self) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        for v in &self.values {
+            if v.origin.trust == Trust::Trusted && self.is_effective(v) {
+                m.insert(v.key().to_ascii_lowercase(), v.text().into_owned());
+            }
+        }
+        m
+    }
+
+    /// Values that come from untrusted files and that git would read.
+    pub fn untrusted_effective(&self) -> impl Iterator<Item = &Value> {
+        self.values
+            .iter()
+            .filter(|v| v.origin.trust == Trust::Untrusted && self.is_effective(v))
+    }
+}
+
+/// Is `key` (a value's key) one of the loader's include keys? Returns the `includeIf`
+/// condition for conditional includes.
+pub(crate) fn include_condition(key: &ConfigKey<'_>) -> Option<Option<String>> {
+    if loader::INCLUDE_PATH.matches(key) {
+        Some(None)
+    } else if loader::INCLUDE_IF_PATH.matches(key) {
+        Some(key.subsection.map(str::to_owned))
+    } else {
+        None
+    }
+}

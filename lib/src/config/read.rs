@@ -1,0 +1,643 @@
+//! Reading and parsing config files, resolving includes the way git's `config.c` does.
+
+use super::{
+    include_condition, ConfigError, Enumeration, FileEntry, FileState, Options, Origin, Scope,
+    SectionHeader, Submodules, Trust, Value, MAX_INCLUDE_DEPTH,
+};
+use crate::catalogue::loader;
+use gix::bstr::{BStr, BString, ByteSlice, ByteVec};
+use gix::config::parse::{EventRef, Events};
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+/// git's install prefix (for `%(prefix)/` in include paths) from its exec path: the exec path
+/// minus `/libexec/git-core` or `/lib/git-core` (git's `system_path()` with the built-in
+/// prefix); `/usr` when the exec path has neither form.
+pub fn git_prefix_for(exec_path: &Path) -> PathBuf {
+    let s = exec_path.as_os_str().as_bytes();
+    for suffix in [&b"/libexec/git-core"[..], &b"/lib/git-core"[..]] {
+        if let Some(p) = s.strip_suffix(suffix) {
+            if !p.is_empty() {
+                return PathBuf::from(OsStr::from_bytes(p));
+            }
+        }
+    }
+    PathBuf::from("/usr")
+}
+
+/// Read a file for the config reader: `Ok(None)` when it does not exist (`ENOENT`, `ENOTDIR`,
+/// as git's `access_or_die` tolerates), an error when it cannot be read, is not a regular file
+/// (a FIFO would block; a folder makes git die too) or is larger than `limit`. The open is
+/// non-blocking so a planted FIFO cannot hang the reader.
+pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ConfigError> {
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if is_missing(&e) => return Ok(None),
+        Err(source) => {
+            return Err(ConfigError::Unreadable {
+                file: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let md = file.metadata().map_err(|source| ConfigError::Unreadable {
+        file: path.to_path_buf(),
+        source,
+    })?;
+    if !md.is_file() {
+        return Err(ConfigError::NotAFile {
+            file: path.to_path_buf(),
+            kind: file_kind(&md.file_type()),
+        });
+    }
+    if md.len() > limit {
+        return Err(ConfigError::TooLarge {
+            file: path.to_path_buf(),
+            size: md.len(),
+            limit,
+        });
+    }
+    let mut buf = Vec::with_capacity(md.len() as usize);
+    file.take(limit + 1)
+        .read_to_end(&mut buf)
+        .map_err(|source| ConfigError::Unreadable {
+            file: path.to_path_buf(),
+            source,
+        })?;
+    if buf.len() as u64 > limit {
+        return Err(ConfigError::TooLarge {
+            file: path.to_path_buf(),
+            size: buf.len() as u64,
+            limit,
+        });
+    }
+    Ok(Some(buf))
+}
+
+/// Control characters (newlines in a quoted excerpt of the file) escaped, so an error stays
+/// on one line and a planted file cannot forge log lines.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+fn is_missing(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(nix::libc::ENOTDIR)
+}
+
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a folder"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Resolve a path through links as far as it exists, then append the rest lexically (for
+/// files that do not exist yet: where they *would* be).
+pub(crate) fn resolve_lenient(path: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let mut rest = Vec::new();
+    let mut cur = path;
+    while let Some(parent) = cur.parent() {
+        if let Some(name) = cur.file_name() {
+            rest.push(name.to_owned());
+        }
+        if let Ok(mut p) = std::fs::canonicalize(parent) {
+            for n in rest.iter().rev() {
+                p.push(n);
+            }
+            return p;
+        }
+        cur = parent;
+    }
+    path.to_path_buf()
+}
+
+/// Is `path` (lexically) inside `root`, after removing `.` components and resolving `..`
+/// lexically?
+fn lexically_inside(path: &Path, root: &Path) -> bool {
+    normalize_lexically(path).starts_with(normalize_lexically(root))
+}
+
+pub(crate) fn normalize_lexically(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Where `path` lives and whether it is a link.
+struct Located {
+    canonical: PathBuf,
+    is_link: bool,
+}
+
+fn locate(path: &Path) -> Located {
+    let is_link = std::fs::symlink_metadata(path)
+        .map(|m| m.file_type().is_symlink())
+        .unwrap_or(false);
+    Located {
+        canonical: resolve_lenient(path),
+        is_link,
+    }
+}
+
+pub(super) struct Loader<'a> {
+    opts: &'a Options,
+    /// Untrusted roots, both as given and resolved through links.
+    roots: Vec<PathBuf>,
+    out: Enumeration,
+    files_seen: usize,
+}
+
+/// The include chain so far: lexical paths (as git names them) and resolved ones (for cycle
+/// detection and trust).
+#[derive(Clone, Default)]
+struct Chain {
+    lexical: Vec<PathBuf>,
+    canonical: Vec<PathBuf>,
+}
+
+impl<'a> Loader<'a> {
+    pub(super) fn new(opts: &'a Options) -> Self {
+        let mut roots = Vec::new();
+        for r in &opts.untrusted_roots {
+            roots.push(normalize_lexically(r));
+            let c = resolve_lenient(r);
+            if !roots.contains(&c) {
+                roots.push(c);
+            }
+        }
+        Loader {
+            opts,
+            roots,
+            out: Enumeration::default(),
+            files_seen: 0,
+        }
+    }
+
+    pub(super) fn run(mut self) -> Result<Enumeration, ConfigError> {
+        let opts = self.opts;
+        if let Some(sys) = &opts.system {
+            self.load_top(sys, Scope::System, true)?;
+        }
+        for g in &opts.global {
+            self.load_top(g, Scope::Global, true)?;
+        }
+        if let Some(common) = &opts.common_dir {
+            let start = self.out.values.len();
+            self.load_top(&common.join("config"), Scope::Local, true)?;
+            // Like git's `read_repository_format`: the common config file itself, no includes.
+            self.out.worktree_config = self.out.values[start..]
+                .iter()
+                .filter(|v| v.origin.depth == 0 && loader::WORKTREE_CONFIG.matches(&v.config_key()))
+                .rev()
+                .find_map(Value::as_bool)
+                .unwrap_or(false);
+        }
+        if let Some(git_dir) = &opts.git_dir {
+            self.load_top(&git_dir.join("config.worktree"), Scope::Worktree, true)?;
+        }
+        if opts.linked_worktrees {
+            if let Some(common) = &opts.common_dir {
+                self.load_linked_worktrees(common)?;
+            }
+        }
+        match &opts.submodules {
+            Submodules::Skip => {}
+            Submodules::Dirs(dirs) => {
+                for d in dirs {
+                    self.load_submodule(d)?;
+                }
+            }
+            Submodules::Walk => {
+                if let Some(common) = &opts.common_dir {
+                    for d in self.walk_modules(&common.join("modules"))? {
+                        self.load_submodule(&d)?;
+                    }
+                }
+            }
+        }
+        Ok(self.out)
+    }
+
+    fn load_linked_worktrees(&mut self, common: &Path) -> Result<(), ConfigError> {
+        let dir = common.join("worktrees");
+        let rd = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if is_missing(&e) => return Ok(()),
+            Err(source) => return Err(ConfigError::Unreadable { file: dir, source }),
+        };
+        let current = self.opts.git_dir.as_deref().map(resolve_lenient);
+        let mut entries = Vec::new();
+        for e in rd {
+            let e = e.map_err(|source| ConfigError::Unreadable {
+                file: dir.clone(),
+                source,
+            })?;
+            let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
+            if is_dir {
+                entries.push(e.path());
+            }
+        }
+        entries.sort();
+        for wt in entries {
+            if current.as_ref() == Some(&resolve_lenient(&wt)) {
+                continue;
+            }
+            let scope = Scope::OtherWorktree {
+                git_dir: wt.clone(),
+            };
+            self.load_top(&wt.join("config.worktree"), scope, false)?;
+        }
+        Ok(())
+    }
+
+    fn load_submodule(&mut self, git_dir: &Path) -> Result<(), ConfigError> {
+        let scope = Scope::Submodule {
+            git_dir: git_dir.to_path_buf(),
+        };
+        self.load_top(&git_dir.join("config"), scope.clone(), false)?;
+        self.load_top(&git_dir.join("config.worktree"), scope, false)
+    }
+
+    /// Every folder under `modules` (at any depth, links not followed) that holds a `config`
+    /// file or a `HEAD`: a submodule git dir, or something git could take for one (names may
+    /// contain `/`, so nesting is arbitrary).
+    fn walk_modules(&self, modules: &Path) -> Result<Vec<PathBuf>, ConfigError> {
+        let limits = self.opts.limits;
+        let mut found = Vec::new();
+        let mut stack = vec![(modules.to_path_buf(), 0usize)];
+        let mut seen = 0usize;
+        while let Some((dir, depth)) = stack.pop() {
+            let rd = match std::fs::read_dir(&dir) {
+                Ok(rd) => rd,
+                Err(e) if is_missing(&e) && depth == 0 => return Ok(found),
+                Err(e) => {
+                    return Err(ConfigError::Incomplete {
+                        dir,
+                        reason: format!("cannot list: {e}"),
+                    })
+                }
+            };
+            let mut candidate = false;
+            for e in rd {
+                let e = e.map_err(|e| ConfigError::Incomplete {
+                    dir: dir.clone(),
+                    reason: format!("cannot list: {e}"),
+                })?;
+                seen += 1;
+                if seen > limits.max_walk_entries {
+                    return Err(ConfigError::Incomplete {
+                        dir: modules.to_path_buf(),
+                        reason: format!("more than {} entries", limits.max_walk_entries),
+                    });
+                }
+                let ft = e.file_type().map_err(|e| ConfigError::Incomplete {
+                    dir: dir.clone(),
+                    reason: format!("cannot stat an entry: {e}"),
+                })?;
+                let name = e.file_name();
+                if ft.is_dir() {
+                    if depth + 1 > limits.max_walk_depth {
+                        return Err(ConfigError::Incomplete {
+                            dir: e.path(),
+                            reason: format!("nested deeper than {}", limits.max_walk_depth),
+                        });
+                    }
+                    stack.push((e.path(), depth + 1));
+                } else if ft.is_symlink() {
+                    // git would follow a linked folder here (a `.git` file pointing at it);
+                    // this walk does not, so it cannot vouch for what is behind it.
+                    if std::fs::metadata(e.path()).is_ok_and(|m| m.is_dir()) {
+                        return Err(ConfigError::Incomplete {
+                            dir: e.path(),
+                            reason: "a link to a folder under modules/ (not followed)".into(),
+                        });
+                    }
+                    if depth > 0 && (name == "config" || name == "HEAD") {
+                        candidate = true;
+                    }
+                } else if depth > 0 && (name == "config" || name == "HEAD") {
+                    candidate = true;
+                }
+            }
+            if candidate {
+                found.push(dir);
+            }
+        }
+        found.sort();
+        Ok(found)
+    }
+
+    fn load_top(
+        &mut self,
+        path: &Path,
+        scope: Scope,
+        record_missing: bool,
+    ) -> Result<(), ConfigError> {
+        self.load(path, scope, &Chain::default(), None, record_missing)
+    }
+
+    fn trust_of(&self, scope: &Scope, chain: &Chain) -> Trust {
+        if !matches!(scope, Scope::System | Scope::Global) {
+            return Trust::Untrusted;
+        }
+        let inside = |p: &Path| self.roots.iter().any(|r| lexically_inside(p, r));
+        if chain.lexical.iter().any(|p| inside(p)) || chain.canonical.iter().any(|p| inside(p)) {
+            Trust::Untrusted
+        } else {
+            Trust::Trusted
+        }
+    }
+
+    fn load(
+        &mut self,
+        path: &Path,
+        scope: Scope,
+        parent: &Chain,
+        condition: Option<String>,
+        record_missing: bool,
+    ) -> Result<(), ConfigError> {
+        self.files_seen += 1;
+        if self.files_seen > self.opts.limits.max_files {
+            return Err(ConfigError::TooManyFiles {
+                file: path.to_path_buf(),
+                limit: self.opts.limits.max_files,
+            });
+        }
+        let located = locate(path);
+        let mut chain = parent.clone();
+        chain.lexical.push(path.to_path_buf());
+        let depth = parent.lexical.len();
+        let bytes = read_bounded(path, self.opts.limits.max_file_size)?;
+        if bytes.is_some() {
+            // git counts only includes it can access (`access_or_die` first), then dies past
+            // the limit; a cycle would run into the same limit, so it is reported as one.
+            if parent.canonical.contains(&located.canonical) {
+                return Err(ConfigError::IncludeCycle {
+                    chain: chain.lexical,
+                });
+            }
+            if depth > MAX_INCLUDE_DEPTH {
+                return Err(ConfigError::IncludeDepth {
+                    chain: chain.lexical,
+                });
+            }
+        }
+        chain.canonical.push(located.canonical.clone());
+        let trust = self.trust_of(&scope, &chain);
+        let origin = Arc::new(Origin {
+            file: path.to_path_buf(),
+            scope,
+            include_chain: chain.lexical.clone(),
+            depth,
+            condition,
+            trust,
+        });
+        let resolved =
+            (located.canonical != normalize_lexically(path)).then(|| located.canonical.clone());
+        let Some(bytes) = bytes else {
+            if record_missing || depth > 0 {
+                self.out.files.push(FileEntry {
+                    origin,
+                    state: FileState::Missing,
+                    is_link: located.is_link,
+                    resolved,
+                });
+            }
+            return Ok(());
+        };
+        self.out.files.push(FileEntry {
+            origin: Arc::clone(&origin),
+            state: FileState::Read {
+                size: bytes.len() as u64,
+            },
+            is_link: located.is_link,
+            resolved,
+        });
+        self.parse(path, &bytes, &origin, &chain)
+    }
+
+    fn parse(
+        &mut self,
+        path: &Path,
+        bytes: &[u8],
+        origin: &Arc<Origin>,
+        chain: &Chain,
+    ) -> Result<(), ConfigError> {
+        let parse_err = |message: String| ConfigError::Parse {
+            file: path.to_path_buf(),
+            message: one_line(&message),
+        };
+        let events = Events::from_bytes(bytes, None).map_err(|e| parse_err(e.to_string()))?;
+        let mut line = 1usize;
+        let mut section: Option<(String, Option<String>)> = None;
+        // The variable whose value is being read: name, line, whether `=` was seen.
+        let mut pending: Option<(String, usize, bool)> = None;
+        let mut partial = BString::default();
+        for ev in events.iter() {
+            let finished: Option<Option<BString>> = match ev {
+                EventRef::SectionHeader {
+                    name,
+                    separator,
+                    subsection_name,
+                } => {
+                    let name = name
+                        .to_str()
+                        .map_err(|_| parse_err(format!("line {line}: section name is not ASCII")))?
+                        .to_owned();
+                    let sub = match subsection_name {
+                        None => None,
+                        Some(s) => {
+                            let s = s.to_str().map_err(|_| ConfigError::NonUtf8Name {
+                                file: path.to_path_buf(),
+                                line,
+                            })?;
+                            // The deprecated `[section.sub]` form: git lower-cases the name.
+                            if separator.is_some_and(|sep| sep == ".") {
+                                Some(s.to_ascii_lowercase())
+                            } else {
+                                Some(s.to_owned())
+                            }
+                        }
+                    };
+                    self.out.sections.push(SectionHeader {
+                        section: name.clone(),
+                        subsection: sub.clone(),
+                        line,
+                        origin: Arc::clone(origin),
+                    });
+                    section = Some((name, sub));
+                    None
+                }
+                EventRef::SectionValueName(n) => {
+                    let n = n.to_str().map_err(|_| {
+                        parse_err(format!("line {line}: variable name is not ASCII"))
+                    })?;
+                    pending = Some((n.to_owned(), line, false));
+                    None
+                }
+                EventRef::KeyValueSeparator => {
+                    if let Some(p) = pending.as_mut() {
+                        p.2 = true;
+                    }
+                    None
+                }
+                EventRef::Value(v) => Some(
+                    pending
+                        .as_ref()
+                        .is_some_and(|p| p.2)
+                        .then(|| gix::config::value::normalize(v).into_owned()),
+                ),
+                EventRef::ValueNotDone(v) => {
+                    partial.push_str(v);
+                    None
+                }
+                EventRef::ValueDone(v) => {
+                    partial.push_str(v);
+                    let whole = std::mem::take(&mut partial);
+                    Some(Some(
+                        gix::config::value::normalize(whole.as_bstr()).into_owned(),
+                    ))
+                }
+                EventRef::Newline(n) => {
+                    line += n.iter().filter(|&&b| b == b'\n').count();
+                    None
+                }
+                EventRef::Comment { .. } | EventRef::Whitespace(_) => None,
+            };
+            let Some(value) = finished else { continue };
+            let Some((name, vline, _)) = pending.take() else {
+                return Err(parse_err(format!(
+                    "line {line}: value without a variable name"
+                )));
+            };
+            let Some((sec, sub)) = section.clone() else {
+                return Err(parse_err(format!(
+                    "line {vline}: variable {name:?} outside any section"
+                )));
+            };
+            let v = Value {
+                section: sec,
+                subsection: sub,
+                name,
+                value,
+                line: vline,
+                origin: Arc::clone(origin),
+            };
+            let include = include_condition(&v.config_key());
+            let target = include.as_ref().map(|_| v.value.clone());
+            self.out.values.push(v);
+            if let (Some(condition), Some(target)) = (include, target) {
+                self.include(path, vline, target, condition, origin, chain)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn include(
+        &mut self,
+        from: &Path,
+        line: usize,
+        target: Option<BString>,
+        condition: Option<String>,
+        origin: &Arc<Origin>,
+        chain: &Chain,
+    ) -> Result<(), ConfigError> {
+        let err = |target: &BStr, reason: &str| ConfigError::IncludePath {
+            file: from.to_path_buf(),
+            line,
+            target: target.to_str_lossy().into_owned(),
+            reason: reason.to_owned(),
+        };
+        let Some(target) = target else {
+            // `[include] path` without `=`: git says "missing value for 'include.path'" and dies.
+            return Err(err(BStr::new(""), "missing value (git refuses it)"));
+        };
+        if target.is_empty() {
+            // git ignores an empty include path.
+            return Ok(());
+        }
+        let resolved = self
+            .resolve_include_path(from, target.as_bstr())
+            .map_err(|reason| err(target.as_bstr(), &reason))?;
+        self.load(&resolved, origin.scope.clone(), chain, condition, true)
+    }
+
+    /// git's `handle_path_include` + `interpolate_path`: `~/` and `~user/` from the home
+    /// folders, `%(prefix)/` from git's prefix, a relative path from the including file's
+    /// folder (as named, not resolved through links).
+    fn resolve_include_path(&self, from: &Path, target: &BStr) -> Result<PathBuf, String> {
+        let bytes: &[u8] = target.as_ref();
+        let expanded: PathBuf = if let Some(rest) = bytes.strip_prefix(b"~") {
+            let slash = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
+            let (user, tail) = rest.split_at(slash);
+            let home = if user.is_empty() {
+                self.opts
+                    .home
+                    .clone()
+                    .ok_or_else(|| "no home folder given for `~/`".to_owned())?
+            } else {
+                let name =
+                    std::str::from_utf8(user).map_err(|_| "user name is not UTF-8".to_owned())?;
+                nix::unistd::User::from_name(name)
+                    .ok()
+                    .flatten()
+                    .map(|u| u.dir)
+                    .ok_or_else(|| format!("no such user {name:?}"))?
+            };
+            let mut p = home.into_os_string();
+            p.push(OsStr::from_bytes(tail));
+            PathBuf::from(p)
+        } else if let Some(rest) = bytes.strip_prefix(b"%(prefix)/") {
+            let prefix = self
+                .opts
+                .git_prefix
+                .as_ref()
+                .ok_or_else(|| "no git prefix given for `%(prefix)/`".to_owned())?;
+            prefix.join(OsStr::from_bytes(rest))
+        } else {
+            PathBuf::from(OsStr::from_bytes(bytes))
+        };
+        if expanded.is_absolute() {
+            Ok(expanded)
+        } else {
+            Ok(from.parent().unwrap_or(Path::new("")).join(expanded))
+        }
+    }
+}

@@ -1,0 +1,584 @@
+use super::*;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn w(path: &Path, content: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, content).unwrap();
+}
+
+/// A scratch layout: `home/`, `repo/` (work tree) with `repo/.git/` (git dir = common dir).
+struct Scratch {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+    repo: PathBuf,
+    git: PathBuf,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(tmp.path()).unwrap();
+        let home = root.join("home");
+        let repo = root.join("repo");
+        let git = repo.join(".git");
+        fs::create_dir_all(&home).unwrap();
+        fs::create_dir_all(&git).unwrap();
+        Scratch {
+            _tmp: tmp,
+            root,
+            home,
+            repo,
+            git,
+        }
+    }
+
+    fn opts(&self) -> Options {
+        Options::for_repository(Some(&self.repo), &self.git, &self.git).with_owner(
+            None,
+            Some(&self.home),
+            None,
+        )
+    }
+}
+
+fn keys(e: &Enumeration) -> Vec<String> {
+    e.values()
+        .iter()
+        .map(|v| format!("{}={}", v.key(), v.text()))
+        .collect()
+}
+
+#[test]
+fn values_in_load_order_with_implicit_and_mixed_case() {
+    let s = Scratch::new();
+    w(&s.home.join(".gitconfig"), "[user]\n\tname = Owner\n");
+    w(
+        &s.home.join(".config/git/config"),
+        "[Core]\n\tPager = less\n",
+    );
+    w(
+        &s.git.join("config"),
+        "[core]\n\tbare = false\n\tFSMonitor\n[Filter \"Evil\"]\n\tClean = x %f\n[Diff.TXT]\n\ttextconv = cat\n[merge \"m\"]\n",
+    );
+    let e = enumerate(&s.opts()).unwrap();
+    assert_eq!(
+        keys(&e),
+        [
+            "core.pager=less",
+            "user.name=Owner",
+            "core.bare=false",
+            "core.fsmonitor=true",
+            "filter.Evil.clean=x %f",
+            "diff.txt.textconv=cat",
+        ]
+    );
+    let fsm = &e.values()[3];
+    assert_eq!(fsm.value, None, "no '=': implicit boolean");
+    assert_eq!(fsm.name, "FSMonitor");
+    assert_eq!(fsm.line, 3);
+    assert_eq!(fsm.origin.scope, Scope::Local);
+    assert!(e.get_last("core.fsmonitor").is_some());
+    assert!(e.get_last("CORE.FSMONITOR").is_some());
+    assert!(
+        e.get_last("filter.evil.clean").is_none(),
+        "subsections are case-sensitive"
+    );
+    assert!(e.get_last("filter.Evil.CLEAN").is_some());
+    let names = e.per_name_sections();
+    assert!(names.contains(&("filter".into(), "Evil".into())));
+    // The deprecated `[Diff.TXT]` form is lower-cased, as git does.
+    assert!(names.contains(&("diff".into(), "txt".into())));
+    // An empty section still names a driver.
+    assert!(names.contains(&("merge".into(), "m".into())));
+    let armed: Vec<String> = e.armed().iter().map(|a| a.value.key()).collect();
+    assert!(armed.contains(&"core.fsmonitor".to_string()));
+    assert!(armed.contains(&"filter.Evil.clean".to_string()));
+    assert!(!armed.contains(&"user.name".to_string()));
+    // Global files come in git's order: XDG first, then ~/.gitconfig.
+    assert_eq!(e.values()[0].origin.file, s.home.join(".config/git/config"));
+}
+
+#[test]
+fn includes_followed_whatever_the_condition() {
+    let s = Scratch::new();
+    w(
+        &s.home.join(".gitconfig"),
+        "[include]\n\tpath = ~/inc/a.cfg\n[includeIf \"gitdir:/nowhere/\"]\n\tpath = inc/cond.cfg\n[user]\n\temail = after@x\n",
+    );
+    w(
+        &s.home.join("inc/a.cfg"),
+        "[include]\n\tpath = b.cfg\n[a]\n\tx = 1\n",
+    );
+    w(&s.home.join("inc/b.cfg"), "[b]\n\ty = 2\n");
+    w(&s.home.join("inc/cond.cfg"), "[alias]\n\tst = !evil\n");
+    w(
+        &s.git.join("config"),
+        "[includeIf \"onbranch:never\"]\n\tpath = ../tracked.cfg\n[includeIf \"hasconfig:remote.*.url:https://x/**\"]\n\tpath = /absent/file\n",
+    );
+    w(
+        &s.repo.join("tracked.cfg"),
+        "[core]\n\tfsmonitor = ./run.sh\n",
+    );
+    let e = enumerate(&s.opts()).unwrap();
+    assert_eq!(
+        keys(&e),
+        [
+            "include.path=~/inc/a.cfg".to_string(),
+            "include.path=b.cfg".into(),
+            "b.y=2".into(),
+            "a.x=1".into(),
+            "includeif.gitdir:/nowhere/.path=inc/cond.cfg".into(),
+            "alias.st=!evil".into(),
+            "user.email=after@x".into(),
+            "includeif.onbranch:never.path=../tracked.cfg".into(),
+            "core.fsmonitor=./run.sh".into(),
+            "includeif.hasconfig:remote.*.url:https://x/**.path=/absent/file".into(),
+        ]
+    );
+    let b = e.values().iter().find(|v| v.is("b.y")).unwrap();
+    assert_eq!(b.origin.depth, 2);
+    assert_eq!(
+        b.origin.include_chain,
+        [
+            s.home.join(".gitconfig"),
+            s.home.join("inc/a.cfg"),
+            s.home.join("inc/b.cfg")
+        ]
+    );
+    assert_eq!(b.origin.scope, Scope::Global);
+    assert_eq!(b.origin.trust, Trust::Trusted);
+    let cond = e.values().iter().find(|v| v.is("alias.st")).unwrap();
+    assert_eq!(cond.origin.condition.as_deref(), Some("gitdir:/nowhere/"));
+    let fsm = e.get_last("core.fsmonitor").unwrap();
+    assert_eq!(fsm.origin.file, s.git.join("../tracked.cfg"));
+    assert_eq!(fsm.origin.scope, Scope::Local);
+    assert_eq!(fsm.origin.trust, Trust::Untrusted);
+    // The missing target is recorded, not an error.
+    let missing: Vec<&FileEntry> = e
+        .files()
+        .iter()
+        .filter(|f| f.state == FileState::Missing)
+        .collect();
+    assert!(missing
+        .iter()
+        .any(|f| f.origin.file == Path::new("/absent/file") && f.origin.depth == 1));
+}
+
+#[test]
+fn include_cycle_and_depth_are_errors() {
+    let s = Scratch::new();
+    w(&s.git.join("config"), "[include]\n\tpath = ../a.cfg\n");
+    w(&s.repo.join("a.cfg"), "[include]\n\tpath = b.cfg\n");
+    w(&s.repo.join("b.cfg"), "[include]\n\tpath = a.cfg\n");
+    let err = enumerate(&s.opts()).unwrap_err();
+    assert!(matches!(err, ConfigError::IncludeCycle { .. }), "{err}");
+    assert!(err.to_string().contains("a.cfg"), "{err}");
+
+    // Depth: the top file includes i1, i1 includes i2 … git accepts ten levels, not eleven.
+    let chain = |n: usize| {
+        let s = Scratch::new();
+        w(&s.git.join("config"), "[include]\n\tpath = ../i1.cfg\n");
+        for i in 1..=n {
+            w(
+                &s.repo.join(format!("i{i}.cfg")),
+                &format!("[include]\n\tpath = i{}.cfg\n[v]\n\td{i} = 1\n", i + 1),
+            );
+        }
+        (enumerate(&s.opts()), s)
+    };
+    let (ok, _s) = chain(MAX_INCLUDE_DEPTH);
+    let ok = ok.unwrap();
+    assert_eq!(
+        ok.values().iter().map(|v| v.origin.depth).max(),
+        Some(MAX_INCLUDE_DEPTH)
+    );
+    let (err, _s) = chain(MAX_INCLUDE_DEPTH + 1);
+    assert!(matches!(err, Err(ConfigError::IncludeDepth { .. })));
+}
+
+#[test]
+fn include_without_value_is_an_error_and_empty_is_ignored() {
+    let s = Scratch::new();
+    w(&s.git.join("config"), "[include]\n\tpath =\n");
+    assert!(enumerate(&s.opts()).is_ok());
+    w(&s.git.join("config"), "[include]\n\tpath\n");
+    let err = enumerate(&s.opts()).unwrap_err();
+    assert!(
+        matches!(err, ConfigError::IncludePath { line: 2, .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn prefix_and_other_users_home() {
+    let s = Scratch::new();
+    w(
+        &s.git.join("config"),
+        "[include]\n\tpath = %(prefix)/etc/extra\n\tpath = ~root/.gitconfig-gitward-test\n",
+    );
+    let mut o = s.opts();
+    o.git_prefix = Some(s.root.join("prefix"));
+    w(&s.root.join("prefix/etc/extra"), "[x]\n\ty = 1\n");
+    let e = enumerate(&o).unwrap();
+    assert!(e.get_last("x.y").is_some());
+    let root_home = nix::unistd::User::from_name("root").unwrap().unwrap().dir;
+    assert!(e
+        .files()
+        .iter()
+        .any(|f| f.origin.file == root_home.join(".gitconfig-gitward-test")));
+    // Without a prefix, `%(prefix)/` cannot be resolved: an error, not a silent skip.
+    o.git_prefix = None;
+    assert!(matches!(
+        enumerate(&o),
+        Err(ConfigError::IncludePath { .. })
+    ));
+}
+
+#[test]
+fn unparseable_file_fails_closed_naming_the_file() {
+    let s = Scratch::new();
+    w(&s.git.join("config"), "[core\n\tfsmonitor = x\n");
+    let err = enumerate(&s.opts()).unwrap_err();
+    assert!(matches!(err, ConfigError::Parse { .. }));
+    let msg = err.to_string();
+    assert!(msg.contains(".git/config"), "{msg}");
+    assert!(!msg.contains('\n'), "one line: {msg}");
+    // A variable before any section: git refuses it too.
+    w(&s.git.join("config"), "fsmonitor = x\n");
+    assert!(enumerate(&s.opts()).is_err());
+}
+
+#[test]
+fn worktree_config_is_read_always_and_effective_only_when_enabled() {
+    let s = Scratch::new();
+    w(
+        &s.git.join("config"),
+        "[core]\n\thooksPath = /owner/hooks\n",
+    );
+    w(
+        &s.git.join("config.worktree"),
+        "[core]\n\thooksPath = .githooks\n",
+    );
+    let e = enumerate(&s.opts()).unwrap();
+    assert!(!e.worktree_config_enabled());
+    assert_eq!(e.get_last("core.hooksPath").unwrap().text(), "/owner/hooks");
+    assert!(e
+        .values()
+        .iter()
+        .any(|v| v.origin.scope == Scope::Worktree && v.text() == ".githooks"));
+    // Enabled through an include only: git reads the format from the file itself, so no.
+    w(
+        &s.git.join("config"),
+        "[core]\n\thooksPath = /owner/hooks\n[include]\n\tpath = ext.cfg\n",
+    );
+    w(
+        &s.git.join("ext.cfg"),
+        "[extensions]\n\tworktreeConfig = true\n",
+    );
+    assert!(!enumerate(&s.opts()).unwrap().worktree_config_enabled());
+    w(
+        &s.git.join("config"),
+        "[core]\n\thooksPath = /owner/hooks\n[extensions]\n\tworktreeConfig\n",
+    );
+    let e = enumerate(&s.opts()).unwrap();
+    assert!(e.worktree_config_enabled());
+    assert_eq!(e.get_last("core.hooksPath").unwrap().text(), ".githooks");
+    assert_eq!(
+        e.last_of(crate::catalogue::loader::HOOKS_PATH)
+            .unwrap()
+            .text(),
+        ".githooks"
+    );
+}
+
+#[test]
+fn linked_worktree_and_submodule_configs() {
+    let s = Scratch::new();
+    w(&s.git.join("config"), "[core]\n\tbare = false\n");
+    w(
+        &s.git.join("worktrees/wt1/config.worktree"),
+        "[filter \"wt\"]\n\tclean = x\n",
+    );
+    w(&s.git.join("worktrees/wt1/HEAD"), "ref: refs/heads/x\n");
+    w(
+        &s.git.join("modules/sub/config"),
+        "[diff \"s\"]\n\ttextconv = y\n",
+    );
+    w(&s.git.join("modules/sub/HEAD"), "ref: refs/heads/main\n");
+    w(
+        &s.git.join("modules/sub/modules/nested/config"),
+        "[merge \"n\"]\n\tdriver = z\n",
+    );
+    w(
+        &s.git.join("modules/with/slash/config.worktree"),
+        "[core]\n\tfsmonitor = q\n",
+    );
+    w(
+        &s.git.join("modules/with/slash/HEAD"),
+        "ref: refs/heads/main\n",
+    );
+    let mut o = s.opts();
+    o.linked_worktrees = true;
+    o.submodules = Submodules::Walk;
+    let e = enumerate(&o).unwrap();
+    let names = e.per_name_sections();
+    for (sec, sub) in [("filter", "wt"), ("diff", "s"), ("merge", "n")] {
+        assert!(names.contains(&(sec.into(), sub.into())), "{sec}.{sub}");
+    }
+    let fsm = e.values().iter().find(|v| v.is("core.fsmonitor")).unwrap();
+    assert_eq!(
+        fsm.origin.scope,
+        Scope::Submodule {
+            git_dir: s.git.join("modules/with/slash")
+        }
+    );
+    // Not this repository's value: not effective, not trusted.
+    assert!(e.get_last("core.fsmonitor").is_none());
+    assert_eq!(fsm.origin.trust, Trust::Untrusted);
+    let wt = e.values().iter().find(|v| v.is("filter.wt.clean")).unwrap();
+    assert!(matches!(wt.origin.scope, Scope::OtherWorktree { .. }));
+
+    // A link to a folder under modules/ is not followed, and the walk says so.
+    std::os::unix::fs::symlink(&s.home, s.git.join("modules/linked")).unwrap();
+    assert!(matches!(enumerate(&o), Err(ConfigError::Incomplete { .. })));
+    // Callers may give the list themselves.
+    o.submodules = Submodules::Dirs(vec![s.git.join("modules/sub")]);
+    let e = enumerate(&o).unwrap();
+    assert!(e.names_in("diff").contains("s"));
+    assert!(!e.names_in("merge").contains("n"));
+}
+
+#[test]
+fn trust_of_owner_files_that_reach_into_the_repository() {
+    let s = Scratch::new();
+    w(
+        &s.home.join(".gitconfig"),
+        "[log]\n\tshowSignature = true\n[include]\n\tpath = ~/own.cfg\n\tpath = ../repo/planted.cfg\n",
+    );
+    w(&s.home.join("own.cfg"), "[gpg]\n\tprogram = /usr/bin/gpg\n");
+    w(&s.repo.join("planted.cfg"), "[gpg]\n\tprogram = ./evil\n");
+    let e = enumerate(&s.opts()).unwrap();
+    let gpg: Vec<&Value> = e.get_all("gpg.program").collect();
+    assert_eq!(gpg.len(), 2);
+    assert_eq!(gpg[0].origin.trust, Trust::Trusted);
+    assert_eq!(gpg[1].origin.trust, Trust::Untrusted);
+    assert_eq!(gpg[1].origin.scope, Scope::Global, "git's scope word");
+    let t = e.trusted_values();
+    assert_eq!(
+        t.get("gpg.program").map(String::as_str),
+        Some("/usr/bin/gpg")
+    );
+    assert_eq!(t.get("log.showsignature").map(String::as_str), Some("true"));
+
+    // An owner's include that is a link into the repository is untrusted too, and recorded.
+    w(&s.repo.join("linked.cfg"), "[core]\n\tpager = evil\n");
+    std::os::unix::fs::symlink(s.repo.join("linked.cfg"), s.home.join("own.cfg")).ok();
+    fs::remove_file(s.home.join("own.cfg")).unwrap();
+    std::os::unix::fs::symlink(s.repo.join("linked.cfg"), s.home.join("own.cfg")).unwrap();
+    let e = enumerate(&s.opts()).unwrap();
+    let pager = e.get_last("core.pager").unwrap();
+    assert_eq!(pager.origin.trust, Trust::Untrusted);
+    let f = e
+        .files()
+        .iter()
+        .find(|f| f.origin.file == s.home.join("own.cfg"))
+        .unwrap();
+    assert!(f.is_link);
+    assert_eq!(
+        f.resolved.as_deref(),
+        Some(s.repo.join("linked.cfg").as_path())
+    );
+    assert!(!e.trusted_values().contains_key("core.pager"));
+}
+
+#[test]
+fn fifo_and_oversized_files_are_errors_not_hangs() {
+    let s = Scratch::new();
+    nix::unistd::mkfifo(&s.git.join("config"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    assert!(matches!(
+        enumerate(&s.opts()),
+        Err(ConfigError::NotAFile { .. })
+    ));
+    fs::remove_file(s.git.join("config")).unwrap();
+    w(&s.git.join("config"), &"[a]\nb = c\n".repeat(100));
+    let mut o = s.opts();
+    o.limits.max_file_size = 100;
+    assert!(matches!(enumerate(&o), Err(ConfigError::TooLarge { .. })));
+    fs::create_dir_all(s.root.join("d")).unwrap();
+    w(&s.git.join("config"), "[include]\n\tpath = ../../d\n");
+    assert!(matches!(
+        enumerate(&s.opts()),
+        Err(ConfigError::NotAFile { .. })
+    ));
+}
+
+#[test]
+fn git_prefix_from_exec_path() {
+    assert_eq!(
+        git_prefix_for(Path::new("/usr/lib/git-core")),
+        Path::new("/usr")
+    );
+    assert_eq!(
+        git_prefix_for(Path::new("/usr/local/libexec/git-core")),
+        Path::new("/usr/local")
+    );
+    assert_eq!(git_prefix_for(Path::new("/odd")), Path::new("/usr"));
+}
+
+#[test]
+fn global_files_follow_xdg() {
+    let h = Path::new("/h");
+    assert_eq!(
+        global_files(Some(h), None),
+        [h.join(".config/git/config"), h.join(".gitconfig")]
+    );
+    assert_eq!(
+        global_files(Some(h), Some(Path::new("/x"))),
+        [PathBuf::from("/x/git/config"), h.join(".gitconfig")]
+    );
+    assert_eq!(
+        global_files(Some(h), Some(Path::new(""))),
+        [h.join(".config/git/config"), h.join(".gitconfig")]
+    );
+}
+
+/// The real gits on this machine.
+fn gits() -> Vec<PathBuf> {
+    ["/usr/bin/git", "/usr/local/bin/git"]
+        .iter()
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+        .collect()
+}
+
+/// Run git isolated: empty environment, temp HOME, no system config.
+fn git(git: &Path, home: &Path, cwd: &Path, args: &[&str]) -> Vec<u8> {
+    let out = std::process::Command::new(git)
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", "/usr/bin:/bin")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{} {args:?}: {}",
+        git.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// `git config -l -z --show-origin --show-scope` as (scope, file, key, value).
+fn git_listing(g: &Path, home: &Path, repo: &Path) -> Vec<(String, PathBuf, String, String)> {
+    let out = git(
+        g,
+        home,
+        repo,
+        &["config", "-l", "-z", "--show-origin", "--show-scope"],
+    );
+    let fields: Vec<&[u8]> = out.split(|&b| b == 0).collect();
+    let mut v = Vec::new();
+    for chunk in fields.chunks(3) {
+        if chunk.len() < 3 {
+            break;
+        }
+        let scope = String::from_utf8_lossy(chunk[0]).into_owned();
+        let file = String::from_utf8_lossy(chunk[1]);
+        let file = file.strip_prefix("file:").expect("origin is a file");
+        let file = if Path::new(file).is_absolute() {
+            PathBuf::from(file)
+        } else {
+            repo.join(file)
+        };
+        let kv = String::from_utf8_lossy(chunk[2]);
+        let (k, val) = match kv.split_once('\n') {
+            Some((k, val)) => (k.to_owned(), val.to_owned()),
+            None => (kv.into_owned(), "true".to_owned()),
+        };
+        v.push((scope, read::normalize_lexically(&file), k, val));
+    }
+    v
+}
+
+#[test]
+fn git_lists_a_subset_of_the_enumeration_with_the_same_values() {
+    let gits = gits();
+    assert!(!gits.is_empty(), "no git found on this machine");
+    for g in gits {
+        let s = Scratch::new();
+        git(&g, &s.home, &s.root, &["init", "-q", "-b", "main", "repo"]);
+        let mut local = fs::read_to_string(s.git.join("config")).unwrap();
+        local.push_str(concat!(
+            "[Sec.SuB]\n\tK = v\n",
+            "[sec \"Sub \\\"q\\\" \\\\ x\"]\n",
+            "\tk = \"a b\" ; comment\n",
+            "\tm = a\\\n  b\n",
+            "\tn = \"tab\\there\" # c\n",
+            "\te =\n",
+            "\timplicit\n",
+            "\tq = x\"y z\"w\n",
+            "\tsp =   lead and trail   \n",
+            "[include]\n\tpath = ../inc.cfg\n",
+            "[includeIf \"gitdir:/nowhere/\"]\n\tpath = ../never.cfg\n",
+            "[includeIf \"onbranch:main\"]\n\tpath = ../onbranch.cfg\n",
+            "[extensions]\n\tworktreeConfig = true\n",
+            "[url \"ssh://x/\"]\n\tinsteadOf = https://y/\n",
+            "[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n\trequired\n",
+        ));
+        w(&s.git.join("config"), &local);
+        w(
+            &s.repo.join("inc.cfg"),
+            "[alias]\r\n\tst = status\r\n[Diff \"Txt\"]\r\n\ttextconv = cat\r\n",
+        );
+        w(&s.repo.join("never.cfg"), "[core]\n\tpager = never\n");
+        w(&s.repo.join("onbranch.cfg"), "[core]\n\teditor = vi\n");
+        w(
+            &s.git.join("config.worktree"),
+            "[core]\n\tsparseCheckout = false\n",
+        );
+        w(
+            &s.home.join(".gitconfig"),
+            "\u{feff}[user]\n\tname = Owner\n[include]\n\tpath = ~/more.cfg\n",
+        );
+        w(&s.home.join("more.cfg"), "[log]\n\tshowSignature = false\n");
+        w(&s.home.join(".config/git/config"), "[color]\n\tui = auto\n");
+
+        let e = enumerate(&s.opts()).unwrap();
+        let ours: Vec<(String, PathBuf, String, String)> = e
+            .values()
+            .iter()
+            .filter(|v| e.is_effective(v))
+            .map(|v| {
+                (
+                    v.origin.scope.git_word().to_owned(),
+                    read::normalize_lexically(&v.origin.file),
+                    v.key(),
+                    v.text().into_owned(),
+                )
+            })
+            .collect();
+        let theirs = git_listing(&g, &s.home, &s.repo);
+        assert!(theirs.len() > 20, "{theirs:?}");
+        // git's list is a subsequence of ours: same order, same files, same values.
+        let mut it = ours.iter();
+        for t in &theirs {
+            assert!(
+                it.any(|o| o == t),
+                "{}: git lists {t:?}, which the enumeration lacks (or orders differently); ours: {ours:#?}",
+                g.display()
+            );
+        }
+        // The false condition is followed by us, not by git.
+        assert!(ours.iter().any(|o| o.2 == "core.pager"));
+        assert!(!theirs.iter().any(|o| o.2 == "core.pager"));
+    }
+}

@@ -1,0 +1,422 @@
+use super::*;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Instant;
+
+fn setup() -> (tempfile::TempDir, Root, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root_path = tmp.path().join("root");
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir_all(root_path.join("a/b")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(root_path.join("a/b/f"), b"inside").unwrap();
+    std::fs::write(outside.join("f"), b"OUTSIDE").unwrap();
+    let root = Root::open(&root_path).unwrap();
+    (tmp, root, outside)
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn reads_and_stats_plain_paths() {
+    let (_t, root, _) = setup();
+    assert_eq!(root.read("a/b/f", 100).unwrap(), b"inside");
+    let st = root.stat("a/b/f").unwrap().unwrap();
+    assert!(matches!(st.file_type, FileType::File { size: 6, .. }));
+    assert!(root.stat("a/b").unwrap().unwrap().is_dir());
+    assert!(root.stat("a/missing").unwrap().is_none());
+    assert!(root.stat("missing/deeper/x").unwrap().is_none());
+    assert!(root.read("a/missing", 10).unwrap_err().is_not_found());
+    assert_eq!(root.read_opt("a/missing", 10).unwrap(), None);
+    assert!(root.stat("").unwrap().unwrap().is_dir());
+}
+
+#[test]
+fn refuses_escape_components() {
+    let (_t, root, _) = setup();
+    for p in [
+        "../outside/f",
+        "/etc/passwd",
+        "a//b/f",
+        "a/./b/f",
+        "a/b/",
+        "./a",
+        "a/..",
+    ] {
+        assert!(
+            matches!(root.read(p, 100), Err(FsError::Escape { .. })),
+            "{p} not refused"
+        );
+        assert!(matches!(root.stat(p), Err(FsError::Escape { .. })), "{p}");
+        assert!(
+            matches!(
+                root.write_atomic(p, b"x", 0o644),
+                Err(FsError::Escape { .. })
+            ),
+            "{p}"
+        );
+    }
+    assert!(matches!(
+        root.write_atomic("", b"x", 0o644),
+        Err(FsError::Escape { .. })
+    ));
+}
+
+#[test]
+fn link_as_leaf_is_refused_for_read_and_write_but_reported_by_stat() {
+    let (_t, root, outside) = setup();
+    symlink(outside.join("f"), root.path().join("a/b/leaf")).unwrap();
+    assert!(matches!(
+        root.read("a/b/leaf", 100),
+        Err(FsError::Link { .. })
+    ));
+    match root.stat("a/b/leaf").unwrap().unwrap().file_type {
+        FileType::Symlink { target } => assert_eq!(target, outside.join("f")),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(root.read_link("a/b/leaf").unwrap(), outside.join("f"));
+    assert!(matches!(
+        root.write_atomic("a/b/leaf", b"evil", 0o644),
+        Err(FsError::Link { .. })
+    ));
+    assert!(matches!(
+        root.set_mode("a/b/leaf", 0o777),
+        Err(FsError::Link { .. })
+    ));
+    assert_eq!(std::fs::read(outside.join("f")).unwrap(), b"OUTSIDE");
+    // With an explicit policy the link itself is replaced; the outside file is untouched.
+    root.write_atomic_with("a/b/leaf", b"new", 0o644, Replace::AnyButFolder)
+        .unwrap();
+    assert!(root.stat("a/b/leaf").unwrap().unwrap().is_file());
+    assert_eq!(std::fs::read(outside.join("f")).unwrap(), b"OUTSIDE");
+    // Removing a link removes the link, not its target.
+    symlink(outside.join("f"), root.path().join("a/l2")).unwrap();
+    root.remove_file("a/l2").unwrap();
+    assert!(outside.join("f").exists());
+}
+
+#[test]
+fn link_as_middle_folder_is_refused() {
+    let (_t, root, outside) = setup();
+    symlink(&outside, root.path().join("a/mid")).unwrap();
+    assert!(matches!(
+        root.read("a/mid/f", 100),
+        Err(FsError::Link { .. })
+    ));
+    assert!(matches!(root.stat("a/mid/f"), Err(FsError::Link { .. })));
+    assert!(matches!(root.list("a/mid"), Err(FsError::Link { .. })));
+    assert!(matches!(root.open_dir("a/mid"), Err(FsError::Link { .. })));
+    assert!(matches!(
+        root.write_atomic("a/mid/new", b"x", 0o644),
+        Err(FsError::Link { .. })
+    ));
+    assert!(matches!(
+        root.create_dir_all("a/mid/x/y", 0o755),
+        Err(FsError::Link { .. })
+    ));
+    assert_eq!(files_in(&outside), vec!["f"]);
+}
+
+#[test]
+fn link_as_roots_child_is_refused() {
+    let (_t, root, outside) = setup();
+    symlink(&outside, root.path().join("top")).unwrap();
+    assert!(matches!(root.read("top/f", 100), Err(FsError::Link { .. })));
+    assert!(matches!(root.list("top"), Err(FsError::Link { .. })));
+    assert!(matches!(
+        root.write_atomic("top/g", b"x", 0o644),
+        Err(FsError::Link { .. })
+    ));
+    let err = root.read("top/f", 100).unwrap_err();
+    assert!(err.to_string().contains("link refused"), "{err}");
+    assert!(err.path().ends_with("root/top"), "{}", err.path().display());
+}
+
+#[test]
+fn root_path_may_contain_a_link() {
+    let (t, _root, _) = setup();
+    let alias = t.path().join("alias");
+    symlink(t.path().join("root"), &alias).unwrap();
+    let r = Root::open(&alias).unwrap();
+    assert_eq!(r.read("a/b/f", 10).unwrap(), b"inside");
+    assert_eq!(
+        r.path(),
+        std::fs::canonicalize(t.path().join("root")).unwrap()
+    );
+}
+
+#[test]
+fn file_in_folder_position_is_not_dir() {
+    let (_t, root, _) = setup();
+    assert!(matches!(
+        root.read("a/b/f/x", 100),
+        Err(FsError::NotDir { .. })
+    ));
+    assert!(matches!(root.list("a/b/f"), Err(FsError::NotDir { .. })));
+}
+
+#[test]
+fn fifo_does_not_block_and_is_refused() {
+    let (_t, root, _) = setup();
+    nix::unistd::mkfifo(&root.path().join("a/fifo"), Mode::from_bits_truncate(0o644)).unwrap();
+    let start = Instant::now();
+    assert!(matches!(
+        root.read("a/fifo", 100),
+        Err(FsError::NotRegular { kind: "fifo", .. })
+    ));
+    assert!(start.elapsed() < Duration::from_secs(2));
+    assert_eq!(
+        root.stat("a/fifo").unwrap().unwrap().file_type,
+        FileType::Fifo
+    );
+}
+
+#[test]
+fn read_limit_is_enforced() {
+    let (_t, root, _) = setup();
+    assert!(matches!(
+        root.read("a/b/f", 5),
+        Err(FsError::TooLarge { limit: 5, .. })
+    ));
+    assert_eq!(root.read("a/b/f", 6).unwrap(), b"inside");
+    assert!(matches!(
+        root.read("a/b", 100),
+        Err(FsError::NotRegular { kind: "folder", .. })
+    ));
+}
+
+#[test]
+fn write_atomic_replaces_without_leftovers_and_sets_mode() {
+    let (_t, root, _) = setup();
+    root.write_atomic("a/b/f", b"second", 0o640).unwrap();
+    assert_eq!(root.read("a/b/f", 100).unwrap(), b"second");
+    let mode = std::fs::metadata(root.path().join("a/b/f"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o7777, 0o640);
+    root.write_atomic("a/new", b"n", 0o755).unwrap();
+    assert_eq!(files_in(&root.path().join("a")), vec!["b", "new"]);
+    assert_eq!(files_in(&root.path().join("a/b")), vec!["f"]);
+    // A folder target is refused and left alone.
+    assert!(matches!(
+        root.write_atomic("a/b", b"x", 0o644),
+        Err(FsError::NotRegular { kind: "folder", .. })
+    ));
+    assert_eq!(files_in(&root.path().join("a")), vec!["b", "new"]);
+}
+
+#[test]
+fn concurrent_readers_never_see_a_half_written_target() {
+    let (_t, root, _) = setup();
+    let big_a = vec![b'a'; 256 * 1024];
+    let big_b = vec![b'b'; 256 * 1024];
+    root.write_atomic("a/big", &big_a, 0o644).unwrap();
+    let root = Arc::new(root);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (root, stop) = (root.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut reads = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let got = root.read("a/big", 1 << 20).unwrap();
+                assert_eq!(got.len(), 256 * 1024);
+                assert!(got.iter().all(|c| *c == got[0]), "mixed content");
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for i in 0..40 {
+        root.write_atomic("a/big", if i % 2 == 0 { &big_b } else { &big_a }, 0o644)
+            .unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(reader.join().unwrap() > 0);
+    assert_eq!(files_in(&root.path().join("a")), vec!["b", "big"]);
+}
+
+#[test]
+fn create_dir_all_and_list() {
+    let (_t, root, _) = setup();
+    root.create_dir_all("x/y/z", 0o755).unwrap();
+    root.create_dir_all("x/y/z", 0o755).unwrap();
+    root.write_atomic("x/y/z/f", b"1", 0o644).unwrap();
+    root.create_symlink("/etc", "x/y/l").unwrap();
+    let names: Vec<_> = root
+        .list("x/y")
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            (
+                e.name.to_string_lossy().into_owned(),
+                e.stat.file_type.name(),
+            )
+        })
+        .collect();
+    assert_eq!(names, vec![("l".into(), "link"), ("z".into(), "folder")]);
+    let sub = root.open_dir("x/y/z").unwrap();
+    assert_eq!(sub.read("f", 10).unwrap(), b"1");
+    root.remove_file("x/y/z/f").unwrap();
+    root.remove_dir("x/y/z").unwrap();
+    assert!(root.stat("x/y/z").unwrap().is_none());
+}
+
+#[test]
+fn set_mode_changes_files_and_folders() {
+    let (_t, root, _) = setup();
+    root.set_mode("a/b/f", 0o600).unwrap();
+    root.set_mode("a/b", 0o700).unwrap();
+    let f = std::fs::metadata(root.path().join("a/b/f")).unwrap();
+    let d = std::fs::metadata(root.path().join("a/b")).unwrap();
+    assert_eq!(f.permissions().mode() & 0o7777, 0o600);
+    assert_eq!(d.permissions().mode() & 0o7777, 0o700);
+}
+
+#[test]
+fn move_to_same_filesystem_keeps_bytes_and_never_replaces() {
+    let (t, root, _) = setup();
+    std::fs::create_dir_all(t.path().join("quarantine")).unwrap();
+    let q = Root::open(t.path().join("quarantine")).unwrap();
+    root.move_to("a/b/f", &q, "f1").unwrap();
+    assert_eq!(q.read("f1", 100).unwrap(), b"inside");
+    assert!(root.stat("a/b/f").unwrap().is_none());
+    std::fs::write(root.path().join("a/g"), b"other").unwrap();
+    assert!(matches!(
+        root.move_to("a/g", &q, "f1"),
+        Err(FsError::Exists { .. })
+    ));
+    assert_eq!(q.read("f1", 100).unwrap(), b"inside");
+    assert_eq!(root.read("a/g", 100).unwrap(), b"other");
+    // A link is moved as a link.
+    root.create_symlink("/etc/passwd", "a/lnk").unwrap();
+    root.move_to("a/lnk", &q, "lnk").unwrap();
+    assert_eq!(q.read_link("lnk").unwrap(), PathBuf::from("/etc/passwd"));
+    assert!(matches!(
+        root.move_to("a/none", &q, "x"),
+        Err(FsError::NotFound { .. })
+    ));
+}
+
+#[test]
+fn move_to_across_filesystems_copies_then_removes() {
+    let shm = Path::new("/dev/shm");
+    let (_t, root, _) = setup();
+    let tmp_dev = root.root_stat().unwrap().dev;
+    let Ok(shm_root_dir) = tempfile::tempdir_in(shm) else {
+        eprintln!("skipped: /dev/shm is not available");
+        return;
+    };
+    let q = Root::open(shm_root_dir.path()).unwrap();
+    if q.root_stat().unwrap().dev == tmp_dev {
+        eprintln!("skipped: /dev/shm is on the same file system as the temp folder");
+        return;
+    }
+    // A folder tree with a file, a nested folder and a link.
+    root.create_dir_all("a/tree/sub", 0o755).unwrap();
+    root.write_atomic("a/tree/sub/x", b"deep bytes", 0o600)
+        .unwrap();
+    root.create_symlink("../../outside", "a/tree/l").unwrap();
+    root.move_to("a/tree", &q, "tree").unwrap();
+    assert_eq!(q.read("tree/sub/x", 100).unwrap(), b"deep bytes");
+    assert_eq!(
+        q.read_link("tree/l").unwrap(),
+        PathBuf::from("../../outside")
+    );
+    let m = std::fs::metadata(q.path().join("tree/sub/x")).unwrap();
+    assert_eq!(m.permissions().mode() & 0o7777, 0o600);
+    assert!(root.stat("a/tree").unwrap().is_none());
+    root.move_to("a/b/f", &q, "f").unwrap();
+    assert_eq!(q.read("f", 100).unwrap(), b"inside");
+    // No temporary copy is left in the destination.
+    assert_eq!(files_in(q.path()), vec!["f", "tree"]);
+    // The destination exists: refused, source kept.
+    root.write_atomic("a/again", b"again", 0o644).unwrap();
+    assert!(matches!(
+        root.move_to("a/again", &q, "f"),
+        Err(FsError::Exists { .. })
+    ));
+    assert_eq!(root.read("a/again", 100).unwrap(), b"again");
+    assert_eq!(files_in(q.path()), vec!["f", "tree"]);
+}
+
+/// One thread keeps swapping `root/a` between the real folder and a link to a folder
+/// outside the root (rename dance); another writes and reads below `a/` as fast as it can.
+/// Nothing may ever be written outside, no read may ever return the outside file, and every
+/// failure must be an error (never a follow).
+#[test]
+fn race_swapping_a_folder_for_a_link_never_escapes() {
+    let (t, root, outside) = setup();
+    let root_path = root.path().to_path_buf();
+    let root = Arc::new(root);
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let outside = outside.clone();
+        let a = root_path.join("a");
+        let parked = root_path.join("a.real");
+        let tmp_link = root_path.join("a.link");
+        std::thread::spawn(move || {
+            let mut swaps = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                // a (folder) -> a.real; link -> a; then back.
+                std::fs::rename(&a, &parked).unwrap();
+                symlink(&outside, &tmp_link).unwrap();
+                std::fs::rename(&tmp_link, &a).unwrap();
+                std::thread::yield_now();
+                std::fs::remove_file(&a).unwrap();
+                std::fs::rename(&parked, &a).unwrap();
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let (mut ok_w, mut err_w, mut ok_r, mut err_r, mut iters) = (0, 0, 0, 0, 0);
+    while iters < 5000 && Instant::now() < deadline {
+        iters += 1;
+        match root.write_atomic("a/b/f", b"inside", 0o644) {
+            Ok(()) => ok_w += 1,
+            Err(FsError::Link { .. } | FsError::NotFound { .. } | FsError::NotDir { .. }) => {
+                err_w += 1
+            }
+            Err(e) => panic!("unexpected error kind: {e}"),
+        }
+        match root.read("a/b/f", 100) {
+            Ok(bytes) => {
+                assert_eq!(bytes, b"inside", "read followed a link");
+                ok_r += 1
+            }
+            Err(FsError::Link { .. } | FsError::NotFound { .. } | FsError::NotDir { .. }) => {
+                err_r += 1
+            }
+            Err(e) => panic!("unexpected error kind: {e}"),
+        }
+        // The outside folder's `f` and the outside folder itself: `b/` may not appear there.
+        if iters % 64 == 0 {
+            assert_eq!(files_in(&outside), vec!["f"]);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    eprintln!(
+        "race: {iters} iterations, {swaps} swaps; writes ok/refused {ok_w}/{err_w}, reads ok/refused {ok_r}/{err_r}"
+    );
+    assert_eq!(files_in(&outside), vec!["f"]);
+    assert_eq!(std::fs::read(outside.join("f")).unwrap(), b"OUTSIDE");
+    // Both outcomes must have happened for the race to have been exercised.
+    assert!(swaps > 10, "swapper made only {swaps} swaps");
+    assert!(ok_w + ok_r > 0, "never succeeded");
+    assert!(err_w + err_r > 0, "the race never hit (iterations {iters})");
+    // No temporary file left anywhere under the real folder.
+    assert_eq!(files_in(&root_path.join("a/b")), vec!["f"]);
+    drop(t);
+}

@@ -1,1 +1,0 @@
-//! Git layout: discovery of a repository's git dir, common dir and work tree the way git does it, `.git` files, linked worktree entries (`worktrees/<id>/`) checked against git's own rules, and submodule git dirs under `modules/`.

@@ -1,0 +1,753 @@
+//! Linked worktree entries (`<common>/worktrees/<id>/`) and submodule git dirs
+//! (`modules/…`), checked against git's own rules.
+
+use super::{
+    absolute_against, check_git_dir_with, parse_gitfile, path_from_bytes, read_head, trim_crlf,
+    until_nul, Head, LayoutError, Sys, SMALL_FILE_MAX,
+};
+use crate::catalogue::{
+    GitVersion, RELATIVE_WORKTREES_SINCE, WORKTREE_COMMON_ONLY, WORKTREE_PRIVATE_ENTRIES,
+    WORKTREE_PRIVATE_SUBPATHS,
+};
+use crate::fsx::{FileType, FsError};
+use serde::Serialize;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Deepest `modules/…/modules/…` nesting followed by [`submodule_git_dirs`].
+const MAX_MODULES_DEPTH: usize = 64;
+
+/// Reads `<admin>/gitdir` the way `get_linked_worktree` does: `None` when missing or empty;
+/// trailing whitespace trimmed; a relative path resolved against the admin dir (git ≥ 2.48,
+/// `strbuf_realpath_forgiving`). Returns the path of the worktree's `.git` file.
+pub(crate) fn read_backlink(sys: &Sys, admin: &Path) -> Result<Option<PathBuf>, LayoutError> {
+    let raw = match sys.read(&admin.join("gitdir"), SMALL_FILE_MAX) {
+        Ok(b) => b,
+        Err(FsError::NotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let trimmed = rtrim(until_nul(&raw));
+    if trimmed.is_empty() {
+        return Ok(None);
+    }
+    let p = absolute_against(admin, &path_from_bytes(trimmed));
+    Ok(Some(sys.resolve(&p, true)?))
+}
+
+fn rtrim(mut b: &[u8]) -> &[u8] {
+    while let [rest @ .., c] = b {
+        if c.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+/// Something in a worktree entry that departs from what git writes or expects.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "problem")]
+pub enum Problem {
+    /// `worktrees/<id>` is not a folder (git: "not a valid directory"; pruned).
+    NotADirectory {
+        kind: String,
+    },
+    /// An entry of the admin dir (or `worktrees/<id>` itself) is a symbolic link. Not followed.
+    Link {
+        name: String,
+        target: PathBuf,
+    },
+    /// No `gitdir` file: git skips the entry in `worktree list` and prunes it.
+    GitdirMissing,
+    /// `gitdir` is empty (after trimming): git skips and prunes the entry.
+    GitdirEmpty,
+    /// `gitdir` could not be read (git: "unable to read gitdir file").
+    GitdirUnreadable {
+        error: String,
+    },
+    /// `gitdir` holds a relative path. git older than 2.48 reads it literally, lists the entry
+    /// as prunable and `worktree prune`/auto-gc delete it.
+    RelativeGitdir {
+        understood_since: GitVersion,
+    },
+    /// The worktree's `.git` (named by `gitdir`) does not exist.
+    BacklinkMissing {
+        dot_git: PathBuf,
+    },
+    /// The worktree's `.git` is not a regular file (git's `validate_worktree` fails).
+    BacklinkNotGitfile {
+        dot_git: PathBuf,
+        kind: String,
+    },
+    /// The worktree's `.git` file is not a valid gitfile.
+    BacklinkInvalid {
+        dot_git: PathBuf,
+        reason: String,
+    },
+    /// The worktree's `.git` file points elsewhere than this admin dir (git: "does not point
+    /// back to").
+    BacklinkMismatch {
+        dot_git: PathBuf,
+        points_to: PathBuf,
+    },
+    /// No `commondir`: git would treat the admin dir as its own common dir.
+    CommondirMissing,
+    /// `commondir` is not `../..` as git writes it.
+    CommondirUnexpected {
+        content: String,
+    },
+    /// `commondir` resolves to another folder than the common dir holding the entry.
+    CommondirElsewhere {
+        resolved: PathBuf,
+    },
+    /// `commondir` cannot be read or resolved.
+    CommondirInvalid {
+        reason: String,
+    },
+    HeadMissing,
+    HeadInvalid {
+        reason: String,
+    },
+    /// A file or folder git does not keep per worktree. `ignored_by_git`: git resolves this
+    /// name in the common dir instead (`path.c` `common_list`), so the copy here is never read;
+    /// otherwise the name is unknown to git.
+    UnexpectedEntry {
+        name: String,
+        ignored_by_git: bool,
+    },
+    /// Another entry names the same worktree path (git's prune keeps only one).
+    DuplicateWorktreePath {
+        other_id: String,
+    },
+    /// The worktree path lies inside the common dir.
+    WorktreeInsideGitDir {
+        path: PathBuf,
+    },
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Problem::NotADirectory { kind } => write!(f, "not a folder but a {kind}"),
+            Problem::Link { name, target } => {
+                write!(f, "{name} is a symbolic link to {} (not followed)", target.display())
+            }
+            Problem::GitdirMissing => f.write_str("no gitdir file (git skips and prunes the entry)"),
+            Problem::GitdirEmpty => f.write_str("empty gitdir file (git skips and prunes the entry)"),
+            Problem::GitdirUnreadable { error } => write!(f, "gitdir unreadable: {error}"),
+            Problem::RelativeGitdir { understood_since } => write!(
+                f,
+                "relative gitdir: git older than {understood_since} reads it literally and prunes the entry"
+            ),
+            Problem::BacklinkMissing { dot_git } => {
+                write!(f, "{} does not exist", dot_git.display())
+            }
+            Problem::BacklinkNotGitfile { dot_git, kind } => {
+                write!(f, "{} is a {kind}, not a gitfile", dot_git.display())
+            }
+            Problem::BacklinkInvalid { dot_git, reason } => {
+                write!(f, "{}: {reason}", dot_git.display())
+            }
+            Problem::BacklinkMismatch { dot_git, points_to } => write!(
+                f,
+                "{} does not point back to this entry (points to {})",
+                dot_git.display(),
+                points_to.display()
+            ),
+            Problem::CommondirMissing => f.write_str("no commondir file"),
+            Problem::CommondirUnexpected { content } => {
+                write!(f, "commondir is {content:?}, git writes \"../..\"")
+            }
+            Problem::CommondirElsewhere { resolved } => write!(
+                f,
+                "commondir resolves to {}, not to the common dir holding the entry",
+                resolved.display()
+            ),
+            Problem::CommondirInvalid { reason } => write!(f, "commondir: {reason}"),
+            Problem::HeadMissing => f.write_str("no HEAD"),
+            Problem::HeadInvalid { reason } => write!(f, "invalid HEAD: {reason}"),
+            Problem::UnexpectedEntry {
+                name,
+                ignored_by_git: true,
+            } => write!(
+                f,
+                "unexpected {name} (git reads it from the common dir, not from here)"
+            ),
+            Problem::UnexpectedEntry {
+                name,
+                ignored_by_git: false,
+            } => write!(f, "unexpected {name} (not a file git keeps per worktree)"),
+            Problem::DuplicateWorktreePath { other_id } => {
+                write!(f, "same worktree path as worktrees/{other_id}")
+            }
+            Problem::WorktreeInsideGitDir { path } => {
+                write!(f, "worktree path {} is inside the git dir", path.display())
+            }
+        }
+    }
+}
+
+/// One `worktrees/<id>/` entry with its raw files, the resolved worktree path, what departs
+/// from git's rules, and the prune verdict git would reach.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorktreeEntry {
+    pub id: String,
+    /// `<common>/worktrees/<id>`.
+    pub admin_dir: PathBuf,
+    /// Raw contents (`None` when absent or not a readable regular file).
+    pub gitdir: Option<Vec<u8>>,
+    pub commondir: Option<Vec<u8>>,
+    pub head: Option<Vec<u8>>,
+    pub locked: Option<Vec<u8>>,
+    pub has_config_worktree: bool,
+    /// The worktree's `.git` file as named by `gitdir` (relative resolved against the admin
+    /// dir, as git ≥ 2.48 does).
+    pub dot_git: Option<PathBuf>,
+    /// The worktree folder: `dot_git` without its `/.git` (git's `get_linked_worktree`).
+    pub worktree_path: Option<PathBuf>,
+    /// Names present in the admin dir, sorted.
+    pub names: Vec<String>,
+    pub problems: Vec<Problem>,
+    /// `Some(reason)` when git's `should_prune_worktree` with expire = now would prune the
+    /// entry (`git worktree prune`), with git's reason text.
+    pub prune: Option<String>,
+}
+
+impl WorktreeEntry {
+    /// Whether the worktree path lies strictly below `session_dir` (e.g.
+    /// `<repo>-worktrees/<session>`). Both are compared as resolved paths; `session_dir` is
+    /// resolved here (the caller's path, trusted).
+    pub fn belongs_to(&self, session_dir: &Path) -> bool {
+        let Some(wt) = &self.worktree_path else {
+            return false;
+        };
+        let session =
+            std::fs::canonicalize(session_dir).unwrap_or_else(|_| session_dir.to_path_buf());
+        wt.starts_with(&session) && wt != &session
+    }
+
+    pub fn is_locked(&self) -> bool {
+        self.locked.is_some()
+    }
+}
+
+/// Every `worktrees/<id>/` of `common_dir`, read without following links, each checked
+/// against git's rules (see [`Problem`]) with git's prune verdict. An absent `worktrees/` is
+/// an empty list; `worktrees` being a link is [`LayoutError::Link`].
+pub fn worktree_entries(common_dir: &Path) -> Result<Vec<WorktreeEntry>, LayoutError> {
+    let sys = Sys::new()?;
+    let common = sys.resolve(common_dir, false)?;
+    let wt_dir = common.join("worktrees");
+    match sys.stat(&wt_dir)? {
+        None => return Ok(Vec::new()),
+        Some(st) if st.is_symlink() => return Err(LayoutError::Link { path: wt_dir }),
+        Some(st) if !st.is_dir() => {
+            return Err(LayoutError::Unreadable {
+                path: wt_dir.clone(),
+                source: FsError::NotDir { path: wt_dir },
+            })
+        }
+        Some(_) => {}
+    }
+    let now = SystemTime::now();
+    let mut out = Vec::new();
+    for e in sys.list(&wt_dir)? {
+        out.push(read_entry(
+            &sys,
+            &common,
+            &wt_dir,
+            &e.name,
+            &e.stat.file_type,
+            now,
+        )?);
+    }
+    // Duplicates: git's prune keeps one entry per worktree path.
+    let paths: Vec<(String, Option<PathBuf>)> = out
+        .iter()
+        .map(|e| (e.id.clone(), e.worktree_path.clone()))
+        .collect();
+    for e in &mut out {
+        let Some(p) = &e.worktree_path else { continue };
+        for (other, op) in &paths {
+            if other != &e.id && op.as_ref() == Some(p) {
+                e.problems.push(Problem::DuplicateWorktreePath {
+                    other_id: other.clone(),
+                });
+            }
+        }
+        if p.starts_with(&common) {
+            e.problems
+                .push(Problem::WorktreeInsideGitDir { path: p.clone() });
+        }
+    }
+    Ok(out)
+}
+
+fn read_small(sys: &Sys, path: &Path) -> Result<Option<Vec<u8>>, FsError> {
+    match sys.read(path, SMALL_FILE_MAX) {
+        Ok(b) => Ok(Some(b)),
+        Err(FsError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn read_entry(
+    sys: &Sys,
+    common: &Path,
+    wt_dir: &Path,
+    name: &OsStr,
+    ft: &FileType,
+    now: SystemTime,
+) -> Result<WorktreeEntry, LayoutError> {
+    let id = name.to_string_lossy().into_owned();
+    let admin = wt_dir.join(name);
+    let mut entry = WorktreeEntry {
+        id: id.clone(),
+        admin_dir: admin.clone(),
+        gitdir: None,
+        commondir: None,
+        head: None,
+        locked: None,
+        has_config_worktree: false,
+        dot_git: None,
+        worktree_path: None,
+        names: Vec::new(),
+        problems: Vec::new(),
+        prune: None,
+    };
+    match ft {
+        FileType::Dir { .. } => {}
+        FileType::Symlink { target } => {
+            entry.problems.push(Problem::Link {
+                name: format!("worktrees/{id}"),
+                target: target.clone(),
+            });
+            return Ok(entry);
+        }
+        other => {
+            entry.problems.push(Problem::NotADirectory {
+                kind: other.name().into(),
+            });
+            entry.prune = Some("not a valid directory".into());
+            return Ok(entry);
+        }
+    }
+    let listing = sys.list(&admin)?;
+    entry.names = listing
+        .iter()
+        .map(|e| e.name.to_string_lossy().into_owned())
+        .collect();
+    for e in &listing {
+        if let FileType::Symlink { target } = &e.stat.file_type {
+            entry.problems.push(Problem::Link {
+                name: e.name.to_string_lossy().into_owned(),
+                target: target.clone(),
+            });
+        }
+    }
+    check_unexpected(sys, &admin, &listing, &mut entry.problems)?;
+    entry.has_config_worktree = listing.iter().any(|e| e.name == "config.worktree");
+    let locked_present = listing.iter().any(|e| e.name == "locked");
+
+    // gitdir
+    let gitdir_raw = match read_small(sys, &admin.join("gitdir")) {
+        Ok(b) => b,
+        Err(FsError::Link { .. }) => None, // reported above as Problem::Link
+        Err(e) => {
+            entry.problems.push(Problem::GitdirUnreadable {
+                error: e.to_string(),
+            });
+            None
+        }
+    };
+    let gitdir_present = listing.iter().any(|e| e.name == "gitdir");
+    let mut prune: Option<String> = None;
+    match &gitdir_raw {
+        None if !gitdir_present => {
+            entry.problems.push(Problem::GitdirMissing);
+            prune = Some("gitdir file does not exist".into());
+        }
+        None => {
+            prune = Some("unable to read gitdir file".into());
+        }
+        Some(raw) => {
+            let t = rtrim(until_nul(raw));
+            if trim_crlf(raw).is_empty() || t.is_empty() {
+                entry.problems.push(Problem::GitdirEmpty);
+                prune = Some("invalid gitdir file".into());
+            } else {
+                let p = path_from_bytes(t);
+                if p.is_relative() {
+                    entry.problems.push(Problem::RelativeGitdir {
+                        understood_since: RELATIVE_WORKTREES_SINCE,
+                    });
+                }
+                match sys.resolve(&absolute_against(&admin, &p), true) {
+                    Ok(named) => {
+                        // get_linked_worktree strips a trailing `/.git`; the worktree's `.git`
+                        // is then `<worktree>/.git` either way (validate_worktree).
+                        let wt = if named.file_name() == Some(OsStr::new(".git")) {
+                            named.parent().map(Path::to_path_buf).unwrap_or(named)
+                        } else {
+                            named
+                        };
+                        entry.dot_git = Some(wt.join(".git"));
+                        entry.worktree_path = Some(wt);
+                    }
+                    Err(LayoutError::Link { path }) => entry.problems.push(Problem::Link {
+                        name: "gitdir (a folder on the path it names)".into(),
+                        target: path,
+                    }),
+                    Err(e) => entry.problems.push(Problem::GitdirUnreadable {
+                        error: e.to_string(),
+                    }),
+                }
+            }
+        }
+    }
+    entry.gitdir = gitdir_raw;
+
+    // The backlink: <wt>/.git must be a gitfile whose target is this admin dir
+    // (validate_worktree).
+    if let Some(dot_git) = entry.dot_git.clone() {
+        match sys.stat(&dot_git) {
+            Ok(None) => {
+                entry.problems.push(Problem::BacklinkMissing {
+                    dot_git: dot_git.clone(),
+                });
+                if prune.is_none() && !index_newer_than(sys, &admin, now)? {
+                    prune = Some("gitdir file points to non-existent location".into());
+                }
+            }
+            Ok(Some(st)) => match st.file_type {
+                FileType::File { .. } => {
+                    check_backlink(sys, &admin, &dot_git, &mut entry.problems)?
+                }
+                FileType::Symlink { target } => entry.problems.push(Problem::Link {
+                    name: dot_git.display().to_string(),
+                    target,
+                }),
+                other => entry.problems.push(Problem::BacklinkNotGitfile {
+                    dot_git: dot_git.clone(),
+                    kind: other.name().into(),
+                }),
+            },
+            Err(LayoutError::Link { path }) => entry.problems.push(Problem::Link {
+                name: "a folder above the worktree's .git".into(),
+                target: path,
+            }),
+            Err(e) => return Err(e),
+        }
+    }
+
+    // commondir
+    match read_small(sys, &admin.join("commondir")) {
+        Ok(None) => {
+            if !listing.iter().any(|e| e.name == "commondir") {
+                entry.problems.push(Problem::CommondirMissing);
+            }
+        }
+        Ok(Some(raw)) => {
+            let content = trim_crlf(&raw);
+            if content != b"../.." {
+                entry.problems.push(Problem::CommondirUnexpected {
+                    content: String::from_utf8_lossy(content).into_owned(),
+                });
+            }
+            if content.is_empty() {
+                entry.problems.push(Problem::CommondirInvalid {
+                    reason: "empty (git dies: failed to read)".into(),
+                });
+            } else {
+                let target = absolute_against(&admin, &path_from_bytes(until_nul(content)));
+                match sys.resolve(&target, false) {
+                    Ok(resolved) if resolved == common => {}
+                    Ok(resolved) => entry
+                        .problems
+                        .push(Problem::CommondirElsewhere { resolved }),
+                    Err(e) => entry.problems.push(Problem::CommondirInvalid {
+                        reason: e.to_string(),
+                    }),
+                }
+            }
+            entry.commondir = Some(raw);
+        }
+        Err(FsError::Link { .. }) => {}
+        Err(e) => entry.problems.push(Problem::CommondirInvalid {
+            reason: e.to_string(),
+        }),
+    }
+
+    // HEAD
+    match read_head(sys, &admin.join("HEAD"))? {
+        Ok(_) => {}
+        Err(reason) if reason == "no HEAD" => entry.problems.push(Problem::HeadMissing),
+        Err(reason) => entry.problems.push(Problem::HeadInvalid { reason }),
+    }
+    entry.head = read_small(sys, &admin.join("HEAD")).ok().flatten();
+    entry.locked = match read_small(sys, &admin.join("locked")) {
+        Ok(b) => b,
+        // A locked entry that is not a readable file still blocks prune in git
+        // (file_exists); keep that verdict.
+        Err(_) if locked_present => Some(Vec::new()),
+        Err(_) => None,
+    };
+    entry.prune = if locked_present { None } else { prune };
+    Ok(entry)
+}
+
+/// git's grace rule in `should_prune_worktree`: an entry whose worktree is missing is kept
+/// while `worktrees/<id>/index` is newer than `expire` (here: now).
+fn index_newer_than(sys: &Sys, admin: &Path, expire: SystemTime) -> Result<bool, LayoutError> {
+    match sys.stat(&admin.join("index"))? {
+        Some(st) if !st.is_symlink() => Ok(st.mtime > expire),
+        _ => Ok(false),
+    }
+}
+
+fn check_backlink(
+    sys: &Sys,
+    admin: &Path,
+    dot_git: &Path,
+    problems: &mut Vec<Problem>,
+) -> Result<(), LayoutError> {
+    let raw = match sys.read(dot_git, super::GITFILE_MAX) {
+        Ok(b) => b,
+        Err(e) => {
+            problems.push(Problem::BacklinkInvalid {
+                dot_git: dot_git.to_path_buf(),
+                reason: e.to_string(),
+            });
+            return Ok(());
+        }
+    };
+    let raw_target = match parse_gitfile(dot_git, &raw) {
+        Ok(t) => t,
+        Err(e) => {
+            problems.push(Problem::BacklinkInvalid {
+                dot_git: dot_git.to_path_buf(),
+                reason: e.to_string(),
+            });
+            return Ok(());
+        }
+    };
+    let folder = dot_git.parent().unwrap_or(Path::new("/"));
+    match sys.resolve(&absolute_against(folder, &raw_target), true) {
+        Ok(t) if t == admin => {}
+        Ok(t) => problems.push(Problem::BacklinkMismatch {
+            dot_git: dot_git.to_path_buf(),
+            points_to: t,
+        }),
+        Err(LayoutError::Link { path }) => problems.push(Problem::Link {
+            name: format!("a folder on the path {} names", dot_git.display()),
+            target: path,
+        }),
+        Err(e) => problems.push(Problem::BacklinkInvalid {
+            dot_git: dot_git.to_path_buf(),
+            reason: e.to_string(),
+        }),
+    }
+    Ok(())
+}
+
+fn is_private_name(name: &str) -> bool {
+    let stem = name.strip_suffix(".lock").unwrap_or(name);
+    WORKTREE_PRIVATE_ENTRIES.contains(&stem) || stem.starts_with("sharedindex.")
+}
+
+/// Reports names git does not keep per worktree, including below `refs/`, `logs/` and
+/// `info/`, where only a few subpaths are per worktree.
+fn check_unexpected(
+    sys: &Sys,
+    admin: &Path,
+    listing: &[crate::fsx::DirEntry],
+    problems: &mut Vec<Problem>,
+) -> Result<(), LayoutError> {
+    for e in listing {
+        let name = e.name.to_string_lossy().into_owned();
+        if !is_private_name(&name) {
+            problems.push(Problem::UnexpectedEntry {
+                ignored_by_git: WORKTREE_COMMON_ONLY.contains(&name.as_str()),
+                name,
+            });
+            continue;
+        }
+        if matches!(name.as_str(), "refs" | "logs" | "info") && e.stat.is_dir() {
+            check_container(sys, admin, &name, problems)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_container(
+    sys: &Sys,
+    admin: &Path,
+    rel: &str,
+    problems: &mut Vec<Problem>,
+) -> Result<(), LayoutError> {
+    for child in sys.list(&admin.join(rel))? {
+        let sub = format!("{rel}/{}", child.name.to_string_lossy());
+        let stem = sub.strip_suffix(".lock").unwrap_or(&sub);
+        if !WORKTREE_PRIVATE_SUBPATHS.contains(&stem) {
+            problems.push(Problem::UnexpectedEntry {
+                name: sub,
+                ignored_by_git: true,
+            });
+        } else if sub == "logs/refs" && child.stat.is_dir() {
+            check_container(sys, admin, &sub, problems)?;
+        }
+    }
+    Ok(())
+}
+
+/// What a folder below `modules/` is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum ModuleStatus {
+    /// A git dir (passes the git-dir test).
+    GitDir { head: Head },
+    /// A symbolic link (not followed).
+    Link { target: PathBuf },
+    /// Something git would refuse to use as a git dir: an empty folder left by `submodule
+    /// deinit`, or a broken one. `reason` is the git-dir test's.
+    NotGitDir { reason: String },
+}
+
+/// A folder below a `modules/` folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SubmoduleGitDir {
+    /// The submodule name: the path below the nearest `modules/` (may contain `/`).
+    pub name: String,
+    pub git_dir: PathBuf,
+    /// The git dir whose `modules/` holds it (the superproject's, a linked worktree's admin
+    /// dir, or an outer submodule's for nested submodules).
+    pub superproject_git_dir: PathBuf,
+    pub status: ModuleStatus,
+}
+
+/// Every git dir under `modules/` at any depth (`modules/a/modules/b`), of the common dir and
+/// of each linked worktree's admin dir (git keeps a linked worktree's submodules in
+/// `worktrees/<id>/modules/`), without following links. Folders with a `/` in the name
+/// (`modules/lib/x`) are searched: a folder that is not a git dir is descended into; leaf
+/// folders that are not git dirs are reported as [`ModuleStatus::NotGitDir`].
+pub fn submodule_git_dirs(common_dir: &Path) -> Result<Vec<SubmoduleGitDir>, LayoutError> {
+    let sys = Sys::new()?;
+    let common = sys.resolve(common_dir, false)?;
+    let mut out = Vec::new();
+    modules_of(&sys, &common, &mut out, 0)?;
+    let wt_dir = common.join("worktrees");
+    if let Some(st) = sys.stat(&wt_dir)? {
+        if st.is_dir() {
+            for e in sys.list(&wt_dir)? {
+                if e.stat.is_dir() {
+                    modules_of(&sys, &wt_dir.join(&e.name), &mut out, 0)?;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn modules_of(
+    sys: &Sys,
+    git_dir: &Path,
+    out: &mut Vec<SubmoduleGitDir>,
+    depth: usize,
+) -> Result<(), LayoutError> {
+    let modules = git_dir.join("modules");
+    match sys.stat(&modules)? {
+        None => Ok(()),
+        Some(st) if st.is_symlink() => {
+            out.push(SubmoduleGitDir {
+                name: String::new(),
+                git_dir: modules.clone(),
+                superproject_git_dir: git_dir.to_path_buf(),
+                status: ModuleStatus::Link {
+                    target: match st.file_type {
+                        FileType::Symlink { target } => target,
+                        _ => PathBuf::new(),
+                    },
+                },
+            });
+            Ok(())
+        }
+        Some(st) if st.is_dir() => walk_modules(sys, git_dir, &modules, &modules, out, depth),
+        Some(_) => Ok(()),
+    }
+}
+
+fn walk_modules(
+    sys: &Sys,
+    super_git_dir: &Path,
+    modules: &Path,
+    folder: &Path,
+    out: &mut Vec<SubmoduleGitDir>,
+    depth: usize,
+) -> Result<(), LayoutError> {
+    if depth > MAX_MODULES_DEPTH {
+        return Err(LayoutError::Unreadable {
+            path: folder.to_path_buf(),
+            source: FsError::Io {
+                path: folder.to_path_buf(),
+                op: "walk modules/ (nested too deep)",
+                source: std::io::Error::from_raw_os_error(nix::libc::ELOOP),
+            },
+        });
+    }
+    for e in sys.list(folder)? {
+        let path = folder.join(&e.name);
+        let name = path
+            .strip_prefix(modules)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match &e.stat.file_type {
+            FileType::Symlink { target } => out.push(SubmoduleGitDir {
+                name,
+                git_dir: path.clone(),
+                superproject_git_dir: super_git_dir.to_path_buf(),
+                status: ModuleStatus::Link {
+                    target: target.clone(),
+                },
+            }),
+            FileType::Dir { .. } => match check_git_dir_with(sys, &path) {
+                Ok(info) => {
+                    out.push(SubmoduleGitDir {
+                        name,
+                        git_dir: path.clone(),
+                        superproject_git_dir: super_git_dir.to_path_buf(),
+                        status: ModuleStatus::GitDir { head: info.head },
+                    });
+                    modules_of(sys, &path, out, depth + 1)?;
+                }
+                Err(LayoutError::NotAGitDir { reason, .. }) => {
+                    let has_subfolders = sys
+                        .list(&path)?
+                        .iter()
+                        .any(|c| c.stat.is_dir() || c.stat.is_symlink());
+                    let has_head = sys.stat(&path.join("HEAD"))?.is_some();
+                    if has_subfolders && !has_head {
+                        walk_modules(sys, super_git_dir, modules, &path, out, depth + 1)?;
+                    } else {
+                        out.push(SubmoduleGitDir {
+                            name,
+                            git_dir: path.clone(),
+                            superproject_git_dir: super_git_dir.to_path_buf(),
+                            status: ModuleStatus::NotGitDir { reason },
+                        });
+                    }
+                }
+                Err(LayoutError::Link { path: link }) => out.push(SubmoduleGitDir {
+                    name,
+                    git_dir: path.clone(),
+                    superproject_git_dir: super_git_dir.to_path_buf(),
+                    status: ModuleStatus::Link { target: link },
+                }),
+                Err(e) => return Err(e),
+            },
+            _ => {}
+        }
+    }
+    Ok(())
+}

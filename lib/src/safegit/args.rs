@@ -1,0 +1,780 @@
+//! git's command line as safe-git sees it: global options, the subcommand, its arguments —
+//! and the allow-list every call must pass before git starts.
+//!
+//! The allow-list is deliberately narrow: inspection and clean-up subcommands a host-side
+//! script needs over an untrusted repository. Anything else — an alias, a subcommand that
+//! writes, fetches or edits, an option that names a program — is refused with the rule that
+//! refused it. Options that only *enable* a surface the defused environment already disarms
+//! (`--ext-diff`, `--textconv`, `--show-signature`) stay allowed, so scripts keep working.
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+
+/// Why a command line was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgsError {
+    #[error("no subcommand given")]
+    NoSubcommand,
+    #[error("`{0}` is not on safe-git's allow-list (aliases and write, network and editor commands are refused)")]
+    Subcommand(String),
+    #[error("global option `{0}` is refused: {1}")]
+    GlobalOption(String, &'static str),
+    #[error("global option `{0}` needs a value")]
+    MissingValue(String),
+    #[error("`git {0}` option `{1}` is refused: {2}")]
+    Option(String, String, &'static str),
+    #[error("`git {0}`: {1}")]
+    Form(String, &'static str),
+    #[error("`-c {0}` sets a program-running key; safe-git accepts -c only for keys outside the catalogue")]
+    ConfigKey(String),
+    #[error("argument is not valid UTF-8; safe-git checks every argument as text")]
+    NotUtf8,
+}
+
+/// A parsed command line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GitArgs {
+    /// Every argument before the subcommand, as given (passed to git unchanged).
+    pub globals: Vec<OsString>,
+    /// `-C` paths in order (each relative to the previous one).
+    pub chdirs: Vec<PathBuf>,
+    pub git_dir: Option<PathBuf>,
+    pub work_tree: Option<PathBuf>,
+    /// `-c key=value` / `--config-env=key=var` keys given by the caller.
+    pub config_keys: Vec<String>,
+    pub subcommand: String,
+    /// The subcommand's own arguments (passed to git unchanged).
+    pub rest: Vec<OsString>,
+}
+
+impl GitArgs {
+    /// All arguments for git, in order: globals, subcommand, rest.
+    pub fn to_argv(&self) -> Vec<OsString> {
+        let mut v = self.globals.clone();
+        v.push(OsString::from(&self.subcommand));
+        v.extend(self.rest.iter().cloned());
+        v
+    }
+
+    /// The subcommand's first argument when it names a mode (`worktree list`, `stash show`).
+    pub fn mode(&self) -> Option<&str> {
+        self.rest.first().and_then(|a| a.to_str())
+    }
+}
+
+/// Global options that take a separate value (`-C dir`, `--git-dir dir` …).
+const GLOBAL_WITH_VALUE: &[&str] = &[
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--config-env",
+    "--super-prefix",
+    "--attr-source",
+];
+
+/// Global options allowed as they are.
+const GLOBAL_FLAGS: &[&str] = &[
+    "--no-pager",
+    "-P",
+    "-p",
+    "--paginate",
+    "--no-replace-objects",
+    "--literal-pathspecs",
+    "--glob-pathspecs",
+    "--noglob-pathspecs",
+    "--icase-pathspecs",
+    "--no-optional-locks",
+    "--no-lazy-fetch",
+    "--no-advice",
+    "--bare",
+];
+
+/// Parse git's global options and find the subcommand. `config_allowed` decides whether a
+/// caller's `-c` key may pass (keys of the catalogue never do).
+pub fn parse(args: &[OsString]) -> Result<GitArgs, ArgsError> {
+    let mut out = GitArgs::default();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].to_str().ok_or(ArgsError::NotUtf8)?;
+        if !a.starts_with('-') {
+            out.subcommand = a.to_owned();
+            for r in &args[i + 1..] {
+                r.to_str().ok_or(ArgsError::NotUtf8)?;
+            }
+            out.rest = args[i + 1..].to_vec();
+            check_subcommand(&out)?;
+            return Ok(out);
+        }
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+            _ => (a, None),
+        };
+        match name {
+            "--exec-path" => {
+                return Err(ArgsError::GlobalOption(
+                    a.into(),
+                    "it changes where git finds its programs",
+                ))
+            }
+            "--html-path" | "--man-path" | "--info-path" | "--list-cmds" | "--version" | "-v"
+            | "--help" | "-h" => {
+                return Err(ArgsError::GlobalOption(
+                    a.into(),
+                    "use `safe-git version` or git itself for this",
+                ))
+            }
+            "--super-prefix" => return Err(ArgsError::GlobalOption(a.into(), "internal option")),
+            "--attr-source" => {
+                return Err(ArgsError::GlobalOption(
+                    a.into(),
+                    "attributes come from the repository as git reads them",
+                ))
+            }
+            _ => {}
+        }
+        if GLOBAL_WITH_VALUE.contains(&name) {
+            let (value, consumed) = match inline {
+                Some(v) => (v.to_owned(), 1),
+                None => {
+                    let v = args
+                        .get(i + 1)
+                        .ok_or_else(|| ArgsError::MissingValue(a.into()))?;
+                    (v.to_str().ok_or(ArgsError::NotUtf8)?.to_owned(), 2)
+                }
+            };
+            match name {
+                "-C" => out.chdirs.push(PathBuf::from(&value)),
+                "--git-dir" => out.git_dir = Some(PathBuf::from(&value)),
+                "--work-tree" => out.work_tree = Some(PathBuf::from(&value)),
+                "-c" => {
+                    let key = value.split_once('=').map_or(value.as_str(), |(k, _)| k);
+                    check_config_key(key)?;
+                    out.config_keys.push(key.to_owned());
+                }
+                "--config-env" => {
+                    let key = value.rsplit_once('=').map_or(value.as_str(), |(k, _)| k);
+                    check_config_key(key)?;
+                    out.config_keys.push(key.to_owned());
+                }
+                _ => {}
+            }
+            out.globals.extend(args[i..i + consumed].iter().cloned());
+            i += consumed;
+            continue;
+        }
+        if GLOBAL_FLAGS.contains(&a) {
+            out.globals.push(args[i].clone());
+            i += 1;
+            continue;
+        }
+        return Err(ArgsError::GlobalOption(a.into(), "unknown global option"));
+    }
+    Err(ArgsError::NoSubcommand)
+}
+
+fn check_config_key(key: &str) -> Result<(), ArgsError> {
+    if crate::catalogue::is_dangerous(key) {
+        return Err(ArgsError::ConfigKey(key.to_owned()));
+    }
+    Ok(())
+}
+
+/// The allow-list: subcommands and, per subcommand, the forms that are inspection or clean-up.
+pub const ALLOWED: &[&str] = &[
+    "status",
+    "diff",
+    "diff-tree",
+    "diff-index",
+    "diff-files",
+    "log",
+    "show",
+    "shortlog",
+    "blame",
+    "annotate",
+    "grep",
+    "rev-parse",
+    "rev-list",
+    "ls-files",
+    "ls-tree",
+    "cat-file",
+    "for-each-ref",
+    "show-ref",
+    "branch",
+    "tag",
+    "describe",
+    "merge-base",
+    "name-rev",
+    "count-objects",
+    "check-ignore",
+    "check-attr",
+    "symbolic-ref",
+    "worktree",
+    "config",
+    "stash",
+    "remote",
+    "version",
+];
+
+/// Options refused everywhere in a subcommand's arguments (before `--`).
+fn globally_refused(opt: &str) -> Option<&'static str> {
+    match opt {
+        "--help" => Some("it starts a man or web viewer; use -h"),
+        "--upload-pack" | "--receive-pack" | "--exec" => Some("it names a program to run"),
+        "--recurse-submodules" => {
+            Some("submodule recursion runs git in submodules with write side effects")
+        }
+        _ => None,
+    }
+}
+
+fn opt_name(a: &str) -> &str {
+    if a.starts_with("--") {
+        a.split_once('=').map_or(a, |(n, _)| n)
+    } else {
+        a
+    }
+}
+
+/// The subcommand's arguments up to `--` / `--end-of-options`.
+fn options(rest: &[OsString]) -> impl Iterator<Item = &str> {
+    rest.iter()
+        .filter_map(|a| a.to_str())
+        .take_while(|a| *a != "--" && *a != "--end-of-options")
+}
+
+fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
+    let sub = a.subcommand.as_str();
+    if !ALLOWED.contains(&sub) {
+        return Err(ArgsError::Subcommand(sub.to_owned()));
+    }
+    let refuse =
+        |opt: &str, why: &'static str| Err(ArgsError::Option(sub.to_owned(), opt.to_owned(), why));
+    for opt in options(&a.rest) {
+        if let Some(why) = globally_refused(opt_name(opt)) {
+            return refuse(opt, why);
+        }
+    }
+    match sub {
+        "grep" => {
+            for opt in options(&a.rest) {
+                // `-O`, `-Ovim`, or a bundle of short options holding `O` (`-iO`).
+                let short_o = !opt.starts_with("--") && opt.starts_with('-') && opt.contains('O');
+                if short_o || opt_name(opt) == "--open-files-in-pager" {
+                    return refuse(opt, "it opens files in a program");
+                }
+            }
+            Ok(())
+        }
+        "branch" => check_listing(a, BRANCH_LIST_FLAGS, BRANCH_LIST_VALUES),
+        "tag" => check_listing(a, TAG_LIST_FLAGS, TAG_LIST_VALUES),
+        "worktree" => match a.mode() {
+            Some("list") | Some("prune") => Ok(()),
+            Some("remove") => {
+                for opt in options(&a.rest[1..]) {
+                    if opt.starts_with('-') && !matches!(opt, "-f" | "--force") {
+                        return refuse(opt, "only --force is allowed with worktree remove");
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(ArgsError::Form(sub.into(), "only `worktree list`, `worktree remove` and `worktree prune` are allowed")),
+        },
+        "stash" => match a.mode() {
+            Some("list") | Some("show") => Ok(()),
+            _ => Err(ArgsError::Form(sub.into(), "only `stash list` and `stash show` are allowed")),
+        },
+        "remote" => match a.mode() {
+            None | Some("-v") | Some("--verbose") | Some("get-url") => Ok(()),
+            _ => Err(ArgsError::Form(sub.into(), "only `remote`, `remote -v` and `remote get-url` are allowed (no network, no writes)")),
+        },
+        "symbolic-ref" => {
+            let positional = options(&a.rest).filter(|o| !o.starts_with('-')).count();
+            for opt in options(&a.rest) {
+                if matches!(opt, "-d" | "--delete" | "-m") {
+                    return refuse(opt, "symbolic-ref may only read");
+                }
+            }
+            if positional > 1 {
+                return Err(ArgsError::Form(sub.into(), "symbolic-ref with a target writes a ref; only the reading form is allowed"));
+            }
+            Ok(())
+        }
+        "config" => check_config(a),
+        _ => Ok(()),
+    }
+}
+
+const BRANCH_LIST_FLAGS: &[&str] = &[
+    "-l",
+    "--list",
+    "-a",
+    "--all",
+    "-r",
+    "--remotes",
+    "-v",
+    "-vv",
+    "--verbose",
+    "--show-current",
+    "-i",
+    "--ignore-case",
+    "--color",
+    "--no-color",
+    "--column",
+    "--no-column",
+    "--omit-empty",
+    "--abbrev",
+    "--no-abbrev",
+    "-q",
+    "--quiet",
+];
+const BRANCH_LIST_VALUES: &[&str] = &[
+    "--contains",
+    "--no-contains",
+    "--merged",
+    "--no-merged",
+    "--points-at",
+    "--sort",
+    "--format",
+];
+const TAG_LIST_FLAGS: &[&str] = &[
+    "-l",
+    "--list",
+    "-i",
+    "--ignore-case",
+    "--color",
+    "--no-color",
+    "--column",
+    "--no-column",
+    "--omit-empty",
+];
+const TAG_LIST_VALUES: &[&str] = &[
+    "--contains",
+    "--no-contains",
+    "--merged",
+    "--no-merged",
+    "--points-at",
+    "--sort",
+    "--format",
+];
+
+/// `branch` and `tag` in their listing forms only: every option on the list, and names only
+/// as patterns after `--list` (without it, a name creates a branch or tag).
+fn check_listing(a: &GitArgs, flags: &[&str], with_value: &[&str]) -> Result<(), ArgsError> {
+    let sub = a.subcommand.as_str();
+    let mut listing = false;
+    let mut positional = 0;
+    let mut it = a.rest.iter().filter_map(|x| x.to_str()).peekable();
+    while let Some(arg) = it.next() {
+        if arg == "--" {
+            positional += it.count();
+            break;
+        }
+        if !arg.starts_with('-') {
+            positional += 1;
+            continue;
+        }
+        let name = opt_name(arg);
+        if matches!(name, "-l" | "--list") {
+            listing = true;
+        }
+        if sub == "tag" && arg.starts_with("-n") {
+            listing = true;
+            continue;
+        }
+        if flags.contains(&name) {
+            continue;
+        }
+        if with_value.contains(&name) {
+            listing = true;
+            if !arg.contains('=') {
+                // `--contains <commit>`: the value is optional in git; take the next word if
+                // it is not an option.
+                if it.peek().is_some_and(|n| !n.starts_with('-')) {
+                    it.next();
+                }
+            }
+            continue;
+        }
+        return Err(ArgsError::Option(
+            sub.into(),
+            arg.into(),
+            "only listing options are allowed",
+        ));
+    }
+    if positional > 0 && !listing {
+        return Err(ArgsError::Form(
+            sub.into(),
+            "a name without --list creates or changes a ref; only listing is allowed",
+        ));
+    }
+    Ok(())
+}
+
+/// `git config` in its reading forms (old and new syntax).
+fn check_config(a: &GitArgs) -> Result<(), ArgsError> {
+    const READ_MODES: &[&str] = &[
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--get-urlmatch",
+        "-l",
+        "--list",
+        "--get-color",
+        "--get-colorbool",
+    ];
+    const FLAGS: &[&str] = &[
+        "--show-origin",
+        "--show-scope",
+        "-z",
+        "--null",
+        "--name-only",
+        "--bool",
+        "--int",
+        "--bool-or-int",
+        "--path",
+        "--expiry-date",
+        "--local",
+        "--global",
+        "--system",
+        "--worktree",
+        "--includes",
+        "--no-includes",
+        "--fixed-value",
+        "--all",
+        "--show-names",
+        "--no-show-names",
+        "--no-type",
+    ];
+    const VALUES: &[&str] = &[
+        "-f",
+        "--file",
+        "--blob",
+        "--type",
+        "--default",
+        "--url",
+        "--value",
+        "--regexp",
+    ];
+    let sub = "config";
+    let mut args = a.rest.iter().filter_map(|x| x.to_str()).peekable();
+    // New syntax: `git config get|list …` (git ≥ 2.46). Everything else of it writes or edits.
+    let new_mode = match args.peek().copied() {
+        Some("get") | Some("list") => {
+            args.next();
+            true
+        }
+        Some(m @ ("set" | "unset" | "rename-section" | "remove-section" | "edit")) => {
+            return Err(ArgsError::Option(
+                sub.into(),
+                m.into(),
+                "config may only read",
+            ));
+        }
+        _ => false,
+    };
+    let mut read_mode = new_mode;
+    let mut positional = 0;
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            positional += args.count();
+            break;
+        }
+        if !arg.starts_with('-') {
+            positional += 1;
+            continue;
+        }
+        let name = opt_name(arg);
+        if READ_MODES.contains(&name) {
+            read_mode = true;
+            continue;
+        }
+        if FLAGS.contains(&name) {
+            continue;
+        }
+        if VALUES.contains(&name) {
+            if !arg.contains('=') {
+                args.next();
+            }
+            continue;
+        }
+        return Err(ArgsError::Option(
+            sub.into(),
+            arg.into(),
+            "config may only read (--get, --get-all, --get-regexp, --list, get, list)",
+        ));
+    }
+    let max = if read_mode { 2 } else { 1 };
+    if positional > max {
+        return Err(ArgsError::Form(
+            sub.into(),
+            "a key with a value sets it; config may only read",
+        ));
+    }
+    Ok(())
+}
+
+/// Does the subcommand read config only (and so must not get the `-c` set, which
+/// `config --list` would print)?
+pub fn reads_config_only(sub: &str) -> bool {
+    sub == "config"
+}
+
+/// Convenience for tests and callers holding `&str`s.
+pub fn parse_strs(args: &[&str]) -> Result<GitArgs, ArgsError> {
+    let v: Vec<OsString> = args.iter().map(OsString::from).collect();
+    parse(&v)
+}
+
+/// Is `arg` one of git's global options that take a value (for callers that scan argv)?
+pub fn global_takes_value(arg: &OsStr) -> bool {
+    arg.to_str().is_some_and(|a| GLOBAL_WITH_VALUE.contains(&a))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(a: &[&str]) -> GitArgs {
+        parse_strs(a).unwrap_or_else(|e| panic!("{a:?}: {e}"))
+    }
+    fn refused(a: &[&str]) -> ArgsError {
+        parse_strs(a).expect_err(&format!("{a:?} must be refused"))
+    }
+
+    #[test]
+    fn globals_and_subcommand() {
+        let g = ok(&[
+            "-C",
+            "repo",
+            "--no-pager",
+            "-c",
+            "color.ui=never",
+            "--git-dir=x/.git",
+            "log",
+            "-p",
+            "--",
+            "a",
+        ]);
+        assert_eq!(g.subcommand, "log");
+        assert_eq!(g.chdirs, vec![PathBuf::from("repo")]);
+        assert_eq!(g.git_dir, Some(PathBuf::from("x/.git")));
+        assert_eq!(g.config_keys, vec!["color.ui"]);
+        assert_eq!(g.to_argv().len(), 10);
+    }
+
+    #[test]
+    fn refused_globals() {
+        assert!(matches!(
+            refused(&["--exec-path=/tmp", "status"]),
+            ArgsError::GlobalOption(..)
+        ));
+        assert!(matches!(
+            refused(&["-c", "core.fsmonitor=/x", "status"]),
+            ArgsError::ConfigKey(_)
+        ));
+        assert!(matches!(
+            refused(&["-c", "alias.st=!x", "status"]),
+            ArgsError::ConfigKey(_)
+        ));
+        assert!(matches!(
+            refused(&["--config-env=core.pager=X", "log"]),
+            ArgsError::ConfigKey(_)
+        ));
+        assert!(matches!(
+            refused(&["-c", "include.path=/x", "status"]),
+            ArgsError::ConfigKey(_)
+        ));
+        assert!(matches!(
+            refused(&["--attr-source=HEAD", "diff"]),
+            ArgsError::GlobalOption(..)
+        ));
+        assert!(matches!(
+            refused(&["--frobnicate", "status"]),
+            ArgsError::GlobalOption(..)
+        ));
+        assert!(matches!(refused(&["-C"]), ArgsError::MissingValue(_)));
+        assert!(matches!(refused(&["--no-pager"]), ArgsError::NoSubcommand));
+    }
+
+    #[test]
+    fn subcommand_allow_list() {
+        for s in [
+            "status",
+            "diff",
+            "log",
+            "show",
+            "blame",
+            "grep",
+            "rev-parse",
+            "rev-list",
+            "ls-files",
+            "ls-tree",
+            "cat-file",
+            "for-each-ref",
+            "show-ref",
+            "describe",
+            "merge-base",
+            "diff-tree",
+        ] {
+            ok(&[s]);
+        }
+        for s in [
+            "commit",
+            "fetch",
+            "pull",
+            "push",
+            "checkout",
+            "merge",
+            "rebase",
+            "am",
+            "gc",
+            "st",
+            "submodule",
+            "help",
+            "difftool",
+            "archive",
+            "interpret-trailers",
+            "hook",
+            "var",
+        ] {
+            assert!(matches!(refused(&[s]), ArgsError::Subcommand(_)), "{s}");
+        }
+    }
+
+    #[test]
+    fn listing_forms_only() {
+        ok(&["branch"]);
+        ok(&["branch", "-a", "-v"]);
+        ok(&["branch", "--list", "feat*"]);
+        ok(&["branch", "--contains", "HEAD~1"]);
+        ok(&["branch", "--format=%(refname)", "--sort=-committerdate"]);
+        assert!(matches!(refused(&["branch", "new"]), ArgsError::Form(..)));
+        assert!(matches!(
+            refused(&["branch", "-D", "x"]),
+            ArgsError::Option(..)
+        ));
+        assert!(matches!(
+            refused(&["branch", "-m", "a", "b"]),
+            ArgsError::Option(..)
+        ));
+        assert!(matches!(
+            refused(&["branch", "--set-upstream-to=o/m"]),
+            ArgsError::Option(..)
+        ));
+        ok(&["tag"]);
+        ok(&["tag", "-l", "v1.*"]);
+        ok(&["tag", "-n5"]);
+        assert!(matches!(refused(&["tag", "v2"]), ArgsError::Form(..)));
+        assert!(matches!(
+            refused(&["tag", "-v", "v1"]),
+            ArgsError::Option(..)
+        ));
+        assert!(matches!(
+            refused(&["tag", "-d", "v1"]),
+            ArgsError::Option(..)
+        ));
+    }
+
+    #[test]
+    fn config_reads_only() {
+        ok(&["config", "--get", "user.name"]);
+        ok(&["config", "user.name"]);
+        ok(&["config", "--list", "--show-origin"]);
+        ok(&["config", "-l", "-z"]);
+        ok(&["config", "--get-regexp", "^remote\\."]);
+        ok(&["config", "--get", "core.bare", "true"]);
+        ok(&["config", "-f", "x.cfg", "--list"]);
+        ok(&["config", "--file=x.cfg", "--get", "a.b"]);
+        ok(&["config", "get", "user.name"]);
+        ok(&["config", "list"]);
+        assert!(matches!(
+            refused(&["config", "user.name", "x"]),
+            ArgsError::Form(..)
+        ));
+        assert!(matches!(
+            refused(&["config", "core.hooksPath", "/x"]),
+            ArgsError::Form(..)
+        ));
+        assert!(matches!(
+            refused(&["config", "--add", "include.path", "x"]),
+            ArgsError::Option(..)
+        ));
+        assert!(matches!(
+            refused(&["config", "--unset", "a.b"]),
+            ArgsError::Option(..)
+        ));
+        assert!(matches!(
+            refused(&["config", "--edit"]),
+            ArgsError::Option(..)
+        ));
+        assert!(matches!(
+            refused(&["config", "set", "a.b", "c"]),
+            ArgsError::Option(..)
+        ));
+        assert!(matches!(
+            refused(&["config", "--replace-all", "a.b", "c"]),
+            ArgsError::Option(..)
+        ));
+    }
+
+    #[test]
+    fn modes() {
+        ok(&["worktree", "list", "--porcelain"]);
+        ok(&["worktree", "remove", "--force", "../wt"]);
+        ok(&["worktree", "prune", "-n", "-v"]);
+        assert!(matches!(
+            refused(&["worktree", "add", "../x"]),
+            ArgsError::Form(..)
+        ));
+        assert!(matches!(
+            refused(&["worktree", "move", "a", "b"]),
+            ArgsError::Form(..)
+        ));
+        assert!(matches!(
+            refused(&["worktree", "repair"]),
+            ArgsError::Form(..)
+        ));
+        ok(&["stash", "list"]);
+        assert!(matches!(refused(&["stash"]), ArgsError::Form(..)));
+        assert!(matches!(refused(&["stash", "pop"]), ArgsError::Form(..)));
+        ok(&["remote", "-v"]);
+        ok(&["remote", "get-url", "origin"]);
+        assert!(matches!(
+            refused(&["remote", "add", "x", "ext::sh"]),
+            ArgsError::Form(..)
+        ));
+        ok(&["symbolic-ref", "HEAD"]);
+        assert!(matches!(
+            refused(&["symbolic-ref", "HEAD", "refs/heads/x"]),
+            ArgsError::Form(..)
+        ));
+    }
+
+    #[test]
+    fn program_options() {
+        assert!(matches!(
+            refused(&["grep", "-Ovim", "x"]),
+            ArgsError::Option(..)
+        ));
+        assert!(matches!(
+            refused(&["grep", "-iO", "x"]),
+            ArgsError::Option(..)
+        ));
+        assert!(matches!(
+            refused(&["grep", "--open-files-in-pager=vim", "x"]),
+            ArgsError::Option(..)
+        ));
+        assert!(matches!(refused(&["log", "--help"]), ArgsError::Option(..)));
+        assert!(matches!(
+            refused(&["status", "--recurse-submodules"]),
+            ArgsError::Option(..)
+        ));
+        // Pathspecs after `--` are not options.
+        ok(&["log", "--", "--help"]);
+        ok(&["grep", "-e", "x", "--", "-O"]);
+        // Surfaces the defused environment disarms stay usable.
+        ok(&["log", "-p", "--ext-diff", "--textconv", "--show-signature"]);
+    }
+}
