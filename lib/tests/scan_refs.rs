@@ -182,3 +182,16 @@ fn bounds_make_the_report_incomplete() {
         assert!(rep.incomplete.is_some(), "{rep:?}");
     }
 }
+
+#[test]
+fn snapshot_of_another_format_or_hash_is_refused() {
+    let git = &gits()[0];
+    let r = Repo::new(git);
+    let mut s = RefSnapshot::take(&r.git_dir()).unwrap();
+    s.format += 1;
+    assert!(scan::scan(&r.git_dir(), &s, &Limits::default()).is_err());
+    assert!(RefSnapshot::from_json(&s.to_json()).is_err());
+    s.format -= 1;
+    s.object_hash = "sha256".into();
+    assert!(scan::scan(&r.git_dir(), &s, &Limits::default()).is_err());
+}

@@ -123,6 +123,13 @@ pub(super) fn run(
     limits: &Limits,
 ) -> Result<ScanReport, ScanError> {
     let started = Instant::now();
+    if snapshot.format != super::SNAPSHOT_FORMAT {
+        return Err(ScanError::Snapshot(format!(
+            "format {} (this build reads format {})",
+            snapshot.format,
+            super::SNAPSHOT_FORMAT
+        )));
+    }
     let repo = open_repo(repo_git_dir)?;
     if snapshot.object_hash != repo.object_hash().to_string() {
         return Err(ScanError::ObjectFormat {
