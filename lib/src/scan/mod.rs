@@ -337,6 +337,37 @@ mod tests {
     }
 
     #[test]
+    fn events_carry_rule_commit_path_and_why() {
+        let rep = ScanReport {
+            findings: vec![Finding {
+                rule_id: "GW-SCAN-001".into(),
+                severity: Severity::Error,
+                commit: "a".repeat(40),
+                path: "sub/.gitattributes".into(),
+                why: "line 1: filter=evil".into(),
+            }],
+            rewritten: vec![],
+            incomplete: Some("commit limit of 3 reached".into()),
+            stats: Stats::default(),
+        };
+        let ev = rep.events(Path::new("/r"));
+        assert_eq!(ev.len(), 2);
+        let v: serde_json::Value = serde_json::from_str(&ev[0].to_line()).unwrap();
+        assert_eq!(v["event"], "commit_flagged");
+        assert_eq!(v["rule"], "GW-SCAN-001");
+        assert_eq!(v["rule_name"], "attributes-filter");
+        assert_eq!(v["severity"], "error");
+        assert_eq!(v["commit"], "a".repeat(40));
+        assert_eq!(v["path"], "sub/.gitattributes");
+        let v: serde_json::Value = serde_json::from_str(&ev[1].to_line()).unwrap();
+        assert_eq!(v["event"], "scan_incomplete");
+        assert_eq!(v["reason"], "commit limit of 3 reached");
+        // The report itself round-trips through JSON.
+        let back: ScanReport = serde_json::from_str(&serde_json::to_string(&rep).unwrap()).unwrap();
+        assert_eq!(back, rep);
+    }
+
+    #[test]
     fn exit_codes_order() {
         let mut r = ScanReport::default();
         assert_eq!(r.exit_code(), crate::exit::CLEAN);
