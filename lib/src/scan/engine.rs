@@ -31,7 +31,7 @@ const BATCH: usize = 64;
 /// Entries kept in a worker's commit → tree memo before it is cleared.
 const MEMO_MAX: usize = 1 << 16;
 /// Decoded-object cache per worker.
-const OBJECT_CACHE_BYTES: usize = 32 << 20;
+const OBJECT_CACHE_BYTES: usize = 4 << 20;
 /// Longest symbolic-link target read (PATH_MAX).
 const MAX_LINK_TARGET: u64 = 4096;
 /// Tag chains followed at most this deep.
