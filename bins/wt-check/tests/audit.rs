@@ -53,6 +53,13 @@ fn each_vector_is_reported_under_its_rule() {
             )
             .unwrap();
         }),
+        ("commondir-fifo-does-not-block", "GW007", 1, |w| {
+            nix::unistd::mkfifo(
+                &w.git_dir().join("commondir"),
+                nix::sys::stat::Mode::from_bits_truncate(0o644),
+            )
+            .unwrap();
+        }),
         ("gitfile-leaves-workspace", "GW008", 1, |w| {
             std::fs::create_dir(w.main().join("vendored")).unwrap();
             std::fs::write(
