@@ -861,9 +861,16 @@ pub enum SafeOutcome {
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum AuditOutcome {
     Flagged,
+    /// The audit could not read part of the repository and said so (exit 2, `complete:
+    /// false`): "unknown is not clean" — a finding of its own, never a clean bill.
+    Incomplete,
     NotFlagged,
-    NotApplicable { reason: String },
-    Error { why: String },
+    NotApplicable {
+        reason: String,
+    },
+    Error {
+        why: String,
+    },
     NotBuilt,
     NotRun,
 }
@@ -907,6 +914,7 @@ impl CaseResult {
         let audit_ok = matches!(
             self.audit,
             AuditOutcome::Flagged
+                | AuditOutcome::Incomplete
                 | AuditOutcome::NotApplicable { .. }
                 | AuditOutcome::NotBuilt
                 | AuditOutcome::NotRun
@@ -1121,8 +1129,13 @@ fn run_audit(case: &Case, git: &GitBin, wt_check: &Path, opts: &Options) -> Audi
             why: format!("the audit itself fired the canary: {c}"),
         };
     }
+    let said_incomplete = || {
+        serde_json::from_slice::<serde_json::Value>(&r.stdout)
+            .is_ok_and(|v| v.get("complete") == Some(&serde_json::Value::Bool(false)))
+    };
     match r.status {
         Some(1) => AuditOutcome::Flagged,
+        Some(2) if said_incomplete() => AuditOutcome::Incomplete,
         Some(0) => AuditOutcome::NotFlagged,
         _ => AuditOutcome::Error { why: r.describe() },
     }
@@ -1202,6 +1215,7 @@ impl std::fmt::Display for AuditOutcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AuditOutcome::Flagged => write!(f, "yes"),
+            AuditOutcome::Incomplete => write!(f, "incomplete"),
             AuditOutcome::NotFlagged => write!(f, "NO"),
             AuditOutcome::NotApplicable { .. } => write!(f, "n/a"),
             AuditOutcome::Error { .. } => write!(f, "ERROR"),

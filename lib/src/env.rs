@@ -540,6 +540,16 @@ impl Defused {
     }
 }
 
+/// `PATH` without empty or relative entries: git resolves `ssh-keygen`, `gpg`, helpers and
+/// dashed commands through it, and an empty or `.` entry means the folder git runs in — the
+/// repository.
+pub fn absolute_path_entries(path: &OsStr) -> OsString {
+    let kept: Vec<PathBuf> = std::env::split_paths(path)
+        .filter(|p| p.is_absolute())
+        .collect();
+    std::env::join_paths(kept).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -312,8 +312,8 @@ fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
             Some("list") | Some("show") => Ok(()),
             _ => Err(ArgsError::Form(sub.into(), "only `stash list` and `stash show` are allowed")),
         },
-        "remote" => match a.mode() {
-            None | Some("-v") | Some("--verbose") | Some("get-url") => Ok(()),
+        "remote" => match (a.mode(), a.rest.len()) {
+            (None, _) | (Some("-v" | "--verbose"), 1) | (Some("get-url"), _) => Ok(()),
             _ => Err(ArgsError::Form(sub.into(), "only `remote`, `remote -v` and `remote get-url` are allowed (no network, no writes)")),
         },
         "symbolic-ref" => {

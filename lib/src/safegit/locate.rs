@@ -9,7 +9,6 @@
 
 use super::args::GitArgs;
 use super::plan::{Refusal, Request};
-use crate::catalogue::GitVersion;
 use crate::config::{self, Enumeration};
 use crate::env::GitProbe;
 use crate::exit;
@@ -92,7 +91,8 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
         .clone()
         .or_else(|| env_path("GIT_WORK_TREE"))
         .map(|p| start.join(p));
-    let layout: Layout = match git_dir {
+    let explicit_git_dir = git_dir.is_some();
+    let mut layout: Layout = match git_dir {
         Some(g) => {
             layout::open_git_dir(&g, work_tree.as_deref()).map_err(|e| layout_refusal(&e))?
         }
@@ -111,6 +111,14 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
             }
         }
     };
+    // The work tree git will use (git's setup): --work-tree / GIT_WORK_TREE wins; with an
+    // explicit git dir and none given, git takes the folder it runs in. Gitlinks are looked
+    // up there, and `core.worktree` is checked against it.
+    if let Some(w) = &work_tree {
+        layout.work_tree = Some(crate::policy::resolve(w));
+    } else if explicit_git_dir && layout.kind != layout::Kind::Bare {
+        layout.work_tree = Some(crate::policy::resolve(start));
+    }
     let entries = layout::worktree_entries(&layout.common_dir).map_err(|e| layout_refusal(&e))?;
     let mut relative = Vec::new();
     let mut worktrees = Vec::new();
@@ -148,6 +156,7 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
         // git recurses into submodules of submodules (status, diff): follow every populated
         // gitlink, each submodule's own index and `modules/`, to a fixed depth.
         let mut queue = vec![(layout.git_dir.clone(), wt.clone(), 0usize)];
+        let mut entered: Vec<PathBuf> = vec![layout.git_dir.clone()];
         while let Some((git_dir, work_tree, depth)) = queue.pop() {
             for sub in gitlink_layouts(&git_dir, &work_tree)? {
                 if depth + 1 > MAX_SUBMODULE_DEPTH {
@@ -157,10 +166,13 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
                         reason: format!("submodules nested deeper than {MAX_SUBMODULE_DEPTH}; not enumerated, so not vouched for"),
                     });
                 }
-                if submodule_git_dirs.contains(&sub.git_dir) {
+                if entered.contains(&sub.git_dir) {
                     continue;
                 }
-                submodule_git_dirs.push(sub.git_dir.clone());
+                entered.push(sub.git_dir.clone());
+                if !submodule_git_dirs.contains(&sub.git_dir) {
+                    submodule_git_dirs.push(sub.git_dir.clone());
+                }
                 for m in
                     layout::submodule_git_dirs(&sub.common_dir).map_err(|e| layout_refusal(&e))?
                 {
@@ -320,18 +332,34 @@ pub fn enumerate(
     if let Some(l) = located {
         check_core_worktree(&e, l)?;
     }
+    // The owner's file, the agent's program: an owner's value that names a relative path
+    // (git resolves it in the work tree) or a path inside an untrusted root is not trusted.
+    let reaching: Vec<*const config::Value> = e
+        .trusted_reaching_untrusted()
+        .into_iter()
+        .map(|v| v as *const _)
+        .collect();
+    let values: Vec<ViewValue> = e
+        .values()
+        .iter()
+        .map(|v| ViewValue {
+            key: v.key(),
+            value: v.value.as_ref().map(|b| b.to_string()),
+            trusted: v.origin.trust == config::Trust::Trusted
+                && !reaching.contains(&(v as *const _)),
+        })
+        .collect();
+    let mut trusted = BTreeMap::new();
+    for v in values.iter().filter(|v| v.trusted) {
+        trusted.insert(
+            v.key.to_ascii_lowercase(),
+            v.value.clone().unwrap_or_else(|| "true".to_owned()),
+        );
+    }
     Ok(ConfigView {
-        values: e
-            .values()
-            .iter()
-            .map(|v| ViewValue {
-                key: v.key(),
-                value: v.value.as_ref().map(|b| b.to_string()),
-                trusted: v.origin.trust == config::Trust::Trusted,
-            })
-            .collect(),
+        values,
         files: e.files().iter().map(|f| f.origin.file.clone()).collect(),
-        trusted: e.trusted_values(),
+        trusted,
     })
 }
 
@@ -389,11 +417,7 @@ fn check_core_worktree(e: &Enumeration, l: &Located) -> Result<(), Refusal> {
 
 /// `worktree remove <path>`: the path must be a linked worktree of this repository whose
 /// entry is consistent with git's layout (else git would act on a tampered entry).
-pub fn check_worktree_forms(
-    args: &GitArgs,
-    l: &Located,
-    _version: GitVersion,
-) -> Result<(), Refusal> {
+pub fn check_worktree_forms(args: &GitArgs, l: &Located, start: &Path) -> Result<(), Refusal> {
     if args.subcommand != "worktree" || args.mode() != Some("remove") {
         return Ok(());
     }
@@ -403,21 +427,23 @@ pub fn check_worktree_forms(
         .find(|a| !a.starts_with('-'))
         .map(PathBuf::from);
     let Some(target) = target else { return Ok(()) };
-    let base = l.work_tree.clone().unwrap_or_else(|| l.git_dir.clone());
-    let target = crate::policy::resolve(&base.join(target));
+    // git resolves the path from where it runs (after -C), and also accepts a unique suffix
+    // of a worktree's path: only an exact match of a known entry is vouched for.
+    let wanted = crate::policy::resolve(&start.join(&target));
     let entry = l
         .worktrees
         .iter()
-        .find(|(_, p, _)| p.as_ref().map(|p| crate::policy::resolve(p)) == Some(target.clone()));
+        .find(|(_, p, _)| p.as_ref().map(|p| crate::policy::resolve(p)) == Some(wanted.clone()));
     match entry {
-        None => Ok(()), // git itself reports "is not a working tree"
+        None => Err(Refusal {
+            code: exit::LAYOUT,
+            subject: target.display().to_string(),
+            reason: format!("{} is not the path of a linked worktree of this repository (name it by its full path)", wanted.display()),
+        }),
         Some((admin, _, problems)) if !problems.is_empty() => Err(Refusal {
             code: exit::LAYOUT,
             subject: admin.display().to_string(),
-            reason: format!(
-                "worktree entry is inconsistent with git's layout: {}",
-                problems.join("; ")
-            ),
+            reason: format!("worktree entry is inconsistent with git's layout: {}", problems.join("; ")),
         }),
         Some(_) => Ok(()),
     }

@@ -354,7 +354,7 @@ pub fn plan(req: &Request) -> Result<Plan, Refusal> {
     let view = super::locate::enumerate(req, &probe, located.as_ref())?;
 
     if let Some(l) = &located {
-        super::locate::check_worktree_forms(&parsed, l, version)?;
+        super::locate::check_worktree_forms(&parsed, l, &start)?;
     }
     if parsed.subcommand == "worktree"
         && parsed.mode() == Some("prune")
