@@ -481,9 +481,12 @@ fn walk_and_diff(
         let send_oldest_first = |chunk: &mut Vec<Job>| {
             let mut chunk = std::mem::take(chunk);
             chunk.reverse();
+            // One contiguous run per worker keeps each worker's caches on neighbouring
+            // commits.
+            let per = chunk.len().div_ceil(threads).max(BATCH);
             let mut it = chunk.into_iter().peekable();
             while it.peek().is_some() {
-                if !send(it.by_ref().take(BATCH).collect()) {
+                if !send(it.by_ref().take(per).collect()) {
                     return false;
                 }
             }
