@@ -39,6 +39,24 @@ pub fn generate(
     Ok(())
 }
 
+/// `--generate`: write the man page or completion script of `cmd` to standard output.
+/// A write error is reported on stderr (naming the tool) and gives `on_error`, the tool's
+/// own code for "cannot do it".
+pub fn print_generated(
+    cmd: clap::Command,
+    what: Generate,
+    on_error: crate::exit::Code,
+) -> std::process::ExitCode {
+    let name = cmd.get_name().to_owned();
+    match generate(cmd, what, &mut std::io::stdout().lock()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{name}: cannot write to standard output: {e}");
+            on_error.into()
+        }
+    }
+}
+
 /// Output formats for data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum Format {

@@ -2,7 +2,7 @@
 //! environment. Usable as the agent's `SHELL` (`agent-shell -c CMD`, `agent-shell -lc CMD`).
 
 use clap::{CommandFactory, Parser};
-use gitward::cli::{generate, Generate};
+use gitward::cli::Generate;
 use gitward::{exit, shell};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -63,13 +63,7 @@ fn main() -> ExitCode {
         }
     };
     if let Some(what) = cli.generate {
-        return match generate(Cli::command(), what, &mut std::io::stdout()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("agent-shell: cannot write: {e}");
-                exit::SETUP.into()
-            }
-        };
+        return gitward::cli::print_generated(Cli::command(), what, gitward::exit::SETUP);
     }
     let _ = cli.login;
     let req = shell::Request {

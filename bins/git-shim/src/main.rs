@@ -2,7 +2,7 @@
 //! the session's rules and then to the real git; invoked as `git-shim` it takes its own flags.
 
 use clap::{CommandFactory, Parser};
-use gitward::cli::{generate, Format, Generate};
+use gitward::cli::{Format, Generate};
 use gitward::{exit, shim};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -68,13 +68,7 @@ fn main() -> ExitCode {
         }
     };
     if let Some(what) = cli.generate {
-        return match generate(Cli::command(), what, &mut std::io::stdout()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("git-shim: cannot write: {e}");
-                exit::SETUP.into()
-            }
-        };
+        return gitward::cli::print_generated(Cli::command(), what, gitward::exit::SETUP);
     }
     let Some(dir) = cli.install else {
         let _ = Cli::command().print_help();

@@ -2,7 +2,7 @@
 //! Parses its own few options, asks the library for a plan, and execs git (same pid, git's
 //! own exit status) — or prints one line and exits with a documented refusal code.
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use gitward::cli::{Format, Generate};
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -61,10 +61,8 @@ fn main() {
         }
     };
     if let Some(what) = cli.generate {
-        use clap::CommandFactory;
-        let mut out = std::io::stdout().lock();
-        if let Err(e) = gitward::cli::generate(Cli::command(), what, &mut out) {
-            eprintln!("safe-git: cannot write: {e}");
+        let code = gitward::cli::print_generated(Cli::command(), what, gitward::exit::SETUP);
+        if code != std::process::ExitCode::SUCCESS {
             gitward::exit::SETUP.exit();
         }
         return;

@@ -93,13 +93,7 @@ fn main() -> ExitCode {
         }
     };
     if let Some(g) = cli.generate {
-        return match gitward::cli::generate(Cli::command(), g, &mut std::io::stdout()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("settings-watch: {e}");
-                gitward::exit::INCOMPLETE.into()
-            }
-        };
+        return gitward::cli::print_generated(Cli::command(), g, gitward::exit::INCOMPLETE);
     }
     let code = match cli.cmd {
         None => {

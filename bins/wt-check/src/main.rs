@@ -152,14 +152,7 @@ fn main() -> std::process::ExitCode {
         }
     };
     if let Some(g) = cli.generate {
-        let mut out = std::io::stdout().lock();
-        return match gitward::cli::generate(Cli::command(), g, &mut out) {
-            Ok(()) => std::process::ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("wt-check: {e}");
-                gitward::exit::INCOMPLETE.into()
-            }
-        };
+        return gitward::cli::print_generated(Cli::command(), g, gitward::exit::INCOMPLETE);
     }
     let Some(cmd) = cli.cmd else {
         let _ = Cli::command().print_help();
