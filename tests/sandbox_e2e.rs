@@ -20,7 +20,16 @@ fn bins() -> &'static (PathBuf, PathBuf) {
         // target/<profile>/deps/<test> → target/<profile>/
         let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
         let mut build = Command::new(env!("CARGO"));
-        build.args(["build", "-q", "-p", "git-shim", "-p", "agent-shell"]);
+        build.args([
+            "build",
+            "-q",
+            "-p",
+            "git-shim",
+            "-p",
+            "agent-shell",
+            "-p",
+            "wt-check",
+        ]);
         if dir.ends_with("release") {
             build.arg("--release");
         }
@@ -28,7 +37,10 @@ fn bins() -> &'static (PathBuf, PathBuf) {
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .status()
             .expect("cargo build");
-        assert!(status.success(), "building git-shim and agent-shell failed");
+        assert!(
+            status.success(),
+            "building git-shim, agent-shell and wt-check failed"
+        );
         (dir.join("git-shim"), dir.join("agent-shell"))
     })
 }
@@ -267,6 +279,21 @@ fn scripted_agent_in_bubblewrap() {
     }
     for g in gits() {
         let s = Session::new(&g);
+        // The orchestrator pins the git folder at sandbox build, outside the sandbox.
+        let state = s.home.join("var/wt-state.json");
+        let wt_check = bins().0.with_file_name("wt-check");
+        let pin = Command::new(&wt_check)
+            .env("HOME", &s.home)
+            .args(["pin", "--session", "s1", "--state"])
+            .arg(&state)
+            .arg(&s.repo)
+            .output()
+            .unwrap();
+        assert!(
+            pin.status.success(),
+            "wt-check pin: {}",
+            String::from_utf8_lossy(&pin.stderr)
+        );
         let o = s.agent(AGENT, true);
         let out = String::from_utf8_lossy(&o.stdout).into_owned();
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
@@ -359,6 +386,22 @@ fn scripted_agent_in_bubblewrap() {
         assert_eq!(count("worktree_folder_removed"), 1, "{ev:?}");
         assert_eq!(count("command_finished"), 1, "{ev:?}");
         assert!(ev.iter().all(|e| e["session"] == "s1"));
+        // At the turn's end, the git folder check finds nothing the sandbox let through: the
+        // commits and the session's own worktree are allowed, everything else was refused.
+        let check = Command::new(&wt_check)
+            .env("HOME", &s.home)
+            .args(["check", "--session", "s1", "--state"])
+            .arg(&state)
+            .arg(&s.repo)
+            .output()
+            .unwrap();
+        assert_eq!(
+            check.status.code(),
+            Some(0),
+            "wt-check check after the turn: {}\n{}",
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
+        );
     }
 }
 
