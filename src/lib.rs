@@ -227,8 +227,11 @@ fn validate(case: &Case, path: &Path) -> Result<(), CorpusError> {
             return bad("audit: only \"n/a: <reason>\" is allowed (the default is: audited)");
         }
     }
-    if !case.setup.contains("$FIRE") && !case.setup.contains("plant") {
-        return bad("setup: must plant a program that writes the canary ($FIRE or plant)");
+    if !["$FIRE", "plant", "$CANARY"]
+        .iter()
+        .any(|w| case.setup.contains(w))
+    {
+        return bad("setup: must plant a program that writes the canary ($FIRE, plant or $CANARY)");
     }
     Ok(())
 }
