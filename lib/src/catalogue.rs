@@ -190,7 +190,7 @@ pub enum Neutraliser {
 }
 
 /// How serious an armed value is when found by an audit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Note,
@@ -680,6 +680,19 @@ pub fn classify_url(url: &str) -> Option<UrlDanger> {
     }
     if let Some(pos) = lower.find("://") {
         let scheme = &lower[..pos];
+        // `ssh://-oProxyCommand=…/x`: a host (or user) starting with `-` is taken as an
+        // ssh option (CVE-2017-1000117).
+        let authority = &u[pos + 3..];
+        let host = authority
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .rsplit('@')
+            .next()
+            .unwrap_or("");
+        if authority.starts_with('-') || host.starts_with('-') {
+            return Some(UrlDanger::DashLeading);
+        }
         return match scheme {
             "http" | "https" | "ssh" | "git" | "ftp" | "ftps" | "git+ssh" | "ssh+git" => None,
             _ => Some(UrlDanger::Helper),
@@ -693,6 +706,41 @@ pub fn classify_url(url: &str) -> Option<UrlDanger> {
     }
     Some(UrlDanger::Local)
 }
+
+/// Where a URL sits in a URL-carrying config key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UrlIn {
+    /// The value is a URL (`remote.<name>.url`).
+    Value,
+    /// The subsection is the URL a prefix is rewritten to (`url.<base>.insteadOf`).
+    Subsection,
+}
+
+/// Config keys that carry a remote or submodule URL: a persistent write is judged by the URL
+/// it stores ([`classify_url`]), so an ordinary `https://` remote can be set while `ext::`,
+/// `<helper>::` and local paths are refused (git-shim).
+pub static URL_KEYS: &[(KeyPattern, UrlIn)] = &[
+    (per!("remote"."url"), UrlIn::Value),
+    (per!("remote"."pushurl"), UrlIn::Value),
+    (per!("submodule"."url"), UrlIn::Value),
+    (per!("url"."insteadOf"), UrlIn::Subsection),
+    (per!("url"."pushInsteadOf"), UrlIn::Subsection),
+];
+
+/// Variables a launcher of the agent's commands (agent-shell) removes besides the defused
+/// git set ([`ENV`]): shell start-up code and container-daemon access. Docker variables are
+/// set again by agent-shell only when the policy opts in.
+pub static SHELL_ENV: &[EnvEntry] = &[
+    rm("PROMPT_COMMAND", "run by an interactive bash before every prompt", "§2b"),
+    rm("BASH_FUNC_*", "exported bash functions, defined in every bash the agent starts (Shellshock-style carriers)", "§2b"),
+    rm("DOCKER_HOST", "daemon socket: host root through the container engine", "anchors §2.1"),
+    rm("DOCKER_CONTEXT", "selects a daemon endpoint from the client config", "anchors §2.1"),
+    rm("DOCKER_CONFIG", "client config with registry logins and contexts", "anchors §2.1"),
+    rm("DOCKER_CERT_PATH", "TLS client keys for a remote daemon", "anchors §2.1"),
+    rm("DOCKER_TLS_VERIFY", "TLS settings for a remote daemon", "anchors §2.1"),
+    rm("CONTAINER_HOST", "podman remote socket", "anchors §2.1"),
+];
 
 /// Keys that the config and attributes readers interpret themselves (they change which files
 /// are read), named once here so no reader spells them. Each is also a row of [`KEYS`] (§1e).
@@ -728,6 +776,11 @@ pub mod loader {
     pub const CORE_WORKTREE: KeyPattern = KeyPattern::Key {
         section: "core",
         name: "worktree",
+    };
+    /// `attr.tree`: read `.gitattributes` from a tree-ish instead of the work tree and index.
+    pub const ATTR_TREE: KeyPattern = KeyPattern::Key {
+        section: "attr",
+        name: "tree",
     };
 }
 
@@ -819,6 +872,201 @@ pub static WORKTREE_COMMON_ONLY: &[&str] = &[
     "shallow",
 ];
 
+/// Folder names that hold hook scripts by convention, outside the git dir: husky's `.husky/`,
+/// the `.githooks/` that `core.hooksPath` is commonly pointed at, and generic `hooks/`
+/// folders. A file in such a folder that is executable, or named after a hook event, is a
+/// hook waiting for someone to point `core.hooksPath` (or husky's installer) at it (research
+/// §1a, §3.1). Compared ASCII-case-insensitively (case-insensitive filesystems).
+pub static HOOK_LIKE_DIRS: &[&str] = &[
+    ".husky",
+    ".githooks",
+    "githooks",
+    ".git-hooks",
+    "git-hooks",
+    ".hooks",
+    "hooks",
+];
+
+/// A file that git itself reads from the work tree or the index, with the NTFS 8.3 short-name
+/// prefix git's `path.c` checks for it (`is_ntfs_dotgitmodules` & co.): on NTFS,
+/// `GITMOD~1` or `GI7EBA~1` name the same file as `.gitmodules`.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TreeDotfile {
+    /// The name without its leading dot, e.g. `gitmodules`.
+    pub name: &'static str,
+    /// git's fallback NTFS short-name prefix for it.
+    pub ntfs_prefix: &'static str,
+    pub why: &'static str,
+}
+
+/// The dotfiles git reads from a tree (git `path.c`, `fsck.c`: they must never be symlinks).
+pub static TREE_DOTFILES: &[TreeDotfile] = &[
+    TreeDotfile {
+        name: "gitmodules",
+        ntfs_prefix: "gi7eba",
+        why: "submodule URLs, paths and names (CVE-2018-11235, CVE-2018-17456, CVE-2025-48384)",
+    },
+    TreeDotfile {
+        name: "gitattributes",
+        ntfs_prefix: "gi7d29",
+        why: "selects filter, diff and merge drivers (§1d, CVE-2022-23521)",
+    },
+    TreeDotfile {
+        name: "gitignore",
+        ntfs_prefix: "gi250a",
+        why: "hides files from status",
+    },
+    TreeDotfile {
+        name: "mailmap",
+        ntfs_prefix: "maba30",
+        why: "rewrites identities in log output",
+    },
+];
+
+/// How a CI definition path is matched against a path in a tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathMatch {
+    /// The path equals this, at the top of the tree.
+    Exact,
+    /// The path lies under this folder, at the top of the tree.
+    Under,
+}
+
+/// A CI definition: a file a CI service runs with the repository's credentials when the
+/// branch is pushed.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CiPath {
+    pub path: &'static str,
+    pub how: PathMatch,
+    pub service: &'static str,
+}
+
+/// CI definition files and folders (top of the tree).
+pub static CI_PATHS: &[CiPath] = &[
+    CiPath {
+        path: ".github/workflows",
+        how: PathMatch::Under,
+        service: "GitHub Actions",
+    },
+    CiPath {
+        path: ".github/actions",
+        how: PathMatch::Under,
+        service: "GitHub Actions (local actions)",
+    },
+    CiPath {
+        path: ".gitlab-ci.yml",
+        how: PathMatch::Exact,
+        service: "GitLab CI",
+    },
+    CiPath {
+        path: ".gitlab-ci.yaml",
+        how: PathMatch::Exact,
+        service: "GitLab CI",
+    },
+    CiPath {
+        path: ".gitlab",
+        how: PathMatch::Under,
+        service: "GitLab CI (included files)",
+    },
+    CiPath {
+        path: ".circleci",
+        how: PathMatch::Under,
+        service: "CircleCI",
+    },
+    CiPath {
+        path: ".travis.yml",
+        how: PathMatch::Exact,
+        service: "Travis CI",
+    },
+    CiPath {
+        path: "azure-pipelines.yml",
+        how: PathMatch::Exact,
+        service: "Azure Pipelines",
+    },
+    CiPath {
+        path: ".azure-pipelines",
+        how: PathMatch::Under,
+        service: "Azure Pipelines",
+    },
+    CiPath {
+        path: "bitbucket-pipelines.yml",
+        how: PathMatch::Exact,
+        service: "Bitbucket Pipelines",
+    },
+    CiPath {
+        path: "Jenkinsfile",
+        how: PathMatch::Exact,
+        service: "Jenkins",
+    },
+    CiPath {
+        path: ".buildkite",
+        how: PathMatch::Under,
+        service: "Buildkite",
+    },
+    CiPath {
+        path: ".drone.yml",
+        how: PathMatch::Exact,
+        service: "Drone",
+    },
+    CiPath {
+        path: ".woodpecker",
+        how: PathMatch::Under,
+        service: "Woodpecker",
+    },
+    CiPath {
+        path: ".woodpecker.yml",
+        how: PathMatch::Exact,
+        service: "Woodpecker",
+    },
+    CiPath {
+        path: ".gitea/workflows",
+        how: PathMatch::Under,
+        service: "Gitea Actions",
+    },
+    CiPath {
+        path: ".forgejo/workflows",
+        how: PathMatch::Under,
+        service: "Forgejo Actions",
+    },
+    CiPath {
+        path: ".cirrus.yml",
+        how: PathMatch::Exact,
+        service: "Cirrus CI",
+    },
+    CiPath {
+        path: "appveyor.yml",
+        how: PathMatch::Exact,
+        service: "AppVeyor",
+    },
+    CiPath {
+        path: ".appveyor.yml",
+        how: PathMatch::Exact,
+        service: "AppVeyor",
+    },
+    CiPath {
+        path: "cloudbuild.yaml",
+        how: PathMatch::Exact,
+        service: "Google Cloud Build",
+    },
+    CiPath {
+        path: "buildspec.yml",
+        how: PathMatch::Exact,
+        service: "AWS CodeBuild",
+    },
+];
+
+/// Commit and tag header names that carry a signature; `git log` runs `gpg.program` on them
+/// when `log.showSignature` is on (research headline 7; `mergetag` embeds a signed tag).
+pub static SIGNATURE_HEADERS: &[&str] = &["gpgsig", "gpgsig-sha256", "mergetag"];
+
+/// Armour lines that start an in-message tag signature (`git tag -s`: OpenPGP, SSH, X.509).
+pub static TAG_SIGNATURE_MARKERS: &[&str] = &[
+    "-----BEGIN PGP SIGNATURE-----",
+    "-----BEGIN SSH SIGNATURE-----",
+    "-----BEGIN SIGNED MESSAGE-----",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -903,6 +1151,14 @@ mod tests {
             classify_url("-oProxyCommand=x"),
             Some(UrlDanger::DashLeading)
         );
+        assert_eq!(
+            classify_url("ssh://-oProxyCommand=touch%20x/y"),
+            Some(UrlDanger::DashLeading)
+        );
+        assert_eq!(
+            classify_url("ssh://git@-oProxyCommand=x/y"),
+            Some(UrlDanger::DashLeading)
+        );
         assert_eq!(classify_url("/srv/repo.git"), Some(UrlDanger::Local));
         assert_eq!(classify_url("../sibling"), Some(UrlDanger::Local));
         assert_eq!(classify_url("file:///srv/repo.git"), Some(UrlDanger::Local));
@@ -938,6 +1194,7 @@ mod tests {
             ATTRIBUTES_FILE,
             HOOKS_PATH,
             CORE_WORKTREE,
+            ATTR_TREE,
         ] {
             assert!(
                 KEYS.iter().any(|e| e.key == p),

@@ -52,6 +52,10 @@ pub enum EventKind {
     HeldRejected,
     /// The inotify queue overflowed; every guarded file was rescanned.
     WatchRescan,
+    /// settings-watch is watching (roots, folders watched, guarded files found).
+    WatchStarted,
+    /// settings-watch stopped on a signal.
+    WatchStopped,
     // wt-check: integrity
     /// A hook file was planted or changed in a hooks folder.
     HookPlanted,

@@ -539,8 +539,33 @@ impl Root {
         match rename_noreplace(&src_dir, src_leaf, &dst_dir, dst_leaf) {
             Ok(()) => {}
             Err(Errno::EXDEV) => {
-                copy_across(&src_dir, src_leaf, &src_full, &dst_dir, dst_leaf, &dst_full)?;
-                remove_tree(&src_dir, src_leaf, &src_full, 0)?;
+                // Park the source under a temporary name in its own folder first (same file
+                // system: atomic), so that what is copied is exactly what is removed: a new
+                // file the agent writes at the old name meanwhile is a new entry, not lost.
+                let parked = temp_name();
+                let parked_full = src_full.with_file_name(&parked);
+                rename_noreplace(&src_dir, src_leaf, &src_dir, &parked)
+                    .map_err(|e| classify(&src_dir, src_leaf, e, src_full.clone(), "rename"))?;
+                if let Err(e) = copy_across(
+                    &src_dir,
+                    &parked,
+                    &parked_full,
+                    &dst_dir,
+                    dst_leaf,
+                    &dst_full,
+                ) {
+                    // Put the source back, never over an entry created meanwhile.
+                    return match rename_noreplace(&src_dir, &parked, &src_dir, src_leaf) {
+                        Ok(()) => Err(e),
+                        Err(_) => Err(FsError::Io {
+                            path: parked_full,
+                            op: "move failed and the source could not be put back; it is kept under this name",
+                            source: std::io::Error::other(e.to_string()),
+                        }),
+                    };
+                }
+                // The copy is in place; if removing the parked source fails, both exist.
+                remove_tree(&src_dir, &parked, &parked_full, 0)?;
             }
             Err(Errno::EEXIST) | Err(Errno::ENOTEMPTY) => {
                 return Err(FsError::Exists { path: dst_full })
@@ -947,13 +972,20 @@ fn copy_tree(
                 Mode::empty(),
             )
             .map_err(|e| classify(src_dir, src, e, src_full.to_path_buf(), "open"))?;
-            let bytes = read_fd(fd, src_full, u64::MAX - 1)?;
+            let st = fstat(&fd).map_err(|e| FsError::io(src_full.to_path_buf(), "fstat", e))?;
+            if file_type_bits(&st) != SFlag::S_IFREG {
+                return Err(FsError::NotRegular {
+                    path: src_full.to_path_buf(),
+                    kind: to_stat(&st, None).file_type.name(),
+                });
+            }
+            let mut input = File::from(fd);
             let (tmp, out) = create_temp(dst_dir, dst_full, mode)?;
             let written = (|| {
                 let mut f = File::from(out);
-                f.write_all(&bytes).map_err(|source| FsError::Io {
+                std::io::copy(&mut input, &mut f).map_err(|source| FsError::Io {
                     path: dst_full.to_path_buf(),
-                    op: "write",
+                    op: "copy",
                     source,
                 })?;
                 f.sync_all().map_err(|source| FsError::Io {

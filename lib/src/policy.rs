@@ -20,12 +20,39 @@ pub struct PolicyError {
 }
 
 /// Docker access for the agent's commands (agent-shell).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Docker {
     /// Let the agent's commands reach a Docker daemon. Off by default.
     #[serde(default)]
     pub enabled: bool,
+}
+
+/// How the agent's git (git-shim) runs inside the sandbox. See `docs/policy.md` for why each
+/// default is what it is.
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Shim {
+    /// Let the repository's hooks run inside the sandbox (the agent's commits then run the
+    /// project's pre-commit checks). Off by default: `core.hooksPath=/dev/null` is passed.
+    #[serde(default)]
+    pub hooks: bool,
+    /// Transports the agent's git may use (`GIT_ALLOW_PROTOCOL`, colon-separated).
+    #[serde(default = "default_protocols")]
+    pub allow_protocols: String,
+}
+
+fn default_protocols() -> String {
+    "https:ssh:file".to_owned()
+}
+
+impl Default for Shim {
+    fn default() -> Self {
+        Shim {
+            hooks: false,
+            allow_protocols: default_protocols(),
+        }
+    }
 }
 
 /// The file as written (before defaults and validation).
@@ -48,11 +75,13 @@ struct RawPolicy {
     docker: Docker,
     #[serde(default)]
     settings: toml::Table,
+    #[serde(default)]
+    shim: Shim,
 }
 
 /// A loaded, validated policy. Paths are absolute and resolved (links followed once, here,
 /// by the trusted loader).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
 pub struct Policy {
     /// The file it came from.
     pub file: PathBuf,
@@ -78,6 +107,8 @@ pub struct Policy {
     pub docker: Docker,
     /// The `[settings]` table, interpreted by the settings rules (presets, extra rules).
     pub settings: toml::Table,
+    /// The `[shim]` table: how the agent's git runs inside the sandbox.
+    pub shim: Shim,
 }
 
 impl Policy {
@@ -116,6 +147,19 @@ impl Policy {
             return Err(err(
                 "session",
                 "must be 1-64 characters of A-Z a-z 0-9 . _ - and not . or ..".into(),
+            ));
+        }
+        if !raw.shim.allow_protocols.is_empty()
+            && raw.shim.allow_protocols.split(':').any(|t| {
+                t.is_empty()
+                    || !t
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+.-".contains(c))
+            })
+        {
+            return Err(err(
+                "shim.allow_protocols",
+                "must be transport names separated by ':' (e.g. https:ssh:file)".into(),
             ));
         }
         let abs = |key: &str, p: &Path| -> Result<PathBuf, PolicyError> {
@@ -209,6 +253,7 @@ impl Policy {
             allow_transient_config: raw.allow_transient_config,
             docker: raw.docker,
             settings: raw.settings,
+            shim: raw.shim,
         })
     }
 

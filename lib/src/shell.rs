@@ -1,1 +1,531 @@
-//! agent-shell: the launcher for the agent's commands (defused environment, shim first on PATH, Docker socket selection).
+//! agent-shell: the launcher for the agent's commands (defused environment, shim first on
+//! PATH, Docker socket selection).
+//!
+//! `agent-shell --policy FILE -c CMD` runs `CMD` through bash with an environment built by
+//! [`environment`]:
+//!
+//! - the git-shim folder (`<state_dir>/bin`, holding `git`) first on `PATH`, relative and empty
+//!   `PATH` entries dropped (they resolve against the agent-writable current folder);
+//! - `GITWARD_POLICY` set to the policy, `SHELL` to agent-shell itself (so a tool that starts
+//!   `$SHELL` comes back here);
+//! - the defused removals of the catalogue ([`catalogue::ENV`]: `LD_PRELOAD`, `BASH_ENV`,
+//!   `ENV`, inherited `GIT_*` except identity and output switches, …) and of
+//!   [`catalogue::SHELL_ENV`] (`PROMPT_COMMAND`, exported bash functions, Docker variables);
+//!   git's own neutral values (`GIT_PAGER=cat`, …) are *not* exported: the shim passes them
+//!   to each git call, so other tools the agent runs see no `GIT_CONFIG_*` (a leak that broke
+//!   child tools in Copilot CLI, anchors §2.5);
+//! - `GIT_CEILING_DIRECTORIES`: the parents of the repository and of every worktree folder;
+//! - Docker only when the policy opts in: `DOCKER_HOST` from an explicit `DOCKER_HOST`, else the
+//!   user's rootless socket (`$XDG_RUNTIME_DIR/docker.sock`), else `/var/run/docker.sock`, and
+//!   `DOCKER_CONFIG` pointing at an empty folder gitward owns, so registry logins stay hidden.
+//!
+//! The exit status is the command's (128+n when the shell is killed by signal n).
+//!
+//! Settings guard: before each command the guarded settings files of the repository and of the
+//! session's existing worktrees are captured ([`settings::Snapshot`]); after it they are
+//! captured again and compared with the same rules and the same held-writes store as
+//! `settings-watch` ([`settings::enforce`]): a widening change is stored, then reverted; a
+//! narrowing one becomes the approved state. The store must be writable by agent-shell and not
+//! by the agent, so the guard runs when agent-shell sits outside the sandbox and starts it
+//! (`agent-shell -c 'bwrap … -- bash -c CMD'`); inside a sandbox that leaves the store
+//! read-only, agent-shell says once on stderr that the guard is off (settings-watch covers it).
+//!
+//! Login profiles are never read: `-l` is accepted for callers that use `$SHELL -lc`, but
+//! `/etc/profile` resets `PATH` on most systems and would take the shim off it.
+
+use crate::catalogue::{self, GitVersion};
+use crate::env::{DefuseOptions, Defused};
+use crate::events::{append_line, Event, EventKind, Tool};
+use crate::held::Store;
+use crate::policy::{Policy, PolicyError};
+use crate::settings::{self, watch::WatchConfig, Rules, Snapshot};
+use crate::shim::{self, ShimError};
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// Why agent-shell cannot start a command.
+#[derive(Debug, thiserror::Error)]
+pub enum ShellError {
+    #[error("no policy: pass --policy FILE or set GITWARD_POLICY")]
+    NoPolicy,
+    #[error("{0}")]
+    Policy(#[from] PolicyError),
+    #[error("{0}")]
+    Shim(#[from] ShimError),
+    #[error("{path}: no git-shim beside agent-shell and none installed in the shim folder {dir}; run git-shim --install {dir} --policy <policy>")]
+    NoShim { path: PathBuf, dir: PathBuf },
+    #[error("{path}: {what}: {source}")]
+    Io {
+        path: PathBuf,
+        what: &'static str,
+        source: std::io::Error,
+    },
+}
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// The policy file (else `GITWARD_POLICY`).
+    pub policy: Option<PathBuf>,
+    /// `-c CMD`; `None` starts the shell itself (interactive on a terminal).
+    pub command: Option<OsString>,
+    /// `-i`: force an interactive shell.
+    pub interactive: bool,
+    /// Positional parameters after the command (`$0`, `$1`, …).
+    pub args: Vec<OsString>,
+}
+
+/// The folder holding the session's shim as `git`.
+pub fn shim_dir(p: &Policy) -> PathBuf {
+    p.state_dir.join("bin")
+}
+
+/// The folder `DOCKER_CONFIG` points at: empty, gitward's own, so no registry login of the
+/// owner reaches the agent.
+pub fn docker_config_dir(p: &Policy) -> PathBuf {
+    p.state_dir.join("docker-config")
+}
+
+/// The Docker daemon the agent may reach, when the policy opts in: an explicit `DOCKER_HOST`,
+/// else the user's rootless socket, else the system socket. `is_socket` is asked about paths.
+pub fn docker_host(
+    inherited: &[(OsString, OsString)],
+    is_socket: impl Fn(&Path) -> bool,
+) -> Option<OsString> {
+    let get = |k: &str| {
+        inherited
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(h) = get("DOCKER_HOST") {
+        return Some(h);
+    }
+    if let Some(rt) = get("XDG_RUNTIME_DIR") {
+        let sock = Path::new(&rt).join("docker.sock");
+        if is_socket(&sock) {
+            let mut v = OsString::from("unix://");
+            v.push(sock.as_os_str());
+            return Some(v);
+        }
+    }
+    let system = Path::new("/var/run/docker.sock");
+    is_socket(system).then(|| OsString::from("unix:///var/run/docker.sock"))
+}
+
+/// The agent's environment, from the inherited one. Pure apart from `is_socket`.
+pub fn environment(
+    p: &Policy,
+    inherited: Vec<(OsString, OsString)>,
+    shim_dir: &Path,
+    me: &Path,
+    is_socket: impl Fn(&Path) -> bool,
+) -> Vec<(OsString, OsString)> {
+    // `keeps` is the same for every version: only the `-c` set depends on it.
+    let defused = Defused::new(DefuseOptions::new(GitVersion::new(2, 0, 0)));
+    let docker = p
+        .docker
+        .enabled
+        .then(|| docker_host(&inherited, &is_socket))
+        .flatten();
+    let path: Vec<PathBuf> = inherited
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| std::env::split_paths(v).collect())
+        .unwrap_or_else(|| vec![PathBuf::from("/usr/bin"), PathBuf::from("/bin")]);
+    let mut out: Vec<(OsString, OsString)> = inherited
+        .into_iter()
+        .filter(|(k, _)| {
+            defused.keeps(k)
+                && !catalogue::SHELL_ENV.iter().any(|e| {
+                    k.to_str()
+                        .is_some_and(|k| catalogue::env_name_matches(e.name, k))
+                })
+        })
+        .collect();
+    let mut set = |k: &str, v: OsString| {
+        out.retain(|(have, _)| have != k);
+        out.push((OsString::from(k), v));
+    };
+    let mut dirs = vec![shim_dir.to_path_buf()];
+    dirs.extend(
+        path.into_iter()
+            .filter(|d| d.is_absolute() && d != shim_dir),
+    );
+    set("PATH", std::env::join_paths(dirs).unwrap_or_default());
+    set("GITWARD_POLICY", p.file.clone().into_os_string());
+    set("SHELL", me.as_os_str().to_owned());
+    set(
+        "GIT_CEILING_DIRECTORIES",
+        std::env::join_paths(shim::ceilings(p)).unwrap_or_default(),
+    );
+    if p.docker.enabled {
+        if let Some(h) = docker {
+            set("DOCKER_HOST", h);
+        }
+        set("DOCKER_CONFIG", docker_config_dir(p).into_os_string());
+    }
+    out
+}
+
+fn is_socket(p: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(p).is_ok_and(|m| m.file_type().is_socket())
+}
+
+/// Make sure `<state_dir>/bin/git` is the shim: install the `git-shim` that sits beside
+/// agent-shell if the folder has none.
+pub fn ensure_shim(p: &Policy, me: &Path) -> Result<PathBuf, ShellError> {
+    let dir = shim_dir(p);
+    if dir.join("git").is_file() {
+        return Ok(dir);
+    }
+    let src = me.with_file_name("git-shim");
+    if !src.is_file() {
+        return Err(ShellError::NoShim { path: src, dir });
+    }
+    shim::install_binary(&src, &dir, Some(&p.file))?;
+    Ok(dir)
+}
+
+fn log(p: &Policy, ev: Event) {
+    let Some(path) = &p.audit_log else { return };
+    let ev = ev.session(Some(&p.session));
+    if let Err(e) = append_line(path, ev.to_line().as_bytes()) {
+        eprintln!(
+            "agent-shell: warning: cannot append to the audit log {}: {e}",
+            path.display()
+        );
+    }
+}
+
+/// The settings files as they were before a command, and what to compare them with.
+struct Guard {
+    store: Store,
+    rules: Rules,
+    before: Vec<Snapshot>,
+}
+
+impl Guard {
+    /// Capture the guarded files of every root, or say why the guard is off.
+    fn before(p: &Policy, home: &Path) -> Result<Guard, String> {
+        let cfg = WatchConfig::from_policy(p, home).map_err(|e| e.to_string())?;
+        let dir = &cfg.store_dir;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).map_err(|e| {
+            format!(
+                "the held-writes store {} is not writable: {e}",
+                dir.display()
+            )
+        })?;
+        let store = Store::open(dir).map_err(|e| e.to_string())?;
+        let mut before = Vec::new();
+        for r in &cfg.roots {
+            before.push(Snapshot::capture(r, &cfg.rules).map_err(|e| e.to_string())?);
+        }
+        Ok(Guard {
+            store,
+            rules: cfg.rules,
+            before,
+        })
+    }
+
+    /// Compare with the files now and carry out every decision; the events to log.
+    fn after(&self) -> Vec<Event> {
+        let mut events = Vec::new();
+        for b in &self.before {
+            let res = Snapshot::capture(&b.root, &self.rules)
+                .and_then(|a| settings::enforce(&self.store, b, &a, &self.rules, "agent-shell"));
+            match res {
+                Ok(outcomes) => {
+                    for o in outcomes {
+                        if o.action != settings::Action::Accepted {
+                            eprintln!("agent-shell: {}", o.event().message);
+                        }
+                        events.push(o.event());
+                    }
+                }
+                Err(e) => {
+                    eprintln!("agent-shell: settings guard incomplete: {e}");
+                    events.push(
+                        Event::new(
+                            Tool::AgentShell,
+                            EventKind::CheckIncomplete,
+                            format!("settings guard incomplete: {e}"),
+                        )
+                        .repo(&b.root),
+                    );
+                }
+            }
+        }
+        events
+    }
+}
+
+/// The shell that runs the agent's commands.
+fn shell_binary() -> &'static Path {
+    if Path::new("/bin/bash").exists() {
+        Path::new("/bin/bash")
+    } else {
+        Path::new("/bin/sh")
+    }
+}
+
+/// Run one request; the exit code is the command's.
+pub fn run(req: Request) -> Result<ExitCode, ShellError> {
+    let file = req
+        .policy
+        .clone()
+        .or_else(|| {
+            std::env::var_os(shim::POLICY_ENV)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .ok_or(ShellError::NoPolicy)?;
+    let file = std::path::absolute(&file).unwrap_or(file);
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let policy = Policy::load(&file, &home)?;
+    let me = std::env::current_exe().map_err(|source| ShellError::Io {
+        path: PathBuf::from("/proc/self/exe"),
+        what: "cannot find agent-shell itself",
+        source,
+    })?;
+    let dir = ensure_shim(&policy, &me)?;
+    if policy.docker.enabled {
+        let d = docker_config_dir(&policy);
+        std::fs::create_dir_all(&d).map_err(|source| ShellError::Io {
+            path: d.clone(),
+            what: "cannot create the empty Docker config folder",
+            source,
+        })?;
+    }
+    let guard = match Guard::before(&policy, &home) {
+        Ok(g) => Some(g),
+        Err(why) => {
+            eprintln!("agent-shell: settings guard off: {why}");
+            None
+        }
+    };
+    let env = environment(&policy, std::env::vars_os().collect(), &dir, &me, is_socket);
+    let sh = shell_binary();
+    let mut cmd = Command::new(sh);
+    cmd.env_clear().envs(env);
+    if sh.ends_with("bash") {
+        cmd.args(["--noprofile", "--norc"]);
+    }
+    if req.interactive {
+        cmd.arg("-i");
+    }
+    if let Some(c) = &req.command {
+        cmd.arg("-c").arg(c);
+    }
+    cmd.args(&req.args);
+    let shown = req
+        .command
+        .as_deref()
+        .map(|c| c.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "(interactive shell)".into());
+    let mut child = cmd.spawn().map_err(|source| ShellError::Io {
+        path: sh.to_path_buf(),
+        what: "cannot start the shell",
+        source,
+    })?;
+    // Like a shell waiting for a foreground job: the terminal's SIGINT/SIGQUIT reach the
+    // command (same process group); agent-shell stays to report its status.
+    // SAFETY: installing SIG_IGN runs no handler code.
+    unsafe {
+        use nix::sys::signal::{signal, SigHandler, Signal};
+        let _ = signal(Signal::SIGINT, SigHandler::SigIgn);
+        let _ = signal(Signal::SIGQUIT, SigHandler::SigIgn);
+    }
+    let status = child.wait().map_err(|source| ShellError::Io {
+        path: sh.to_path_buf(),
+        what: "cannot wait for the shell",
+        source,
+    })?;
+    let code = exit_code(status);
+    if let Some(g) = &guard {
+        for ev in g.after() {
+            log(&policy, ev);
+        }
+    }
+    log(
+        &policy,
+        Event::new(Tool::AgentShell, EventKind::CommandFinished, shown).with("exit", code),
+    );
+    Ok(ExitCode::from(code))
+}
+
+/// A shell's exit code for a child's status: its code, or 128+n for signal n.
+pub fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => u8::try_from(c).unwrap_or(1),
+        (None, Some(s)) => 128u8.wrapping_add(u8::try_from(s).unwrap_or(0)),
+        _ => 1,
+    }
+}
+
+/// Is `name` (an inherited variable) passed to the agent's commands?
+pub fn passes(name: &OsStr) -> bool {
+    let defused = Defused::new(DefuseOptions::new(GitVersion::new(2, 0, 0)));
+    defused.keeps(name)
+        && !catalogue::SHELL_ENV.iter().any(|e| {
+            name.to_str()
+                .is_some_and(|k| catalogue::env_name_matches(e.name, k))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(extra: &str) -> (tempfile::TempDir, Policy) {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let repo = home.join("src/proj");
+        std::fs::create_dir_all(&repo).unwrap();
+        let text = format!("session = \"s1\"\nrepo = \"{}\"\n{extra}\n", repo.display());
+        let p = Policy::parse(&home.join("etc/p.toml"), &text, &home).unwrap();
+        (t, p)
+    }
+
+    fn vars(v: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        v.iter()
+            .map(|(a, b)| (OsString::from(a), OsString::from(b)))
+            .collect()
+    }
+
+    fn get<'a>(env: &'a [(OsString, OsString)], k: &str) -> Option<&'a str> {
+        env.iter()
+            .find(|(n, _)| n == k)
+            .and_then(|(_, v)| v.to_str())
+    }
+
+    #[test]
+    fn defused_environment() {
+        let (_t, p) = policy("");
+        let inherited = vars(&[
+            ("PATH", "/usr/bin:.::relative/bin:/bin:/shim"),
+            ("BASH_ENV", "/tmp/evil"),
+            ("ENV", "/tmp/evil"),
+            ("PROMPT_COMMAND", "touch /tmp/p"),
+            ("BASH_FUNC_ls%%", "() { evil; }"),
+            ("LD_PRELOAD", "/tmp/e.so"),
+            ("LD_LIBRARY_PATH", "/tmp"),
+            ("GIT_DIR", "/elsewhere"),
+            ("GIT_CONFIG_PARAMETERS", "'core.fsmonitor'='x'"),
+            ("GIT_SSH_COMMAND", "evil"),
+            ("GIT_AUTHOR_NAME", "A"),
+            ("DOCKER_HOST", "unix:///var/run/docker.sock"),
+            ("DOCKER_CONFIG", "/home/u/.docker"),
+            ("HOME", "/home/u"),
+            ("TERM", "xterm"),
+        ]);
+        let env = environment(
+            &p,
+            inherited,
+            Path::new("/shim"),
+            Path::new("/opt/agent-shell"),
+            |_| true,
+        );
+        assert_eq!(get(&env, "PATH"), Some("/shim:/usr/bin:/bin"));
+        for gone in [
+            "BASH_ENV",
+            "ENV",
+            "PROMPT_COMMAND",
+            "BASH_FUNC_ls%%",
+            "LD_PRELOAD",
+            "LD_LIBRARY_PATH",
+            "GIT_DIR",
+            "GIT_CONFIG_PARAMETERS",
+            "GIT_SSH_COMMAND",
+            "DOCKER_HOST",
+            "DOCKER_CONFIG",
+        ] {
+            assert_eq!(get(&env, gone), None, "{gone}");
+        }
+        // git's neutral values are the shim's business, not exported to every tool.
+        assert_eq!(get(&env, "GIT_PAGER"), None);
+        assert_eq!(get(&env, "GIT_AUTHOR_NAME"), Some("A"));
+        assert_eq!(get(&env, "HOME"), Some("/home/u"));
+        assert_eq!(get(&env, "TERM"), Some("xterm"));
+        assert_eq!(get(&env, "SHELL"), Some("/opt/agent-shell"));
+        assert_eq!(get(&env, "GITWARD_POLICY"), p.file.to_str());
+        let ceil = get(&env, "GIT_CEILING_DIRECTORIES").unwrap();
+        assert!(
+            ceil.split(':')
+                .any(|c| Path::new(c) == p.repo.parent().unwrap()),
+            "{ceil}"
+        );
+    }
+
+    #[test]
+    fn docker_only_when_the_policy_opts_in() {
+        let (_t, p) = policy("[docker]\nenabled = true");
+        let sock = |want: &'static str| move |q: &Path| q == Path::new(want);
+        // Explicit DOCKER_HOST first.
+        let env = environment(
+            &p,
+            vars(&[
+                ("DOCKER_HOST", "tcp://h:2375"),
+                ("XDG_RUNTIME_DIR", "/run/user/1"),
+            ]),
+            Path::new("/s"),
+            Path::new("/a"),
+            sock("/run/user/1/docker.sock"),
+        );
+        assert_eq!(get(&env, "DOCKER_HOST"), Some("tcp://h:2375"));
+        assert_eq!(get(&env, "DOCKER_CONFIG"), docker_config_dir(&p).to_str());
+        // Then the rootless socket, then the system daemon.
+        let env = environment(
+            &p,
+            vars(&[("XDG_RUNTIME_DIR", "/run/user/1")]),
+            Path::new("/s"),
+            Path::new("/a"),
+            sock("/run/user/1/docker.sock"),
+        );
+        assert_eq!(
+            get(&env, "DOCKER_HOST"),
+            Some("unix:///run/user/1/docker.sock")
+        );
+        let env = environment(
+            &p,
+            vars(&[("XDG_RUNTIME_DIR", "/run/user/1")]),
+            Path::new("/s"),
+            Path::new("/a"),
+            sock("/var/run/docker.sock"),
+        );
+        assert_eq!(
+            get(&env, "DOCKER_HOST"),
+            Some("unix:///var/run/docker.sock")
+        );
+        let env = environment(&p, vars(&[]), Path::new("/s"), Path::new("/a"), |_| false);
+        assert_eq!(get(&env, "DOCKER_HOST"), None);
+        // Off: nothing Docker passes, whatever was inherited.
+        let (_t2, off) = policy("");
+        let env = environment(
+            &off,
+            vars(&[("DOCKER_HOST", "tcp://h:2375"), ("DOCKER_CONTEXT", "x")]),
+            Path::new("/s"),
+            Path::new("/a"),
+            |_| true,
+        );
+        assert_eq!(get(&env, "DOCKER_HOST"), None);
+        assert_eq!(get(&env, "DOCKER_CONTEXT"), None);
+        assert_eq!(get(&env, "DOCKER_CONFIG"), None);
+    }
+
+    #[test]
+    fn exit_codes_of_signals() {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(exit_code(std::process::ExitStatus::from_raw(3 << 8)), 3);
+        assert_eq!(exit_code(std::process::ExitStatus::from_raw(9)), 137);
+        assert!(!passes(OsStr::new("LD_PRELOAD")));
+        assert!(passes(OsStr::new("LANG")));
+    }
+}

@@ -1,1 +1,87 @@
-fn main() {}
+//! agent-shell: runs the agent's commands with git-shim first on PATH and a defused
+//! environment. Usable as the agent's `SHELL` (`agent-shell -c CMD`, `agent-shell -lc CMD`).
+
+use clap::{CommandFactory, Parser};
+use gitward::cli::{generate, Generate};
+use gitward::{exit, shell};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Run the agent's commands under the session's policy: git-shim as `git`, defused
+/// environment, GIT_CEILING_DIRECTORIES, Docker only when the policy opts in.
+#[derive(Parser, Debug)]
+#[command(name = "agent-shell", version, about, long_about = None, after_long_help = EXAMPLES)]
+struct Cli {
+    /// The session's policy file (default: $GITWARD_POLICY).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Run CMD with bash (`bash -c CMD [ARGS…]`).
+    #[arg(short = 'c', value_name = "CMD", allow_hyphen_values = true)]
+    command: Option<OsString>,
+    /// Accepted for `$SHELL -lc CMD` callers; login profiles are never read (they reset PATH).
+    #[arg(short = 'l', long = "login")]
+    login: bool,
+    /// Force an interactive shell.
+    #[arg(short = 'i')]
+    interactive: bool,
+    /// Positional parameters ($0, $1, …) for CMD.
+    #[arg(
+        value_name = "ARGS",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    args: Vec<OsString>,
+    /// Write a man page or a shell completion script to standard output.
+    #[arg(long, value_enum, value_name = "WHAT")]
+    generate: Option<Generate>,
+}
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+    agent-shell --policy ~/.config/gitward/s1.toml -c 'git status && cargo test'
+    GITWARD_POLICY=~/.config/gitward/s1.toml SHELL=$(command -v agent-shell) my-agent
+    agent-shell -lc 'git worktree add ../proj-worktrees/s1/feature'
+    agent-shell --policy p.toml            # interactive shell
+
+EXIT STATUS:
+    the command's own status (128+n when killed by signal n), or
+    120 usage, 124 setup: no policy, bad policy, no git-shim";
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE.into()
+            } else {
+                ExitCode::SUCCESS
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    if let Some(what) = cli.generate {
+        return match generate(Cli::command(), what, &mut std::io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("agent-shell: cannot write: {e}");
+                exit::SETUP.into()
+            }
+        };
+    }
+    let _ = cli.login;
+    let req = shell::Request {
+        policy: cli.policy,
+        command: cli.command,
+        interactive: cli.interactive,
+        args: cli.args,
+    };
+    match shell::run(req) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("agent-shell: {e}");
+            exit::SETUP.into()
+        }
+    }
+}

@@ -1,1 +1,104 @@
-fn main() {}
+//! git-shim: the agent's `git`. Invoked as `git` (its installed name) every argument goes to
+//! the session's rules and then to the real git; invoked as `git-shim` it takes its own flags.
+
+use clap::{CommandFactory, Parser};
+use gitward::cli::{generate, Format, Generate};
+use gitward::{exit, shim};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The agent's git: enforces the session's worktree and config rules, then execs the real git
+/// with the defused environment.
+#[derive(Parser, Debug)]
+#[command(name = "git-shim", version, about, long_about = None, after_long_help = EXAMPLES)]
+struct Cli {
+    /// Install the shim as DIR/git (a hard link, else a copy). Put DIR first on the agent's PATH.
+    #[arg(long, value_name = "DIR")]
+    install: Option<PathBuf>,
+    /// With --install: pin this policy file beside the shim (it then wins over GITWARD_POLICY)
+    /// and warm the git version cache.
+    #[arg(long, value_name = "FILE", requires = "install")]
+    policy: Option<PathBuf>,
+    /// Output format of --install's report.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+    /// Write a man page or a shell completion script to standard output.
+    #[arg(long, value_enum, value_name = "WHAT")]
+    generate: Option<Generate>,
+}
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+    # Install for a session (orchestrator, outside the sandbox):
+    git-shim --install ~/.local/state/gitward/s1/bin --policy ~/.config/gitward/s1.toml
+    # The agent then runs, with that folder first on PATH:
+    git worktree add ../proj-worktrees/s1/feature   # allowed
+    git config core.hooksPath /tmp/h                # refused, exit 121
+
+Invoked as `git`, every argument is git's. Policy: the file pinned by --install --policy,
+else $GITWARD_POLICY (agent-shell sets it). Without one the shim refuses to run (exit 124).
+
+EXIT STATUS:
+    git's own status (exec), or
+    120 usage (git-shim's own flags), 121 refused by a rule,
+    124 setup: no policy, bad policy, no real git";
+
+fn main() -> ExitCode {
+    let mut args = std::env::args_os();
+    let argv0 = args.next().unwrap_or_default();
+    let name = std::path::Path::new(&argv0)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let rest: Vec<OsString> = args.collect();
+    if !name.starts_with("git-shim") {
+        return shim::run(rest);
+    }
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE.into()
+            } else {
+                ExitCode::SUCCESS
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    if let Some(what) = cli.generate {
+        return match generate(Cli::command(), what, &mut std::io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("git-shim: cannot write: {e}");
+                exit::SETUP.into()
+            }
+        };
+    }
+    let Some(dir) = cli.install else {
+        let _ = Cli::command().print_help();
+        return exit::USAGE.into();
+    };
+    match shim::install(&dir, cli.policy.as_deref()) {
+        Ok(done) => {
+            match cli.format {
+                Format::Json => println!("{}", serde_json::to_string(&done).unwrap_or_default()),
+                Format::Human => {
+                    println!("installed {}", done.shim.display());
+                    if let Some(p) = &done.pinned_policy {
+                        println!("pinned policy {}", p.display());
+                    }
+                    if let Some(g) = &done.real_git {
+                        println!("real git {}", g.display());
+                    }
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("git-shim: {e}");
+            exit::SETUP.into()
+        }
+    }
+}

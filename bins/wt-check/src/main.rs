@@ -16,6 +16,9 @@ EXAMPLES:
   # At every turn's end: report and put everything back; events go to stdout.
   wt-check check --state ~/.local/state/gitward/s1.json --restore ~/src/proj
 
+  # The commit scan alone (refs now against the pinned snapshot).
+  wt-check scan --state ~/.local/state/gitward/s1.json ~/src/proj
+
   # Any repository or workspace, no baseline; SARIF for code scanning.
   wt-check audit --format sarif ~/src > gitward.sarif
 
@@ -71,7 +74,22 @@ enum Cmd {
         /// Also append every event to this file (the orchestrator's audit log).
         #[arg(long, value_name = "FILE")]
         audit_log: Option<PathBuf>,
+        /// Skip the commit scan.
+        #[arg(long)]
+        no_scan: bool,
         /// `json` (events, default) or `human` (one line per event).
+        #[arg(long, value_enum, default_value_t = gitward::cli::Format::Json)]
+        format: gitward::cli::Format,
+        repo: PathBuf,
+    },
+    /// The commit scan alone: commits reachable now and not at pin time, refs rewritten.
+    #[command(after_long_help = EXAMPLES)]
+    Scan {
+        #[arg(long, value_name = "FILE")]
+        state: PathBuf,
+        /// Also append every event to this file.
+        #[arg(long, value_name = "FILE")]
+        audit_log: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = gitward::cli::Format::Json)]
         format: gitward::cli::Format,
         repo: PathBuf,
@@ -133,6 +151,7 @@ fn main() -> std::process::ExitCode {
             restore,
             session,
             audit_log,
+            no_scan,
             format,
             repo,
         } => tool::check(&CheckArgs {
@@ -141,6 +160,21 @@ fn main() -> std::process::ExitCode {
             session,
             restore,
             audit_log,
+            scan: !no_scan,
+            format,
+        }),
+        Cmd::Scan {
+            state,
+            audit_log,
+            format,
+            repo,
+        } => tool::scan_only(&CheckArgs {
+            repo,
+            state,
+            session: None,
+            restore: false,
+            audit_log,
+            scan: true,
             format,
         }),
         Cmd::Audit { format, paths } => audit::run(&paths, format),

@@ -371,34 +371,46 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, _r
             state_files(r, &d, &m, repo);
         }
     }
-    // Worktree entries against git's layout.
-    match crate::integrity::worktree_layout(&common_dir) {
+    // Worktree entries against git's layout (crate::layout: gitdir backlink, commondir,
+    // HEAD, unexpected names, links, duplicates).
+    match crate::layout::worktree_entries(&common_dir) {
         Ok(entries) => {
-            for (id, problems) in entries {
-                let p = common_dir.join("worktrees").join(&id);
-                for why in problems {
+            for e in entries {
+                let p = e.admin_dir.clone();
+                for why in &e.problems {
+                    // A worktree folder that is gone is git's "prunable", not a redirect.
+                    if matches!(why, crate::layout::Problem::BacklinkMissing { .. }) {
+                        continue;
+                    }
                     r.add(
                         &rules::WORKTREE_ENTRY,
                         &p,
                         repo,
                         format!("{}: {why}", p.display()),
-                        details!("id" => id),
+                        details!("id" => e.id, "problem" => why),
                     );
                 }
-                if let Ok(Some(_)) =
-                    Dir::open_abs(&p).and_then(|d| d.stat(OsStr::new("rebase-merge")))
-                {
+                if e.names.iter().any(|n| n == "rebase-merge") {
                     if let Ok(d) = Dir::open_abs(&p) {
                         state_files(r, &d, &p, repo);
                     }
                 }
             }
         }
-        Err(errs) => {
-            for (p, why) in errs {
-                r.incomplete_at(&p, repo, why);
-            }
+        Err(e) if e.is_link() => {
+            let p = e.path().to_path_buf();
+            r.add(
+                &rules::WORKTREE_ENTRY,
+                &p,
+                repo,
+                format!(
+                    "{}: a symbolic link where git keeps worktree entries (not followed)",
+                    p.display()
+                ),
+                Map::new(),
+            );
         }
+        Err(e) => r.incomplete_at(e.path(), repo, &e),
     }
 }
 
@@ -407,7 +419,7 @@ fn module_dirs(r: &mut Report, dir: &Path, repo: Option<&Path>, depth: usize) ->
     let mut out = Vec::new();
     let d = match Dir::open_abs(dir) {
         Ok(d) => d,
-        Err(NfError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound => return out,
+        Err(e) if e.is_not_found() => return out,
         Err(e) => {
             r.incomplete_at(dir, repo, e);
             return out;
@@ -455,8 +467,8 @@ fn module_dirs(r: &mut Report, dir: &Path, repo: Option<&Path>, depth: usize) ->
 fn hooks_folder(r: &mut Report, dir: &Path, repo: Option<&Path>, in_work_tree: bool) -> usize {
     let d = match Dir::open_abs(dir) {
         Ok(d) => d,
-        Err(NfError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound => return 0,
-        Err(NfError::Link(p)) => {
+        Err(e) if e.is_not_found() => return 0,
+        Err(NfError::Link { path: p }) => {
             r.add(
                 &rules::HOOK_PLANTED,
                 &p,
@@ -560,6 +572,20 @@ fn config(
             .map(|e| e.severity)
             .max()
             .unwrap_or(Severity::Warning);
+        // Note-level rows (`core.bare`, …) are what every repository sets: not findings.
+        if level == Severity::Note {
+            continue;
+        }
+        // git's own layout: a submodule git dir's `core.worktree` naming the submodule's
+        // folder inside the superproject's work tree.
+        if let crate::config::Scope::Submodule { git_dir: m } = &v.origin.scope {
+            if v.is("core.worktree") {
+                let t = normalize(&m.join(v.text().as_ref()));
+                if work_tree.is_some_and(|w| t.starts_with(w) && !t.starts_with(common_dir)) {
+                    continue;
+                }
+            }
+        }
         let row = a.entries[0];
         let via = if v.origin.is_include() {
             format!(" (included: {})", chain(v).join(" -> "))
@@ -683,7 +709,7 @@ fn state_files(r: &mut Report, d: &Dir, git_dir: &Path, repo: Option<&Path>) {
         };
         let dir = match d.walk(Path::new(parent)) {
             Ok(x) => x,
-            Err(NfError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(e),
         };
         match dir.stat(OsStr::new(name))? {

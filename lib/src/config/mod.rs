@@ -36,7 +36,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use read::git_prefix_for;
+pub(crate) use read::read_bounded;
+pub use read::{git_prefix_for, interpolate_path};
 
 /// git's `MAX_INCLUDE_DEPTH` (`config.c`): a file may be included at nesting depth 1 to 10;
 /// the eleventh nested include makes git die ("exceeded maximum include depth").

@@ -599,45 +599,53 @@ impl<'a> Loader<'a> {
         self.load(&resolved, origin.scope.clone(), chain, condition, true)
     }
 
-    /// git's `handle_path_include` + `interpolate_path`: `~/` and `~user/` from the home
-    /// folders, `%(prefix)/` from git's prefix, a relative path from the including file's
-    /// folder (as named, not resolved through links).
+    /// git's `handle_path_include`: [`interpolate_path`], then a relative path from the
+    /// including file's folder (as named, not resolved through links).
     fn resolve_include_path(&self, from: &Path, target: &BStr) -> Result<PathBuf, String> {
-        let bytes: &[u8] = target.as_ref();
-        let expanded: PathBuf = if let Some(rest) = bytes.strip_prefix(b"~") {
-            let slash = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
-            let (user, tail) = rest.split_at(slash);
-            let home = if user.is_empty() {
-                self.opts
-                    .home
-                    .clone()
-                    .ok_or_else(|| "no home folder given for `~/`".to_owned())?
-            } else {
-                let name =
-                    std::str::from_utf8(user).map_err(|_| "user name is not UTF-8".to_owned())?;
-                nix::unistd::User::from_name(name)
-                    .ok()
-                    .flatten()
-                    .map(|u| u.dir)
-                    .ok_or_else(|| format!("no such user {name:?}"))?
-            };
-            let mut p = home.into_os_string();
-            p.push(OsStr::from_bytes(tail));
-            PathBuf::from(p)
-        } else if let Some(rest) = bytes.strip_prefix(b"%(prefix)/") {
-            let prefix = self
-                .opts
-                .git_prefix
-                .as_ref()
-                .ok_or_else(|| "no git prefix given for `%(prefix)/`".to_owned())?;
-            prefix.join(OsStr::from_bytes(rest))
-        } else {
-            PathBuf::from(OsStr::from_bytes(bytes))
-        };
+        let expanded = interpolate_path(
+            target.as_ref(),
+            self.opts.home.as_deref(),
+            self.opts.git_prefix.as_deref(),
+        )?;
         if expanded.is_absolute() {
             Ok(expanded)
         } else {
             Ok(from.parent().unwrap_or(Path::new("")).join(expanded))
         }
+    }
+}
+
+/// git's `interpolate_path()` for pathname values (`include.path`, `core.attributesFile`,
+/// `core.hooksPath`, …): `~` and `~/…` from `home`, `~user/…` from the password database,
+/// `%(prefix)/…` from git's install prefix; anything else as written (a relative result is
+/// for the caller to anchor). An error where git cannot expand it either.
+pub fn interpolate_path(
+    value: &[u8],
+    home: Option<&Path>,
+    git_prefix: Option<&Path>,
+) -> Result<PathBuf, String> {
+    if let Some(rest) = value.strip_prefix(b"~") {
+        let slash = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
+        let (user, tail) = rest.split_at(slash);
+        let home = if user.is_empty() {
+            home.map(Path::to_path_buf)
+                .ok_or_else(|| "no home folder given for `~/`".to_owned())?
+        } else {
+            let name =
+                std::str::from_utf8(user).map_err(|_| "user name is not UTF-8".to_owned())?;
+            nix::unistd::User::from_name(name)
+                .ok()
+                .flatten()
+                .map(|u| u.dir)
+                .ok_or_else(|| format!("no such user {name:?}"))?
+        };
+        let mut p = home.into_os_string();
+        p.push(OsStr::from_bytes(tail));
+        Ok(PathBuf::from(p))
+    } else if let Some(rest) = value.strip_prefix(b"%(prefix)/") {
+        let prefix = git_prefix.ok_or_else(|| "no git prefix given for `%(prefix)/`".to_owned())?;
+        Ok(prefix.join(OsStr::from_bytes(rest)))
+    } else {
+        Ok(PathBuf::from(OsStr::from_bytes(value)))
     }
 }

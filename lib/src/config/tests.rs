@@ -582,3 +582,69 @@ fn git_lists_a_subset_of_the_enumeration_with_the_same_values() {
         assert!(!theirs.iter().any(|o| o.2 == "core.pager"));
     }
 }
+
+#[test]
+fn worktree_config_switch_agrees_with_git() {
+    for g in gits() {
+        for (how, on) in [("in the file", true), ("through an include", false)] {
+            let s = Scratch::new();
+            git(&g, &s.home, &s.root, &["init", "-q", "repo"]);
+            let mut local = fs::read_to_string(s.git.join("config")).unwrap();
+            if on {
+                local.push_str("[extensions]\n\tworktreeConfig = true\n");
+            } else {
+                local.push_str("[include]\n\tpath = ext.cfg\n");
+                w(
+                    &s.git.join("ext.cfg"),
+                    "[extensions]\n\tworktreeConfig = true\n",
+                );
+            }
+            w(&s.git.join("config"), &local);
+            w(&s.git.join("config.worktree"), "[x]\n\ty = 1\n");
+            let e = enumerate(&s.opts()).unwrap();
+            let theirs = git_listing(&g, &s.home, &s.repo);
+            let git_reads = theirs.iter().any(|t| t.2 == "x.y");
+            assert_eq!(git_reads, on, "{} {how}", g.display());
+            assert_eq!(e.worktree_config_enabled(), on, "{} {how}", g.display());
+            assert_eq!(e.get_last("x.y").is_some(), on);
+            // Enumerated either way.
+            assert!(e.values().iter().any(|v| v.is("x.y")));
+        }
+    }
+}
+
+#[test]
+fn include_depth_limit_agrees_with_git() {
+    for g in gits() {
+        for n in [MAX_INCLUDE_DEPTH, MAX_INCLUDE_DEPTH + 1] {
+            let s = Scratch::new();
+            git(&g, &s.home, &s.root, &["init", "-q", "repo"]);
+            let mut local = fs::read_to_string(s.git.join("config")).unwrap();
+            local.push_str("[include]\n\tpath = ../i1.cfg\n");
+            w(&s.git.join("config"), &local);
+            for i in 1..=n {
+                w(
+                    &s.repo.join(format!("i{i}.cfg")),
+                    &format!("[include]\n\tpath = i{}.cfg\n", i + 1),
+                );
+            }
+            let git_ok = std::process::Command::new(&g)
+                .args(["config", "-l"])
+                .current_dir(&s.repo)
+                .env_clear()
+                .env("HOME", &s.home)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert_eq!(
+                enumerate(&s.opts()).is_ok(),
+                git_ok,
+                "{} n={n}",
+                g.display()
+            );
+            assert_eq!(git_ok, n == MAX_INCLUDE_DEPTH, "{} n={n}", g.display());
+        }
+    }
+}

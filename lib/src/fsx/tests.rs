@@ -346,6 +346,22 @@ fn move_to_across_filesystems_copies_then_removes() {
     ));
     assert_eq!(root.read("a/again", 100).unwrap(), b"again");
     assert_eq!(files_in(q.path()), vec!["f", "tree"]);
+    // A copy that fails half way (a fifo cannot be copied) leaves the source where it was,
+    // complete, and nothing in the destination.
+    root.create_dir_all("a/t2", 0o755).unwrap();
+    root.write_atomic("a/t2/keep", b"keep me", 0o644).unwrap();
+    nix::unistd::mkfifo(
+        &root.path().join("a/t2/zz-fifo"),
+        Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
+    assert!(matches!(
+        root.move_to("a/t2", &q, "t2"),
+        Err(FsError::NotRegular { kind: "fifo", .. })
+    ));
+    assert_eq!(root.read("a/t2/keep", 100).unwrap(), b"keep me");
+    assert_eq!(files_in(&root.path().join("a")), vec!["again", "b", "t2"]);
+    assert_eq!(files_in(q.path()), vec!["f", "tree"]);
 }
 
 /// One thread keeps swapping `root/a` between the real folder and a link to a folder
@@ -375,13 +391,17 @@ fn race_swapping_a_folder_for_a_link_never_escapes() {
                 std::fs::remove_file(&a).unwrap();
                 std::fs::rename(&parked, &a).unwrap();
                 swaps += 1;
+                // Leave the real folder in place for a moment so that both outcomes occur
+                // even on a loaded machine.
+                std::thread::sleep(Duration::from_micros(50));
             }
             swaps
         })
     };
-    let deadline = Instant::now() + Duration::from_secs(3);
+    let deadline = Instant::now() + Duration::from_secs(4);
     let (mut ok_w, mut err_w, mut ok_r, mut err_r, mut iters) = (0, 0, 0, 0, 0);
-    while iters < 5000 && Instant::now() < deadline {
+    // At least 5000 rounds, and on until both outcomes have been seen (or the deadline).
+    while (iters < 5000 || ok_w + ok_r == 0 || err_w + err_r == 0) && Instant::now() < deadline {
         iters += 1;
         match root.write_atomic("a/b/f", b"inside", 0o644) {
             Ok(()) => ok_w += 1,

@@ -24,10 +24,12 @@
 //!   that folder. Everyone else's entries must not change.
 
 pub mod nf;
+pub mod scanlink;
 pub mod state;
 pub mod tool;
 
 use crate::events::{Event, EventKind, Tool};
+use crate::layout::{LayoutError, Problem as LayoutProblem, WorktreeEntry};
 use nf::{Dir, Kind, NfError};
 use state::{Node, State, WorktreeBaseline};
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,49 +50,14 @@ const GIT_DIR_FILES: &[&str] = &[
     "config",
     "config.worktree",
     "commondir",
-    "info/attributes",
-    "info/grafts",
     "objects/info/alternates",
 ];
 /// Folders whose whole contents are protected.
-const GIT_DIR_TREES: &[&str] = &["hooks", "branches", "remotes"];
+const GIT_DIR_TREES: &[&str] = &["hooks", "info", "branches", "remotes"];
 /// In a submodule git dir, `info/` is protected as a whole.
 const MODULE_TREES: &[&str] = &["hooks", "info"];
 /// Files of a `worktrees/<id>/` entry compared against the baseline (`HEAD` by form).
 const WORKTREE_FILES: &[&str] = &["gitdir", "commondir", "HEAD", "locked", "config.worktree"];
-/// Names git itself writes in a `worktrees/<id>/` entry (gitrepository-layout, git-exec-surfaces
-/// §4.1) that the agent may change freely: per-worktree state. Anything else — `hooks/`,
-/// `config`, `objects/` — is unexpected there and treated as planted.
-const WORKTREE_STATE_NAMES: &[&str] = &[
-    "ORIG_HEAD",
-    "FETCH_HEAD",
-    "MERGE_HEAD",
-    "MERGE_MSG",
-    "MERGE_MODE",
-    "MERGE_RR",
-    "AUTO_MERGE",
-    "CHERRY_PICK_HEAD",
-    "REVERT_HEAD",
-    "REBASE_HEAD",
-    "BISECT_LOG",
-    "BISECT_START",
-    "BISECT_TERMS",
-    "BISECT_EXPECTED_REV",
-    "BISECT_ANCESTORS_OK",
-    "BISECT_NAMES",
-    "BISECT_RUN",
-    "BISECT_HEAD",
-    "COMMIT_EDITMSG",
-    "SQUASH_MSG",
-    "TAG_EDITMSG",
-    "index",
-    "logs",
-    "refs",
-    "rebase-merge",
-    "rebase-apply",
-    "sequencer",
-    "info",
-];
 
 /// What went wrong before any comparison could start.
 #[derive(Debug, thiserror::Error)]
@@ -308,14 +275,12 @@ fn head_node_valid(n: &Node) -> bool {
 }
 
 fn is_head_key(rel: &str) -> bool {
-    rel == "HEAD"
-        || (rel.starts_with("worktrees/")
-            && rel.ends_with("/HEAD")
-            && rel.matches('/').count() == 2)
-        || (rel.starts_with("modules/")
-            && rel.ends_with("/HEAD")
-            && !rel.contains("/hooks/")
-            && !rel.contains("/info/"))
+    // `HEAD` of the common dir, of a worktree entry, of a submodule git dir (at any depth);
+    // never a file of that name inside a protected tree such as `hooks/` or `info/`.
+    (rel == "HEAD" || rel.ends_with("/HEAD"))
+        && !rel
+            .split('/')
+            .any(|c| c == "hooks" || c == "info" || c == "refs" || c == "logs")
 }
 
 // ---------------------------------------------------------------------------------------
@@ -347,7 +312,7 @@ impl<'a> Collector<'a> {
         self.problems.push(Problem {
             path: e.path().to_path_buf(),
             reason: e.to_string(),
-            link: matches!(e, NfError::Link(_)),
+            link: e.is_link(),
         });
     }
 
@@ -549,6 +514,11 @@ impl<'a> Collector<'a> {
             };
             for n in names {
                 let Some(n) = n.to_str() else { continue };
+                if n == "modules" {
+                    // Submodule git dirs of this worktree: config and hooks, as `modules/`.
+                    self.modules(&format!("{base}/modules"), 0);
+                    continue;
+                }
                 if WORKTREE_FILES.contains(&n) || is_worktree_state_name(n) {
                     continue;
                 }
@@ -558,8 +528,14 @@ impl<'a> Collector<'a> {
     }
 }
 
+/// A name git keeps per worktree in `worktrees/<id>/` (the catalogue's list, their `.lock`
+/// files, split-index shared files): per-worktree state the agent may change freely.
+/// `modules` is listed there too but holds submodule git dirs, protected like `modules/`.
 fn is_worktree_state_name(n: &str) -> bool {
-    WORKTREE_STATE_NAMES.contains(&n) || (n.ends_with(".lock") && n.len() > 5)
+    let stem = n.strip_suffix(".lock").unwrap_or(n);
+    n != "modules"
+        && (crate::catalogue::WORKTREE_PRIVATE_ENTRIES.contains(&stem)
+            || stem.starts_with("sharedindex."))
 }
 
 fn split(rel: &str) -> (&str, &str) {
@@ -589,11 +565,13 @@ fn read_node(dir: &Dir, name: &OsStr) -> Result<Node, NfError> {
 /// Read an absolute path's node without following links on the way.
 fn read_abs(path: &Path) -> Result<Node, NfError> {
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(NfError::BadPath(path.to_path_buf()));
+        return Err(NfError::Escape {
+            path: path.to_path_buf(),
+        });
     };
     match Dir::open_abs(parent) {
         Ok(d) => read_node(&d, name),
-        Err(NfError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(Node::Absent),
+        Err(e) if e.is_not_found() => Ok(Node::Absent),
         Err(e) => Err(e),
     }
 }
@@ -651,7 +629,7 @@ fn collect(root: &Dir, common_dir: &Path, known_includes: &[PathBuf]) -> Snapsho
             Err(e) => problems.push(Problem {
                 path: e.path().to_path_buf(),
                 reason: e.to_string(),
-                link: matches!(e, NfError::Link(_)),
+                link: e.is_link(),
             }),
         }
     }
@@ -691,130 +669,61 @@ fn gitdir_path(common_dir: &Path, id: &str, node: Option<&Node>) -> Option<PathB
     })
 }
 
-/// How `worktrees/<id>/` departs from git's layout (empty when consistent).
-fn worktree_problems(
-    common_dir: &Path,
-    id: &str,
-    entries: &BTreeMap<String, Node>,
-    session_dir: Option<&Path>,
+/// Every worktree entry as `crate::layout` reads it (no-follow, git's rules), by id. A
+/// `worktrees` that is a link gives an empty map: the entry comparison reports the link.
+fn layout_entries(common_dir: &Path) -> Result<BTreeMap<String, WorktreeEntry>, LayoutError> {
+    match crate::layout::worktree_entries(common_dir) {
+        Ok(v) => Ok(v.into_iter().map(|e| (e.id.clone(), e)).collect()),
+        Err(e) if e.is_link() => Ok(BTreeMap::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// What wt-check reports of an entry's departures from git's layout: `crate::layout`'s
+/// problems, less those the entry comparison reports itself (unexpected names and links are
+/// planted entries, moved aside), less a missing worktree folder of the session's own entry
+/// (the session may delete its worktree); plus, for the session's own entries, a worktree
+/// path outside the session folder.
+fn wt_problems(
+    e: Option<&WorktreeEntry>,
+    path: Option<&Path>,
     own: bool,
+    session_dir: Option<&Path>,
 ) -> Vec<String> {
-    let base = format!("worktrees/{id}");
-    let mut out = Vec::new();
-    let gitdir = entries.get(&format!("{base}/gitdir"));
-    let path = gitdir_path(common_dir, id, gitdir);
-    match &path {
-        None => out.push(
-            "gitdir is missing, empty or not a file (git skips the entry; prune deletes it)"
-                .to_owned(),
-        ),
-        Some(p) => {
-            if p.starts_with(common_dir) {
+    let mut out: Vec<String> = e
+        .map(|e| {
+            e.problems
+                .iter()
+                .filter(|p| {
+                    let reported_elsewhere = matches!(
+                        p,
+                        LayoutProblem::UnexpectedEntry { .. } | LayoutProblem::Link { .. }
+                    );
+                    let own_gone = own && matches!(p, LayoutProblem::BacklinkMissing { .. });
+                    !(reported_elsewhere || own_gone)
+                })
+                .map(ToString::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    if own {
+        if let (Some(p), Some(sd)) = (path, session_dir) {
+            if !p.starts_with(sd) || p == sd {
                 out.push(format!(
-                    "gitdir names {} inside the git folder",
-                    p.display()
+                    "gitdir names {} outside the session folder {}",
+                    p.display(),
+                    sd.display()
                 ));
             }
-            if own {
-                if let Some(sd) = session_dir {
-                    if !p.starts_with(sd) || p == sd {
-                        out.push(format!(
-                            "gitdir names {} outside the session folder {}",
-                            p.display(),
-                            sd.display()
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    match entries.get(&format!("{base}/commondir")) {
-        Some(Node::File { content, .. }) => {
-            let ok = content.bytes().is_some_and(|b| {
-                let s = String::from_utf8_lossy(&b);
-                let s = s.trim_end_matches(['\n', '\r']);
-                normalize(&common_dir.join("worktrees").join(id).join(s)) == normalize(common_dir)
-            });
-            if !ok {
-                out.push(
-                    "commondir does not resolve to the common dir (git writes `../..`)".to_owned(),
-                );
-            }
-        }
-        _ => out.push("commondir is missing or not a file".to_owned()),
-    }
-    match entries.get(&format!("{base}/HEAD")) {
-        Some(n) if head_node_valid(n) => {}
-        _ => out.push("HEAD is missing or not a valid ref or object id".to_owned()),
-    }
-    for k in entries
-        .range(format!("{base}/")..format!("{base}0"))
-        .map(|(k, _)| k)
-    {
-        let name = &k[base.len() + 1..];
-        if !name.contains('/') && !WORKTREE_FILES.contains(&name) && !is_worktree_state_name(name) {
-            out.push(format!(
-                "unexpected `{name}` (git never writes it in a worktree entry)"
-            ));
-        }
-    }
-    // Backlink: <worktree>/.git must be a gitfile naming this entry.
-    if let Some(p) = &path {
-        if let Some(msg) = backlink_problem(common_dir, id, p) {
-            out.push(msg);
         }
     }
     out
 }
 
-/// `<path>/.git` must be a regular gitfile whose target is `<common>/worktrees/<id>`.
-/// A missing worktree folder is git's "prunable", not a layout problem.
-fn backlink_problem(common_dir: &Path, id: &str, wt: &Path) -> Option<String> {
-    let dir = match Dir::open_abs(wt) {
-        Ok(d) => d,
-        Err(NfError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(NfError::Link(p)) => {
-            return Some(format!(
-                "{}: symbolic link on the worktree's path",
-                p.display()
-            ))
-        }
-        Err(e) => return Some(e.to_string()),
-    };
-    let bytes = match dir.read(OsStr::new(".git"), 1 << 20) {
-        Ok((b, _)) => b,
-        Err(NfError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound => {
-            return None;
-        }
-        Err(e) => return Some(format!("{} (git requires a regular gitfile)", e)),
-    };
-    let text = String::from_utf8_lossy(&bytes);
-    let Some(t) = text.strip_prefix("gitdir: ") else {
-        return Some(format!(
-            "{}/.git does not start with `gitdir: `",
-            wt.display()
-        ));
-    };
-    let t = Path::new(t.trim_end_matches(['\n', '\r']));
-    let target = normalize(&if t.is_absolute() {
-        t.to_path_buf()
-    } else {
-        wt.join(t)
-    });
-    let want = normalize(&common_dir.join("worktrees").join(id));
-    (target != want).then(|| {
-        format!(
-            "{}/.git points to {}, not back to {}",
-            wt.display(),
-            target.display(),
-            want.display()
-        )
-    })
-}
-
 fn worktree_baselines(
     common_dir: &Path,
     entries: &BTreeMap<String, Node>,
+    layout: &BTreeMap<String, WorktreeEntry>,
     session_dir: Option<&Path>,
 ) -> BTreeMap<String, WorktreeBaseline> {
     let mut out = BTreeMap::new();
@@ -830,7 +739,7 @@ fn worktree_baselines(
             (Some(p), Some(sd)) => p.starts_with(sd) && p != sd,
             _ => false,
         };
-        let problems = worktree_problems(common_dir, id, entries, session_dir, own);
+        let problems = wt_problems(layout.get(id), path.as_deref(), own, session_dir);
         out.insert(
             id.to_owned(),
             WorktreeBaseline {
@@ -841,29 +750,6 @@ fn worktree_baselines(
         );
     }
     out
-}
-
-/// Each worktree entry id with its departures from git's layout.
-pub type WorktreeLayout = Vec<(String, Vec<String>)>;
-
-/// Every `worktrees/<id>/` entry of `common_dir` with how it departs from git's layout (for
-/// the audit, with no baseline and no session). Unreadable parts come back as `Err` entries.
-pub fn worktree_layout(common_dir: &Path) -> Result<WorktreeLayout, Vec<(PathBuf, String)>> {
-    let root =
-        Dir::open_abs(common_dir).map_err(|e| vec![(e.path().to_path_buf(), e.to_string())])?;
-    let mut c = Collector {
-        root: &root,
-        entries: BTreeMap::new(),
-        problems: Vec::new(),
-    };
-    c.worktrees();
-    if !c.problems.is_empty() {
-        return Err(c.problems.into_iter().map(|p| (p.path, p.reason)).collect());
-    }
-    Ok(worktree_baselines(common_dir, &c.entries, None)
-        .into_iter()
-        .map(|(id, w)| (id, w.problems))
-        .collect())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -894,7 +780,16 @@ pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityE
             reason: p.reason.clone(),
         });
     }
-    let worktrees = worktree_baselines(&loc.common_dir, &snap.entries, session_dir.as_deref());
+    let layout = layout_entries(&loc.common_dir).map_err(|e| IntegrityError::Unreadable {
+        path: e.path().to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let worktrees = worktree_baselines(
+        &loc.common_dir,
+        &snap.entries,
+        &layout,
+        session_dir.as_deref(),
+    );
     let wt_paths: Vec<PathBuf> = worktrees.values().filter_map(|w| w.path.clone()).collect();
     let state_path = check_state_location(&opts.state, &loc, &wt_paths, session_dir.as_deref())?;
     let state = State {
@@ -933,7 +828,7 @@ fn write_state(path: &Path, state: &State) -> Result<(), IntegrityError> {
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(err(&"no parent folder"));
     };
-    let dir = Dir::open_abs(parent).map_err(|e| err(&e))?;
+    let dir = Dir::open_trusted(parent).map_err(|e| err(&e))?;
     dir.write_atomic(name, &bytes, 0o600).map_err(|e| err(&e))
 }
 
@@ -1009,7 +904,7 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
     let root = match Dir::open_abs(common) {
         Ok(r) => r,
         Err(e) => {
-            let kind = if matches!(e, NfError::Link(_)) {
+            let kind = if e.is_link() {
                 EventKind::LinkRefused
             } else {
                 EventKind::CheckIncomplete
@@ -1051,7 +946,21 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
             emit(mk(EventKind::CheckIncomplete, p.reason.clone()).path(&p.path));
         }
     }
-    let diffs = compare(state, &snap, session.is_some());
+    let layout = match layout_entries(common) {
+        Ok(l) => l,
+        Err(e) => {
+            outcome = Outcome::Incomplete;
+            emit(
+                mk(
+                    EventKind::CheckIncomplete,
+                    format!("cannot read the worktree entries: {e}"),
+                )
+                .path(e.path()),
+            );
+            BTreeMap::new()
+        }
+    };
+    let diffs = compare(state, &snap, &layout, session.is_some());
     let suppressed = suppressed_keys(&diffs);
     let mut q = Quarantine::new(&opts.state);
     for d in &diffs {
@@ -1110,13 +1019,27 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
         }
     }
     if opts.restore {
+        let quarantined: Vec<&Key> = diffs
+            .iter()
+            .filter(|d| d.plan == Plan::Quarantine)
+            .map(|d| &d.key)
+            .collect();
         for d in &diffs {
             if d.plan == Plan::Report {
                 continue;
             }
+            let inside_quarantined = quarantined.iter().any(|q| match (q, &d.key) {
+                (Key::Rel(q), Key::Rel(k)) => {
+                    k.starts_with(q.as_str()) && k.as_bytes().get(q.len()) == Some(&b'/')
+                }
+                _ => false,
+            });
+            if inside_quarantined {
+                continue; // moved aside with its folder
+            }
             if let Err(e) = restore_one(state, &root, d, &mut q, &mk, emit) {
                 outcome = Outcome::Incomplete;
-                let kind = if matches!(e, NfError::Link(_)) {
+                let kind = if e.is_link() {
                     EventKind::LinkRefused
                 } else {
                     EventKind::RestoreFailed
@@ -1154,15 +1077,20 @@ fn suppressed_keys(diffs: &[Diff]) -> BTreeSet<Key> {
     out
 }
 
-fn event_kinds(rel: &str) -> EventKind {
+fn event_kinds(rel: &str, change: &str) -> EventKind {
     let name = split(rel).1;
     if rel.starts_with("worktrees/") {
-        return EventKind::WorktreeEntryChanged;
+        return if name == "config.worktree" {
+            EventKind::ConfigChanged
+        } else {
+            EventKind::WorktreeEntryChanged
+        };
     }
-    if rel == "hooks"
+    if (rel == "hooks"
         || rel.starts_with("hooks/")
         || rel.contains("/hooks/")
-        || rel.ends_with("/hooks")
+        || rel.ends_with("/hooks"))
+        && change != "removed"
     {
         return EventKind::HookPlanted;
     }
@@ -1211,10 +1139,15 @@ fn worktree_id(rel: &str) -> Option<&str> {
         .map(|r| r.split('/').next().unwrap_or(r))
 }
 
-fn compare(state: &State, snap: &Snapshot, has_session: bool) -> Vec<Diff> {
+fn compare(
+    state: &State,
+    snap: &Snapshot,
+    layout: &BTreeMap<String, WorktreeEntry>,
+    has_session: bool,
+) -> Vec<Diff> {
     let common = &state.common_dir;
     let sd = state.session_dir.as_deref();
-    let now_wt = worktree_baselines(common, &snap.entries, sd);
+    let now_wt = worktree_baselines(common, &snap.entries, layout, sd);
     let mut diffs = Vec::new();
     // Which current entries are the session's own: in the baseline, by the baseline's
     // record; new ones, by where their gitdir points now.
@@ -1227,12 +1160,37 @@ fn compare(state: &State, snap: &Snapshot, has_session: bool) -> Vec<Diff> {
     let keys: BTreeSet<&String> = state.entries.keys().chain(snap.entries.keys()).collect();
     for k in keys {
         let before = state.entries.get(k).cloned().unwrap_or(Node::Absent);
-        let after = snap.entries.get(k).cloned();
+        // Not recorded now: removed when its folder was listed, else hidden (a parent is not
+        // a folder, or could not be read).
+        let parent_listed = {
+            let parent = split(k).0;
+            parent.is_empty() || matches!(snap.entries.get(parent), Some(Node::Dir { .. }))
+        };
+        let after = snap
+            .entries
+            .get(k)
+            .cloned()
+            .or_else(|| parent_listed.then_some(Node::Absent));
+        let own_skip = worktree_id(k).is_some_and(|id| {
+            own(id) && !k.ends_with("/config.worktree") && {
+                let rest = &k[("worktrees/".len() + id.len())..];
+                let name = rest.trim_start_matches('/');
+                let top = name.split('/').next().unwrap_or("");
+                name.is_empty() || WORKTREE_FILES.contains(&top) || is_worktree_state_name(top)
+            }
+        });
+        if own_skip {
+            // The session's own entry: its files may change; its layout is checked below.
+            // Extra names (hooks/, config) are still planted.
+            continue;
+        }
         let Some(after_n) = &after else {
-            // Not reachable now (a parent is not a folder, or unreadable): restore only.
+            if matches!(before, Node::Absent) {
+                continue; // nothing was there; the parent's own difference says it all
+            }
             diffs.push(Diff {
                 key: Key::Rel(k.clone()),
-                kind: event_kinds(k),
+                kind: event_kinds(k, "unreadable"),
                 change: "unreadable",
                 before,
                 after: None,
@@ -1242,16 +1200,6 @@ fn compare(state: &State, snap: &Snapshot, has_session: bool) -> Vec<Diff> {
             continue;
         };
         if let Some(id) = worktree_id(k) {
-            if own(id) && !k.ends_with("/config.worktree") {
-                // The session's own entry: its files may change; layout checked below. Extra
-                // names (hooks/, config) are still planted.
-                let rest = &k[("worktrees/".len() + id.len())..];
-                let name = rest.trim_start_matches('/');
-                let top = name.split('/').next().unwrap_or("");
-                if name.is_empty() || WORKTREE_FILES.contains(&top) || is_worktree_state_name(top) {
-                    continue;
-                }
-            }
             if k == &format!("worktrees/{id}") && !state.worktrees.contains_key(id) {
                 if own(id) {
                     continue;
@@ -1285,7 +1233,7 @@ fn compare(state: &State, snap: &Snapshot, has_session: bool) -> Vec<Diff> {
         let created_dir = matches!(before, Node::Absent) && after_n.is_dir();
         diffs.push(Diff {
             key: Key::Rel(k.clone()),
-            kind: event_kinds(k),
+            kind: event_kinds(k, change_word(&before, after_n)),
             change: change_word(&before, after_n),
             before,
             after,
@@ -1298,17 +1246,19 @@ fn compare(state: &State, snap: &Snapshot, has_session: bool) -> Vec<Diff> {
         });
     }
     // Layout of every worktree entry now: problems that were not there at pin time.
-    for (id, w) in &now_wt {
+    for id in now_wt.keys() {
+        let w_problems = wt_problems(
+            layout.get(id),
+            now_wt.get(id).and_then(|w| w.path.as_deref()),
+            own(id),
+            sd,
+        );
         let was: &[String] = state
             .worktrees
             .get(id)
             .map_or(&[], |b| b.problems.as_slice());
         let is_own = own(id);
-        let new_problems: Vec<&String> = w
-            .problems
-            .iter()
-            .filter(|p| !was.contains(p) && !p.starts_with("unexpected"))
-            .collect();
+        let new_problems: Vec<&String> = w_problems.iter().filter(|p| !was.contains(p)).collect();
         if new_problems.is_empty() {
             continue;
         }
@@ -1370,6 +1320,13 @@ fn compare(state: &State, snap: &Snapshot, has_session: bool) -> Vec<Diff> {
         if same("", &before, after) {
             continue;
         }
+        // A target that no baseline config named is reported, not moved: the config change
+        // that names it is restored, and the file may be the agent's own work.
+        let plan = if state.includes.contains_key(p) {
+            Plan::Restore
+        } else {
+            Plan::Report
+        };
         diffs.push(Diff {
             key: Key::Abs(p.clone()),
             kind: EventKind::IncludeTargetChanged,
@@ -1377,7 +1334,7 @@ fn compare(state: &State, snap: &Snapshot, has_session: bool) -> Vec<Diff> {
             before,
             after: Some(after.clone()),
             why: None,
-            plan: Plan::Restore,
+            plan,
         });
     }
     diffs.sort_by(|a, b| a.key.cmp(&b.key));
@@ -1414,13 +1371,17 @@ impl Quarantine {
         };
         let dest = self.base.join(&rel);
         let parent = dest.parent().unwrap_or(&self.base).to_path_buf();
-        std::fs::create_dir_all(&parent).map_err(|e| NfError::Io(parent.clone(), e))?;
+        std::fs::create_dir_all(&parent).map_err(|e| NfError::Io {
+            path: parent.clone(),
+            op: "mkdir",
+            source: e,
+        })?;
         if !self.made {
             self.made = true;
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::set_permissions(&self.base, std::fs::Permissions::from_mode(0o700));
         }
-        Ok((Dir::open_abs(&parent)?, dest))
+        Ok((Dir::open_trusted(&parent)?, dest))
     }
 }
 
@@ -1441,8 +1402,9 @@ fn restore_one(
                 Ok(dir) => (dir, OsStr::new(n)),
                 // A parent that is gone was moved aside with its parent, or will be recreated
                 // by the parent's own restore, which sorts first.
-                Err(NfError::Io(_, e))
-                    if e.kind() == std::io::ErrorKind::NotFound && d.plan == Plan::Quarantine =>
+                Err(e)
+                    if e.is_not_found()
+                        && (d.plan == Plan::Quarantine || matches!(d.before, Node::Absent)) =>
                 {
                     return Ok(())
                 }
@@ -1451,7 +1413,7 @@ fn restore_one(
         }
         Key::Abs(p) => {
             let (Some(pp), Some(n)) = (p.parent(), p.file_name()) else {
-                return Err(NfError::BadPath(p.clone()));
+                return Err(NfError::Escape { path: p.clone() });
             };
             (Dir::open_abs(pp)?, n)
         }
@@ -1459,7 +1421,9 @@ fn restore_one(
     let path = d.key.path(common);
     let now = read_node(&parent, name).or_else(|e| match e {
         // A fifo or oversized file is still "something there" to move aside.
-        NfError::NotRegular(..) | NfError::TooLarge(..) => Ok(Node::Special { kind: Kind::Fifo }),
+        NfError::NotRegular { .. } | NfError::TooLarge { .. } => {
+            Ok(Node::Special { kind: Kind::Fifo })
+        }
         e => Err(e),
     })?;
     let restored_kind = match &d.key {
@@ -1497,11 +1461,10 @@ fn restore_one(
     match &d.before {
         Node::Absent => return Ok(()),
         Node::File { mode, content, oid } => {
-            let bytes = content.bytes().ok_or_else(|| {
-                NfError::Io(
-                    path.clone(),
-                    std::io::Error::other("state file content is damaged"),
-                )
+            let bytes = content.bytes().ok_or_else(|| NfError::Io {
+                path: path.clone(),
+                op: "restore",
+                source: std::io::Error::other("state file content is damaged"),
             })?;
             parent.write_atomic(name, &bytes, *mode)?;
             emit(
@@ -1526,8 +1489,7 @@ fn restore_one(
             }
         }
         Node::Link { target } => {
-            nix::unistd::symlinkat(target.as_str(), parent_fd(&parent), name)
-                .map_err(|e| NfError::Io(path.clone(), e.into()))?;
+            parent.symlink(target, name)?;
             emit(
                 mk(
                     restored_kind,
@@ -1537,15 +1499,15 @@ fn restore_one(
             );
         }
         Node::Special { kind } => {
-            return Err(NfError::Io(
-                path.clone(),
-                std::io::Error::other(format!("baseline was a {}; not recreated", kind.name())),
-            ));
+            return Err(NfError::Io {
+                path: path.clone(),
+                op: "restore",
+                source: std::io::Error::other(format!(
+                    "baseline was a {}; not recreated",
+                    kind.name()
+                )),
+            });
         }
     }
     Ok(())
-}
-
-fn parent_fd(d: &Dir) -> std::os::fd::BorrowedFd<'_> {
-    d.fd()
 }

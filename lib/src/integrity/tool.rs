@@ -25,6 +25,8 @@ pub struct CheckArgs {
     pub session: Option<String>,
     pub restore: bool,
     pub audit_log: Option<PathBuf>,
+    /// Run the commit scan after the git-folder check.
+    pub scan: bool,
     pub format: Format,
 }
 
@@ -42,7 +44,21 @@ pub fn pin(a: &PinArgs) -> Code {
         session_dir: a.worktree_dir.clone(),
         restore: false,
     };
-    match super::pin(&opts, serde_json::Value::Null) {
+    let loc = match super::locate(&a.repo) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    let refs = match super::scanlink::snapshot(&loc.common_dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!(
+                "wt-check: {}: cannot take the ref snapshot: {e}",
+                a.repo.display()
+            );
+            return crate::exit::INCOMPLETE;
+        }
+    };
+    match super::pin(&opts, refs) {
         Ok(p) => {
             let own = p.state.worktrees.values().filter(|w| w.own).count();
             let summary = serde_json::json!({
@@ -149,6 +165,27 @@ pub fn check(a: &CheckArgs) -> Code {
         restore: a.restore,
     };
     let mut outcome = super::check(&opts, &st, &mut |e| out.emit(e));
+    if a.scan {
+        outcome = outcome.and(super::scanlink::scan(&st, &mut |e| out.emit(e)));
+    }
+    if out.failed_log {
+        outcome = outcome.and(Outcome::Incomplete);
+    }
+    outcome.code()
+}
+
+/// The commit scan alone (`wt-check scan`).
+pub fn scan_only(a: &CheckArgs) -> Code {
+    let mut out = Out {
+        format: a.format,
+        log: a.audit_log.clone().map(Sink::File),
+        failed_log: false,
+    };
+    let st = match load(a, &mut out) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let mut outcome = super::scanlink::scan(&st, &mut |e| out.emit(e));
     if out.failed_log {
         outcome = outcome.and(Outcome::Incomplete);
     }

@@ -737,8 +737,8 @@ fn discover_from(
         .iter()
         .filter(|c| start.starts_with(c) && start != c.as_path())
         .max_by_key(|c| c.components().count());
-    let start_dev = match sys.stat(start)? {
-        Some(st) if st.is_dir() => st.dev,
+    match sys.stat(start)? {
+        Some(st) if st.is_dir() => {}
         Some(st) => {
             return Err(LayoutError::Start {
                 path: start.to_path_buf(),
@@ -751,9 +751,23 @@ fn discover_from(
                 source: std::io::Error::from(std::io::ErrorKind::NotFound),
             })
         }
-    };
-    for dir in start.ancestors() {
-        if dir != start {
+    }
+    // One no-follow handle per folder from `/` down to start: each step of the walk is then a
+    // couple of lookups relative to its folder, not a walk from `/`.
+    let mut chain = vec![sys.root.try_clone()?];
+    for comp in start.components() {
+        if let Component::Normal(name) = comp {
+            let next = chain
+                .last()
+                .expect("the chain starts with the root")
+                .open_dir(name)?;
+            chain.push(next);
+        }
+    }
+    let start_dev = chain.last().expect("non-empty").root_stat()?.dev;
+    for (i, folder) in chain.iter().enumerate().rev() {
+        let dir = folder.path();
+        if i + 1 != chain.len() {
             if let Some(c) = ceiling {
                 if !dir.starts_with(c) || dir == c.as_path() {
                     return Err(LayoutError::NoRepository {
@@ -763,18 +777,15 @@ fn discover_from(
                     });
                 }
             }
-            if !across_filesystems {
-                let dev = sys.stat(dir)?.map(|s| s.dev);
-                if dev != Some(start_dev) {
-                    return Err(LayoutError::NoRepository {
-                        start: start.to_path_buf(),
-                        stopped_at: dir.to_path_buf(),
-                        reason: StopReason::MountPoint,
-                    });
-                }
+            if !across_filesystems && folder.root_stat()?.dev != start_dev {
+                return Err(LayoutError::NoRepository {
+                    start: start.to_path_buf(),
+                    stopped_at: dir.to_path_buf(),
+                    reason: StopReason::MountPoint,
+                });
             }
         }
-        if let Some(layout) = examine_folder(sys, dir, ceilings, across_filesystems)? {
+        if let Some(layout) = examine_folder(sys, folder, ceilings, across_filesystems)? {
             return Ok(layout);
         }
     }
@@ -788,12 +799,13 @@ fn discover_from(
 /// One step of the walk: `<dir>/.git`, then `<dir>` as a bare git dir.
 fn examine_folder(
     sys: &Sys,
-    dir: &Path,
+    folder: &Root,
     ceilings: &[PathBuf],
     across_filesystems: bool,
 ) -> Result<Option<Layout>, LayoutError> {
+    let dir = folder.path();
     let dot_git = dir.join(".git");
-    if let Some(st) = sys.stat(&dot_git)? {
+    if let Some(st) = folder.stat(".git")? {
         return match st.file_type {
             FileType::Symlink { target } => Err(LayoutError::DotGitLink {
                 path: dot_git,
@@ -835,7 +847,7 @@ fn examine_folder(
     }
     // `<dir>` itself as a git dir (git's GIT_DIR_BARE). A folder whose HEAD is not valid is
     // simply not a git dir; once HEAD is valid, anything we cannot vouch for is refused.
-    if sys.stat(&dir.join("HEAD"))?.is_none() {
+    if folder.stat("HEAD")?.is_none() {
         return Ok(None);
     }
     match check_git_dir_with(sys, dir) {

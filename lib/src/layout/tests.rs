@@ -223,6 +223,8 @@ fn linked_worktree_absolute_both_gits() {
         assert_eq!(e.worktree_path.as_deref(), Some(wt.as_path()));
         assert_eq!(e.problems, vec![], "{git}: {:?}", e.problems);
         assert_eq!(e.prune, None);
+        let json = serde_json::to_value(e).unwrap();
+        assert_eq!(json["commondir"], "../..\n");
         assert!(e.belongs_to(&env.root()));
         assert!(!e.belongs_to(&wt));
         assert!(!e.belongs_to(&repo));
@@ -272,6 +274,12 @@ fn relative_worktree_links_resolve_like_git_2_48_and_are_flagged_for_older_git()
             }]
         );
         assert_eq!(e.prune, None);
+        let older = crate::catalogue::GitVersion::new(2, 47, 3);
+        assert_eq!(
+            e.prune_verdict(older),
+            Some("gitdir file points to non-existent location")
+        );
+        assert_eq!(e.prune_verdict(RELATIVE_WORKTREES_SINCE_FOR_TESTS), None);
         // Positive control: this git (< 2.48) misreads the relative gitdir and would prune it.
         let out = env.ok(git, &repo, &["worktree", "prune", "-n", "-v"]);
         let err = String::from_utf8_lossy(
@@ -280,7 +288,8 @@ fn relative_worktree_links_resolve_like_git_2_48_and_are_flagged_for_older_git()
         )
         .into_owned();
         assert!(
-            (out + &err).contains("Removing worktrees/wt"),
+            (out + &err)
+                .contains("Removing worktrees/wt: gitdir file points to non-existent location"),
             "{git} did not want to prune the relative entry: control failed"
         );
     }
@@ -664,15 +673,20 @@ fn link_on_a_gitfile_target_path_refused() {
 }
 
 #[test]
-fn dot_git_fifo_refused() {
+fn dot_git_fifo_refused_where_git_climbs() {
+    let git = gits()[0];
     let env = Env::new();
-    let wt = env.p("wt");
+    let outer = env.repo(git, "outer");
+    let wt = outer.join("wt");
     std::fs::create_dir(&wt).unwrap();
     nix::unistd::mkfifo(
         &wt.join(".git"),
         nix::sys::stat::Mode::from_bits_truncate(0o644),
     )
     .unwrap();
+    // Control: git skips the fifo and uses the outer repository.
+    let out = env.ok(git, &wt, &["rev-parse", "--absolute-git-dir"]);
+    assert_eq!(out.trim(), outer.join(".git").to_str().unwrap());
     assert!(matches!(
         env.discover(&wt),
         Err(LayoutError::DotGitOther { kind: "fifo", .. })
@@ -1069,4 +1083,66 @@ fn nested_repositories_are_all_reported() {
     )
     .unwrap();
     assert!(!r.complete && !r.incomplete.is_empty());
+}
+
+#[test]
+fn worktrees_of_a_bare_repository_and_submodules_of_a_linked_worktree() {
+    for git in gits() {
+        let env = Env::new();
+        let src = env.repo(git, "src");
+        env.ok(
+            git,
+            &env.root(),
+            &["clone", "-q", "--bare", src.to_str().unwrap(), "b.git"],
+        );
+        let bare = env.p("b.git");
+        env.ok(
+            git,
+            &bare,
+            &["worktree", "add", "-q", "../b-worktrees/s1/wt", "-b", "s1"],
+        );
+        let wt = env.p("b-worktrees/s1/wt");
+        let l = env.discover(&wt).unwrap();
+        assert_eq!(l.kind, Kind::Linked { id: "wt".into() }, "{git}");
+        assert_eq!(l.common_dir, bare);
+        let e = worktree_entries(&bare).unwrap();
+        assert_eq!(e[0].problems, vec![], "{git}");
+        assert!(e[0].belongs_to(&env.p("b-worktrees/s1")));
+        assert!(!e[0].belongs_to(&env.p("b-worktrees/s2")));
+
+        // A linked worktree of a superproject keeps its submodules' git dirs in
+        // worktrees/<id>/modules/.
+        let (top, _, _) = nested_submodules(&env, git);
+        env.ok(git, &top, &["worktree", "add", "-q", "../topwt"]);
+        let topwt = env.p("topwt");
+        env.ok(
+            git,
+            &topwt,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "update",
+                "-q",
+                "--init",
+            ],
+        );
+        let l = env.discover(&topwt.join("mid")).unwrap();
+        assert_eq!(
+            l.git_dir,
+            top.join(".git/worktrees/topwt/modules/mid"),
+            "{git}"
+        );
+        assert_eq!(
+            l.kind,
+            Kind::Submodule {
+                superproject_common_dir: top.join(".git"),
+                name: "mid".into()
+            }
+        );
+        let dirs = submodule_git_dirs(&top.join(".git")).unwrap();
+        assert!(dirs
+            .iter()
+            .any(|d| d.git_dir == top.join(".git/worktrees/topwt/modules/mid")));
+    }
 }

@@ -189,6 +189,13 @@ impl std::fmt::Display for Problem {
     }
 }
 
+fn lossy<S: serde::Serializer>(v: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(b) => s.serialize_some(&String::from_utf8_lossy(b)),
+        None => s.serialize_none(),
+    }
+}
+
 /// One `worktrees/<id>/` entry with its raw files, the resolved worktree path, what departs
 /// from git's rules, and the prune verdict git would reach.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -196,10 +203,15 @@ pub struct WorktreeEntry {
     pub id: String,
     /// `<common>/worktrees/<id>`.
     pub admin_dir: PathBuf,
-    /// Raw contents (`None` when absent or not a readable regular file).
+    /// Raw contents (`None` when absent or not a readable regular file). Serialised as text
+    /// (invalid UTF-8 replaced).
+    #[serde(serialize_with = "lossy")]
     pub gitdir: Option<Vec<u8>>,
+    #[serde(serialize_with = "lossy")]
     pub commondir: Option<Vec<u8>>,
+    #[serde(serialize_with = "lossy")]
     pub head: Option<Vec<u8>>,
+    #[serde(serialize_with = "lossy")]
     pub locked: Option<Vec<u8>>,
     pub has_config_worktree: bool,
     /// The worktree's `.git` file as named by `gitdir` (relative resolved against the admin
@@ -211,8 +223,13 @@ pub struct WorktreeEntry {
     pub names: Vec<String>,
     pub problems: Vec<Problem>,
     /// `Some(reason)` when git's `should_prune_worktree` with expire = now would prune the
-    /// entry (`git worktree prune`), with git's reason text.
+    /// entry (`git worktree prune`), with git's reason text. This is the verdict of git ≥ 2.48,
+    /// which resolves a relative `gitdir` against the admin dir.
     pub prune: Option<String>,
+    /// The verdict of git < 2.48, which reads a relative `gitdir` literally (relative to its
+    /// own working folder, where the path practically never exists): such an entry is pruned
+    /// unless locked or within the index grace period.
+    pub prune_older_git: Option<String>,
 }
 
 impl WorktreeEntry {
@@ -230,6 +247,16 @@ impl WorktreeEntry {
 
     pub fn is_locked(&self) -> bool {
         self.locked.is_some()
+    }
+
+    /// git's prune verdict for the given git version (see [`WorktreeEntry::prune`] and
+    /// [`WorktreeEntry::prune_older_git`]).
+    pub fn prune_verdict(&self, git: GitVersion) -> Option<&str> {
+        if git >= RELATIVE_WORKTREES_SINCE {
+            self.prune.as_deref()
+        } else {
+            self.prune_older_git.as_deref()
+        }
     }
 }
 
@@ -316,6 +343,7 @@ fn read_entry(
         names: Vec::new(),
         problems: Vec::new(),
         prune: None,
+        prune_older_git: None,
     };
     match ft {
         FileType::Dir { .. } => {}
@@ -331,6 +359,7 @@ fn read_entry(
                 kind: other.name().into(),
             });
             entry.prune = Some("not a valid directory".into());
+            entry.prune_older_git = entry.prune.clone();
             return Ok(entry);
         }
     }
@@ -493,6 +522,17 @@ fn read_entry(
         // (file_exists); keep that verdict.
         Err(_) if locked_present => Some(Vec::new()),
         Err(_) => None,
+    };
+    let relative = entry
+        .problems
+        .iter()
+        .any(|p| matches!(p, Problem::RelativeGitdir { .. }));
+    entry.prune_older_git = if locked_present {
+        None
+    } else if relative && prune.is_none() && !index_newer_than(sys, &admin, now)? {
+        Some("gitdir file points to non-existent location".into())
+    } else {
+        prune.clone()
     };
     entry.prune = if locked_present { None } else { prune };
     Ok(entry)

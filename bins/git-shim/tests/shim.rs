@@ -1,0 +1,736 @@
+//! git-shim end to end, on every git of the machine: installed as `git`, with a policy, in an
+//! isolated home. Security claims carry a positive control: the same attack under plain git
+//! fires its canary.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const GITS: &[&str] = &["/usr/bin/git", "/usr/local/bin/git"];
+
+struct World {
+    _t: tempfile::TempDir,
+    home: PathBuf,
+    repo: PathBuf,
+    wt: PathBuf,
+    bin: PathBuf,
+    policy: PathBuf,
+    log: PathBuf,
+    git: PathBuf,
+}
+
+fn gits() -> Vec<PathBuf> {
+    let v: Vec<PathBuf> = GITS
+        .iter()
+        .map(PathBuf::from)
+        .filter(|g| g.exists())
+        .collect();
+    assert!(!v.is_empty(), "no git found at {GITS:?}");
+    for g in GITS {
+        if !Path::new(g).exists() {
+            eprintln!("SKIPPED for {g}: not installed on this machine");
+        }
+    }
+    v
+}
+
+impl World {
+    fn new(git: &Path, extra: &str) -> World {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().canonicalize().unwrap().join("home");
+        let repo = home.join("src/proj");
+        std::fs::create_dir_all(&repo).unwrap();
+        std::fs::create_dir_all(home.join("etc")).unwrap();
+        std::fs::write(
+            home.join("gitconfig"),
+            "[user]\n\tname = Agent\n\temail = agent@example.com\n[init]\n\tdefaultBranch = main\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(home.join("var")).unwrap();
+        let log = home.join("var/audit.log");
+        let policy = home.join("etc/policy.toml");
+        std::fs::write(
+            &policy,
+            format!(
+                "session = \"s1\"\nrepo = \"{}\"\nreal_git = \"{}\"\naudit_log = \"{}\"\n{extra}\n",
+                repo.display(),
+                git.display(),
+                log.display()
+            ),
+        )
+        .unwrap();
+        let bin = home.join("shim-bin");
+        let out = Command::new(env!("CARGO_BIN_EXE_git-shim"))
+            .arg("--install")
+            .arg(&bin)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let w = World {
+            wt: home.join("src/proj-worktrees/s1"),
+            _t: t,
+            home,
+            repo,
+            bin,
+            policy,
+            log,
+            git: git.to_path_buf(),
+        };
+        w.plain(&w.repo, &["init", "-q"]);
+        std::fs::write(w.repo.join("a.txt"), "a\n").unwrap();
+        w.plain(&w.repo, &["add", "a.txt"]);
+        w.plain(&w.repo, &["commit", "-q", "-m", "first"]);
+        w
+    }
+
+    fn env(&self, cmd: &mut Command) {
+        cmd.env_clear()
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", self.home.join("gitconfig"))
+            .env("PATH", format!("{}:/usr/bin:/bin", self.bin.display()));
+    }
+
+    /// The real git, directly (positive controls, setup).
+    fn plain_out(&self, dir: &Path, args: &[&str]) -> Output {
+        let mut c = Command::new(&self.git);
+        self.env(&mut c);
+        c.current_dir(dir).args(args).output().unwrap()
+    }
+
+    fn plain(&self, dir: &Path, args: &[&str]) {
+        let o = self.plain_out(dir, args);
+        assert!(
+            o.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+
+    /// `git` through the shim, as the agent runs it.
+    fn shim_cmd(&self, dir: &Path) -> Command {
+        let mut c = Command::new(self.bin.join("git"));
+        self.env(&mut c);
+        c.current_dir(dir).env("GITWARD_POLICY", &self.policy);
+        c
+    }
+
+    fn shim<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S]) -> Output {
+        self.shim_cmd(dir).args(args).output().unwrap()
+    }
+
+    fn ok<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S]) -> String {
+        let o = self.shim(dir, args);
+        assert!(
+            o.status.success(),
+            "{}: shim git {:?}: {}",
+            self.git.display(),
+            args.iter()
+                .map(|a| a.as_ref().to_string_lossy().into_owned())
+                .collect::<Vec<_>>(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// Refused with exit 121, one stderr line naming the rule.
+    fn refused<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S], rule: &str) -> String {
+        let o = self.shim(dir, args);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(121), "{}: {err}", self.git.display());
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with(&format!("git-shim: refused ({rule}): ")),
+            "{err}"
+        );
+        err
+    }
+
+    fn events(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+#[test]
+fn commits_work_and_every_call_is_logged() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        std::fs::write(w.repo.join("b.txt"), "b\n").unwrap();
+        w.ok(&w.repo, &["add", "b.txt"]);
+        w.ok(&w.repo, &["commit", "-q", "-m", "second"]);
+        let log = w.ok(&w.repo, &["log", "--format=%s"]);
+        assert_eq!(log, "second\nfirst\n");
+        w.refused(
+            &w.repo,
+            &["config", "core.hooksPath", "/tmp/h"],
+            "config-key",
+        );
+        let ev = w.events();
+        assert_eq!(ev.len(), 4, "{ev:?}");
+        assert!(ev[..3]
+            .iter()
+            .all(|e| e["event"] == "git_allowed" && e["decision"] == "allowed"));
+        assert_eq!(ev[1]["command"], "commit");
+        assert_eq!(ev[3]["event"], "git_refused");
+        assert_eq!(ev[3]["rule"], "config-key");
+        assert_eq!(ev[3]["session"], "s1");
+        assert_eq!(ev[3]["tool"], "git-shim");
+    }
+}
+
+#[test]
+fn exit_status_and_stdin_pass_through() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        assert_eq!(
+            w.shim(&w.repo, &["rev-parse", "--verify", "-q", "nosuch"])
+                .status
+                .code(),
+            Some(1)
+        );
+        assert_eq!(w.shim(&w.repo, &["frobnicate"]).status.code(), Some(1));
+        assert_eq!(w.shim(&w.repo, &["log", "nosuch"]).status.code(), Some(128));
+        assert_eq!(
+            w.shim(&w.repo, &["commit", "--nosuchflag"]).status.code(),
+            Some(129)
+        );
+        use std::io::Write;
+        let mut child = w
+            .shim_cmd(&w.repo)
+            .args(["hash-object", "--stdin"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "ce013625030ba8dba906f756967f9e9ca394464a"
+        );
+        // A refusal exits 121 before git starts.
+        let o = w
+            .shim_cmd(&w.repo)
+            .args(["-c", "alias.x=!echo $PPID", "x"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(121));
+    }
+}
+
+#[test]
+fn the_shim_execs_git_in_place() {
+    // A shell that records its pid, then execs the shim, which execs git: git's view of its
+    // parent's pid for a hook-free command is not observable directly, so compare the pid that
+    // `sh` exec'd with the one the kernel reports for the git process via /proc.
+    for g in gits() {
+        let w = World::new(&g, "");
+        let script = format!(
+            "echo $$; exec {} cat-file '--batch-check=%(objectname)'",
+            w.bin.join("git").display()
+        );
+        let mut c = Command::new("/bin/sh");
+        w.env(&mut c);
+        let mut child = c
+            .current_dir(&w.repo)
+            .env("GITWARD_POLICY", &w.policy)
+            .args(["-c", &script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Wait until the process image is git (the shim exec'd it, same pid).
+        let mut exe = PathBuf::new();
+        for _ in 0..200 {
+            exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+            if exe == g {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(b"HEAD\n").unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(exe, g, "pid {pid} never became the real git");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text.lines().next().unwrap(), pid.to_string());
+        assert_eq!(text.lines().nth(1).unwrap().len(), 40);
+    }
+}
+
+#[test]
+fn no_policy_no_git() {
+    let g = gits().remove(0);
+    let w = World::new(&g, "");
+    let o = w
+        .shim_cmd(&w.repo)
+        .env_remove("GITWARD_POLICY")
+        .arg("status")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(124));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no policy") && err.lines().count() == 1,
+        "{err}"
+    );
+    // A policy inside a writable root is refused.
+    let inside = w.repo.join("p.toml");
+    std::fs::copy(&w.policy, &inside).unwrap();
+    let o = w
+        .shim_cmd(&w.repo)
+        .env("GITWARD_POLICY", &inside)
+        .arg("status")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(124));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("inside the writable root"));
+}
+
+#[test]
+fn install_pins_the_policy_and_never_loops() {
+    let g = gits().remove(0);
+    let w = World::new(&g, "");
+    // No real_git in the policy: the shim must find the next git on PATH that is not itself,
+    // even with its own folder on PATH twice.
+    let policy = w.home.join("etc/nogit.toml");
+    std::fs::write(
+        &policy,
+        format!("session = \"s1\"\nrepo = \"{}\"\n", w.repo.display()),
+    )
+    .unwrap();
+    let pinned = w.home.join("pinned-bin");
+    let o = Command::new(env!("CARGO_BIN_EXE_git-shim"))
+        .env("HOME", &w.home)
+        .env("PATH", format!("{}:/usr/bin:/bin", w.bin.display()))
+        .args([
+            "--install",
+            pinned.to_str().unwrap(),
+            "--policy",
+            policy.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["real_git"], "/usr/bin/git");
+    assert!(pinned.join("git").exists());
+    assert!(pinned.join("git-shim.policy").exists());
+    let mut c = Command::new(pinned.join("git"));
+    w.env(&mut c);
+    let path = format!(
+        "{p}:{b}:{p}:{b}:/usr/bin:/bin",
+        p = pinned.display(),
+        b = w.bin.display()
+    );
+    let o = c
+        .current_dir(&w.repo)
+        .env("PATH", path)
+        .env("GITWARD_POLICY", "/nonexistent") // the pinned policy wins
+        .args(["rev-parse", "--show-toplevel"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        w.repo.display().to_string()
+    );
+    // The version probe was cached at install time.
+    let state = w.home.join(".local/state/gitward/s1/probe");
+    assert!(std::fs::read_dir(state).unwrap().count() >= 1);
+    // git-shim's own flags only under its own name.
+    let o = Command::new(env!("CARGO_BIN_EXE_git-shim"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("git-shim "));
+    let o = w.shim(&w.repo, &["--version"]);
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("git version "));
+}
+
+#[test]
+fn worktrees_in_the_session_folder_only() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        let feat = w.wt.join("feat");
+        assert!(!w.wt.exists());
+        w.ok(
+            &w.repo,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                "feat",
+                feat.to_str().unwrap(),
+            ],
+        );
+        assert!(feat.join("a.txt").exists());
+        // A commit in the new worktree.
+        std::fs::write(feat.join("c.txt"), "c\n").unwrap();
+        w.ok(&feat, &["add", "c.txt"]);
+        w.ok(&feat, &["commit", "-q", "-m", "in worktree"]);
+        // Relative paths, from the worktree itself.
+        w.ok(&feat, &["worktree", "add", "-q", "--detach", "../second"]);
+        let err = w.refused(
+            &w.repo,
+            &["worktree", "add", "/tmp/gitward-nope"],
+            "worktree-location",
+        );
+        assert!(err.contains(&format!("{}/", w.wt.display())), "{err}");
+        assert!(!Path::new("/tmp/gitward-nope").exists());
+        w.refused(
+            &w.repo,
+            &["worktree", "add", "sub/inside"],
+            "worktree-location",
+        );
+        assert!(!w.repo.join("sub").exists());
+        w.ok(
+            &w.repo,
+            &[
+                "worktree",
+                "move",
+                w.wt.join("second").to_str().unwrap(),
+                w.wt.join("third").to_str().unwrap(),
+            ],
+        );
+        w.ok(
+            &w.repo,
+            &["worktree", "remove", w.wt.join("third").to_str().unwrap()],
+        );
+        assert!(w.wt.exists());
+        w.ok(&w.repo, &["worktree", "remove", feat.to_str().unwrap()]);
+        assert!(
+            !w.wt.exists(),
+            "the session folder goes with its last worktree"
+        );
+        let ev = w.events();
+        let kinds: Vec<&str> = ev.iter().map(|e| e["event"].as_str().unwrap()).collect();
+        assert!(kinds.contains(&"worktree_folder_created"), "{kinds:?}");
+        assert!(kinds.contains(&"worktree_folder_removed"), "{kinds:?}");
+        // The folder comes back on the next first use.
+        w.ok(
+            &w.repo,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "--detach",
+                w.wt.join("again").to_str().unwrap(),
+            ],
+        );
+        assert!(w.wt.join("again/a.txt").exists());
+    }
+}
+
+#[test]
+fn escape_routes_meet_the_same_rules() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        let other = w.home.join("elsewhere");
+        std::fs::create_dir_all(&other).unwrap();
+        let gd = w.repo.join(".git");
+        let (gd_s, repo_s) = (gd.to_str().unwrap(), w.repo.to_str().unwrap());
+        // -C from another folder: a relative path is taken from there.
+        w.refused(
+            &other,
+            &["-C", repo_s, "worktree", "add", "x"],
+            "worktree-location",
+        );
+        assert!(!w.repo.join("x").exists());
+        // --git-dir/--work-tree from outside the checkout.
+        w.refused(
+            &other,
+            &[
+                "--git-dir",
+                gd_s,
+                "--work-tree",
+                repo_s,
+                "worktree",
+                "add",
+                "y",
+            ],
+            "worktree-location",
+        );
+        w.refused(
+            &other,
+            &[
+                &format!("--git-dir={gd_s}"),
+                "worktree",
+                "add",
+                &format!("{repo_s}/z"),
+            ],
+            "worktree-location",
+        );
+        // GIT_DIR in the environment: the worktree would land inside the checkout.
+        let o = w
+            .shim_cmd(&w.repo)
+            .env("GIT_DIR", &gd)
+            .args(["worktree", "add", "inside"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(121),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(String::from_utf8_lossy(&o.stderr).contains("inside the checkout"));
+        // ...and allowed where the session may put it, through the same routes.
+        w.ok(
+            &other,
+            &[
+                "--git-dir",
+                gd_s,
+                "worktree",
+                "add",
+                "-q",
+                "--detach",
+                w.wt.join("via-gitdir").to_str().unwrap(),
+            ],
+        );
+        let o = w
+            .shim_cmd(&other)
+            .env("GIT_DIR", &gd)
+            .args(["worktree", "list"])
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&o.stdout).contains("via-gitdir"));
+        // Config keys, whatever repository the call names.
+        w.refused(
+            &other,
+            &["-C", repo_s, "config", "core.hooksPath", "/tmp/h"],
+            "config-key",
+        );
+        w.refused(
+            &other,
+            &[
+                "--git-dir",
+                gd_s,
+                "config",
+                "--add",
+                "include.path",
+                "/tmp/i",
+            ],
+            "config-key",
+        );
+        w.refused(
+            &w.repo,
+            &["config", "--file", gd_s, "core.fsmonitor", "x"],
+            "config-key",
+        );
+        let o = w
+            .shim_cmd(&other)
+            .env("GIT_DIR", &gd)
+            .args(["config", "--worktree", "core.worktree", "/x"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(121));
+        // The repository's config is untouched.
+        let cfg = std::fs::read_to_string(gd.join("config")).unwrap();
+        assert!(
+            !cfg.contains("hooksPath") && !cfg.contains("include") && !cfg.contains("fsmonitor"),
+            "{cfg}"
+        );
+    }
+}
+
+#[test]
+fn transient_config_is_refused_with_a_positive_control() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        let canary = w.home.join("canary");
+        let fsm = format!("core.fsmonitor=touch {}; false", canary.display());
+        // Positive control: plain git runs it.
+        let _ = w.plain_out(&w.repo, &["-c", &fsm, "status"]);
+        assert!(canary.exists(), "{}: the control did not fire", g.display());
+        std::fs::remove_file(&canary).unwrap();
+        w.refused(&w.repo, &["-c", &fsm, "status"], "transient-config");
+        let inc = w.home.join("inc");
+        std::fs::write(
+            &inc,
+            format!("[core]\n\tfsmonitor = touch {}; false\n", canary.display()),
+        )
+        .unwrap();
+        w.refused(
+            &w.repo,
+            &["-c", &format!("include.path={}", inc.display()), "status"],
+            "transient-config",
+        );
+        w.refused(
+            &w.repo,
+            &["-c", &format!("alias.x=!touch {}", canary.display()), "x"],
+            "transient-config",
+        );
+        let o = w
+            .shim_cmd(&w.repo)
+            .env("EVIL", format!("touch {}; false", canary.display()))
+            .args(["--config-env=core.fsmonitor=EVIL", "status"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(121));
+        let o = w
+            .shim_cmd(&w.repo)
+            .env("GIT_CONFIG_COUNT", "1")
+            .env("GIT_CONFIG_KEY_0", "core.fsmonitor")
+            .env(
+                "GIT_CONFIG_VALUE_0",
+                format!("touch {}; false", canary.display()),
+            )
+            .args(["status"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(121));
+        w.refused(&w.repo, &["--exec-path=/tmp", "status"], "exec-path");
+        assert!(!canary.exists());
+        // A harmless -c still works, and an allowed GIT_CONFIG_PARAMETERS travels on.
+        assert_eq!(
+            w.ok(&w.repo, &["-c", "user.name=Other", "config", "user.name"])
+                .trim(),
+            "Other"
+        );
+        let o = w
+            .shim_cmd(&w.repo)
+            .env("GIT_CONFIG_PARAMETERS", "'user.name'='Env'")
+            .args(["config", "user.name"])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "Env");
+        // The policy may allow transient config: the agent's -c comes after the defused set
+        // and applies, for that one call, inside the sandbox.
+        let w = World::new(&g, "allow_transient_config = true");
+        let _ = w.shim(&w.repo, &["-c", &fsm, "status"]);
+        assert!(canary.exists(), "allowed transient config did not apply");
+        std::fs::remove_file(&canary).unwrap();
+    }
+}
+
+#[test]
+fn repository_config_is_defused_with_a_positive_control() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        let canary = w.home.join("fsmonitor-canary");
+        // Planted by someone (the sandbox would stop the agent; the shim does not rely on it).
+        w.plain(
+            &w.repo,
+            &[
+                "config",
+                "core.fsmonitor",
+                &format!("touch {}; false", canary.display()),
+            ],
+        );
+        let _ = w.plain_out(&w.repo, &["status"]);
+        assert!(canary.exists(), "control did not fire on {}", g.display());
+        std::fs::remove_file(&canary).unwrap();
+        w.ok(&w.repo, &["status", "--short"]);
+        assert!(
+            !canary.exists(),
+            "fsmonitor ran through the shim on {}",
+            g.display()
+        );
+    }
+}
+
+#[test]
+fn hooks_follow_the_policy() {
+    for g in gits() {
+        for (extra, runs) in [("", false), ("[shim]\nhooks = true", true)] {
+            let w = World::new(&g, extra);
+            let canary = w.home.join("hook-canary");
+            let hook = w.repo.join(".git/hooks/pre-commit");
+            std::fs::write(&hook, format!("#!/bin/sh\ntouch {}\n", canary.display())).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+            w.ok(&w.repo, &["commit", "-q", "--allow-empty", "-m", "x"]);
+            assert_eq!(canary.exists(), runs, "{} hooks={runs}", g.display());
+        }
+    }
+}
+
+#[test]
+fn remotes_aliases_clone_init() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        w.ok(
+            &w.repo,
+            &["remote", "add", "origin", "https://example.com/r.git"],
+        );
+        let err = w.refused(
+            &w.repo,
+            &["remote", "add", "evil", "ext::sh -c touch% /tmp/x"],
+            "remote-url",
+        );
+        assert!(err.contains("ext::"), "{err}");
+        w.refused(
+            &w.repo,
+            &["remote", "set-url", "origin", "/tmp/local"],
+            "remote-url",
+        );
+        w.refused(
+            &w.repo,
+            &["submodule", "add", "ext::sh -c x", "s"],
+            "submodule-url",
+        );
+        w.refused(
+            &w.repo,
+            &["clone", "--template=/tmp/t", "https://example.com/r.git"],
+            "clone-option",
+        );
+        w.refused(
+            &w.repo,
+            &[
+                "clone",
+                "-c",
+                "core.hooksPath=/tmp/h",
+                "https://example.com/r.git",
+            ],
+            "clone-option",
+        );
+        w.refused(&w.repo, &["init", "--template=/tmp/t", "x"], "init-option");
+        w.refused(
+            &w.repo,
+            &["fetch", "--upload-pack=touch /tmp/x", "origin"],
+            "transport-program",
+        );
+        // A local clone is allowed (file transport in the policy's default list).
+        let copy = w.home.join("copy");
+        w.ok(
+            &w.home,
+            &[
+                "clone",
+                "-q",
+                w.repo.to_str().unwrap(),
+                copy.to_str().unwrap(),
+            ],
+        );
+        assert!(copy.join("a.txt").exists());
+        // Aliases from the owner's config: a shell alias is refused (positive control first),
+        // a git alias is expanded and checked.
+        let canary = w.home.join("alias-canary");
+        let mut cfg = std::fs::read_to_string(w.home.join("gitconfig")).unwrap();
+        cfg.push_str(&format!(
+            "[alias]\n\tsh = !touch {}\n\thp = config core.hooksPath\n\tst = status --short\n",
+            canary.display()
+        ));
+        std::fs::write(w.home.join("gitconfig"), cfg).unwrap();
+        w.plain(&w.repo, &["sh"]);
+        assert!(canary.exists());
+        std::fs::remove_file(&canary).unwrap();
+        w.refused(&w.repo, &["sh"], "alias");
+        assert!(!canary.exists());
+        w.refused(&w.repo, &["hp", "/tmp/h"], "config-key");
+        w.ok(&w.repo, &["hp"]);
+        w.ok(&w.repo, &["st"]);
+    }
+}

@@ -1,0 +1,590 @@
+//! The scan rules, as data, and the checks on names and contents that they use.
+//!
+//! Name checks follow git's own (`path.c`: `is_ntfs_dotgit`, `is_ntfs_dot_generic`;
+//! `utf8.c`: `is_hfs_dotgit`, `next_hfs_char`; `fsck.c`: `verify_path`), so that a path git
+//! would treat as `.git` on some filesystem is caught here on every filesystem.
+
+use crate::catalogue::{self, Severity, TreeDotfile};
+use serde::Serialize;
+
+/// One scan rule: a stable id, how serious a hit is, and why it matters.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Rule {
+    /// Stable id, `GW-SCAN-nnn`. Never reused for another meaning.
+    pub id: &'static str,
+    /// Short kebab-case name.
+    pub name: &'static str,
+    pub severity: Severity,
+    /// What the rule looks for, in one line.
+    pub what: &'static str,
+    /// Why it matters, in one line.
+    pub why: &'static str,
+    /// Research row or CVE it comes from.
+    pub source: &'static str,
+}
+
+macro_rules! rule {
+    ($id:literal, $name:literal, $sev:ident, $what:literal, $why:literal, $src:literal) => {
+        Rule {
+            id: $id,
+            name: $name,
+            severity: Severity::$sev,
+            what: $what,
+            why: $why,
+            source: $src,
+        }
+    };
+}
+
+/// Every rule the commit scan applies. `docs/scan-rules.md` is this table.
+pub static RULES: &[Rule] = &[
+    rule!("GW-SCAN-001", "attributes-filter", Error, "a .gitattributes line sets filter=<driver>, directly or in an [attr] macro", "the owner's filter.<driver>.clean/smudge/process runs on checkout, status and add", "research §1d"),
+    rule!("GW-SCAN-002", "attributes-diff", Warning, "a .gitattributes line sets diff=<driver>, directly or in an [attr] macro", "the owner's diff.<driver>.textconv/command runs on diff, log -p, show, blame", "research §1c"),
+    rule!("GW-SCAN-003", "attributes-merge", Warning, "a .gitattributes line sets merge=<driver>, directly or in an [attr] macro", "the owner's merge.<driver>.driver runs on merge, rebase, cherry-pick", "research §1d"),
+    rule!("GW-SCAN-004", "attributes-export-subst", Warning, "a .gitattributes line sets export-subst", "git archive expands $Format:…$ in the file (CVE-2022-41903 heap overflow)", "CVE-2022-41903"),
+    rule!("GW-SCAN-005", "attributes-oversized", Error, ".gitattributes larger than 100 MiB or with a line longer than 2 KiB", "git's attribute parser overflowed on such files (CVE-2022-23521); fsck rejects them", "CVE-2022-23521"),
+    rule!("GW-SCAN-010", "gitmodules-url-command", Error, ".gitmodules URL is ext::, <helper>::, starts with '-' or holds a control character", "submodule clone/update runs a command, git-remote-<helper>, or takes the URL as an option", "CVE-2015-7545, CVE-2017-1000117, CVE-2018-17456, CVE-2024-52006"),
+    rule!("GW-SCAN-011", "gitmodules-url-local", Warning, ".gitmodules URL is a local path, file:// or relative (./, ../)", "the submodule is cloned from a folder on this machine, which may be one the agent planted (CVE-2024-32004)", "CVE-2024-32004, research §1b"),
+    rule!("GW-SCAN-012", "gitmodules-name-path", Error, ".gitmodules submodule name or path has a '..' component, a CR or LF, or starts with '-' or '/'", "puts a submodule git dir (with hooks) outside .git/modules or injects options (CVE-2018-11235, CVE-2025-48384)", "CVE-2018-11235, CVE-2025-48384"),
+    rule!("GW-SCAN-013", "gitmodules-update-command", Error, ".gitmodules sets submodule.<name>.update = !<command>", "submodule update runs the command (CVE-2019-19604; git before 2.24.1)", "CVE-2019-19604"),
+    rule!("GW-SCAN-014", "gitmodules-unparseable", Warning, ".gitmodules is not valid git config or holds a bare CR", "git and gitward may read it differently; unread is not clean", "CVE-2025-48384"),
+    rule!("GW-SCAN-015", "dotfile-symlink", Error, ".gitmodules, .gitattributes, .gitignore or .mailmap (any spelling git folds to it) is a symbolic link", "git reads it through the link; fsck forbids it (gitmodulesSymlink and friends)", "git fsck.c"),
+    rule!("GW-SCAN-020", "symlink-absolute", Error, "a symbolic link whose target is absolute", "writes and reads through it reach files outside the work tree", "CVE-2021-21300, CVE-2024-32002"),
+    rule!("GW-SCAN-021", "symlink-escapes", Error, "a symbolic link whose target climbs above the top of the tree with '..'", "writes and reads through it reach files outside the work tree", "CVE-2023-23946"),
+    rule!("GW-SCAN-022", "symlink-into-git-dir", Error, "a symbolic link whose target has a component git treats as .git", "checkout writes through it into the git dir, e.g. into hooks (CVE-2021-21300, CVE-2024-32002)", "CVE-2021-21300, CVE-2024-32002"),
+    rule!("GW-SCAN-030", "path-dotgit", Error, "a path component that git or a case-insensitive, NTFS or HFS+ filesystem treats as .git (.GIT, .git., git~1, .g\u{200c}it)", "checkout writes into the git dir: config and hooks (CVE-2014-9390, CVE-2019-1352)", "CVE-2014-9390, CVE-2019-1352"),
+    rule!("GW-SCAN-031", "path-component-invalid", Error, "a path component that is empty, '.', '..', or holds a backslash", "git's verify_path refuses it; on Windows a backslash is a folder separator (CVE-2019-1354)", "CVE-2019-1354, git fsck.c"),
+    rule!("GW-SCAN-040", "tree-git-dir-shape", Error, "a folder holding HEAD, objects/ and refs/", "git discovers it as a bare repository and honours its config and hooks", "research §3, headline 8"),
+    rule!("GW-SCAN-041", "tree-git-config", Warning, "a file named config whose contents have a [core] section", "a git dir's config: with HEAD, objects/ and refs/ beside it git runs what it names", "research §3.2"),
+    rule!("GW-SCAN-050", "hooks-path-file", Error, "a file under the folder the repository's core.hooksPath names", "git runs it as a hook on commit, checkout, merge, push", "research §1a"),
+    rule!("GW-SCAN-051", "hook-like-file", Warning, "an executable, or a file named after a hook event, in a hook-like folder (.husky/, .githooks/, hooks/)", "a hook installer or a later core.hooksPath makes git run it", "research §1a, §3.1"),
+    rule!("GW-SCAN-060", "settings-file", Error, "an agent or IDE settings file that settings-watch guards (.claude/, .vscode/, .mcp.json, …)", "it can widen what the agent may do or make the IDE run commands when the owner opens the folder", "research anchors"),
+    rule!("GW-SCAN-070", "ci-definition", Warning, "a CI definition (.github/workflows/, .gitlab-ci.yml, …)", "CI runs it with the repository's credentials when the branch is pushed", "issue 4"),
+    rule!("GW-SCAN-080", "replace-ref", Error, "a new or moved refs/replace/* ref", "git shows and checks out the replacement instead of the object (history that differs from what was scanned)", "research §2a"),
+    rule!("GW-SCAN-081", "signature-on-display", Warning, "a new commit or tag with a signature header while the repository's config turns on log.showSignature", "git log and show run gpg.program on it", "research headline 7"),
+];
+
+/// The rule with this id.
+pub fn rule(id: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|r| r.id == id)
+}
+
+pub(crate) fn r(id: &str) -> &'static Rule {
+    rule(id).expect("rule ids used in code exist in RULES")
+}
+
+// ---------------------------------------------------------------------------------------
+// Names
+
+/// git `utf8.c` `next_hfs_char`: the next code point, skipping those HFS+ ignores.
+/// `None` at the end; `Some(None)` for malformed UTF-8 (cannot be `.git`).
+fn hfs_chars(name: &[u8]) -> impl Iterator<Item = Option<char>> + '_ {
+    const IGNORED: &[u32] = &[
+        0x200c, 0x200d, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x206a, 0x206b,
+        0x206c, 0x206d, 0x206e, 0x206f, 0xfeff,
+    ];
+    let s = std::str::from_utf8(name).ok();
+    let bad = s.is_none();
+    s.unwrap_or("")
+        .chars()
+        .filter(|c| !IGNORED.contains(&(*c as u32)))
+        .map(Some)
+        .chain(bad.then_some(None))
+}
+
+/// git `is_hfs_dot_generic`: does `name` read as `.<needle>` on HFS+ (case-folded, with
+/// ignorable code points dropped)?
+fn is_hfs_dot(name: &[u8], needle: &str) -> bool {
+    let mut it = hfs_chars(name);
+    if it.next() != Some(Some('.')) {
+        return false;
+    }
+    for want in needle.chars() {
+        match it.next() {
+            Some(Some(c)) if c.is_ascii() && c.to_ascii_lowercase() == want => {}
+            _ => return false,
+        }
+    }
+    it.next().is_none()
+}
+
+/// git `is_ntfs_dotgit`: `.git` or `git~1` (any case), followed only by dots and spaces, or
+/// by a colon (an alternate data stream) or a backslash.
+fn is_ntfs_dotgit(name: &[u8]) -> bool {
+    let rest = if name.len() >= 4 && name[0] == b'.' && name[1..4].eq_ignore_ascii_case(b"git") {
+        &name[4..]
+    } else if name.len() >= 5 && name[..3].eq_ignore_ascii_case(b"git") && &name[3..5] == b"~1" {
+        &name[5..]
+    } else {
+        return false;
+    };
+    for &c in rest {
+        if c == b'\\' || c == b'/' || c == b':' {
+            return true;
+        }
+        if c != b'.' && c != b' ' {
+            return false;
+        }
+    }
+    true
+}
+
+/// Would git, or a case-insensitive, NTFS or HFS+ filesystem, treat this path component as
+/// `.git`?
+pub fn is_dotgit_like(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b".git") || is_ntfs_dotgit(name) || is_hfs_dot(name, "git")
+}
+
+/// git `is_ntfs_dot_generic`: `.<name>` followed by dots/spaces, the 6-character short name
+/// `~1`..`~4`, or the fallback short name `<prefix>~<digits>`.
+fn is_ntfs_dot_generic(name: &[u8], dotname: &str, prefix: &str) -> bool {
+    let only_spaces_and_periods = |rest: &[u8]| {
+        for &c in rest {
+            if c == b':' {
+                return true;
+            }
+            if c != b' ' && c != b'.' {
+                return false;
+            }
+        }
+        true
+    };
+    let d = dotname.as_bytes();
+    if name.first() == Some(&b'.')
+        && name.len() > d.len()
+        && name[1..=d.len()].eq_ignore_ascii_case(d)
+    {
+        return only_spaces_and_periods(&name[d.len() + 1..]);
+    }
+    if name.len() >= 8
+        && name[..6].eq_ignore_ascii_case(&d[..6])
+        && name[6] == b'~'
+        && (b'1'..=b'4').contains(&name[7])
+    {
+        return only_spaces_and_periods(&name[8..]);
+    }
+    let p = prefix.as_bytes();
+    let mut i = 0;
+    let mut saw_tilde = false;
+    while i < 8 {
+        let Some(&c) = name.get(i) else {
+            return false;
+        };
+        if saw_tilde {
+            if !c.is_ascii_digit() {
+                return false;
+            }
+        } else if c == b'~' {
+            i += 1;
+            match name.get(i) {
+                Some(b'1'..=b'9') => {}
+                _ => return false,
+            }
+            saw_tilde = true;
+        } else if i >= 6 || c & 0x80 != 0 || c.to_ascii_lowercase() != p[i] {
+            return false;
+        }
+        i += 1;
+    }
+    only_spaces_and_periods(&name[8..])
+}
+
+/// The tree dotfile (`.gitmodules`, `.gitattributes`, …) this component names on some
+/// filesystem, if any.
+pub fn dotfile_of(name: &[u8]) -> Option<&'static TreeDotfile> {
+    catalogue::TREE_DOTFILES.iter().find(|d| {
+        (name.first() == Some(&b'.') && name[1..].eq_ignore_ascii_case(d.name.as_bytes()))
+            || is_hfs_dot(name, d.name)
+            || is_ntfs_dot_generic(name, d.name, d.ntfs_prefix)
+    })
+}
+
+/// git `verify_path` component checks beyond `.git`: empty, `.`, `..`, or a backslash.
+pub fn invalid_component(name: &[u8]) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("empty path component")
+    } else if name == b"." || name == b".." {
+        Some("'.' or '..' as a path component")
+    } else if name.contains(&b'\\') {
+        Some("backslash in a path component (a folder separator on Windows)")
+    } else {
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Symlink targets
+
+/// What is wrong with a symbolic link at `link_path` (tree-relative) pointing at `target`.
+pub fn symlink_problem(link_path: &[u8], target: &[u8]) -> Option<(&'static str, String)> {
+    let is_sep = |c: &u8| *c == b'/' || *c == b'\\';
+    let first = target.first();
+    let drive = target.len() >= 2 && target[0].is_ascii_alphabetic() && target[1] == b':';
+    if first.is_some_and(is_sep) || drive {
+        return Some(("GW-SCAN-020", "target is an absolute path".into()));
+    }
+    if target.split(is_sep).any(is_dotgit_like) {
+        return Some(("GW-SCAN-022", "target enters a .git folder".into()));
+    }
+    // Resolve lexically from the link's folder; '..' above the top leaves the tree.
+    let mut depth: i64 = link_path.split(|c| *c == b'/').count() as i64 - 1;
+    for c in target.split(is_sep) {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                depth -= 1;
+                if depth < 0 {
+                    return Some((
+                        "GW-SCAN-021",
+                        "target climbs above the top of the tree".into(),
+                    ));
+                }
+            }
+            _ => depth += 1,
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------
+// .gitattributes
+
+/// git `attr.c`: lines longer than this are refused (CVE-2022-23521 fix).
+pub const ATTR_MAX_LINE_LENGTH: usize = 2048;
+/// git `attr.c`: attribute files larger than this are refused.
+pub const ATTR_MAX_FILE_SIZE: u64 = 100 * 1024 * 1024;
+
+/// A finding inside a `.gitattributes` file: rule id and why.
+pub fn check_attributes(bytes: &[u8]) -> Vec<(&'static str, String)> {
+    let mut out: Vec<(&'static str, String)> = Vec::new();
+    let mut push = |id: &'static str, why: String| {
+        if !out.iter().any(|(i, _)| *i == id) {
+            out.push((id, why));
+        }
+    };
+    for (n, line) in bytes.split(|c| *c == b'\n').enumerate() {
+        let lineno = n + 1;
+        if line.len() > ATTR_MAX_LINE_LENGTH {
+            push(
+                "GW-SCAN-005",
+                format!(
+                    "line {lineno} is {} bytes (git's limit is {ATTR_MAX_LINE_LENGTH})",
+                    line.len()
+                ),
+            );
+            continue;
+        }
+        let blank = |c: &u8| matches!(c, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c);
+        let start = line.iter().position(|c| !blank(c)).unwrap_or(line.len());
+        let line = &line[start..];
+        if line.is_empty() || line[0] == b'#' {
+            continue;
+        }
+        // The pattern (or `[attr]name`): quoted C-style or up to the first blank.
+        let (head, rest) = if line[0] == b'"' {
+            let mut i = 1;
+            while i < line.len() && line[i] != b'"' {
+                i += if line[i] == b'\\' { 2 } else { 1 };
+            }
+            let end = (i + 1).min(line.len());
+            (&line[..end], &line[end..])
+        } else {
+            let end = line.iter().position(blank).unwrap_or(line.len());
+            (&line[..end], &line[end..])
+        };
+        let macro_name = head.strip_prefix(b"[attr]");
+        let place = match macro_name {
+            Some(m) => format!(
+                "line {lineno}, in macro [attr]{}",
+                String::from_utf8_lossy(m)
+            ),
+            None => format!("line {lineno}"),
+        };
+        for tok in rest.split(blank).filter(|t| !t.is_empty()) {
+            if tok.starts_with(b"-") || tok.starts_with(b"!") {
+                continue;
+            }
+            let (name, value) = match tok.iter().position(|c| *c == b'=') {
+                Some(eq) => (&tok[..eq], Some(&tok[eq + 1..])),
+                None => (tok, None),
+            };
+            let shown = || String::from_utf8_lossy(tok).into_owned();
+            match (name, value) {
+                (b"filter", Some(_)) => push("GW-SCAN-001", format!("{place}: {}", shown())),
+                (b"diff", Some(_)) => push("GW-SCAN-002", format!("{place}: {}", shown())),
+                (b"merge", Some(_)) => push("GW-SCAN-003", format!("{place}: {}", shown())),
+                (b"export-subst", None) => push("GW-SCAN-004", format!("{place}: export-subst")),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// .gitmodules
+
+fn traversal_or_odd(v: &[u8]) -> Option<&'static str> {
+    if v.contains(&b'\r') || v.contains(&b'\n') {
+        Some("holds a CR or LF")
+    } else if v.first() == Some(&b'-') {
+        Some("starts with '-'")
+    } else if v.first() == Some(&b'/') {
+        Some("is absolute")
+    } else if v.split(|c| *c == b'/' || *c == b'\\').any(|c| c == b"..") {
+        Some("has a '..' component")
+    } else {
+        None
+    }
+}
+
+/// Findings inside a `.gitmodules` file: rule id and why.
+pub fn check_gitmodules(bytes: &[u8]) -> Vec<(&'static str, String)> {
+    let mut out: Vec<(&'static str, String)> = Vec::new();
+    // A CR not ending a CRLF line survives into values on some git versions
+    // (CVE-2025-48384): flag it before and whatever the parser makes of it.
+    if bytes
+        .iter()
+        .enumerate()
+        .any(|(i, c)| *c == b'\r' && bytes.get(i + 1) != Some(&b'\n'))
+    {
+        out.push(("GW-SCAN-014", "holds a CR that does not end a line".into()));
+    }
+    let meta = gix::config::file::Metadata::api();
+    let file = match gix::config::File::from_bytes_no_includes(bytes, meta, Default::default()) {
+        Ok(f) => f,
+        Err(e) => {
+            out.push(("GW-SCAN-014", format!("not valid git config: {e}")));
+            return out;
+        }
+    };
+    for section in file.sections() {
+        if !section.header().name().eq_ignore_ascii_case(b"submodule") {
+            continue;
+        }
+        let name = section
+            .header()
+            .subsection_name()
+            .map(|s| s.to_vec())
+            .unwrap_or_default();
+        let shown_name = super::escape_path(&name);
+        if let Some(p) = traversal_or_odd(&name) {
+            out.push(("GW-SCAN-012", format!("submodule name {shown_name:?} {p}")));
+        }
+        for key in section.value_names() {
+            let k = key.to_string().to_ascii_lowercase();
+            for v in section.values(key.as_ref()) {
+                match k.as_str() {
+                    "path" => {
+                        if let Some(p) = traversal_or_odd(&v) {
+                            out.push((
+                                "GW-SCAN-012",
+                                format!(
+                                    "submodule {shown_name:?} path {:?} {p}",
+                                    super::escape_path(&v)
+                                ),
+                            ));
+                        }
+                    }
+                    "url" => {
+                        let url = String::from_utf8_lossy(&v);
+                        use catalogue::UrlDanger::*;
+                        match catalogue::classify_url(&url) {
+                            Some(d @ (Ext | Helper | DashLeading | ControlChar)) => out.push((
+                                "GW-SCAN-010",
+                                format!(
+                                    "submodule {shown_name:?} url {:?} ({d:?})",
+                                    super::escape_path(&v)
+                                ),
+                            )),
+                            Some(Local) => out.push((
+                                "GW-SCAN-011",
+                                format!(
+                                    "submodule {shown_name:?} url {url:?} is local or relative"
+                                ),
+                            )),
+                            None => {}
+                        }
+                    }
+                    "update" if v.trim_ascii_start().first() == Some(&b'!') => {
+                        out.push((
+                            "GW-SCAN-013",
+                            format!(
+                                "submodule {shown_name:?} update = {:?}",
+                                super::escape_path(&v)
+                            ),
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// config files in trees
+
+/// Does this file have a `[core]` section (`[core]`, `[Core]`, `[core "x"]`)?
+pub fn has_core_section(bytes: &[u8]) -> bool {
+    bytes.split(|c| *c == b'\n').any(|line| {
+        let l = line.trim_ascii_start();
+        l.len() >= 5
+            && l[0] == b'['
+            && l[1..5].eq_ignore_ascii_case(b"core")
+            && matches!(l.get(5), Some(b']' | b' ' | b'\t' | b'"' | b'.'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_ids_are_unique_and_well_formed() {
+        let mut ids: Vec<_> = RULES.iter().map(|r| r.id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), RULES.len());
+        for r in RULES {
+            assert!(r.id.starts_with("GW-SCAN-") && r.id.len() == 11, "{}", r.id);
+        }
+    }
+
+    #[test]
+    fn dotgit_like_follows_git() {
+        for yes in [
+            &b".git"[..],
+            b".GIT",
+            b".Git",
+            b".git.",
+            b".git ",
+            b".git. . ",
+            b"git~1",
+            b"GIT~1",
+            b".git::$INDEX_ALLOCATION",
+            b".git\\hooks",
+            ".g\u{200c}it".as_bytes(),
+            "\u{feff}.GIT".as_bytes(),
+            ".gi\u{206f}t".as_bytes(),
+        ] {
+            assert!(is_dotgit_like(yes), "{:?}", String::from_utf8_lossy(yes));
+        }
+        for no in [
+            &b".gitx"[..],
+            b"git",
+            b".gitignore",
+            b"git~2",
+            b"x.git",
+            b".g1t",
+            ".gıt".as_bytes(),
+        ] {
+            assert!(!is_dotgit_like(no), "{:?}", String::from_utf8_lossy(no));
+        }
+    }
+
+    #[test]
+    fn dotfiles_fold_like_git() {
+        let m = |n: &str| dotfile_of(n.as_bytes()).map(|d| d.name);
+        assert_eq!(m(".gitmodules"), Some("gitmodules"));
+        assert_eq!(m(".GITMODULES"), Some("gitmodules"));
+        assert_eq!(m(".gitmodules ."), Some("gitmodules"));
+        assert_eq!(m("GITMOD~1"), Some("gitmodules"));
+        assert_eq!(m("gi7eba~9"), Some("gitmodules"));
+        assert_eq!(m(".gitattributes"), Some("gitattributes"));
+        assert_eq!(m(".git\u{200d}attributes"), Some("gitattributes"));
+        assert_eq!(m("gitmodules"), None);
+        assert_eq!(m(".gitmodulesx"), None);
+        assert_eq!(m("README"), None);
+    }
+
+    #[test]
+    fn symlink_targets() {
+        assert_eq!(
+            symlink_problem(b"a", b"/etc/passwd").unwrap().0,
+            "GW-SCAN-020"
+        );
+        assert_eq!(symlink_problem(b"a", b"C:\\x").unwrap().0, "GW-SCAN-020");
+        assert_eq!(symlink_problem(b"a", b"../x").unwrap().0, "GW-SCAN-021");
+        assert_eq!(
+            symlink_problem(b"d/a", b"../../x").unwrap().0,
+            "GW-SCAN-021"
+        );
+        assert_eq!(
+            symlink_problem(b"d/a", b"x/../../../y").unwrap().0,
+            "GW-SCAN-021"
+        );
+        assert_eq!(
+            symlink_problem(b"a", b".git/hooks").unwrap().0,
+            "GW-SCAN-022"
+        );
+        assert_eq!(symlink_problem(b"a", b"x/.GIT").unwrap().0, "GW-SCAN-022");
+        assert!(symlink_problem(b"d/a", b"../x").is_none());
+        assert!(symlink_problem(b"a", b"docs/readme.md").is_none());
+        assert!(symlink_problem(b"d/e/a", b"../../f").is_none());
+    }
+
+    #[test]
+    fn attributes_lines() {
+        let ids = |s: &str| {
+            check_attributes(s.as_bytes())
+                .into_iter()
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids("*.c filter=x\n"), ["GW-SCAN-001"]);
+        assert_eq!(ids("  \"a b\" diff=x\n"), ["GW-SCAN-002"]);
+        assert_eq!(ids("[attr]evil merge=x\n*.c evil\n"), ["GW-SCAN-003"]);
+        assert_eq!(ids("*.c export-subst\n"), ["GW-SCAN-004"]);
+        assert!(ids("*.c text eol=lf -diff !merge -filter binary diff\n# filter=x\n").is_empty());
+        let long = format!("*.c {}\n", "a".repeat(3000));
+        assert_eq!(ids(&long), ["GW-SCAN-005"]);
+    }
+
+    #[test]
+    fn gitmodules_checks() {
+        let ids = |s: &str| {
+            check_gitmodules(s.as_bytes())
+                .into_iter()
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            ids("[submodule \"a\"]\n\tpath = a\n\turl = https://example.com/a.git\n").is_empty()
+        );
+        assert_eq!(
+            ids("[submodule \"a\"]\n\tpath = a\n\turl = ext::sh -c x\n"),
+            ["GW-SCAN-010"]
+        );
+        assert_eq!(
+            ids("[submodule \"a\"]\n\tpath = a\n\turl = ../a.git\n"),
+            ["GW-SCAN-011"]
+        );
+        assert_eq!(
+            ids("[submodule \"../../x\"]\n\tpath = a\n\turl = https://e/a\n"),
+            ["GW-SCAN-012"]
+        );
+        assert_eq!(
+            ids("[submodule \"a\"]\n\tpath = -a\n\turl = https://e/a\n"),
+            ["GW-SCAN-012"]
+        );
+        assert_eq!(
+            ids("[submodule \"a\"]\n\tpath = a\n\tupdate = !sh x\n\turl = https://e/a\n"),
+            ["GW-SCAN-013"]
+        );
+        assert!(ids("[submodule \"a\"]\r\n\tpath = a\r\n\turl = https://e/a\r\n").is_empty());
+        assert!(
+            ids("[submodule \"a\"]\n\tpath = \"a\r\"\n\turl = https://e/a\n")
+                .contains(&"GW-SCAN-014")
+        );
+    }
+
+    #[test]
+    fn core_section() {
+        assert!(has_core_section(b"[core]\n\tbare = true\n"));
+        assert!(has_core_section(b"  [Core \"x\"]\n"));
+        assert!(!has_core_section(b"[corex]\n"));
+        assert!(!has_core_section(b"core = 1\n"));
+    }
+}

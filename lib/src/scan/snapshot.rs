@@ -1,0 +1,208 @@
+//! The ref snapshot taken at `wt-check pin`: every ref of the repository and of each of its
+//! worktrees, so that the end-of-turn scan knows which commits are new.
+
+use super::{open_repo, ScanError};
+use gix::refs::TargetRef;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Version of the serialised [`RefSnapshot`] format. Bumped on incompatible changes; a
+/// snapshot of another version is refused rather than misread.
+pub const SNAPSHOT_FORMAT: u32 = 1;
+
+/// Where one ref pointed when the snapshot was taken.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefValue {
+    /// The object the ref resolves to (hex), after following symbolic refs but without
+    /// peeling tags. `None` for a symbolic ref whose target does not exist (an unborn branch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// For a symbolic ref (`HEAD` on a branch), the full name it points at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbolic: Option<String>,
+}
+
+/// All refs of a repository at one moment: branches, remote-tracking branches, tags, notes,
+/// the stash, `refs/replace/*`, and for every worktree its `HEAD` and per-worktree refs
+/// (`refs/worktree/*`, `refs/bisect/*`, `refs/rewritten/*`).
+///
+/// Names follow git's own spelling: shared refs by their full name (`refs/heads/main`),
+/// per-worktree refs with git's worktree prefix — `main-worktree/HEAD`,
+/// `worktrees/<id>/HEAD`, `worktrees/<id>/refs/bisect/bad` — which `git rev-parse`
+/// understands as written.
+///
+/// Invariant: `take` fails rather than returning a partial snapshot, so a later scan never
+/// treats an unread ref as "known".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefSnapshot {
+    pub format: u32,
+    /// The object format of the ids (`sha1`, `sha256`).
+    pub object_hash: String,
+    pub refs: BTreeMap<String, RefValue>,
+}
+
+/// Ref prefixes that belong to one worktree (git `refs.c`: `is_per_worktree_ref`).
+pub(crate) const PER_WORKTREE_PREFIXES: &[&str] =
+    &["refs/worktree/", "refs/bisect/", "refs/rewritten/"];
+
+/// The worktree prefix of the main worktree's per-worktree refs and `HEAD`.
+pub const MAIN_WORKTREE: &str = "main-worktree/";
+
+impl RefSnapshot {
+    /// Read every ref of the repository whose git dir (or common dir, or a linked worktree's
+    /// git dir) is `repo_git_dir`. Objects are read with gix; no program is run.
+    pub fn take(repo_git_dir: &Path) -> Result<Self, ScanError> {
+        let repo = open_repo(repo_git_dir)?;
+        Self::take_from(&repo)
+    }
+
+    pub(crate) fn take_from(repo: &gix::Repository) -> Result<Self, ScanError> {
+        let common = repo.common_dir().to_path_buf();
+        // Read from the main git dir, whichever worktree's git dir we were given.
+        let main = if repo.git_dir() == common {
+            None
+        } else {
+            Some(open_repo(&common)?)
+        };
+        let main = main.as_ref().unwrap_or(repo);
+        let mut refs = BTreeMap::new();
+        let err = |what: &str, e: &dyn std::fmt::Display| ScanError::Refs {
+            git_dir: main.git_dir().to_path_buf(),
+            message: format!("{what}: {e}"),
+        };
+
+        let platform = main.references().map_err(|e| err("listing refs", &e))?;
+        for r in platform.all().map_err(|e| err("listing refs", &e))? {
+            let r = r.map_err(|e| err("reading a ref", &e))?;
+            let name = r.name().as_bstr().to_string();
+            let key = if PER_WORKTREE_PREFIXES.iter().any(|p| name.starts_with(p)) {
+                format!("{MAIN_WORKTREE}{name}")
+            } else {
+                name
+            };
+            refs.insert(
+                key,
+                value_of(main, r).map_err(|e| err("resolving a ref", &e))?,
+            );
+        }
+        let head = read_head(main).map_err(|e| err("reading HEAD", &e))?;
+        if let Some(head) = head {
+            refs.insert(format!("{MAIN_WORKTREE}HEAD"), head);
+        }
+
+        // Linked worktrees: git lists `$GIT_COMMON_DIR/worktrees/<id>/` entries; each has
+        // its own HEAD and per-worktree refs.
+        let wt_root = common.join("worktrees");
+        let mut ids = Vec::new();
+        match std::fs::read_dir(&wt_root) {
+            Ok(rd) => {
+                for e in rd {
+                    let e = e.map_err(|e| ScanError::Io {
+                        path: wt_root.clone(),
+                        source: e,
+                    })?;
+                    let ft = e.file_type().map_err(|source| ScanError::Io {
+                        path: e.path(),
+                        source,
+                    })?;
+                    // A link where an entry folder is expected is not followed.
+                    if ft.is_dir() {
+                        ids.push(e.file_name());
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(ScanError::Io {
+                    path: wt_root,
+                    source,
+                })
+            }
+        }
+        ids.sort();
+        for id in ids {
+            let idstr = id.to_string_lossy().into_owned();
+            let dir = wt_root.join(&id);
+            // git skips an entry without a readable HEAD; gix cannot open it either.
+            if !dir.join("HEAD").is_file() {
+                continue;
+            }
+            let wt = open_repo(&dir)?;
+            let werr = |what: &str, e: &dyn std::fmt::Display| ScanError::Refs {
+                git_dir: dir.clone(),
+                message: format!("{what}: {e}"),
+            };
+            if let Some(head) = read_head(&wt).map_err(|e| werr("reading HEAD", &e))? {
+                refs.insert(format!("worktrees/{idstr}/HEAD"), head);
+            }
+            let platform = wt.references().map_err(|e| werr("listing refs", &e))?;
+            for prefix in PER_WORKTREE_PREFIXES {
+                let prefix: &str = prefix;
+                let it = platform
+                    .prefixed(prefix)
+                    .map_err(|e| werr("listing refs", &e))?;
+                for r in it {
+                    let r = r.map_err(|e| werr("reading a ref", &e))?;
+                    let name = r.name().as_bstr().to_string();
+                    let v = value_of(&wt, r).map_err(|e| werr("resolving a ref", &e))?;
+                    refs.insert(format!("worktrees/{idstr}/{name}"), v);
+                }
+            }
+        }
+
+        Ok(RefSnapshot {
+            format: SNAPSHOT_FORMAT,
+            object_hash: main.object_hash().to_string(),
+            refs,
+        })
+    }
+
+    /// Parse a snapshot written by [`RefSnapshot::to_json`]; refuses another format version.
+    pub fn from_json(text: &str) -> Result<Self, ScanError> {
+        let s: RefSnapshot =
+            serde_json::from_str(text).map_err(|e| ScanError::Snapshot(e.to_string()))?;
+        if s.format != SNAPSHOT_FORMAT {
+            return Err(ScanError::Snapshot(format!(
+                "format {} (this build reads format {SNAPSHOT_FORMAT})",
+                s.format
+            )));
+        }
+        Ok(s)
+    }
+
+    /// The snapshot as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("snapshots serialise")
+    }
+}
+
+/// Follow a ref through symbolic refs to an object id (tags are not peeled).
+fn value_of(
+    repo: &gix::Repository,
+    mut r: gix::Reference<'_>,
+) -> Result<RefValue, Box<dyn std::error::Error + Send + Sync>> {
+    match r.target() {
+        TargetRef::Object(id) => Ok(RefValue {
+            id: Some(id.to_string()),
+            symbolic: None,
+        }),
+        TargetRef::Symbolic(name) => {
+            let symbolic = Some(name.as_bstr().to_string());
+            let id = match repo.try_find_reference(name)? {
+                Some(_) => Some(r.follow_to_object()?.to_string()),
+                None => None,
+            };
+            Ok(RefValue { id, symbolic })
+        }
+    }
+}
+
+fn read_head(
+    repo: &gix::Repository,
+) -> Result<Option<RefValue>, Box<dyn std::error::Error + Send + Sync>> {
+    match repo.try_find_reference("HEAD")? {
+        Some(r) => Ok(Some(value_of(repo, r)?)),
+        None => Ok(None),
+    }
+}

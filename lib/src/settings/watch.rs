@@ -1,0 +1,674 @@
+//! `settings-watch`: inotify on the folders of the guarded files; every write judged the
+//! moment it lands, widening ones held and reverted.
+//!
+//! Watched: each root's folder and every folder below it that could hold a guarded file
+//! ([`Rules::may_contain`], case-insensitive), so a file created, replaced by rename (an
+//! editor's atomic save), written in place, turned into a link, or whose folder is deleted and
+//! recreated is seen. Triggers are only triggers: every decision reads the path again,
+//! without following links, under the store lock.
+//!
+//! When to judge: on `IN_CLOSE_WRITE` and `IN_MOVED_TO` at once (the write is complete); on
+//! `IN_DELETE`/`IN_MOVED_FROM` at once (the file is gone); a link created at once. A file
+//! created or modified but not yet closed, or found in a folder just created, is judged once
+//! it has been quiet for [`QUIET`] (at most [`QUIET_MAX`] after the first event), so a writer
+//! is not reverted half-way through its write. `IN_Q_OVERFLOW` → a full rescan.
+//!
+//! The approved state lives in the held store (`Policy::held_dir()`); at the first start for a
+//! root it is initialised from the files as they are (marker `roots/<hash>` in the store).
+
+use super::{
+    accept, change_of, hold_and_revert, list_dir, recover, Action, Outcome, Rules, SettingsError,
+    Snapshot,
+};
+use crate::events::{Event, EventKind, Tool};
+use crate::held::nofollow;
+use crate::held::{Content, Store};
+use crate::policy::{Policy, PolicyError};
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+use std::collections::{BTreeSet, HashMap};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A file written but not closed is judged after it has been quiet this long.
+pub const QUIET: Duration = Duration::from_millis(150);
+/// … and at the latest this long after its first event.
+pub const QUIET_MAX: Duration = Duration::from_secs(2);
+
+/// What to watch, from the policy.
+#[derive(Debug, Clone)]
+pub struct WatchConfig {
+    /// Folders whose guarded files are watched: the repository, the session's existing
+    /// worktrees, and the `[settings] roots` of the policy.
+    pub roots: Vec<PathBuf>,
+    pub rules: Rules,
+    /// The held-writes store folder.
+    pub store_dir: PathBuf,
+    pub session: Option<String>,
+}
+
+impl WatchConfig {
+    /// Roots and rules of a policy. The repository is always a root; each folder already in
+    /// the session's worktree folder is one too; `[settings] roots = [...]` adds more
+    /// (absolute paths).
+    pub fn from_policy(policy: &Policy, home: &Path) -> Result<WatchConfig, PolicyError> {
+        let rules = Rules::from_policy(policy, home)?;
+        let mut roots = vec![policy.repo.clone()];
+        if let Ok(rd) = std::fs::read_dir(&policy.worktree_dir) {
+            let mut wts: Vec<PathBuf> = rd
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect();
+            wts.sort();
+            roots.extend(wts);
+        }
+        if let Some(toml::Value::Array(extra)) = policy.settings.get("roots") {
+            for (i, r) in extra.iter().enumerate() {
+                let key = format!("settings.roots[{i}]");
+                let p = r
+                    .as_str()
+                    .map(PathBuf::from)
+                    .filter(|p| p.is_absolute())
+                    .ok_or_else(|| PolicyError {
+                        file: policy.file.clone(),
+                        key: key.clone(),
+                        rule: "must be an absolute path (a string)".into(),
+                    })?;
+                roots.push(crate::policy::resolve(&p));
+            }
+        }
+        roots.dedup();
+        Ok(WatchConfig {
+            roots,
+            rules,
+            store_dir: policy.held_dir(),
+            session: Some(policy.session.clone()),
+        })
+    }
+}
+
+struct Root {
+    path: PathBuf,
+    fd: OwnedFd,
+}
+
+/// The watcher's state. [`Watcher::check`] is one pass; [`Watcher::run`] loops on inotify.
+pub struct Watcher {
+    cfg: WatchConfig,
+    store: Store,
+    roots: Vec<Root>,
+    source: &'static str,
+}
+
+/// Summary of one pass.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PassSummary {
+    pub held: usize,
+    pub accepted: usize,
+    pub recovered: usize,
+}
+
+fn marker_name(root: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in root.as_os_str().as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+impl Watcher {
+    /// Open the store and the roots; initialise the approved state of a root seen for the
+    /// first time from its files as they are.
+    pub fn open(cfg: WatchConfig) -> Result<Watcher, SettingsError> {
+        let store = Store::open(&cfg.store_dir)?;
+        let mut roots = Vec::new();
+        for p in &cfg.roots {
+            let fd = nofollow::open_root(p).map_err(|source| SettingsError::Io {
+                path: p.clone(),
+                op: "open root",
+                source,
+            })?;
+            roots.push(Root {
+                path: p.clone(),
+                fd,
+            });
+        }
+        let w = Watcher {
+            cfg,
+            store,
+            roots,
+            source: "settings-watch",
+        };
+        w.initialise()?;
+        Ok(w)
+    }
+
+    /// The store (for `held list|show|approve|reject`).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn initialise(&self) -> Result<(), SettingsError> {
+        let dir = self.store.dir().join("roots");
+        std::fs::create_dir_all(&dir).map_err(|source| SettingsError::Io {
+            path: dir.clone(),
+            op: "create folder",
+            source,
+        })?;
+        for r in &self.roots {
+            let marker = dir.join(marker_name(&r.path));
+            if marker.exists() {
+                continue;
+            }
+            let _lock = self.store.lock()?;
+            let snap = Snapshot::capture(&r.path, &self.cfg.rules)?;
+            for (rel, c) in &snap.files {
+                let p = r.path.join(rel);
+                if self.store.approved(&p)?.is_none() {
+                    self.store.set_approved(&p, c)?;
+                }
+            }
+            std::fs::write(&marker, r.path.as_os_str().as_encoded_bytes())
+                .and_then(|_| std::fs::File::open(&dir)?.sync_all())
+                .map_err(|source| SettingsError::Io {
+                    path: marker.clone(),
+                    op: "write root marker",
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Judge one guarded path of root `ri` against its approved state and act.
+    pub fn evaluate(
+        &self,
+        ri: usize,
+        rel: &str,
+        emit: &mut dyn FnMut(&Event),
+    ) -> Result<Option<Outcome>, SettingsError> {
+        let r = &self.roots[ri];
+        let _lock = self.store.lock()?;
+        let file_rule = self.cfg.rules.lookup(rel).is_some();
+        let mut now = nofollow::read(&r.fd, rel).map_err(|source| SettingsError::Io {
+            path: r.path.join(rel),
+            op: "read",
+            source,
+        })?;
+        if !file_rule {
+            // A folder on a guarded path: only a link there matters.
+            if !matches!(&now, Content::Link { at, .. } if at == rel) {
+                now = Content::Absent;
+            }
+        }
+        let path = r.path.join(rel);
+        let approved = self.store.approved(&path)?.unwrap_or(Content::Absent);
+        let Some(change) = change_of(&r.path, rel, &approved, &now, &self.cfg.rules) else {
+            return Ok(None);
+        };
+        let outcome = if change.verdict.is_held() {
+            let o = hold_and_revert(&self.store, &change, &self.cfg.rules, self.source)?;
+            if let Content::Link { at, .. } = &change.after {
+                // The link is gone; put back every approved file below the folder it replaced.
+                let prefix = r.path.join(at);
+                for (p, c) in self.store.approved_all()? {
+                    if p.starts_with(&prefix) && p != prefix && !matches!(c, Content::Absent) {
+                        if let Ok(sub) = p.strip_prefix(&r.path) {
+                            let sub = sub.to_string_lossy();
+                            nofollow::write_atomic(&r.fd, &sub, &c).map_err(|source| {
+                                SettingsError::Io {
+                                    path: p.clone(),
+                                    op: "restore",
+                                    source,
+                                }
+                            })?;
+                        }
+                    }
+                }
+            }
+            o
+        } else {
+            accept(&self.store, &change, self.source)?
+        };
+        emit(&self.event(outcome.event()));
+        for d in &outcome.displaced {
+            emit(
+                &self.event(
+                    Event::new(
+                        Tool::SettingsWatch,
+                        EventKind::SettingsWriteHeld,
+                        format!(
+                            "write to {} made during a revert held as {}",
+                            d.new.rel, d.id
+                        ),
+                    )
+                    .path(&d.path)
+                    .with("rel", d.new.rel.clone())
+                    .with("rule", d.new.rule.clone())
+                    .with("id", d.id.clone())
+                    .with("verdict", d.new.verdict.clone())
+                    .with("reasons", d.new.reasons.clone())
+                    .with("diff", d.new.diff.clone()),
+                ),
+            );
+        }
+        Ok(Some(outcome))
+    }
+
+    fn event(&self, e: Event) -> Event {
+        e.session(self.cfg.session.as_deref())
+    }
+
+    /// Every guarded path of root `ri`: those present now and those with an approved record.
+    fn known_paths(&self, ri: usize, snap: &Snapshot) -> Result<BTreeSet<String>, SettingsError> {
+        let r = &self.roots[ri];
+        let mut rels: BTreeSet<String> = snap.files.keys().cloned().collect();
+        for (p, _) in self.store.approved_all()? {
+            if let Ok(rel) = p.strip_prefix(&r.path) {
+                let rel = rel.to_string_lossy().into_owned();
+                if self.cfg.rules.lookup(&rel).is_some() && self.roots_owning(&p) == Some(ri) {
+                    rels.insert(rel);
+                }
+            }
+        }
+        Ok(rels)
+    }
+
+    /// The root a path belongs to (the longest root that contains it).
+    fn roots_owning(&self, p: &Path) -> Option<usize> {
+        self.roots
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| p.starts_with(&r.path))
+            .max_by_key(|(_, r)| r.path.as_os_str().len())
+            .map(|(i, _)| i)
+    }
+
+    /// One full pass over every root: finish interrupted reverts, then judge every guarded
+    /// path. `settings-watch check` is exactly this.
+    pub fn check(&self, emit: &mut dyn FnMut(&Event)) -> Result<PassSummary, SettingsError> {
+        let mut sum = PassSummary::default();
+        for ri in 0..self.roots.len() {
+            let snap = Snapshot::capture(&self.roots[ri].path, &self.cfg.rules)?;
+            if !snap.leftovers.is_empty() {
+                let _lock = self.store.lock()?;
+                for h in recover(&self.store, &snap, &self.cfg.rules, self.source)? {
+                    sum.recovered += 1;
+                    emit(
+                        &self.event(
+                            Event::new(
+                                Tool::SettingsWatch,
+                                EventKind::SettingsWriteHeld,
+                                format!(
+                                    "write to {} found after an interrupted revert; held as {}",
+                                    h.new.rel, h.id
+                                ),
+                            )
+                            .path(&h.path)
+                            .with("rel", h.new.rel.clone())
+                            .with("rule", h.new.rule.clone())
+                            .with("id", h.id.clone())
+                            .with("verdict", h.new.verdict.clone())
+                            .with("reasons", h.new.reasons.clone())
+                            .with("diff", h.new.diff.clone()),
+                        ),
+                    );
+                }
+            }
+            for rel in self.known_paths(ri, &snap)? {
+                if let Some(o) = self.evaluate(ri, &rel, emit)? {
+                    match o.action {
+                        Action::Held => sum.held += 1,
+                        _ => sum.accepted += 1,
+                    }
+                }
+            }
+        }
+        Ok(sum)
+    }
+
+    /// Watch until SIGTERM / SIGINT / SIGHUP (clean shutdown: the current decision finishes,
+    /// then `watch_stopped`). The signals are blocked in this thread and read from a signalfd.
+    pub fn run(&self, emit: &mut dyn FnMut(&Event)) -> Result<(), SettingsError> {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        use nix::sys::signal::{SigSet, Signal};
+        use nix::sys::signalfd::{SfdFlags, SignalFd};
+        let mut mask = SigSet::empty();
+        for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+            mask.add(s);
+        }
+        mask.thread_block().map_err(|e| self.werr(e))?;
+        let sfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+            .map_err(|e| self.werr(e))?;
+        let ino = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
+            .map_err(|e| self.werr(e))?;
+        let mut st = RunState {
+            wds: HashMap::new(),
+            deferred: HashMap::new(),
+        };
+        for ri in 0..self.roots.len() {
+            self.watch_tree(&ino, &mut st, ri, "")?;
+        }
+        // Judge what changed while we were not watching (watches are in place first, so
+        // nothing slips between the pass and the loop).
+        let sum = self.check(emit)?;
+        emit(
+            &self.event(
+                Event::new(
+                    Tool::SettingsWatch,
+                    EventKind::WatchStarted,
+                    format!(
+                        "watching {} folders in {} roots",
+                        st.wds.len(),
+                        self.roots.len()
+                    ),
+                )
+                .with(
+                    "roots",
+                    self.roots
+                        .iter()
+                        .map(|r| r.path.display().to_string())
+                        .collect::<Vec<_>>(),
+                )
+                .with("folders", st.wds.len())
+                .with("held_at_start", sum.held + sum.recovered),
+            ),
+        );
+        loop {
+            let timeout = st
+                .deferred
+                .values()
+                .map(|d| d.due)
+                .min()
+                .map(|due| {
+                    let ms = due
+                        .saturating_duration_since(Instant::now())
+                        .as_millis()
+                        .min(60_000);
+                    PollTimeout::try_from(ms as u64 + 1).unwrap_or(PollTimeout::MAX)
+                })
+                .unwrap_or(PollTimeout::NONE);
+            let mut fds = [
+                PollFd::new(ino.as_fd(), PollFlags::POLLIN),
+                PollFd::new(sfd.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, timeout) {
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(self.werr(e)),
+            }
+            if let Ok(Some(sig)) = sfd.read_signal() {
+                emit(
+                    &self.event(
+                        Event::new(
+                            Tool::SettingsWatch,
+                            EventKind::WatchStopped,
+                            "stopped on a signal",
+                        )
+                        .with("signal", sig.ssi_signo),
+                    ),
+                );
+                return Ok(());
+            }
+            loop {
+                let events = match ino.read_events() {
+                    Ok(ev) => ev,
+                    Err(nix::errno::Errno::EAGAIN) => break,
+                    Err(e) => return Err(self.werr(e)),
+                };
+                for ev in events {
+                    self.handle(&ino, &mut st, ev, emit)?;
+                }
+            }
+            self.run_deferred(&mut st, emit)?;
+        }
+    }
+
+    fn werr(&self, e: nix::Error) -> SettingsError {
+        SettingsError::Watch {
+            path: self
+                .roots
+                .first()
+                .map(|r| r.path.clone())
+                .unwrap_or_default(),
+            source: e,
+        }
+    }
+
+    const MASK: AddWatchFlags = AddWatchFlags::IN_CREATE
+        .union(AddWatchFlags::IN_DELETE)
+        .union(AddWatchFlags::IN_MODIFY)
+        .union(AddWatchFlags::IN_CLOSE_WRITE)
+        .union(AddWatchFlags::IN_MOVED_FROM)
+        .union(AddWatchFlags::IN_MOVED_TO)
+        .union(AddWatchFlags::IN_DELETE_SELF)
+        .union(AddWatchFlags::IN_MOVE_SELF)
+        .union(AddWatchFlags::IN_DONT_FOLLOW)
+        .union(AddWatchFlags::IN_ONLYDIR);
+
+    /// Watch `rel_dir` of root `ri` and every folder below it that could hold a guarded file.
+    fn watch_tree(
+        &self,
+        ino: &Inotify,
+        st: &mut RunState,
+        ri: usize,
+        rel_dir: &str,
+    ) -> Result<(), SettingsError> {
+        let r = &self.roots[ri];
+        // Open without following links; a link here is judged as a folder link, not watched.
+        let dir = if rel_dir.is_empty() {
+            nofollow::open_root(&r.path).ok()
+        } else {
+            match nofollow::parent(&r.fd, rel_dir) {
+                Ok(nofollow::Parent::Dir(p, name)) => super::open_sub(&p, &name),
+                _ => None,
+            }
+        };
+        let Some(dir) = dir else { return Ok(()) };
+        let path = r.path.join(rel_dir);
+        match ino.add_watch(&path, Self::MASK) {
+            Ok(wd) => {
+                st.wds.insert(wd, (ri, rel_dir.to_owned()));
+            }
+            Err(nix::errno::Errno::ENOENT)
+            | Err(nix::errno::Errno::ENOTDIR)
+            | Err(nix::errno::Errno::ELOOP) => return Ok(()),
+            Err(e) => return Err(SettingsError::Watch { path, source: e }),
+        }
+        let depth = rel_dir.split('/').filter(|s| !s.is_empty()).count();
+        if depth >= self.cfg.rules.max_depth().unwrap_or(super::DEEP_LIMIT) {
+            return Ok(());
+        }
+        for (name, is_dir, _) in list_dir(&dir, &path)? {
+            let rel = super::join(rel_dir, &name);
+            if is_dir && self.cfg.rules.may_contain(&rel) && self.cfg.rules.lookup(&rel).is_none() {
+                self.watch_tree(ino, st, ri, &rel)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn handle(
+        &self,
+        ino: &Inotify,
+        st: &mut RunState,
+        ev: nix::sys::inotify::InotifyEvent,
+        emit: &mut dyn FnMut(&Event),
+    ) -> Result<(), SettingsError> {
+        use AddWatchFlags as F;
+        if ev.mask.contains(F::IN_Q_OVERFLOW) {
+            emit(&self.event(Event::new(
+                Tool::SettingsWatch,
+                EventKind::WatchRescan,
+                "inotify queue overflowed; rescanning every guarded file",
+            )));
+            for ri in 0..self.roots.len() {
+                self.watch_tree(ino, st, ri, "")?;
+            }
+            self.check(emit)?;
+            return Ok(());
+        }
+        if ev
+            .mask
+            .intersects(F::IN_IGNORED | F::IN_DELETE_SELF | F::IN_MOVE_SELF)
+        {
+            if ev.mask.contains(F::IN_MOVE_SELF) {
+                let _ = ino.rm_watch(ev.wd);
+            }
+            st.wds.remove(&ev.wd);
+            return Ok(());
+        }
+        let Some((ri, dir_rel)) = st.wds.get(&ev.wd).cloned() else {
+            return Ok(());
+        };
+        let Some(name) = ev.name.as_ref().map(|n| n.to_string_lossy().into_owned()) else {
+            return Ok(());
+        };
+        if nofollow::tmp_target(&name).is_some() {
+            return Ok(());
+        }
+        let rel = super::join(&dir_rel, &name);
+        let rules = &self.cfg.rules;
+        let is_file_rule = rules.lookup(&rel).is_some();
+        if ev.mask.contains(F::IN_ISDIR) && !is_file_rule {
+            if !rules.may_contain(&rel) {
+                return Ok(());
+            }
+            if ev.mask.intersects(F::IN_CREATE | F::IN_MOVED_TO) {
+                self.watch_tree(ino, st, ri, &rel)?;
+                // Files already inside: judge once quiet (a writer may be mid-way).
+                let snap = Snapshot::capture(&self.roots[ri].path, rules)?;
+                let prefix = format!("{rel}/");
+                for f in snap.files.keys().filter(|f| f.starts_with(&prefix)) {
+                    st.defer(ri, f);
+                }
+            }
+            // Created, moved or deleted: the approved files below it may be gone.
+            self.evaluate_below(ri, &rel, emit)?;
+            return Ok(());
+        }
+        if !is_file_rule {
+            // A link (or other non-folder) where a folder on a guarded path belongs.
+            if rules.may_contain(&rel) && ev.mask.intersects(F::IN_CREATE | F::IN_MOVED_TO) {
+                self.evaluate(ri, &rel, emit)?;
+                self.evaluate_below(ri, &rel, emit)?;
+            }
+            return Ok(());
+        }
+        if ev
+            .mask
+            .intersects(F::IN_CLOSE_WRITE | F::IN_MOVED_TO | F::IN_MOVED_FROM | F::IN_DELETE)
+        {
+            st.deferred.remove(&(ri, rel.clone()));
+            self.evaluate(ri, &rel, emit)?;
+        } else if ev.mask.contains(F::IN_CREATE) {
+            let is_regular = matches!(
+                nofollow::read(&self.roots[ri].fd, &rel),
+                Ok(Content::File { .. })
+            );
+            if is_regular {
+                st.defer(ri, &rel);
+            } else {
+                self.evaluate(ri, &rel, emit)?;
+            }
+        } else if ev.mask.contains(F::IN_MODIFY) {
+            st.defer(ri, &rel);
+        }
+        Ok(())
+    }
+
+    /// Judge every approved path below `rel` (a folder that was created, moved or deleted).
+    fn evaluate_below(
+        &self,
+        ri: usize,
+        rel: &str,
+        emit: &mut dyn FnMut(&Event),
+    ) -> Result<(), SettingsError> {
+        let prefix = self.roots[ri].path.join(rel);
+        let below: Vec<String> = self
+            .store
+            .approved_all()?
+            .into_iter()
+            .filter(|(p, _)| p.starts_with(&prefix) && *p != prefix)
+            .filter_map(|(p, _)| {
+                p.strip_prefix(&self.roots[ri].path)
+                    .ok()
+                    .map(|x| x.to_string_lossy().into_owned())
+            })
+            .collect();
+        for sub in below {
+            self.evaluate(ri, &sub, emit)?;
+        }
+        Ok(())
+    }
+
+    fn run_deferred(
+        &self,
+        st: &mut RunState,
+        emit: &mut dyn FnMut(&Event),
+    ) -> Result<(), SettingsError> {
+        let now = Instant::now();
+        let due: Vec<(usize, String)> = st
+            .deferred
+            .iter()
+            .filter(|(_, d)| d.due <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (ri, rel) in due {
+            let Some(d) = st.deferred.get(&(ri, rel.clone())).cloned() else {
+                continue;
+            };
+            // Still being written? Wait for quiet, within the bound.
+            let quiet = self.quiet_for(ri, &rel);
+            if quiet < QUIET && now.duration_since(d.first) < QUIET_MAX {
+                st.deferred.insert(
+                    (ri, rel),
+                    Deferred {
+                        first: d.first,
+                        due: now + (QUIET - quiet),
+                    },
+                );
+                continue;
+            }
+            st.deferred.remove(&(ri, rel.clone()));
+            self.evaluate(ri, &rel, emit)?;
+        }
+        Ok(())
+    }
+
+    /// How long since the file was last modified (zero when unknown).
+    fn quiet_for(&self, ri: usize, rel: &str) -> Duration {
+        let p = self.roots[ri].path.join(rel);
+        std::fs::symlink_metadata(p)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .unwrap_or(QUIET)
+    }
+}
+
+#[derive(Clone)]
+struct Deferred {
+    first: Instant,
+    due: Instant,
+}
+
+struct RunState {
+    wds: HashMap<WatchDescriptor, (usize, String)>,
+    deferred: HashMap<(usize, String), Deferred>,
+}
+
+impl RunState {
+    fn defer(&mut self, ri: usize, rel: &str) {
+        let now = Instant::now();
+        let e = self
+            .deferred
+            .entry((ri, rel.to_owned()))
+            .or_insert(Deferred {
+                first: now,
+                due: now + QUIET,
+            });
+        e.due = (now + QUIET).min(e.first + QUIET_MAX);
+    }
+}

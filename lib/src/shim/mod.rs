@@ -1,0 +1,603 @@
+//! The agent's git: the session's rules on worktrees and persistent config writes, checked
+//! against the effective repository, then the real git `exec`'d with the defused environment.
+//!
+//! `git-shim` is installed as `git` first on the agent's `PATH` ([`install`]). Each call:
+//!
+//! 1. loads the policy (the file pinned beside the shim by `--install --policy`, else
+//!    `GITWARD_POLICY`); no policy → exit 124, never a silent pass-through;
+//! 2. finds the real git (the policy's `real_git`, else the next `git` on `PATH` that is not
+//!    this binary, compared by device and inode) and its version (cached in the state dir);
+//! 3. reads the command line like `git.c` ([`argv`]) and applies [`rules`];
+//! 4. refused → one line on stderr, a `git_refused` event, exit 121; allowed → a `git_allowed`
+//!    event (one `O_APPEND` write) and `exec` of git, so the pid, exit status, signals and
+//!    terminal are git's own. `worktree remove|move|prune` run git as a child instead, so the
+//!    session's worktree folder can be removed once its last worktree is gone.
+//!
+//! The hot path (`status`, `rev-parse`, `commit`, …) reads the policy and one small cache file,
+//! and starts no other process. Worktree commands and words that may be aliases ask the real
+//! git (`rev-parse`, `config --get alias.<word>`) first.
+//!
+//! This is a policy and clear-message layer, not a boundary: an agent that runs the real git
+//! by its absolute path skips it, and there the OS sandbox (read-only hooks and config) holds.
+
+pub mod argv;
+pub mod rules;
+
+use crate::env::{find_real_git, DefuseOptions, Defused, GitError, GitProbe};
+use crate::events::{append_line, Event, EventKind, Tool};
+use crate::exit;
+use crate::policy::{Policy, PolicyError};
+use argv::{env_config, Invocation};
+use rules::{Effective, Plan, Refusal, Repository, Rules};
+use std::ffi::{OsStr, OsString};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+/// The variable agent-shell sets to the policy file.
+pub const POLICY_ENV: &str = "GITWARD_POLICY";
+/// The file beside an installed shim that pins its policy (one absolute path).
+pub const PINNED_POLICY: &str = "git-shim.policy";
+
+/// Why the shim cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ShimError {
+    #[error("no policy: {POLICY_ENV} is not set and no {PINNED_POLICY} is pinned beside the shim; start the agent through agent-shell or install the shim with --policy")]
+    NoPolicy,
+    #[error("{path}: cannot read the pinned policy path: {source}")]
+    Pinned {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Policy(#[from] PolicyError),
+    #[error("{0}")]
+    Git(#[from] GitError),
+    #[error("{path}: cannot start git: {source}")]
+    Exec {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {what}: {source}")]
+    Io {
+        path: PathBuf,
+        what: &'static str,
+        source: std::io::Error,
+    },
+}
+
+/// Inherited variables the shim passes to git although the defused set would drop them: the
+/// agent's own, explicit choices of repository and config files. They change which repository
+/// a call works on, never what runs, and every rule is checked against the repository git
+/// resolves with them.
+const KEEP: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_NOSYSTEM",
+];
+
+/// Where the policy comes from: the file, and for a pinned policy the cache of its validated
+/// form beside the pin.
+pub struct PolicySource {
+    pub file: PathBuf,
+    pub cache: Option<PathBuf>,
+}
+
+/// Find the policy file: pinned beside the running binary, else `GITWARD_POLICY`.
+pub fn policy_path() -> Result<PolicySource, ShimError> {
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+    {
+        let pin = dir.join(PINNED_POLICY);
+        match std::fs::read_to_string(&pin) {
+            Ok(s) => {
+                return Ok(PolicySource {
+                    file: PathBuf::from(s.trim_end_matches('\n')),
+                    cache: Some(dir.join(POLICY_CACHE)),
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(ShimError::Pinned { path: pin, source }),
+        }
+    }
+    std::env::var_os(POLICY_ENV)
+        .filter(|v| !v.is_empty())
+        .map(|f| PolicySource {
+            file: PathBuf::from(f),
+            cache: None,
+        })
+        .ok_or(ShimError::NoPolicy)
+}
+
+/// The validated policy, cached beside the pin (gitward's own folder, outside every writable
+/// root), so the hot path does not resolve every forbidden folder on each git call.
+pub const POLICY_CACHE: &str = "git-shim.policy.json";
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CachedPolicy {
+    /// The policy file's identity and change times, and the home folder it was checked with.
+    key: String,
+    policy: Policy,
+}
+
+/// The cache key: device, inode, size, modification and change times (nanoseconds) of the
+/// policy file, and the home folder. Any edit, replacement or `touch` changes it.
+fn cache_key(file: &Path, home: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(file).ok()?;
+    Some(format!(
+        "{:x}:{:x}:{}:{}.{}:{}.{}:{}",
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+        home.display()
+    ))
+}
+
+/// Load a policy, through its cache when it has one: a cache whose key still matches the
+/// file is used as is; otherwise the file is loaded and validated in full and the cache
+/// rewritten (best effort: a cache that cannot be written only costs time).
+pub fn load_policy_from(src: &PolicySource, home: &Path) -> Result<Policy, ShimError> {
+    let key = src.cache.as_ref().and_then(|_| cache_key(&src.file, home));
+    if let (Some(cache), Some(key)) = (&src.cache, &key) {
+        if let Ok(bytes) = std::fs::read(cache) {
+            if let Ok(c) = serde_json::from_slice::<CachedPolicy>(&bytes) {
+                if &c.key == key && c.policy.file == src.file {
+                    return Ok(c.policy);
+                }
+            }
+        }
+    }
+    let policy = Policy::load(&src.file, home)?;
+    if let (Some(cache), Some(key)) = (&src.cache, key) {
+        let c = CachedPolicy {
+            key,
+            policy: policy.clone(),
+        };
+        let tmp = cache.with_extension(format!("{}.tmp", std::process::id()));
+        if let Ok(bytes) = serde_json::to_vec(&c) {
+            if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, cache).is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+        }
+    }
+    Ok(policy)
+}
+
+/// The owner's home folder for policy validation.
+fn home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// Load the session's policy the way the shim does.
+pub fn load_policy() -> Result<Policy, ShimError> {
+    load_policy_from(&policy_path()?, &home())
+}
+
+/// Everything a call needs, set up once.
+pub struct Session {
+    pub policy: Policy,
+    pub git: PathBuf,
+    pub probe: GitProbe,
+    pub defused: Defused,
+}
+
+impl Session {
+    /// Policy, real git, version (cached) and the defused set for it.
+    pub fn open(policy: Policy) -> Result<Session, ShimError> {
+        let git = find_real_git(
+            policy.real_git.as_deref(),
+            std::env::var_os("PATH").as_deref(),
+        )?;
+        let probe = GitProbe::probe_cached(&git, Some(&policy.state_dir.join("probe")))?;
+        let mut opts = DefuseOptions::new(probe.version());
+        opts.allow_protocols = policy.shim.allow_protocols.clone();
+        opts.ceilings = ceilings(&policy);
+        opts.keep = KEEP.iter().map(|s| (*s).to_owned()).collect();
+        let defused = Defused::new(opts);
+        Ok(Session {
+            policy,
+            git,
+            probe,
+            defused,
+        })
+    }
+
+    /// The `-c` arguments passed before the agent's arguments: the defused set, without the
+    /// hook switches when the policy lets hooks run inside the sandbox.
+    pub fn config_args(&self) -> Vec<OsString> {
+        let (args, _) = self.defused.config_args();
+        if !self.policy.shim.hooks {
+            return args;
+        }
+        let mut out = Vec::with_capacity(args.len());
+        let mut it = args.into_iter();
+        while let Some(a) = it.next() {
+            if a == "-c" {
+                if let Some(v) = it.next() {
+                    let t = v.to_string_lossy();
+                    let lower = t.to_ascii_lowercase();
+                    if lower.starts_with("core.hookspath=") || lower.starts_with("hook.") {
+                        continue;
+                    }
+                    out.push(a);
+                    out.push(v);
+                }
+            } else {
+                out.push(a);
+            }
+        }
+        out
+    }
+
+    /// A command for the real git with the defused environment, the `-c` set and `args`.
+    /// `keep_config_env`: the call's `GIT_CONFIG_*` passed the rules and travel on.
+    pub fn command(&self, args: &[OsString], keep_config_env: bool) -> Command {
+        let inherited = std::env::vars_os().filter(|(k, _)| self.defused.keeps(k));
+        let mut cmd = Command::new(&self.git);
+        cmd.env_clear();
+        cmd.envs(self.defused.child_env(inherited));
+        if keep_config_env {
+            for (k, v) in std::env::vars_os().filter(|(k, _)| is_config_carrier(k)) {
+                cmd.env(k, v);
+            }
+        }
+        cmd.args(self.config_args());
+        cmd.args(args);
+        cmd
+    }
+}
+
+fn is_config_carrier(k: &OsStr) -> bool {
+    let k = k.to_string_lossy();
+    k == "GIT_CONFIG_PARAMETERS"
+        || k == "GIT_CONFIG_COUNT"
+        || k.starts_with("GIT_CONFIG_KEY_")
+        || k.starts_with("GIT_CONFIG_VALUE_")
+}
+
+/// `GIT_CEILING_DIRECTORIES` for the session: the parent of the repository and of every
+/// worktree folder, so discovery never climbs out of the workspace into a repository above it.
+pub fn ceilings(p: &Policy) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for r in std::iter::once(&p.repo)
+        .chain(std::iter::once(&p.worktree_dir))
+        .chain(&p.worktree_roots)
+    {
+        if let Some(parent) = r.parent() {
+            if !out.iter().any(|o| o == parent) {
+                out.push(parent.to_path_buf());
+            }
+        }
+    }
+    out
+}
+
+/// The real git, asked about this call (same global options, same environment).
+struct GitRepo<'a> {
+    session: &'a Session,
+    inv: &'a Invocation,
+    keep_config_env: bool,
+}
+
+impl GitRepo<'_> {
+    fn ask(&self, args: &[&str]) -> Option<(bool, String)> {
+        let mut all: Vec<OsString> = self.inv.globals.clone();
+        all.extend(args.iter().map(OsString::from));
+        let out = self
+            .session
+            .command(&all, self.keep_config_env)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        Some((
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        ))
+    }
+}
+
+impl Repository for GitRepo<'_> {
+    fn effective(&self) -> Effective {
+        let mut cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        for d in &self.inv.chdirs {
+            cwd = cwd.join(d);
+        }
+        let (common_dir, toplevel) = match self.ask(&[
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-common-dir",
+            "--show-toplevel",
+        ]) {
+            Some((_, out)) => {
+                let mut lines = out.lines().map(PathBuf::from);
+                (lines.next(), lines.next())
+            }
+            None => (None, None),
+        };
+        Effective {
+            cwd,
+            toplevel,
+            common_dir,
+        }
+    }
+
+    fn alias(&self, name: &str) -> Option<String> {
+        match self.ask(&["config", "--get", &format!("alias.{name}")]) {
+            Some((true, out)) => Some(out.strip_suffix('\n').unwrap_or(&out).to_owned()),
+            _ => None,
+        }
+    }
+
+    fn is_external(&self, name: &str) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        if name.contains('/') || name.is_empty() {
+            return false;
+        }
+        let file = format!("git-{name}");
+        let path_var = std::env::var_os("PATH").unwrap_or_default();
+        std::iter::once(self.session.probe.exec_path.clone())
+            .chain(std::env::split_paths(&path_var).filter(|p| p.is_absolute()))
+            .any(|d| {
+                std::fs::metadata(d.join(&file))
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+    }
+}
+
+/// Append an event to the audit log, if the policy names one. A log that cannot be written
+/// does not stop git, but is said on stderr.
+fn log(policy: &Policy, ev: Event) {
+    let Some(path) = &policy.audit_log else {
+        return;
+    };
+    let ev = ev.session(Some(&policy.session));
+    if let Err(e) = append_line(path, ev.to_line().as_bytes()) {
+        eprintln!(
+            "git-shim: warning: cannot append to the audit log {}: {e}",
+            path.display()
+        );
+    }
+}
+
+fn call_event(kind: EventKind, message: String, inv: &Invocation, cwd: &Path) -> Event {
+    let args: Vec<String> = inv
+        .subcommand
+        .iter()
+        .chain(&inv.args)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    Event::new(Tool::GitShim, kind, message)
+        .repo(cwd)
+        .with("command", inv.command().unwrap_or_default())
+        .with("args", args)
+}
+
+/// Run the shim as `git` with `args` (without `argv[0]`). Returns only when git was not
+/// `exec`'d: a refusal, a setup error, or a child run for `worktree remove|move|prune`.
+pub fn run(args: Vec<OsString>) -> ExitCode {
+    match run_inner(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("git-shim: {e}");
+            exit::SETUP.into()
+        }
+    }
+}
+
+fn run_inner(args: Vec<OsString>) -> Result<ExitCode, ShimError> {
+    let policy = load_policy()?;
+    let session = Session::open(policy)?;
+    let getenv = |k: &str| std::env::var_os(k);
+    let inv = Invocation::parse(&args, getenv);
+    let env_cfg = env_config(getenv);
+    let exec_path = std::env::var_os("GIT_EXEC_PATH").filter(|v| !v.is_empty());
+    let keep_config_env = !env_cfg.is_empty();
+    let repo = GitRepo {
+        session: &session,
+        inv: &inv,
+        keep_config_env,
+    };
+    let rules = Rules {
+        policy: &session.policy,
+        neutral: session.defused.config_pairs(),
+    };
+    let mut cwd = std::env::current_dir().unwrap_or_default();
+    for d in &inv.chdirs {
+        cwd = cwd.join(d);
+    }
+    let p = &session.policy;
+    let plan = match rules.check(&inv, &env_cfg, exec_path.as_deref(), &repo) {
+        Ok(plan) => plan,
+        Err(Refusal { rule, message }) => {
+            eprintln!("git-shim: refused ({rule}): {message}");
+            log(
+                p,
+                call_event(EventKind::GitRefused, message, &inv, &cwd).with("rule", rule),
+            );
+            return Ok(exit::NOT_ALLOWED.into());
+        }
+    };
+    log(
+        p,
+        call_event(
+            EventKind::GitAllowed,
+            format!("git {}", inv.command().unwrap_or_default()),
+            &inv,
+            &cwd,
+        )
+        .with("decision", "allowed"),
+    );
+    let mut cmd = session.command(&args, keep_config_env);
+    match plan {
+        Plan::Exec => {}
+        Plan::CreateFolderThenExec(dir) => {
+            std::fs::create_dir_all(&dir).map_err(|source| ShimError::Io {
+                path: dir.clone(),
+                what: "cannot create the session's worktree folder",
+                source,
+            })?;
+            log(
+                p,
+                Event::new(
+                    Tool::GitShim,
+                    EventKind::WorktreeFolderCreated,
+                    "the session's worktree folder was created for its first worktree",
+                )
+                .path(&dir),
+            );
+        }
+        Plan::ChildThenTidy => return child_then_tidy(&session, cmd),
+    }
+    let source = cmd.exec();
+    Err(ShimError::Exec {
+        path: session.git.clone(),
+        source,
+    })
+}
+
+/// Run git as a child (for commands after which the session folder may be empty), remove the
+/// session folder if nothing is left in it, and end with git's status: its exit code, or the
+/// same signal re-raised.
+fn child_then_tidy(session: &Session, mut cmd: Command) -> Result<ExitCode, ShimError> {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    let mut child = cmd.spawn().map_err(|source| ShimError::Exec {
+        path: session.git.clone(),
+        source,
+    })?;
+    // Like a shell waiting for its job: a terminal's SIGINT/SIGQUIT reaches git (same process
+    // group) and git decides; the shim stays to tidy up. Set after spawn, so git never inherits
+    // an ignored disposition.
+    // SAFETY: installing SIG_IGN runs no handler code.
+    unsafe {
+        let _ = signal(Signal::SIGINT, SigHandler::SigIgn);
+        let _ = signal(Signal::SIGQUIT, SigHandler::SigIgn);
+    }
+    let status = child.wait().map_err(|source| ShimError::Exec {
+        path: session.git.clone(),
+        source,
+    })?;
+    let dir = &session.policy.worktree_dir;
+    if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none()) {
+        // rmdir removes only an empty folder: nothing the agent wrote can be lost.
+        if std::fs::remove_dir(dir).is_ok() {
+            log(
+                &session.policy,
+                Event::new(
+                    Tool::GitShim,
+                    EventKind::WorktreeFolderRemoved,
+                    "the session's worktree folder was removed with its last worktree",
+                )
+                .path(dir),
+            );
+        }
+    }
+    Ok(pass_status(status))
+}
+
+/// Turn a child's status into ours: its code, or the same signal raised on ourselves (falling
+/// back to 128+n if that does not end us).
+pub fn pass_status(status: std::process::ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    let sig = status.signal().unwrap_or(0);
+    if let Ok(s) = nix::sys::signal::Signal::try_from(sig) {
+        use nix::sys::signal::{signal, SigHandler};
+        // SAFETY: restoring the default disposition runs no handler code.
+        unsafe {
+            let _ = signal(s, SigHandler::SigDfl);
+        }
+        let _ = nix::sys::signal::raise(s);
+    }
+    ExitCode::from(128u8.wrapping_add(u8::try_from(sig).unwrap_or(0)))
+}
+
+/// What `git-shim --install` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Installed {
+    pub shim: PathBuf,
+    pub pinned_policy: Option<PathBuf>,
+    pub real_git: Option<PathBuf>,
+}
+
+/// Install the running binary as `<dir>/git` (a hard link, else a copy; replaced atomically),
+/// and with a policy, pin it (`<dir>/git-shim.policy`) and warm the git version cache so the
+/// shim never runs `git version` on the agent's calls.
+pub fn install(dir: &Path, policy: Option<&Path>) -> Result<Installed, ShimError> {
+    let me = std::env::current_exe().map_err(|source| ShimError::Io {
+        path: dir.to_path_buf(),
+        what: "cannot find the running binary",
+        source,
+    })?;
+    install_binary(&me, dir, policy)
+}
+
+/// [`install`] with the shim binary named (agent-shell installs the `git-shim` beside it).
+pub fn install_binary(
+    me: &Path,
+    dir: &Path,
+    policy: Option<&Path>,
+) -> Result<Installed, ShimError> {
+    let io = |path: &Path, what: &'static str| {
+        let path = path.to_path_buf();
+        move |source| ShimError::Io { path, what, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir, "cannot create the shim folder"))?;
+    let target = dir.join("git");
+    let tmp = dir.join(format!(".git-shim-{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    if std::fs::hard_link(me, &tmp).is_err() {
+        std::fs::copy(me, &tmp).map_err(io(&tmp, "cannot copy the shim"))?;
+    }
+    std::fs::rename(&tmp, &target).map_err(io(&target, "cannot install the shim"))?;
+    let mut out = Installed {
+        shim: target,
+        pinned_policy: None,
+        real_git: None,
+    };
+    if let Some(p) = policy {
+        let p = std::path::absolute(p).map_err(io(p, "cannot make the policy path absolute"))?;
+        let pin = dir.join(PINNED_POLICY);
+        let cache = dir.join(POLICY_CACHE);
+        let _ = std::fs::remove_file(&cache);
+        let loaded = load_policy_from(
+            &PolicySource {
+                file: p.clone(),
+                cache: Some(cache),
+            },
+            &home(),
+        )?;
+        std::fs::write(&pin, format!("{}\n", p.display()))
+            .map_err(io(&pin, "cannot pin the policy"))?;
+        // Find the real git as the installed shim will (skipping the shim itself).
+        let path_var = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs = vec![dir.to_path_buf()];
+        dirs.extend(std::env::split_paths(&path_var));
+        let joined = std::env::join_paths(dirs).unwrap_or_default();
+        let git = find_real_git(loaded.real_git.as_deref(), Some(&joined))?;
+        GitProbe::probe_cached(&git, Some(&loaded.state_dir.join("probe")))?;
+        out.pinned_policy = Some(p);
+        out.real_git = Some(git);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

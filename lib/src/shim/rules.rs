@@ -1,0 +1,988 @@
+//! The session's rules for the agent's git, as pure functions of the command line, the policy
+//! and (for worktree commands only) the effective repository.
+//!
+//! Every refusal names its rule (a stable kebab-case id, documented in `docs/git-shim.md`) and
+//! the allowed alternative in one line. The rules hold whatever `-C`, `--git-dir`,
+//! `--work-tree` or `GIT_*` variables the call carries: key and URL rules do not depend on the
+//! repository at all, and worktree rules are checked against the repository git itself
+//! resolves for this very call (see [`Repository`]).
+
+use super::argv::{long_opt, ConfigRoute, Invocation, TransientConfig};
+use crate::catalogue::{self, ConfigKey, KeyPattern, UrlDanger, UrlIn};
+use crate::policy::{resolve, Policy};
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// A refusal: the rule broken and the one-line message (without the `git-shim: ` prefix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub rule: &'static str,
+    pub message: String,
+}
+
+fn refuse(rule: &'static str, message: impl Into<String>) -> Refusal {
+    Refusal {
+        rule,
+        message: message.into(),
+    }
+}
+
+/// What the shim does with an allowed call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Replace the shim with git (same pid, status and signals).
+    Exec,
+    /// Create the session's worktree folder (first use), then exec git.
+    CreateFolderThenExec(PathBuf),
+    /// Run git as a child, then remove the session's worktree folder if it is left empty
+    /// (`worktree remove|move|prune`), and exit with git's status.
+    ChildThenTidy,
+}
+
+/// The repository a call works on, as git itself resolves it for that call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effective {
+    /// The folder git starts in (the process's folder after every `-C`).
+    pub cwd: PathBuf,
+    /// The work tree's top (`None` for a bare repository or outside any repository).
+    pub toplevel: Option<PathBuf>,
+    /// The common dir (`None` outside any repository).
+    pub common_dir: Option<PathBuf>,
+}
+
+/// Questions only git can answer for this call (run through the real git, defused, with the
+/// call's own global options and environment). Only worktree commands and unknown subcommands
+/// ask them, so the common calls stay on the fast path.
+pub trait Repository {
+    fn effective(&self) -> Effective;
+    /// The value of `alias.<name>`, if set.
+    fn alias(&self, name: &str) -> Option<String>;
+    /// Is `git-<name>` an external command git would run before looking for an alias?
+    fn is_external(&self, name: &str) -> bool;
+}
+
+/// Everything the rules read besides the command line.
+pub struct Rules<'a> {
+    pub policy: &'a Policy,
+    /// The defused `-c` pairs: passing one of them again (e.g. `-c core.pager=cat`) is harmless.
+    pub neutral: &'a [(String, String)],
+}
+
+/// The builtin commands of git 2.39–2.47 (`git --list-cmds=builtins`): a typed word on this
+/// list can never be an alias, so no alias lookup is needed.
+static BUILTINS: &[&str] = &[
+    "add",
+    "am",
+    "annotate",
+    "apply",
+    "archive",
+    "bisect",
+    "bisect--helper",
+    "blame",
+    "branch",
+    "bugreport",
+    "bundle",
+    "cat-file",
+    "check-attr",
+    "check-ignore",
+    "check-mailmap",
+    "check-ref-format",
+    "checkout",
+    "checkout--worker",
+    "checkout-index",
+    "cherry",
+    "cherry-pick",
+    "clean",
+    "clone",
+    "column",
+    "commit",
+    "commit-graph",
+    "commit-tree",
+    "config",
+    "count-objects",
+    "credential",
+    "credential-cache",
+    "credential-cache--daemon",
+    "credential-store",
+    "describe",
+    "diagnose",
+    "diff",
+    "diff-files",
+    "diff-index",
+    "diff-tree",
+    "difftool",
+    "env--helper",
+    "fast-export",
+    "fast-import",
+    "fetch",
+    "fetch-pack",
+    "fmt-merge-msg",
+    "for-each-ref",
+    "for-each-repo",
+    "format-patch",
+    "fsck",
+    "fsck-objects",
+    "fsmonitor--daemon",
+    "gc",
+    "get-tar-commit-id",
+    "grep",
+    "hash-object",
+    "help",
+    "hook",
+    "index-pack",
+    "init",
+    "init-db",
+    "interpret-trailers",
+    "log",
+    "ls-files",
+    "ls-remote",
+    "ls-tree",
+    "mailinfo",
+    "mailsplit",
+    "maintenance",
+    "merge",
+    "merge-base",
+    "merge-file",
+    "merge-index",
+    "merge-ours",
+    "merge-recursive",
+    "merge-recursive-ours",
+    "merge-recursive-theirs",
+    "merge-subtree",
+    "merge-tree",
+    "mktag",
+    "mktree",
+    "multi-pack-index",
+    "mv",
+    "name-rev",
+    "notes",
+    "pack-objects",
+    "pack-redundant",
+    "pack-refs",
+    "patch-id",
+    "pickaxe",
+    "prune",
+    "prune-packed",
+    "pull",
+    "push",
+    "range-diff",
+    "read-tree",
+    "rebase",
+    "receive-pack",
+    "reflog",
+    "refs",
+    "remote",
+    "remote-ext",
+    "remote-fd",
+    "repack",
+    "replace",
+    "replay",
+    "rerere",
+    "reset",
+    "restore",
+    "rev-list",
+    "rev-parse",
+    "revert",
+    "rm",
+    "send-pack",
+    "shortlog",
+    "show",
+    "show-branch",
+    "show-index",
+    "show-ref",
+    "sparse-checkout",
+    "stage",
+    "stash",
+    "status",
+    "stripspace",
+    "submodule--helper",
+    "switch",
+    "symbolic-ref",
+    "tag",
+    "unpack-file",
+    "unpack-objects",
+    "update-index",
+    "update-ref",
+    "update-server-info",
+    "upload-archive",
+    "upload-archive--writer",
+    "upload-pack",
+    "var",
+    "verify-commit",
+    "verify-pack",
+    "verify-tag",
+    "version",
+    "whatchanged",
+    "worktree",
+    "write-tree",
+];
+
+/// Commands that start a transport and accept a program for its other end.
+static TRANSPORT_COMMANDS: &[&str] = &[
+    "clone",
+    "fetch",
+    "pull",
+    "push",
+    "ls-remote",
+    "archive",
+    "fetch-pack",
+    "send-pack",
+];
+
+/// How deep aliases are followed (git itself stops at a loop).
+const ALIAS_DEPTH: usize = 8;
+
+impl Rules<'_> {
+    /// Check one call. `env_config` is the command-scope config the environment carries.
+    pub fn check(
+        &self,
+        inv: &Invocation,
+        env_config: &[TransientConfig],
+        inherited_exec_path: Option<&OsStr>,
+        repo: &dyn Repository,
+    ) -> Result<Plan, Refusal> {
+        self.transient(inv, env_config, inherited_exec_path)?;
+        let Some(mut cmd) = inv.command() else {
+            return Ok(Plan::Exec);
+        };
+        let mut args = inv.args.clone();
+        let mut depth = 0;
+        while !BUILTINS.contains(&cmd.as_str()) && !repo.is_external(&cmd) {
+            let Some(value) = repo.alias(&cmd) else {
+                break;
+            };
+            if value.trim_start().starts_with('!') {
+                return Err(refuse(
+                    "alias",
+                    format!(
+                        "`git {cmd}` is a shell alias (`{}`); run the command it names directly",
+                        value.trim()
+                    ),
+                ));
+            }
+            let Some(words) = split_cmdline(&value) else {
+                return Err(refuse(
+                    "alias",
+                    format!("alias `{cmd}` cannot be read (`{value}`); run the git command it names directly"),
+                ));
+            };
+            let Some((first, rest)) = words.split_first() else {
+                break;
+            };
+            if first.starts_with('-') {
+                // git refuses these too ("alias changes environment variables").
+                return Err(refuse(
+                    "alias",
+                    format!("alias `{cmd}` starts with a global option (`{first}`); run the git command directly"),
+                ));
+            }
+            depth += 1;
+            if depth > ALIAS_DEPTH {
+                return Err(refuse(
+                    "alias",
+                    format!("alias `{cmd}` expands more than {ALIAS_DEPTH} times; run the git command directly"),
+                ));
+            }
+            let mut expanded: Vec<OsString> = rest.iter().map(OsString::from).collect();
+            expanded.extend(args);
+            args = expanded;
+            cmd = first.clone();
+        }
+        self.subcommand(&cmd, &args, inv, repo)
+    }
+
+    /// `-c`, `--config-env`, `GIT_CONFIG_*` and `--exec-path` / `GIT_EXEC_PATH`.
+    fn transient(
+        &self,
+        inv: &Invocation,
+        env_config: &[TransientConfig],
+        inherited_exec_path: Option<&OsStr>,
+    ) -> Result<(), Refusal> {
+        if self.policy.allow_transient_config {
+            return Ok(());
+        }
+        if let Some(p) = &inv.exec_path {
+            return Err(refuse(
+                "exec-path",
+                format!("--exec-path={} makes git run programs from that folder; drop it (policy: allow_transient_config = true allows it)", p.to_string_lossy()),
+            ));
+        }
+        if let Some(p) = inherited_exec_path {
+            return Err(refuse(
+                "exec-path",
+                format!("GIT_EXEC_PATH={} makes git run programs from that folder; unset it (policy: allow_transient_config = true allows it)", p.to_string_lossy()),
+            ));
+        }
+        for c in inv.config.iter().chain(env_config) {
+            if c.key.starts_with(super::argv::UNREADABLE) {
+                return Err(refuse(
+                    "transient-config",
+                    format!(
+                        "{}>: cannot tell which config it carries; unset it",
+                        c.key.trim_end_matches('>')
+                    ),
+                ));
+            }
+            if self.is_neutral(c) {
+                continue;
+            }
+            if let Some(why) = key_danger(&c.key, c.value.as_deref()) {
+                let shown = match &c.value {
+                    Some(v) => format!("{}={v}", c.key),
+                    None => c.key.clone(),
+                };
+                let how = match c.route {
+                    ConfigRoute::DashC => format!("-c {shown}"),
+                    ConfigRoute::ConfigEnv => {
+                        format!("--config-env {} (from the environment)", c.key)
+                    }
+                    ConfigRoute::Environment => {
+                        format!("{shown} in GIT_CONFIG_PARAMETERS/GIT_CONFIG_COUNT")
+                    }
+                };
+                return Err(refuse(
+                    "transient-config",
+                    format!(
+                        "{how}: {why}; drop it (policy: allow_transient_config = true allows it)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A pair the defused set passes anyway (e.g. `core.pager=cat`, `core.hooksPath=/dev/null`).
+    fn is_neutral(&self, c: &TransientConfig) -> bool {
+        let Some(v) = &c.value else { return false };
+        let Some(k) = ConfigKey::parse(&c.key) else {
+            return false;
+        };
+        self.neutral.iter().any(|(nk, nv)| {
+            nv == v
+                && ConfigKey::parse(nk).is_some_and(|n| {
+                    n.section.eq_ignore_ascii_case(k.section)
+                        && n.name.eq_ignore_ascii_case(k.name)
+                        && n.subsection == k.subsection
+                })
+        })
+    }
+
+    fn subcommand(
+        &self,
+        cmd: &str,
+        args: &[OsString],
+        inv: &Invocation,
+        repo: &dyn Repository,
+    ) -> Result<Plan, Refusal> {
+        if TRANSPORT_COMMANDS.contains(&cmd) {
+            transport_programs(cmd, args)?;
+        }
+        match cmd {
+            "config" => config(args).map(|_| Plan::Exec),
+            "remote" => remote(args).map(|_| Plan::Exec),
+            "submodule" => submodule(args).map(|_| Plan::Exec),
+            "clone" => clone(args).map(|_| Plan::Exec),
+            "init" | "init-db" => init(args).map(|_| Plan::Exec),
+            "worktree" => self.worktree(args, inv, repo),
+            _ => Ok(Plan::Exec),
+        }
+    }
+
+    fn worktree(
+        &self,
+        args: &[OsString],
+        inv: &Invocation,
+        repo: &dyn Repository,
+    ) -> Result<Plan, Refusal> {
+        let Some(verb) = args.first().map(|a| a.to_string_lossy().into_owned()) else {
+            return Ok(Plan::Exec);
+        };
+        let spec = Spec {
+            short_value: "bB",
+            long_value: &["--reason"],
+        };
+        let (_, pos) = walk(&args[1..], &spec);
+        let target = match verb.as_str() {
+            "add" => pos.first(),
+            "move" => pos.get(1),
+            "remove" => pos.first(),
+            "prune" => return Ok(Plan::ChildThenTidy),
+            _ => return Ok(Plan::Exec),
+        };
+        let Some(target) = target else {
+            // git prints its usage.
+            return Ok(Plan::Exec);
+        };
+        let eff = repo.effective();
+        let abs = resolve(&eff.cwd.join(Path::new(target)));
+        let p = self.policy;
+        let roots = std::iter::once(&p.worktree_dir)
+            .chain(&p.worktree_roots)
+            .map(|r| format!("{}/", r.display()))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        if verb == "remove" {
+            if !p.worktree_allowed(&abs) {
+                return Err(refuse(
+                    "worktree-location",
+                    format!("{} is not one of this session's worktrees; the session removes only worktrees under {roots}", abs.display()),
+                ));
+            }
+            return Ok(Plan::ChildThenTidy);
+        }
+        let inside =
+            |root: &Option<PathBuf>| root.as_ref().is_some_and(|r| abs.starts_with(resolve(r)));
+        if inside(&eff.toplevel) || inside(&eff.common_dir) {
+            return Err(refuse(
+                "worktree-location",
+                format!("{} is inside the checkout; worktrees of session {} go under {roots} (e.g. git worktree add {}/<name>)", abs.display(), p.session, p.worktree_dir.display()),
+            ));
+        }
+        if !p.worktree_allowed(&abs) {
+            return Err(refuse(
+                "worktree-location",
+                format!("{} is outside this session's worktree folders; worktrees of session {} go under {roots} (e.g. git worktree add {}/<name>)", abs.display(), p.session, p.worktree_dir.display()),
+            ));
+        }
+        if verb == "move" {
+            if let Some(src) = pos.first() {
+                let src = resolve(&eff.cwd.join(Path::new(src)));
+                if !p.worktree_allowed(&src) {
+                    return Err(refuse(
+                        "worktree-location",
+                        format!("{} is not one of this session's worktrees; the session moves only worktrees under {roots}", src.display()),
+                    ));
+                }
+            }
+            return Ok(Plan::ChildThenTidy);
+        }
+        let _ = inv;
+        if abs.starts_with(&p.worktree_dir) && !p.worktree_dir.exists() {
+            return Ok(Plan::CreateFolderThenExec(p.worktree_dir.clone()));
+        }
+        Ok(Plan::Exec)
+    }
+}
+
+/// Why a config key (with the value it would get) is refused, if it is.
+pub fn key_danger(key: &str, value: Option<&str>) -> Option<String> {
+    let parsed = ConfigKey::parse(key)?;
+    for (pattern, at) in catalogue::URL_KEYS {
+        if pattern.matches(&parsed) {
+            let url = match at {
+                UrlIn::Value => value,
+                UrlIn::Subsection => parsed.subsection,
+            };
+            // Unsetting a URL (no value) narrows.
+            return url
+                .and_then(url_danger)
+                .map(|d| format!("{key} would point at {d}"));
+        }
+    }
+    let e = catalogue::lookup(key).next()?;
+    Some(format!(
+        "{key} is a program-running key ({}: {})",
+        e.key.display(),
+        e.runs
+    ))
+}
+
+/// A URL the shim will not store, described.
+pub fn url_danger(url: &str) -> Option<&'static str> {
+    match catalogue::classify_url(url)? {
+        UrlDanger::Ext => Some("an ext:: URL, which runs a command line"),
+        UrlDanger::Helper => Some("a <helper>:: URL, which runs git-remote-<helper>"),
+        UrlDanger::DashLeading => Some("a URL starting with '-', read as an option"),
+        UrlDanger::Local => Some("a local path, whose upload-pack runs on this machine"),
+        UrlDanger::ControlChar => Some("a URL with a control character"),
+    }
+}
+
+/// Does a config section name (`sec` or `sec.sub`) hold program-running keys?
+fn section_guarded(name: &str) -> bool {
+    let section = name.split('.').next().unwrap_or(name);
+    let sec_of = |p: &KeyPattern| match *p {
+        KeyPattern::Key { section, .. }
+        | KeyPattern::PerName { section, .. }
+        | KeyPattern::AnyScope { section, .. }
+        | KeyPattern::Section { section } => section,
+    };
+    catalogue::KEYS
+        .iter()
+        .map(|e| &e.key)
+        .chain(catalogue::URL_KEYS.iter().map(|(p, _)| p))
+        .any(|p| sec_of(p).eq_ignore_ascii_case(section))
+}
+
+/// Options of one subcommand: which take a separate value.
+struct Spec {
+    short_value: &'static str,
+    long_value: &'static [&'static str],
+}
+
+/// An option as seen on the command line: its text and its value (inline or the next word).
+struct Opt<'a> {
+    arg: &'a OsStr,
+    short: Option<char>,
+    value: Option<&'a OsStr>,
+}
+
+/// Split a subcommand's arguments into options and positionals the way parse-options does
+/// (stuck and separate values, short bundles, `--` and `--end-of-options`).
+fn walk<'a>(args: &'a [OsString], spec: &Spec) -> (Vec<Opt<'a>>, Vec<&'a OsStr>) {
+    let mut opts = Vec::new();
+    let mut pos = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_os_str();
+        let b = a.as_bytes();
+        i += 1;
+        if b == b"--" || b == b"--end-of-options" {
+            pos.extend(args[i..].iter().map(OsString::as_os_str));
+            break;
+        }
+        if b.starts_with(b"--") {
+            let has_inline = b.contains(&b'=');
+            let takes = !has_inline
+                && spec
+                    .long_value
+                    .iter()
+                    .any(|full| long_opt(a, full, 3).is_some());
+            let value = if has_inline {
+                b.iter()
+                    .position(|&c| c == b'=')
+                    .map(|p| OsStr::from_bytes(&b[p + 1..]))
+            } else if takes {
+                i += 1;
+                args.get(i - 1).map(OsString::as_os_str)
+            } else {
+                None
+            };
+            opts.push(Opt {
+                arg: a,
+                short: None,
+                value,
+            });
+            continue;
+        }
+        if b.len() > 1 && b[0] == b'-' {
+            for (j, &c) in b.iter().enumerate().skip(1) {
+                let c = c as char;
+                if spec.short_value.contains(c) {
+                    let value = if j + 1 < b.len() {
+                        Some(OsStr::from_bytes(&b[j + 1..]))
+                    } else {
+                        i += 1;
+                        args.get(i - 1).map(OsString::as_os_str)
+                    };
+                    opts.push(Opt {
+                        arg: a,
+                        short: Some(c),
+                        value,
+                    });
+                    break;
+                }
+                opts.push(Opt {
+                    arg: a,
+                    short: Some(c),
+                    value: None,
+                });
+            }
+            continue;
+        }
+        pos.push(a);
+    }
+    (opts, pos)
+}
+
+/// The value of `--opt=value` as given (for a long option with an inline value).
+fn lossy(s: &OsStr) -> String {
+    s.to_string_lossy().into_owned()
+}
+
+fn is_long(o: &Opt<'_>, full: &str, min: usize) -> bool {
+    o.short.is_none() && long_opt(o.arg, full, min).is_some()
+}
+
+/// `--upload-pack`, `--receive-pack`, `--exec` (and clone's `-u`) name the program run at the
+/// other end of a transport.
+fn transport_programs(cmd: &str, args: &[OsString]) -> Result<(), Refusal> {
+    let spec = Spec {
+        short_value: if cmd == "clone" { "obucj" } else { "" },
+        long_value: &[],
+    };
+    let (opts, _) = walk(args, &spec);
+    for o in &opts {
+        let named = ["--upload-pack", "--receive-pack", "--exec"]
+            .into_iter()
+            .find(|full| is_long(o, full, 3))
+            .map(str::to_owned)
+            .or_else(|| (cmd == "clone" && o.short == Some('u')).then(|| "-u".to_owned()));
+        if let Some(name) = named {
+            return Err(refuse(
+                "transport-program",
+                format!("git {cmd} {name} names a program to run for the transport; drop it (git's own upload-pack/receive-pack are used)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `git config`, old and new syntax.
+fn config(args: &[OsString]) -> Result<(), Refusal> {
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    enum Act {
+        Read,
+        Write,
+        Unset,
+        Rename,
+        RemoveSection,
+        Edit,
+    }
+    const SUBCOMMANDS: &[(&str, Act)] = &[
+        ("list", Act::Read),
+        ("get", Act::Read),
+        ("set", Act::Write),
+        ("unset", Act::Unset),
+        ("rename-section", Act::Rename),
+        ("remove-section", Act::RemoveSection),
+        ("edit", Act::Edit),
+    ];
+    const ACTIONS: &[(&str, Act)] = &[
+        ("--get", Act::Read),
+        ("--get-all", Act::Read),
+        ("--get-regexp", Act::Read),
+        ("--get-urlmatch", Act::Read),
+        ("--get-color", Act::Read),
+        ("--get-colorbool", Act::Read),
+        ("--list", Act::Read),
+        ("--replace-all", Act::Write),
+        ("--add", Act::Write),
+        ("--unset", Act::Unset),
+        ("--unset-all", Act::Unset),
+        ("--rename-section", Act::Rename),
+        ("--remove-section", Act::RemoveSection),
+        ("--edit", Act::Edit),
+    ];
+    let spec = Spec {
+        short_value: "ft",
+        long_value: &[
+            "--file",
+            "--blob",
+            "--type",
+            "--default",
+            "--comment",
+            "--value",
+            "--url",
+        ],
+    };
+    let (opts, pos) = walk(args, &spec);
+    let mut act: Option<Act> = None;
+    for o in &opts {
+        match o.short {
+            Some('l') => act = act.or(Some(Act::Read)),
+            Some('e') => act = Some(Act::Edit),
+            Some(_) => {}
+            None => {
+                // Exact names first, then git's unambiguous abbreviations.
+                let exact = ACTIONS.iter().find(|(n, _)| {
+                    let s = o.arg.as_bytes();
+                    s == n.as_bytes()
+                });
+                let found = exact.or_else(|| {
+                    let mut m = ACTIONS
+                        .iter()
+                        .filter(|(n, _)| long_opt(o.arg, n, 3).is_some());
+                    let first = m.next();
+                    // Ambiguous: git refuses the call; judge by the most dangerous reading.
+                    match (first, m.next()) {
+                        (Some(f), None) => Some(f),
+                        (Some(_), Some(_)) => Some(&("--edit", Act::Write)),
+                        _ => None,
+                    }
+                });
+                if let Some((_, a)) = found {
+                    if *a != Act::Read || act.is_none() {
+                        act = Some(*a);
+                    }
+                }
+            }
+        }
+    }
+    let mut pos: Vec<String> = pos.iter().map(|p| lossy(p)).collect();
+    if act.is_none() {
+        if let Some((_, a)) = pos
+            .first()
+            .and_then(|w| SUBCOMMANDS.iter().find(|(n, _)| n == w))
+        {
+            act = Some(*a);
+            pos.remove(0);
+            // New syntax: `set --append`, `unset --all`… may follow the word.
+            let rest: Vec<OsString> = pos.iter().map(OsString::from).collect();
+            let (_, p) = walk(&rest, &spec);
+            pos = p.iter().map(|p| lossy(p)).collect();
+        }
+    }
+    let act = act.unwrap_or(if pos.len() >= 2 {
+        Act::Write
+    } else {
+        Act::Read
+    });
+    let alt = "the agent's git does not store program-running keys; ask the owner to set it outside the sandbox";
+    match act {
+        Act::Read => Ok(()),
+        Act::Edit => Err(refuse(
+            "config-key",
+            "git config --edit can write any key; set keys one by one with git config <key> <value>",
+        )),
+        Act::Write | Act::Unset => {
+            let Some(key) = pos.first() else { return Ok(()) };
+            let value = if act == Act::Write { pos.get(1).map(String::as_str) } else { None };
+            let danger = if act == Act::Unset {
+                // Unsetting a URL narrows; unsetting a program-running key may bring back a
+                // lower-scope value (core.hooksPath → .git/hooks), so it is refused too.
+                match ConfigKey::parse(key) {
+                    Some(k) if catalogue::URL_KEYS.iter().any(|(p, _)| p.matches(&k)) => None,
+                    _ => key_danger(key, None),
+                }
+            } else {
+                key_danger(key, value)
+            };
+            match danger {
+                Some(why) => Err(refuse("config-key", format!("git config: {why}; {alt}"))),
+                None => Ok(()),
+            }
+        }
+        Act::Rename | Act::RemoveSection => {
+            let take = if act == Act::Rename { 2 } else { 1 };
+            for s in pos.iter().take(take) {
+                if section_guarded(s) {
+                    return Err(refuse(
+                        "config-key",
+                        format!("git config: section {s} holds program-running keys and cannot be renamed or removed; {alt} (use git remote rename/remove for remotes)"),
+                    ));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn remote(args: &[OsString]) -> Result<(), Refusal> {
+    let spec = Spec {
+        short_value: "tm",
+        long_value: &["--mirror"],
+    };
+    let Some(verb) = args.first().map(|a| lossy(a)) else {
+        return Ok(());
+    };
+    let (opts, pos) = walk(&args[1..], &spec);
+    let url = match verb.as_str() {
+        "add" => pos.get(1),
+        "set-url" => {
+            if opts.iter().any(|o| is_long(o, "--delete", 3)) {
+                return Ok(());
+            }
+            pos.get(1)
+        }
+        _ => None,
+    };
+    if let Some(url) = url {
+        if let Some(d) = url_danger(&lossy(url)) {
+            return Err(refuse(
+                "remote-url",
+                format!(
+                    "git remote {verb}: {} is {d}; use an https:// or ssh URL",
+                    lossy(url)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn submodule(args: &[OsString]) -> Result<(), Refusal> {
+    // `git submodule [--quiet] [--cached] <verb> …`
+    let mut i = 0;
+    while i < args.len() && args[i].as_bytes().starts_with(b"-") {
+        i += 1;
+    }
+    let Some(verb) = args.get(i).map(|a| lossy(a)) else {
+        return Ok(());
+    };
+    let spec = Spec {
+        short_value: "b",
+        long_value: &[
+            "--name",
+            "--reference",
+            "--depth",
+            "--branch",
+            "--ref-format",
+        ],
+    };
+    let (_, pos) = walk(&args[i + 1..], &spec);
+    let url = match verb.as_str() {
+        "add" => pos.first(),
+        "set-url" => pos.get(1),
+        _ => None,
+    };
+    if let Some(url) = url {
+        let u = lossy(url);
+        // `./x` and `../x` resolve against the superproject's own remote URL.
+        let relative = u.starts_with("./") || u.starts_with("../");
+        if let Some(d) = url_danger(&u).filter(|_| !relative) {
+            return Err(refuse(
+                "submodule-url",
+                format!("git submodule {verb}: {u} is {d}; use an https:// or ssh URL, or a URL relative to the superproject's remote (../name)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn clone(args: &[OsString]) -> Result<(), Refusal> {
+    let spec = Spec {
+        short_value: "obucj",
+        long_value: &[
+            "--origin",
+            "--branch",
+            "--upload-pack",
+            "--reference",
+            "--reference-if-able",
+            "--separate-git-dir",
+            "--depth",
+            "--shallow-since",
+            "--shallow-exclude",
+            "--template",
+            "--config",
+            "--server-option",
+            "--jobs",
+            "--filter",
+            "--bundle-uri",
+            "--ref-format",
+        ],
+    };
+    let (opts, pos) = walk(args, &spec);
+    for o in &opts {
+        for (full, what) in [
+            (
+                "--template",
+                "copies a template folder (hooks included) into the new repository",
+            ),
+            (
+                "--separate-git-dir",
+                "puts the git dir elsewhere behind a gitfile",
+            ),
+        ] {
+            if is_long(o, full, 4) {
+                return Err(refuse(
+                    "clone-option",
+                    format!("git clone {full} {what}; clone without it"),
+                ));
+            }
+        }
+        let is_config = o.short == Some('c') || is_long(o, "--config", 4);
+        if is_config {
+            let spec = o.value.map(lossy).unwrap_or_default();
+            let (k, v) = match spec.split_once('=') {
+                Some((k, v)) => (k.to_owned(), Some(v.to_owned())),
+                None => (spec.clone(), None),
+            };
+            if let Some(why) = key_danger(&k, v.as_deref()) {
+                return Err(refuse(
+                    "clone-option",
+                    format!("git clone -c {spec}: {why}, and clone writes it into the new repository's config; drop it"),
+                ));
+            }
+        }
+    }
+    if let Some(url) = pos.first() {
+        let u = lossy(url);
+        if let Some(d) = catalogue::classify_url(&u)
+            .filter(|d| *d != UrlDanger::Local)
+            .and_then(|_| url_danger(&u))
+        {
+            return Err(refuse(
+                "remote-url",
+                format!("git clone {u}: {d}, stored as the new repository's origin; use an https:// or ssh URL"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn init(args: &[OsString]) -> Result<(), Refusal> {
+    let spec = Spec {
+        short_value: "",
+        long_value: &[
+            "--template",
+            "--separate-git-dir",
+            "--object-format",
+            "--ref-format",
+            "--initial-branch",
+            "--shared",
+        ],
+    };
+    let (opts, _) = walk(args, &spec);
+    for o in &opts {
+        for (full, what) in [
+            (
+                "--template",
+                "copies a template folder (hooks included) into the new repository",
+            ),
+            (
+                "--separate-git-dir",
+                "puts the git dir elsewhere behind a gitfile",
+            ),
+        ] {
+            if is_long(o, full, 4) {
+                return Err(refuse(
+                    "init-option",
+                    format!("git init {full} {what}; run git init without it"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// git's `split_cmdline` for alias values: whitespace separates words, single and double
+/// quotes group, backslash escapes. `None` on an unclosed quote.
+pub fn split_cmdline(s: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut have = false;
+    let mut quote: Option<char> = None;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, c) if c.is_whitespace() => {
+                if have {
+                    words.push(std::mem::take(&mut cur));
+                    have = false;
+                }
+            }
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                have = true;
+            }
+            (Some(q), c) if c == q => quote = None,
+            (_, '\\') if quote != Some('\'') => {
+                cur.push(chars.next()?);
+                have = true;
+            }
+            (_, c) => {
+                cur.push(c);
+                have = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return None;
+    }
+    if have {
+        words.push(cur);
+    }
+    Some(words)
+}
