@@ -1293,6 +1293,36 @@ pub fn render_human(report: &Report) -> String {
             g.git.version, g.passed, g.failed, g.skipped
         );
     }
+    // The line a reader looks for first: what got through, on which gits.
+    let mut fired: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut other: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for g in &report.gits {
+        for r in &g.results {
+            if r.verdict() != Verdict::Failed {
+                continue;
+            }
+            let into = if matches!(r.safe_git, SafeOutcome::Fired { .. }) {
+                &mut fired
+            } else {
+                &mut other
+            };
+            into.entry(&r.id)
+                .or_default()
+                .push(g.git.version.to_string());
+        }
+    }
+    let list = |m: &BTreeMap<&str, Vec<String>>| {
+        m.iter()
+            .map(|(id, v)| format!("{id} (git {})", v.join(", ")))
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    };
+    if !fired.is_empty() {
+        let _ = writeln!(s, "FIRED under safe-git:\n  {}", list(&fired));
+    }
+    if !other.is_empty() {
+        let _ = writeln!(s, "other failures:\n  {}", list(&other));
+    }
     let _ = writeln!(s, "corpus run took {:.1}s", report.seconds);
     s
 }
