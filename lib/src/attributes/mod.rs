@@ -211,6 +211,9 @@ pub struct Options {
     pub attributes_files: Vec<PathBuf>,
     /// The system attributes file ([`system_attributes_for`]).
     pub system: Option<PathBuf>,
+    /// Submodule git dirs (e.g. `layout::submodule_git_dirs`): their `info/attributes` are read
+    /// too (git uses them inside the submodule, also during superproject recursion).
+    pub submodule_git_dirs: Vec<PathBuf>,
     /// Tree-ishes whose `.gitattributes` files git may read instead of the work tree's:
     /// every `attr.tree` value, and `HEAD` for a bare repository ([`tree_sources`]).
     pub trees: Vec<String>,
@@ -230,6 +233,39 @@ impl Options {
     }
 }
 
+impl Options {
+    /// Every source git reads for this repository, as far as the config enumeration `e` and
+    /// the owner's folders tell: the repository's own sources ([`Options::for_repository`]),
+    /// every `core.attributesFile` ([`attributes_files`], relative ones from the work-tree top
+    /// or, when bare, the git dir), the system file of `probe`'s git, every `attr.tree` (and
+    /// `HEAD` when bare, [`tree_sources`]), and the submodule git dirs' `info/attributes`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_enumeration(
+        e: &Enumeration,
+        work_tree: Option<&Path>,
+        git_dir: &Path,
+        common_dir: &Path,
+        home: Option<&Path>,
+        xdg_config_home: Option<&Path>,
+        probe: Option<&crate::env::GitProbe>,
+        submodule_git_dirs: Vec<PathBuf>,
+    ) -> Result<Self, AttributesError> {
+        let prefix = probe.map(|p| config::git_prefix_for(&p.exec_path));
+        let mut o = Options::for_repository(work_tree, git_dir, common_dir);
+        o.attributes_files = attributes_files(
+            e,
+            home,
+            xdg_config_home,
+            Some(work_tree.unwrap_or(git_dir)),
+            prefix.as_deref(),
+        )?;
+        o.system = probe.map(|p| system_attributes_for(&p.system_config));
+        o.trees = tree_sources(e, work_tree.is_none());
+        o.submodule_git_dirs = submodule_git_dirs;
+        Ok(o)
+    }
+}
+
 /// The system attributes file of a git build: `gitattributes` beside its system config
 /// (`$(sysconfdir)/gitattributes`, i.e. `/etc/gitattributes` for a `/usr` build).
 pub fn system_attributes_for(system_config: &Path) -> PathBuf {
@@ -240,14 +276,14 @@ pub fn system_attributes_for(system_config: &Path) -> PathBuf {
 }
 
 /// Every attributes file named by `core.attributesFile` in any enumerated file (a superset of
-/// the effective one), resolved like git (`~/`, `%(prefix)/`; relative = from the work-tree
-/// top, where git runs), plus the default `$XDG_CONFIG_HOME/git/attributes` (or
-/// `~/.config/git/attributes`).
+/// the effective one), resolved like git (`~/`, `%(prefix)/`; a relative path from `run_dir`,
+/// the folder git runs in: the work-tree top, or the git dir of a bare repository), plus the
+/// default `$XDG_CONFIG_HOME/git/attributes` (or `~/.config/git/attributes`).
 pub fn attributes_files(
     e: &Enumeration,
     home: Option<&Path>,
     xdg_config_home: Option<&Path>,
-    work_tree: Option<&Path>,
+    run_dir: Option<&Path>,
     git_prefix: Option<&Path>,
 ) -> Result<Vec<PathBuf>, AttributesError> {
     let mut out: Vec<PathBuf> = Vec::new();
@@ -270,10 +306,16 @@ pub fn attributes_files(
                 reason,
             }
         })?;
-        let p = match (p.is_absolute(), work_tree) {
+        let p = match (p.is_absolute(), run_dir) {
             (true, _) => p,
-            (false, Some(wt)) => wt.join(p),
-            (false, None) => p,
+            (false, Some(dir)) => dir.join(p),
+            (false, None) => {
+                return Err(AttributesError::AttributesFile {
+                    file: v.origin.file.clone(),
+                    value: raw.to_str_lossy().into_owned(),
+                    reason: "relative, and no folder given to resolve it from".into(),
+                })
+            }
         };
         if !out.contains(&p) {
             out.push(p);
@@ -311,7 +353,7 @@ struct MacroDef {
 }
 
 /// Everything found.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Attributes {
     selections: Vec<Selection>,
     files: Vec<FileEntry>,
@@ -418,6 +460,12 @@ impl<'a> Collector<'a> {
         if let Some(common) = &opts.common_dir {
             let p = common.join("info/attributes");
             self.read_file(&p, Source::InfoAttributes(p.clone()))?;
+        }
+        for sub in &opts.submodule_git_dirs {
+            let p = sub.join("info/attributes");
+            if let Some(bytes) = config::read_bounded(&p, opts.limits.max_file_size)? {
+                self.push_parsed(Source::InfoAttributes(p), &bytes);
+            }
         }
         if let Some(wt) = &opts.work_tree {
             self.walk(wt)?;

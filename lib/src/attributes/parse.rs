@@ -98,7 +98,8 @@ fn unquote_c_style(s: &[u8]) -> Option<(Vec<u8>, &[u8])> {
 
 /// Parse one line; `None` for blank lines, comments, and lines without a pattern.
 pub fn parse_line(raw: &[u8], number: usize) -> Option<Line> {
-    let mut line = raw;
+    // git hands each line to the parser as a C string: a NUL ends it there.
+    let mut line = &raw[..raw.find_byte(0).unwrap_or(raw.len())];
     if number == 1 {
         line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
     }
@@ -212,6 +213,8 @@ mod tests {
         let l = parse_line(br#""unterminated filter=y"#, 1).unwrap();
         assert_eq!(l.pattern.as_deref(), Some(&b"\"unterminated"[..]));
         assert_eq!(st(&l), [("filter".into(), State::Value(b"y".to_vec()))]);
+        let l = parse_line(b"x filter=ev\0il diff=gone", 1).unwrap();
+        assert_eq!(st(&l), [("filter".into(), State::Value(b"ev".to_vec()))]);
         let lines = parse_file(b"a filter=1\n\n# c\nb diff=2\n");
         assert_eq!(lines.iter().map(|l| l.number).collect::<Vec<_>>(), [1, 4]);
     }

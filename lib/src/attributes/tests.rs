@@ -104,8 +104,17 @@ fn collect_for(r: &Repo) -> (Enumeration, Attributes) {
         None,
     );
     let e = config::enumerate(&copts).unwrap();
-    let mut o = Options::for_repository(Some(&r.repo), &r.git_dir, &r.git_dir);
-    o.attributes_files = attributes_files(&e, Some(&r.home), None, Some(&r.repo), None).unwrap();
+    let o = Options::for_enumeration(
+        &e,
+        Some(&r.repo),
+        &r.git_dir,
+        &r.git_dir,
+        Some(&r.home),
+        None,
+        None,
+        Vec::new(),
+    )
+    .unwrap();
     (e, collect(&o).unwrap())
 }
 
@@ -348,6 +357,15 @@ fn system_file_and_builtin_binary() {
     let a = collect(&o).unwrap();
     assert_eq!(a.selections()[0].source, Source::System(sys));
     assert_eq!(a.names(DriverKind::Merge), ["sysm".to_string()].into());
+    // A submodule git dir's info/attributes.
+    let sub = tmp.path().join("modules/s");
+    w(&sub.join("info/attributes"), "* filter=subinfo\n");
+    let o = Options {
+        submodule_git_dirs: vec![sub.clone()],
+        ..o
+    };
+    let a = collect(&o).unwrap();
+    assert!(a.names(DriverKind::Filter).contains("subinfo"));
     // The built-in `binary` alone selects no driver.
     assert!(a.names(DriverKind::Diff).is_empty());
     assert_eq!(
@@ -524,5 +542,78 @@ fn attr_tree_and_bare_head_are_read() {
             .unwrap()
             .names(DriverKind::Filter)
             .contains("ontree"));
+    }
+}
+
+/// Syntax corners: whatever driver git selects from a line, `collect` has it.
+#[test]
+fn parser_is_a_superset_of_git_on_syntax_corners() {
+    // Each line `i` sets drivers for `*.e<i>` (or a quoted variant of it) and is checked on
+    // `x.e<i>`.
+    let lines: &[&str] = &[
+        "{p} filter=plain",
+        "{p}\tdiff=tabsep\tmerge=tab2",
+        "  {p}   filter=lead   ",
+        "{p} filter=crlf\r",
+        "\"{p}\" diff=quoted",
+        "\"{p}\" diff=q\\\"x",
+        "{p} filter=a=b",
+        "{p} filter= diff=empty",
+        "{p} -filter=minus diff=afterminus",
+        "{p} !merge=bang merge=after",
+        "{p} filter",
+        "{p} filter=x bad$name diff=y",
+        "{p} filter=one filter=two",
+        "{p} diff=UPPER",
+        "{p} merge=with.dot_and-dash",
+        "{p} text eol=lf diff=after-builtins",
+        "{p} binary diff=after-binary",
+        "{p} filter=é",
+        "#{p} filter=comment",
+        "{p} # filter=hash",
+        "{p} filter=nu\0l diff=afternul",
+    ];
+    for g in gits() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(tmp.path()).unwrap();
+        let home = root.join("home");
+        fs::create_dir_all(&home).unwrap();
+        git(&g, &home, &root, &["init", "-q", "-b", "main", "repo"]);
+        let repo = root.join("repo");
+        let mut text = String::new();
+        for (i, l) in lines.iter().enumerate() {
+            text.push_str(&l.replace("{p}", &format!("*.e{i}")));
+            text.push('\n');
+        }
+        w(&repo.join(".gitattributes"), &text);
+        let o = Options::for_repository(Some(&repo), &repo.join(".git"), &repo.join(".git"));
+        let a = collect(&o).unwrap();
+        let mut args: Vec<String> = ["check-attr", "filter", "diff", "merge", "--"]
+            .map(String::from)
+            .to_vec();
+        args.extend((0..lines.len()).map(|i| format!("x.e{i}")));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = git(&g, &home, &repo, &args);
+        let mut selected = 0;
+        for line in out.lines() {
+            let mut parts = line.rsplitn(3, ": ");
+            let (value, attr) = (parts.next().unwrap(), parts.next().unwrap());
+            if ["set", "unset", "unspecified"].contains(&value) {
+                continue;
+            }
+            selected += 1;
+            let kind = DriverKind::from_attribute(attr).unwrap();
+            assert!(
+                a.names(kind).contains(value),
+                "{}: git selects {attr}={value:?} ({line}), collect() has {:?}",
+                g.display(),
+                a.names(kind)
+            );
+        }
+        assert!(
+            selected >= 15,
+            "{}: only {selected} selections: {out}",
+            g.display()
+        );
     }
 }

@@ -64,9 +64,9 @@ pub enum ConfigError {
         file: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: not a regular file ({kind}); git cannot read it as config either", file.display())]
+    #[error("{}: not a regular file ({kind}); git cannot read it either", file.display())]
     NotAFile { file: PathBuf, kind: &'static str },
-    #[error("{}: {size} bytes, more than the limit of {limit} bytes for a config file", file.display())]
+    #[error("{}: {size} bytes, more than the limit of {limit} bytes", file.display())]
     TooLarge {
         file: PathBuf,
         size: u64,
@@ -283,8 +283,8 @@ pub enum Submodules {
     /// None.
     #[default]
     Skip,
-    /// Walk `<common dir>/modules/` at any depth without following links (bounded; past the
-    /// bound → [`ConfigError::Incomplete`]). Every folder holding a `config` file or `HEAD` is
+    /// Walk `<common dir>/modules/` and every `<common dir>/worktrees/<id>/modules/` at any
+    /// depth without following links (bounded; past the bound → [`ConfigError::Incomplete`]). Every folder holding a `config` file or `HEAD` is
     /// taken as a submodule git dir.
     Walk,
     /// These git dirs (e.g. from `layout::submodule_git_dirs`).
@@ -308,7 +308,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_file_size: 4 << 20,
-            max_files: 1024,
+            max_files: 4096,
             max_walk_entries: 100_000,
             max_walk_depth: 64,
         }
@@ -392,6 +392,26 @@ fn serialize_arc<S: serde::Serializer, T: Serialize>(a: &Arc<T>, s: S) -> Result
     a.as_ref().serialize(s)
 }
 
+impl Serialize for Value {
+    /// `{key, section, subsection, name, value (null when implicit), line, origin}`; the value
+    /// as text, lossy for non-UTF-8 bytes.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Value", 7)?;
+        st.serialize_field("key", &self.key())?;
+        st.serialize_field("section", &self.section)?;
+        st.serialize_field("subsection", &self.subsection)?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field(
+            "value",
+            &self.value.as_ref().map(|v| v.to_str_lossy().into_owned()),
+        )?;
+        st.serialize_field("line", &self.line)?;
+        st.serialize_field("origin", self.origin.as_ref())?;
+        st.end()
+    }
+}
+
 /// A value that matches the catalogue, with the rows it matches.
 #[derive(Debug, Clone)]
 pub struct Armed<'a> {
@@ -406,6 +426,8 @@ pub struct Enumeration {
     sections: Vec<SectionHeader>,
     files: Vec<FileEntry>,
     worktree_config: bool,
+    /// The untrusted roots, as given and resolved through links.
+    roots: Vec<PathBuf>,
 }
 
 /// Enumerate every config value git may read under `opts`. Runs no program.
@@ -520,6 +542,69 @@ impl Enumeration {
             }
         }
         m
+    }
+
+    /// Trusted values (the owner's own files) of program-running or redirecting keys whose
+    /// value still reaches into an untrusted root: a relative path (git resolves it from the
+    /// work-tree top, e.g. an owner's global `core.hooksPath = .githooks`, or a command whose
+    /// first word is `./tool`) or an absolute path inside a root. The file is the owner's; the
+    /// program is the agent's.
+    pub fn trusted_reaching_untrusted(&self) -> Vec<&Value> {
+        self.values
+            .iter()
+            .filter(|v| v.origin.trust == Trust::Trusted)
+            .filter(|v| {
+                let key = v.config_key();
+                let rows: Vec<&KeyEntry> = catalogue::KEYS
+                    .iter()
+                    .filter(|e| e.key.matches(&key))
+                    .collect();
+                let runs = rows.iter().any(|e| {
+                    matches!(
+                        e.effect,
+                        catalogue::Effect::RunsShell | catalogue::Effect::RunsProgram
+                    )
+                });
+                let names_path = rows.iter().any(|e| {
+                    matches!(
+                        e.effect,
+                        catalogue::Effect::EnablesProgram | catalogue::Effect::Redirects
+                    )
+                });
+                let Some(raw) = v.value.as_ref() else {
+                    return false;
+                };
+                let text = raw.to_str_lossy();
+                let text = text.trim();
+                let word = if runs {
+                    // A shell command: its first word; `!cmd` aliases too.
+                    text.trim_start_matches('!')
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or("")
+                } else if names_path {
+                    text
+                } else {
+                    return false;
+                };
+                if word.is_empty() || word.contains("://") || word.contains("::") {
+                    return false;
+                }
+                let p = Path::new(word);
+                if p.is_absolute() {
+                    let resolved = read::resolve_lenient(p);
+                    self.roots
+                        .iter()
+                        .any(|r| p.starts_with(r) || resolved.starts_with(r))
+                } else if runs {
+                    // A program without a slash is looked up on PATH.
+                    word.contains('/')
+                } else {
+                    // A folder or file git resolves from where it runs (`~` is the owner's).
+                    !word.starts_with('~') && !word.starts_with("%(prefix)")
+                }
+            })
+            .collect()
     }
 
     /// Values that come from untrusted files and that git would read.

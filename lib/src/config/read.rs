@@ -160,6 +160,32 @@ pub(crate) fn normalize_lexically(p: &Path) -> PathBuf {
     out
 }
 
+/// The folders (not links to folders) directly in `dir`, sorted; none when `dir` is missing.
+fn list_dirs(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if is_missing(&e) => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(ConfigError::Unreadable {
+                file: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut out = Vec::new();
+    for e in rd {
+        let e = e.map_err(|source| ConfigError::Unreadable {
+            file: dir.to_path_buf(),
+            source,
+        })?;
+        if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            out.push(e.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// Where `path` lives and whether it is a link.
 struct Located {
     canonical: PathBuf,
@@ -246,36 +272,36 @@ impl<'a> Loader<'a> {
             }
             Submodules::Walk => {
                 if let Some(common) = &opts.common_dir {
-                    for d in self.walk_modules(&common.join("modules"))? {
-                        self.load_submodule(&d)?;
+                    // `modules/` of the common dir, and of every linked worktree's git dir
+                    // (submodules of a linked worktree live in `worktrees/<id>/modules/`).
+                    let mut roots = vec![common.join("modules")];
+                    roots.extend(
+                        list_dirs(&common.join("worktrees"))?
+                            .into_iter()
+                            .map(|d| d.join("modules")),
+                    );
+                    for root in roots {
+                        for d in self.walk_modules(&root)? {
+                            self.load_submodule(&d)?;
+                        }
                     }
                 }
             }
         }
+        self.out.roots = self.roots;
         Ok(self.out)
     }
 
     fn load_linked_worktrees(&mut self, common: &Path) -> Result<(), ConfigError> {
-        let dir = common.join("worktrees");
-        let rd = match std::fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if is_missing(&e) => return Ok(()),
-            Err(source) => return Err(ConfigError::Unreadable { file: dir, source }),
-        };
         let current = self.opts.git_dir.as_deref().map(resolve_lenient);
-        let mut entries = Vec::new();
-        for e in rd {
-            let e = e.map_err(|source| ConfigError::Unreadable {
-                file: dir.clone(),
-                source,
-            })?;
-            let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
-            if is_dir {
-                entries.push(e.path());
-            }
+        // Seen from a linked worktree, the main worktree's `config.worktree` is another's.
+        if current.is_some() && current != Some(resolve_lenient(common)) {
+            let scope = Scope::OtherWorktree {
+                git_dir: common.to_path_buf(),
+            };
+            self.load_top(&common.join("config.worktree"), scope, false)?;
         }
-        entries.sort();
-        for wt in entries {
+        for wt in list_dirs(&common.join("worktrees"))? {
             if current.as_ref() == Some(&resolve_lenient(&wt)) {
                 continue;
             }
@@ -464,6 +490,14 @@ impl<'a> Loader<'a> {
             file: path.to_path_buf(),
             message: one_line(&message),
         };
+        // git keeps names and values as C strings: a NUL cuts a value (or a driver name) short
+        // where gix keeps the rest. No honest config holds one; refuse rather than disagree.
+        if let Some(pos) = bytes.iter().position(|&b| b == 0) {
+            let line = 1 + bytes[..pos].iter().filter(|&&b| b == b'\n').count();
+            return Err(parse_err(format!(
+                "line {line}: NUL byte (git would cut the name or value short there)"
+            )));
+        }
         let events = Events::from_bytes(bytes, None).map_err(|e| parse_err(e.to_string()))?;
         let mut line = 1usize;
         let mut section: Option<(String, Option<String>)> = None;

@@ -96,6 +96,11 @@ fn values_in_load_order_with_implicit_and_mixed_case() {
     assert!(armed.contains(&"core.fsmonitor".to_string()));
     assert!(armed.contains(&"filter.Evil.clean".to_string()));
     assert!(!armed.contains(&"user.name".to_string()));
+    let json = serde_json::to_value(&e.values()[3]).unwrap();
+    assert_eq!(json["key"], "core.fsmonitor");
+    assert_eq!(json["value"], serde_json::Value::Null);
+    assert_eq!(json["origin"]["scope"]["scope"], "local");
+    assert_eq!(json["origin"]["trust"], "untrusted");
     // Global files come in git's order: XDG first, then ~/.gitconfig.
     assert_eq!(e.values()[0].origin.file, s.home.join(".config/git/config"));
 }
@@ -319,12 +324,22 @@ fn linked_worktree_and_submodule_configs() {
         &s.git.join("modules/with/slash/HEAD"),
         "ref: refs/heads/main\n",
     );
+    // A submodule of the linked worktree wt1.
+    w(
+        &s.git.join("worktrees/wt1/modules/wsub/config"),
+        "[filter \"wsub\"]\n\tsmudge = x\n",
+    );
     let mut o = s.opts();
     o.linked_worktrees = true;
     o.submodules = Submodules::Walk;
     let e = enumerate(&o).unwrap();
     let names = e.per_name_sections();
-    for (sec, sub) in [("filter", "wt"), ("diff", "s"), ("merge", "n")] {
+    for (sec, sub) in [
+        ("filter", "wt"),
+        ("diff", "s"),
+        ("merge", "n"),
+        ("filter", "wsub"),
+    ] {
         assert!(names.contains(&(sec.into(), sub.into())), "{sec}.{sub}");
     }
     let fsm = e.values().iter().find(|v| v.is("core.fsmonitor")).unwrap();
@@ -412,6 +427,28 @@ fn fifo_and_oversized_files_are_errors_not_hangs() {
         enumerate(&s.opts()),
         Err(ConfigError::NotAFile { .. })
     ));
+}
+
+#[test]
+fn non_utf8_driver_names_fail_closed() {
+    let s = Scratch::new();
+    fs::write(
+        s.git.join("config"),
+        b"[filter \"ev\xffil\"]\n\tclean = x\n",
+    )
+    .unwrap();
+    let err = enumerate(&s.opts()).unwrap_err();
+    assert!(
+        matches!(err, ConfigError::NonUtf8Name { line: 1, .. }),
+        "{err}"
+    );
+    // A non-UTF-8 value is fine: it is data, not a name to neutralise.
+    fs::write(s.git.join("config"), b"[user]\n\tname = \xff\n").unwrap();
+    let e = enumerate(&s.opts()).unwrap();
+    assert_eq!(
+        e.values()[0].value.as_ref().map(|v| v.to_vec()),
+        Some(b"\xff".to_vec())
+    );
 }
 
 #[test]
@@ -647,4 +684,308 @@ fn include_depth_limit_agrees_with_git() {
             assert_eq!(git_ok, n == MAX_INCLUDE_DEPTH, "{} n={n}", g.display());
         }
     }
+}
+
+/// Syntax corner cases: wherever git accepts a file, the enumeration must accept it and read
+/// exactly git's keys and values, in git's order (a parser that disagrees with git about a
+/// value is a way to hide a program from the checks).
+#[test]
+fn parser_agrees_with_git_on_syntax_corners() {
+    let cases = [
+        "[core] bare = true\n",
+        "[a]\n\tb-1 = x\n",
+        "[a] ; c\n\tb = 1\n",
+        "[a]\n\tb = x\\\n",
+        "[a \"s p\tt\"]\n\tb = 1\n",
+        "[a \"\"]\n\tb = 1\n",
+        "[a]\n\t1b = x\n",
+        "[a]\n\tb = \\x\n",
+        "[a]\n\tb = \"x ; y\" # z\n",
+        "[a]\n\tb = x \" y \"\n",
+        "[a]\n\tb = \"unbalanced\n",
+        "[a]\n\tb = a\\tb\\nc\\\\d\\\"e\n",
+        "[a]\n\tb =   x   y   \n",
+        "[A.B.C]\n\td = 1\n",
+        "[a \"b.c\"]\n\td = 1\n",
+        "[a \"b\"]\n\t[c]\n\td = 1\n",
+        "[a]b=1\n",
+        "[a]\n\tb\n\tb = \n\tb = 0\n",
+        "[a]\n\tb = x\\\n\ty\n",
+        "[a]\n\tb = \"x\\\ny\"\n",
+        "[a]\n\tb=1;c\n",
+        "[a]\n\tb=1#c\n",
+        "[a \"x\\y\"]\n\tb = 1\n",
+        "[a \"x\\\\y\"]\n\tb = 1\n",
+        "[a-b]\n\tc = 1\n",
+        "[a_b]\n\tc = 1\n",
+        "[a.]\n\tc = 1\n",
+        "\t[a]\n\t\tb = 1\n",
+        "[a]\r\n\tb = 1\r\n",
+        "[a]\n\tb = x\ty\n",
+        "[a]\n\tb = \"x\ty\"\n",
+        "[filter \"x\"]\n\tclean = \"sh -c 'touch /tmp/x'\" ; # c\n",
+        "\u{feff}[a]\n\tb = bom\n",
+        "[a]\n\tb = 1\n[a]\n\tc = 2\n[A]\n\tB = 3\n",
+        "# only a comment\n",
+        "",
+        "[a]\n\tb = x\\ty\\\\\n",
+        "[a \"q\\\"uote\"]\n\tb = 1\n",
+        "[a]\n\tb = \"\"\n",
+        "[a]\n\tb = x\"\"y\n",
+    ];
+    let mut cases: Vec<String> = cases.iter().map(|c| c.to_string()).collect();
+    for extra in [
+        "[a]\n\tb_c = 1\n",
+        "[a]\n\tb = x\0y\n",
+        "[a]\n\tb = x\\\r\n y\n",
+        "[a]\n\tb = \"x\" \"y\"\n",
+        "[a]#c\n\tb=1\n",
+        "[a \"b\"] c = 1 ; d\n",
+        "[a]\n\tb\t=\t1\n",
+        "[ a ]\n\tb = 1\n",
+        "[a \"b\"]c\n",
+        "[a]\n\tb = 1\n\tb = 2\n[a]\n\tb = 3\n",
+        "[a]\n\tb = ;\n",
+        "[a]\n\tb = \"\\\"\"\n",
+        "[include]\n\tpath\t=\t\n",
+    ] {
+        cases.push(extra.to_owned());
+    }
+    cases.push(format!("[a]\n\tlong = {}\n", "x".repeat(100_000)));
+    cases.push(format!("[a \"{}\"]\n\tb = 1\n", "s".repeat(5_000)));
+    let mut agreed = 0;
+    let mut failures = Vec::new();
+    for g in gits() {
+        for (i, case) in cases.iter().enumerate() {
+            let s = Scratch::new();
+            let file = s.root.join(format!("c{i}.cfg"));
+            fs::write(&file, case).unwrap();
+            let out = std::process::Command::new(&g)
+                .args(["config", "-f"])
+                .arg(&file)
+                .args(["-l", "-z"])
+                .env_clear()
+                .env("HOME", &s.home)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .output()
+                .unwrap();
+            let opts = Options {
+                system: Some(file.clone()),
+                ..Options::default()
+            };
+            let ours = enumerate(&opts);
+            if !out.status.success() {
+                // git refuses the file: refusing it too, or reading it, are both safe.
+                continue;
+            }
+            let short: String = case.chars().take(80).collect();
+            if case.contains('\0') {
+                // git reads up to the NUL; the enumeration refuses the file (fail closed).
+                assert!(
+                    matches!(ours, Err(ConfigError::Parse { .. })),
+                    "case {i} {short:?}"
+                );
+                continue;
+            }
+            let ours = ours.unwrap_or_else(|e| {
+                panic!(
+                    "{}: git reads case {i} {short:?}, we fail: {e}",
+                    g.display()
+                )
+            });
+            let theirs: Vec<(String, String)> = out
+                .stdout
+                .split(|&b| b == 0)
+                .filter(|c| !c.is_empty())
+                .map(|c| {
+                    let c = String::from_utf8_lossy(c);
+                    match c.split_once('\n') {
+                        Some((k, v)) => (k.to_owned(), v.to_owned()),
+                        None => (c.into_owned(), "true".to_owned()),
+                    }
+                })
+                .collect();
+            let mine: Vec<(String, String)> = ours
+                .values()
+                .iter()
+                .map(|v| (v.key(), v.text().into_owned()))
+                .collect();
+            // git 2.39 turns an unquoted tab inside a value into a space; git 2.47 and gix keep
+            // it. Neither changes a driver name (a subsection) or what a shell runs.
+            let tabs = |v: &[(String, String)]| -> Vec<(String, String)> {
+                v.iter()
+                    .map(|(k, x)| (k.clone(), x.replace('\t', " ")))
+                    .collect()
+            };
+            if mine != theirs && tabs(&mine) == tabs(&theirs) {
+                agreed += 1;
+                continue;
+            }
+            if mine != theirs {
+                failures.push(format!(
+                    "{}: case {i} {short:?}: ours {mine:?}, git {theirs:?}",
+                    g.display()
+                ));
+                continue;
+            }
+            agreed += 1;
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(agreed > 60, "only {agreed} cases compared");
+}
+
+/// The claim safe-git builds on, with a positive control: a clean filter defined in a file
+/// reached through a conditional include runs under plain git; neutralising every name in
+/// `per_name_sections()` stops it.
+#[test]
+fn neutralising_enumerated_names_stops_a_planted_filter() {
+    use crate::catalogue::GitVersion;
+    use crate::env::{DefuseOptions, Defused};
+    for g in gits() {
+        let s = Scratch::new();
+        git(&g, &s.home, &s.root, &["init", "-q", "-b", "main", "repo"]);
+        let canary = s.root.join("canary");
+        let mut local = fs::read_to_string(s.git.join("config")).unwrap();
+        local.push_str("[includeIf \"onbranch:main\"]\n\tpath = ../tracked.cfg\n");
+        w(&s.git.join("config"), &local);
+        w(
+            &s.repo.join("tracked.cfg"),
+            &format!(
+                "[filter \"evil\"]\n\tclean = \"touch {}; cat\"\n\trequired\n",
+                canary.display()
+            ),
+        );
+        w(&s.repo.join(".gitattributes"), "*.txt filter=evil\n");
+        w(&s.repo.join("a.txt"), "one\n");
+        git(&g, &s.home, &s.repo, &["add", "a.txt", ".gitattributes"]);
+        git(&g, &s.home, &s.repo, &["commit", "-q", "-m", "c"]);
+        let dirty = || {
+            // Same size, new mtime: stat-dirty, so status must run the clean filter.
+            std::thread::sleep(std::time::Duration::from_millis(1100));
+            w(&s.repo.join("a.txt"), "two\n");
+            let _ = fs::remove_file(&canary);
+        };
+        dirty();
+        git(&g, &s.home, &s.repo, &["status", "--porcelain"]);
+        assert!(
+            canary.exists(),
+            "{}: positive control: the filter did not run",
+            g.display()
+        );
+
+        dirty();
+        let e = enumerate(&s.opts()).unwrap();
+        let version = GitVersion::parse(&String::from_utf8_lossy(&git(
+            &g,
+            &s.home,
+            &s.repo,
+            &["version"],
+        )))
+        .unwrap();
+        let empty_system = s.root.join("empty-system-config");
+        w(&empty_system, "");
+        let mut d = Defused::new(DefuseOptions {
+            system_config: Some(empty_system),
+            read_only: true,
+            ..DefuseOptions::new(version)
+        });
+        for (section, name) in e.per_name_sections() {
+            d.neutralise_name(&section, &name).unwrap();
+        }
+        let inherited = [
+            ("HOME", s.home.as_os_str()),
+            ("PATH", std::ffi::OsStr::new("/usr/bin:/bin")),
+        ]
+        .map(|(k, v)| (std::ffi::OsString::from(k), v.to_owned()));
+        let out = d
+            .command(&g, inherited, ["status", "--porcelain"])
+            .current_dir(&s.repo)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            g.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !canary.exists(),
+            "{}: the filter ran under the defused git",
+            g.display()
+        );
+    }
+}
+
+#[test]
+fn from_a_linked_worktree_its_config_worktree_is_the_worktree_scope() {
+    let s = Scratch::new();
+    w(
+        &s.git.join("config"),
+        "[extensions]\n\tworktreeConfig = true\n[INCLUDE]\n\tPATH = upper.cfg\n",
+    );
+    w(&s.git.join("upper.cfg"), "[x]\n\tviaupper = 1\n");
+    let wt_git = s.git.join("worktrees/wt1");
+    w(
+        &wt_git.join("config.worktree"),
+        "[core]\n\thooksPath = mine\n",
+    );
+    w(
+        &s.git.join("worktrees/wt2/config.worktree"),
+        "[core]\n\thooksPath = theirs\n",
+    );
+    w(
+        &s.git.join("config.worktree"),
+        "[core]\n\thooksPath = main\n",
+    );
+    let mut o = Options::for_repository(Some(&s.root.join("wt1")), &wt_git, &s.git);
+    o.linked_worktrees = true;
+    let e = enumerate(&o).unwrap();
+    assert!(
+        e.get_last("x.viaupper").is_some(),
+        "include keys are case-insensitive"
+    );
+    assert_eq!(e.get_last("core.hooksPath").unwrap().text(), "mine");
+    let hp: Vec<(String, String)> = e
+        .values()
+        .iter()
+        .filter(|v| v.is("core.hooksPath"))
+        .map(|v| (format!("{:?}", v.origin.scope), v.text().into_owned()))
+        .collect();
+    // wt1 once (as this worktree's), then the main tree's and wt2's as other worktrees'.
+    assert_eq!(hp.len(), 3, "{hp:?}");
+    assert_eq!(hp[0], ("Worktree".to_string(), "mine".to_string()));
+    assert!(hp[1].0.starts_with("OtherWorktree") && hp[1].1 == "main");
+    assert!(hp[2].0.starts_with("OtherWorktree") && hp[2].1 == "theirs");
+}
+
+#[test]
+fn trusted_values_that_still_run_the_agents_programs() {
+    let s = Scratch::new();
+    w(
+        &s.home.join(".gitconfig"),
+        &format!(
+            "[core]\n\thooksPath = .githooks\n\tpager = less -R\n\tsshCommand = ./bin/ssh\n\
+             [gpg]\n\tprogram = {}/tools/gpg\n[alias]\n\tx = !scripts/run.sh\n\tst = status\n\
+             [remote \"o\"]\n\turl = https://example.invalid/r\n\
+             [core]\n\tattributesFile = ~/.gitattributes\n",
+            s.repo.display()
+        ),
+    );
+    let e = enumerate(&s.opts()).unwrap();
+    let keys: Vec<String> = e
+        .trusted_reaching_untrusted()
+        .iter()
+        .map(|v| v.key())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "core.hookspath",
+            "core.sshcommand",
+            "gpg.program",
+            "alias.x"
+        ],
+        "{keys:?}"
+    );
 }
