@@ -1443,6 +1443,49 @@ version_reason = "config hooks"
         assert!(case.skip_reason(Version(2, 54, 0)).is_none());
     }
 
+    fn write_case(dir: &Path, file: &str, body: &str) {
+        std::fs::write(dir.join(file), body).unwrap();
+    }
+
+    #[test]
+    fn invalid_cases_are_refused_with_file_and_rule() {
+        let ok =
+            "title = \"t\"\nresearch = \"r\"\nsetup = \"plant $WS/x\"\ncommand = [\"status\"]\n";
+        for (file, body, rule) in [
+            (
+                "1a-a.toml",
+                format!("id = \"1a-b\"\n{ok}"),
+                "id: must equal",
+            ),
+            ("x-a.toml", format!("id = \"x-a\"\n{ok}"), "research row"),
+            (
+                "1a-a.toml",
+                format!("id = \"1a-a\"\nmin_git = \"2.40.0\"\n{ok}"),
+                "version_reason",
+            ),
+            (
+                "1a-a.toml",
+                format!("id = \"1a-a\"\naudit = \"no\"\n{ok}"),
+                "audit:",
+            ),
+            (
+                "1a-a.toml",
+                ok.replace("plant $WS/x", "true") + "id = \"1a-a\"\n",
+                "canary",
+            ),
+            (
+                "1a-a.toml",
+                format!("id = \"1a-a\"\nbogus = 1\n{ok}"),
+                "unknown field",
+            ),
+        ] {
+            let t = tempfile::tempdir().unwrap();
+            write_case(t.path(), file, &body);
+            let e = load_cases(t.path()).unwrap_err().to_string();
+            assert!(e.contains(file) && e.contains(rule), "{file}: {e}");
+        }
+    }
+
     #[test]
     fn shell_quote_survives_quotes() {
         assert_eq!(shell_quote("a'b"), r"'a'\''b'");
