@@ -16,15 +16,19 @@ const BWRAP: &str = "/usr/bin/bwrap";
 fn bins() -> &'static (PathBuf, PathBuf) {
     static BINS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     BINS.get_or_init(|| {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "git-shim", "-p", "agent-shell"])
+        let exe = std::env::current_exe().unwrap();
+        // target/<profile>/deps/<test> → target/<profile>/
+        let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+        let mut build = Command::new(env!("CARGO"));
+        build.args(["build", "-q", "-p", "git-shim", "-p", "agent-shell"]);
+        if dir.ends_with("release") {
+            build.arg("--release");
+        }
+        let status = build
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .status()
             .expect("cargo build");
         assert!(status.success(), "building git-shim and agent-shell failed");
-        let exe = std::env::current_exe().unwrap();
-        // target/<profile>/deps/<test> → target/<profile>/
-        let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
         (dir.join("git-shim"), dir.join("agent-shell"))
     })
 }
@@ -390,6 +394,18 @@ fn agent_shell_passes_the_status_and_defuses_the_environment() {
         String::from_utf8_lossy(&o.stdout),
         format!("zero one\n{}\n", s.repo.display())
     );
+    // Its own flags.
+    let o = Command::new(shell).arg("--version").output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("agent-shell "));
+    let o = Command::new(shell)
+        .args(["--generate", "bash"])
+        .output()
+        .unwrap();
+    assert!(o.status.success() && !o.stdout.is_empty());
+    let o = Command::new(shell).arg("--help").output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("EXAMPLES"));
+    let o = Command::new(shell).arg("--bogus").output().unwrap();
+    assert_eq!(o.status.code(), Some(120));
     // No policy: refuse to start.
     let o = Command::new(shell)
         .env_remove("GITWARD_POLICY")

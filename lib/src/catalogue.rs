@@ -333,6 +333,7 @@ pub static KEYS: &[KeyEntry] = &[
     KeyEntry { key: k!("maintenance"."auto"), effect: Triggers, runs: "as gc.auto", trigger: "commit, fetch, merge", neutraliser: set("false"), since: None, severity: Note, research: "§1d" },
     KeyEntry { key: k!("gc"."worktreePruneExpire"), effect: Triggers, runs: "no program; auto-gc prunes worktree entries (now = at once)", trigger: "auto-gc", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1d" },
     KeyEntry { key: per!("submodule"."update"), effect: RunsShell, runs: "update = !<cmd>, via sh (only from .git/config)", trigger: "submodule update", neutraliser: cannot("submodule update is not run by safe-git; the audit flags it"), since: None, severity: Error, research: "§1d" },
+    KeyEntry { key: k!("diff"."submodule"), effect: Triggers, runs: "diff = runs git diff inside every folder the shown commits record as a submodule, with that repository's drivers", trigger: "log -p, show, diff (also --submodule=diff)", neutraliser: N::TrustedOr { value: "short" }, since: None, severity: Warning, research: "§1d" },
     KeyEntry { key: k!("submodule"."recurse"), effect: Triggers, runs: "makes commands enter submodules, whose config and hooks then run", trigger: "checkout, fetch, …", neutraliser: N::AuditOnly, since: None, severity: Note, research: "§1d" },
     // §1e config loading and location redirects
     KeyEntry { key: k!("include"."path"), effect: LoadsConfig, runs: "inserts another config file (relative to the including file)", trigger: "every command", neutraliser: cannot("cannot be cleared by -c: every target is enumerated (all conditions) and what it defines is neutralised"), since: None, severity: Warning, research: "§1e" },
@@ -405,6 +406,13 @@ impl DriverKind {
 
 /// Built-in attribute macros (git's `builtin_attr`): `binary` = `-diff -merge -text`.
 pub static BUILTIN_MACROS: &[(&str, &str)] = &[("binary", "-diff -merge -text")];
+
+/// Per-scope keys the generic `-c` set always covers, because git reads each scope on its
+/// own: `gpg.program` is only an alias of `gpg.openpgp.program`, and git picks the
+/// verification program by the signature's format (`gpg.x509.program`, `gpg.ssh.program`),
+/// whatever `log.showSignature` says (`%G?` formats verify too). Each is matched by the
+/// `gpg[.<scope>].program` row of [`KEYS`] and neutralised as that row says.
+pub static SCOPED_KEYS: &[&str] = &["gpg.openpgp.program", "gpg.x509.program", "gpg.ssh.program"];
 
 /// Every hook event git knows (git master `hook-list.h`, 28 names).
 pub static HOOK_EVENTS: &[&str] = &[
@@ -531,9 +539,11 @@ pub static ENV: &[EnvEntry] = &[
     rm("PERL5OPT", "code loading for Perl commands", "§2b"),
     rm("PYTHONPATH", "code loading for Python commands", "§2b"),
     rm("PYTHONSTARTUP", "code loading for Python", "§2b"),
-    rm("LD_PRELOAD", "loader code injection", "§2b"),
-    rm("LD_LIBRARY_PATH", "loader code injection", "§2b"),
-    rm("LD_AUDIT", "loader code injection", "§2b"),
+    rm("LD_*", "loader code injection (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, …)", "§2b"),
+    rm("GCONV_PATH", "glibc's iconv loads modules from it (git re-encodes commit messages)", "§2b"),
+    rm("LOCPATH", "glibc locale data location", "§2b"),
+    rm("NLSPATH", "message catalogue location", "§2b"),
+    rm("GLIBC_TUNABLES", "glibc tunables (parsed by the loader)", "§2b"),
     rm("DYLD_*", "loader code injection (macOS)", "§2b"),
     rm("BASH_ENV", "sourced by every non-interactive bash (hooks and aliases run through sh)", "§2b"),
     rm("ENV", "sourced by POSIX sh", "§2b"),

@@ -254,6 +254,15 @@ impl Defused {
                 _ => {}
             }
         }
+        for key in catalogue::SCOPED_KEYS {
+            let neutral = catalogue::lookup(key).find_map(|e| match e.neutraliser {
+                Neutraliser::Set { value } | Neutraliser::TrustedOr { value } => Some(value),
+                _ => None,
+            });
+            if let Some(value) = neutral {
+                config.push(((*key).to_owned(), value.to_owned()));
+            }
+        }
         if opts.version >= CONFIG_HOOKS_SINCE {
             for ev in catalogue::HOOK_EVENTS {
                 config.push((format!("hook.{ev}.enabled"), "false".to_owned()));
@@ -427,11 +436,12 @@ impl Defused {
     /// `trusted` maps lower-cased `section.name` to the last trusted value.
     pub fn reassert_trusted(&mut self, trusted: &BTreeMap<String, String>) {
         for (key, value) in self.config.iter_mut() {
-            let Some(k) = ConfigKey::parse(key) else {
+            if ConfigKey::parse(key).is_none() {
                 continue;
-            };
+            }
             let is_trusted_or = catalogue::lookup(key).any(|e| {
-                matches!(e.neutraliser, Neutraliser::TrustedOr { .. }) && k.subsection.is_none()
+                matches!(e.neutraliser, Neutraliser::TrustedOr { .. })
+                    && !matches!(e.key, KeyPattern::PerName { .. })
             });
             if is_trusted_or {
                 if let Some(v) = trusted.get(&key.to_ascii_lowercase()) {

@@ -421,7 +421,10 @@ impl Root {
     pub fn open_dir(&self, rel: impl AsRef<Path>) -> Result<Root, FsError> {
         let rel = rel.as_ref();
         let comps = self.components(rel)?;
-        let fd = self.walk(&comps)?;
+        let fd = match self.walk(&comps)? {
+            DirFd::Owned(fd) => fd,
+            DirFd::Borrowed(_) => self.reopen_root()?,
+        };
         Ok(Root {
             fd,
             path: self.path.join(rel),
@@ -675,20 +678,22 @@ impl Root {
             .map_err(|e| FsError::io(self.path.clone(), "open", e))
     }
 
-    /// Opens the folders `comps` one by one, no-follow, and returns the last one's descriptor.
-    fn walk(&self, comps: &[&OsStr]) -> Result<OwnedFd, FsError> {
-        let mut cur = self.reopen_root()?;
+    /// Opens the folders `comps` one by one, no-follow, and returns the last one's descriptor
+    /// (the root's own descriptor, borrowed, when `comps` is empty).
+    fn walk(&self, comps: &[&OsStr]) -> Result<DirFd<'_>, FsError> {
+        let mut cur = DirFd::Borrowed(self.fd.as_fd());
         let mut full = self.path.clone();
         for name in comps {
             full.push(name);
-            cur = openat(&cur, *name, DIR_WALK, Mode::empty())
+            let next = openat(&cur, *name, DIR_WALK, Mode::empty())
                 .map_err(|e| classify(&cur, name, e, full.clone(), "open"))?;
+            cur = DirFd::Owned(next);
         }
         Ok(cur)
     }
 
     /// The parent folder's descriptor, the leaf name and the full path of a non-empty `rel`.
-    fn parent_of<'a>(&self, rel: &'a Path) -> Result<(OwnedFd, &'a OsStr, PathBuf), FsError> {
+    fn parent_of<'a>(&self, rel: &'a Path) -> Result<(DirFd<'_>, &'a OsStr, PathBuf), FsError> {
         let comps = self.components(rel)?;
         let Some((leaf, dirs)) = comps.split_last() else {
             return Err(FsError::Escape {
@@ -697,6 +702,21 @@ impl Root {
         };
         let parent = self.walk(dirs)?;
         Ok((parent, leaf, self.path.join(rel)))
+    }
+}
+
+/// A folder descriptor: the root's own (borrowed) or one opened by a walk.
+enum DirFd<'a> {
+    Borrowed(BorrowedFd<'a>),
+    Owned(OwnedFd),
+}
+
+impl AsFd for DirFd<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            DirFd::Borrowed(fd) => *fd,
+            DirFd::Owned(fd) => fd.as_fd(),
+        }
     }
 }
 
@@ -736,7 +756,7 @@ fn to_stat(st: &FileStat, target: Option<PathBuf>) -> Stat {
 }
 
 /// `lstat` of `name` in `dir`; `Ok(None)` when missing.
-fn lstat_at(dir: &OwnedFd, name: &OsStr, full: &Path) -> Result<Option<Stat>, FsError> {
+fn lstat_at(dir: &impl AsFd, name: &OsStr, full: &Path) -> Result<Option<Stat>, FsError> {
     let st = match fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
         Ok(st) => st,
         Err(Errno::ENOENT) => return Ok(None),
@@ -757,7 +777,7 @@ fn lstat_at(dir: &OwnedFd, name: &OsStr, full: &Path) -> Result<Option<Stat>, Fs
 
 /// Turns an errno from an `*at` call on `name` in `dir` into an [`FsError`], telling a link
 /// (`ELOOP`, or `ENOTDIR` on a name that is a link) from other failures.
-fn classify(dir: &OwnedFd, name: &OsStr, e: Errno, full: PathBuf, op: &'static str) -> FsError {
+fn classify(dir: &impl AsFd, name: &OsStr, e: Errno, full: PathBuf, op: &'static str) -> FsError {
     match e {
         Errno::ENOENT => FsError::NotFound { path: full },
         Errno::ELOOP => FsError::Link { path: full },
@@ -811,7 +831,7 @@ fn read_fd(fd: OwnedFd, full: &Path, max_bytes: u64) -> Result<Vec<u8>, FsError>
     Ok(buf)
 }
 
-fn read_dir_names(dir: &OwnedFd, full: &Path) -> Result<Vec<OsString>, FsError> {
+fn read_dir_names(dir: &impl AsFd, full: &Path) -> Result<Vec<OsString>, FsError> {
     let fd = openat(
         dir,
         ".",
@@ -833,7 +853,7 @@ fn read_dir_names(dir: &OwnedFd, full: &Path) -> Result<Vec<OsString>, FsError> 
     Ok(names)
 }
 
-fn fsync_dir(dir: &OwnedFd, display: &Path) -> Result<(), FsError> {
+fn fsync_dir(dir: &impl AsFd, display: &Path) -> Result<(), FsError> {
     let fd = openat(
         dir,
         ".",
@@ -860,7 +880,7 @@ fn temp_name() -> OsString {
 
 /// Creates a fresh temporary file in `dir` (`O_CREAT | O_EXCL | O_NOFOLLOW`) with exactly the
 /// permission bits `mode` (set with `fchmod`, so the umask does not change them).
-fn create_temp(dir: &OwnedFd, full: &Path, mode: u32) -> Result<(OsString, OwnedFd), FsError> {
+fn create_temp(dir: &impl AsFd, full: &Path, mode: u32) -> Result<(OsString, OwnedFd), FsError> {
     for _ in 0..16 {
         let name = temp_name();
         match openat(
@@ -890,9 +910,9 @@ fn create_temp(dir: &OwnedFd, full: &Path, mode: u32) -> Result<(OsString, Owned
 /// `renameat2(RENAME_NOREPLACE)`, falling back to check-then-`renameat` on file systems that
 /// do not support the flag (`EINVAL`).
 fn rename_noreplace(
-    src_dir: &OwnedFd,
+    src_dir: &impl AsFd,
     src: &OsStr,
-    dst_dir: &OwnedFd,
+    dst_dir: &impl AsFd,
     dst: &OsStr,
 ) -> Result<(), Errno> {
     match renameat2(src_dir, src, dst_dir, dst, RenameFlags::RENAME_NOREPLACE) {
@@ -911,10 +931,10 @@ fn rename_noreplace(
 /// Copies `src` (in `src_dir`) to `dst` (in `dst_dir`) on another file system: into a
 /// temporary name first, then renamed into place without replacing anything.
 fn copy_across(
-    src_dir: &OwnedFd,
+    src_dir: &impl AsFd,
     src: &OsStr,
     src_full: &Path,
-    dst_dir: &OwnedFd,
+    dst_dir: &impl AsFd,
     dst: &OsStr,
     dst_full: &Path,
 ) -> Result<(), FsError> {
@@ -943,10 +963,10 @@ fn copy_across(
 }
 
 fn copy_tree(
-    src_dir: &OwnedFd,
+    src_dir: &impl AsFd,
     src: &OsStr,
     src_full: &Path,
-    dst_dir: &OwnedFd,
+    dst_dir: &impl AsFd,
     dst: &OsStr,
     dst_full: &Path,
     depth: usize,
@@ -1040,7 +1060,7 @@ fn copy_tree(
 }
 
 /// Removes `name` in `dir` and, for a folder, everything below it — without following links.
-fn remove_tree(dir: &OwnedFd, name: &OsStr, full: &Path, depth: usize) -> Result<(), FsError> {
+fn remove_tree(dir: &impl AsFd, name: &OsStr, full: &Path, depth: usize) -> Result<(), FsError> {
     if depth > MAX_COPY_DEPTH {
         return Err(FsError::io(
             full.to_path_buf(),

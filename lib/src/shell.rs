@@ -242,7 +242,7 @@ impl Guard {
                 Ok(outcomes) => {
                     for o in outcomes {
                         if o.action != settings::Action::Accepted {
-                            eprintln!("agent-shell: {}", o.event().message);
+                            eprintln!("agent-shell: {}", shim::one_line(&o.event().message));
                         }
                         events.push(o.event());
                     }

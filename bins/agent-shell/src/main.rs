@@ -29,7 +29,8 @@ struct Cli {
     #[arg(
         value_name = "ARGS",
         trailing_var_arg = true,
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        requires = "command"
     )]
     args: Vec<OsString>,
     /// Write a man page or a shell completion script to standard output.

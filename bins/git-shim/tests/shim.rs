@@ -250,7 +250,7 @@ fn the_shim_execs_git_in_place() {
         let pid = child.id();
         // Wait until the process image is git (the shim exec'd it, same pid).
         let mut exe = PathBuf::new();
-        for _ in 0..200 {
+        for _ in 0..1000 {
             exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
             if exe == g {
                 break;
@@ -407,7 +407,7 @@ fn worktrees_in_the_session_folder_only() {
         );
         w.ok(
             &w.repo,
-            &["worktree", "remove", w.wt.join("third").to_str().unwrap()],
+            &["worktree", "remove", "third"], // by name, as git allows
         );
         assert!(w.wt.exists());
         w.ok(&w.repo, &["worktree", "remove", feat.to_str().unwrap()]);
@@ -733,4 +733,68 @@ fn remotes_aliases_clone_init() {
         w.ok(&w.repo, &["hp"]);
         w.ok(&w.repo, &["st"]);
     }
+}
+
+#[test]
+fn a_policy_naming_the_shim_as_real_git_is_refused() {
+    let g = gits().remove(0);
+    let w = World::new(&g, "");
+    let policy = w.home.join("etc/self.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "session = \"s1\"\nrepo = \"{}\"\nreal_git = \"{}\"\n",
+            w.repo.display(),
+            w.bin.join("git").display()
+        ),
+    )
+    .unwrap();
+    let o = w
+        .shim_cmd(&w.repo)
+        .env("GITWARD_POLICY", &policy)
+        .arg("status")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(124));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("gitward itself"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Only the shim on PATH, no other git: refused, never a loop.
+    let nogit = w.home.join("etc/nogit.toml");
+    std::fs::write(
+        &nogit,
+        format!("session = \"s1\"\nrepo = \"{}\"\n", w.repo.display()),
+    )
+    .unwrap();
+    let o = w
+        .shim_cmd(&w.repo)
+        .env("GITWARD_POLICY", &nogit)
+        .env("PATH", format!("{b}:{b}", b = w.bin.display()))
+        .arg("status")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(124));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no real git"));
+}
+
+#[test]
+fn own_flags_only_under_its_own_name() {
+    let o = Command::new(env!("CARGO_BIN_EXE_git-shim"))
+        .args(["--generate", "man"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains(".TH git-shim"));
+    let o = Command::new(env!("CARGO_BIN_EXE_git-shim"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("EXAMPLES"));
+    let o = Command::new(env!("CARGO_BIN_EXE_git-shim"))
+        .arg("--bogus")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(120));
 }

@@ -44,9 +44,12 @@ pub use worktrees::{
 
 use crate::fsx::{FileType, FsError, Root};
 use serde::Serialize;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
 
 /// git refuses a `.git` file larger than this (`read_gitfile_gently`: `max_file_size`).
 pub const GITFILE_MAX: u64 = 1 << 20;
@@ -150,6 +153,10 @@ pub enum LayoutError {
     /// A `.git` file git would refuse (or, for some forms, read differently).
     #[error("{}: invalid gitfile: {reason}", .path.display())]
     InvalidGitfile { path: PathBuf, reason: String },
+    /// A bare repository found by the walk inside another repository's work tree. git uses it
+    /// (unless `safe.bareRepository=explicit`), with its own config and hooks.
+    #[error("{}: bare repository inside the work tree of {}: refused (git would use it and its config unless safe.bareRepository=explicit; name it with --git-dir to use it)", .path.display(), .enclosing.display())]
+    EmbeddedBare { path: PathBuf, enclosing: PathBuf },
     /// A valid gitfile whose target is neither a linked worktree's admin dir that points back
     /// at it nor a submodule git dir inside the enclosing superproject's `modules/`.
     #[error("{}: gitfile points to {}: refused ({reason})", .path.display(), .target.display())]
@@ -218,6 +225,7 @@ impl LayoutError {
             | LayoutError::NotAGitDir { path, .. }
             | LayoutError::InvalidGitfile { path, .. }
             | LayoutError::GitfileUnvouched { path, .. }
+            | LayoutError::EmbeddedBare { path, .. }
             | LayoutError::CommondirInMainGitDir { path, .. }
             | LayoutError::CommondirMismatch { path, .. }
             | LayoutError::InvalidCommondir { path, .. }
@@ -240,35 +248,103 @@ impl LayoutError {
 
 /// Absolute-path access through [`Root::system`]: every component below `/` is opened
 /// without following links.
+///
+/// Folder handles are cached by absolute path, so a lookup below an already opened folder is
+/// one `*at` call relative to its handle instead of a walk from `/`. A folder swapped for a
+/// link after it was opened is not noticed: the handle keeps pointing at the real folder it
+/// opened, never at the link's target.
 pub(crate) struct Sys {
     root: Root,
+    dirs: RefCell<HashMap<PathBuf, Rc<Root>>>,
 }
+
+/// Folder handles kept open at most by one [`Sys`] (each is a file descriptor).
+const SYS_DIR_CACHE_MAX: usize = 256;
 
 impl Sys {
     pub(crate) fn new() -> Result<Sys, LayoutError> {
+        let root = Root::system()?;
+        let mut dirs = HashMap::new();
+        dirs.insert(PathBuf::from("/"), Rc::new(root.try_clone()?));
         Ok(Sys {
-            root: Root::system()?,
+            root,
+            dirs: RefCell::new(dirs),
         })
     }
 
-    fn rel(abs: &Path) -> &Path {
-        abs.strip_prefix("/").unwrap_or(abs)
+    /// The no-follow handle of the folder `abs`.
+    fn dir(&self, abs: &Path) -> Result<Rc<Root>, FsError> {
+        if let Some(r) = self.dirs.borrow().get(abs) {
+            return Ok(r.clone());
+        }
+        let escape = || FsError::Escape {
+            path: abs.to_path_buf(),
+        };
+        let (mut cur_path, mut cur) = {
+            let cache = self.dirs.borrow();
+            abs.ancestors()
+                .skip(1)
+                .find_map(|a| cache.get(a).map(|r| (a.to_path_buf(), r.clone())))
+                .map(Ok)
+                .unwrap_or_else(|| {
+                    self.root
+                        .try_clone()
+                        .map(|r| (PathBuf::from("/"), Rc::new(r)))
+                })?
+        };
+        let rest = abs.strip_prefix(&cur_path).map_err(|_| escape())?;
+        let mut cache = self.dirs.borrow_mut();
+        if cache.len() > SYS_DIR_CACHE_MAX {
+            cache.retain(|p, _| p == Path::new("/"));
+        }
+        for c in rest.components() {
+            let Component::Normal(name) = c else {
+                return Err(escape());
+            };
+            let next = Rc::new(cur.open_dir(name)?);
+            cur_path.push(name);
+            cache.insert(cur_path.clone(), next.clone());
+            cur = next;
+        }
+        Ok(cur)
+    }
+
+    /// The parent folder's handle and the leaf name of `abs` (not `/`).
+    fn split<'a>(&self, abs: &'a Path) -> Result<(Rc<Root>, &'a OsStr), FsError> {
+        let escape = || FsError::Escape {
+            path: abs.to_path_buf(),
+        };
+        let name = abs.file_name().ok_or_else(escape)?;
+        let parent = abs.parent().ok_or_else(escape)?;
+        if !abs.is_absolute() || abs.components().any(|c| c == Component::ParentDir) {
+            return Err(escape());
+        }
+        Ok((self.dir(parent)?, name))
     }
 
     pub(crate) fn stat(&self, abs: &Path) -> Result<Option<crate::fsx::Stat>, LayoutError> {
-        Ok(self.root.stat(Self::rel(abs))?)
+        if abs == Path::new("/") {
+            return Ok(Some(self.root.root_stat()?));
+        }
+        match self.split(abs) {
+            Ok((dir, name)) => Ok(dir.stat(name)?),
+            Err(FsError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     pub(crate) fn read(&self, abs: &Path, max: u64) -> Result<Vec<u8>, FsError> {
-        self.root.read(Self::rel(abs), max)
+        let (dir, name) = self.split(abs)?;
+        dir.read(name, max)
     }
 
     pub(crate) fn read_prefix(&self, abs: &Path, max: u64) -> Result<Vec<u8>, FsError> {
-        self.root.read_prefix(Self::rel(abs), max)
+        let (dir, name) = self.split(abs)?;
+        dir.read_prefix(name, max)
     }
 
     pub(crate) fn list(&self, abs: &Path) -> Result<Vec<crate::fsx::DirEntry>, FsError> {
-        self.root.list(Self::rel(abs))
+        self.dir(abs)?.list("")
     }
 
     /// git's `realpath`, without following links: `path` (absolute) is resolved component by
@@ -277,9 +353,7 @@ impl Sys {
     /// missing trailing components are kept lexically (`strbuf_realpath_forgiving`);
     /// otherwise a missing component is an error.
     pub(crate) fn resolve(&self, path: &Path, forgiving: bool) -> Result<PathBuf, LayoutError> {
-        // One open folder handle per existing component of the result so far, so that each
-        // step is a single no-follow lookup relative to its parent.
-        let mut stack: Vec<Root> = vec![self.root.try_clone()?];
+        // Each step is one no-follow lookup relative to the (cached) handle of its parent.
         let mut names: Vec<&OsStr> = Vec::new();
         let mut missing_at: Option<usize> = None;
         let mut after_non_dir = false;
@@ -302,12 +376,8 @@ impl Sys {
                     if names.pop().is_none() {
                         continue; // `/..` is `/`
                     }
-                    match missing_at {
-                        Some(m) if names.len() <= m => missing_at = None,
-                        Some(_) => {}
-                        None => {
-                            stack.pop();
-                        }
+                    if matches!(missing_at, Some(m) if names.len() <= m) {
+                        missing_at = None;
                     }
                 }
                 Component::Normal(name) => {
@@ -315,8 +385,11 @@ impl Sys {
                     if missing_at.is_some() {
                         continue;
                     }
-                    let top = stack.last().expect("the root handle is never popped");
-                    match top.stat(name)? {
+                    let here = current(&names);
+                    if self.dirs.borrow().contains_key(&here) {
+                        continue; // opened no-follow earlier: a real folder
+                    }
+                    match self.stat(&here)? {
                         None if forgiving => missing_at = Some(names.len() - 1),
                         None => {
                             let p = current(&names);
@@ -330,10 +403,7 @@ impl Sys {
                                 path: current(&names),
                             })
                         }
-                        Some(st) if st.is_dir() => {
-                            let next = top.open_dir(name)?;
-                            stack.push(next);
-                        }
+                        Some(st) if st.is_dir() => {}
                         Some(_) => after_non_dir = true,
                     }
                 }
@@ -685,6 +755,10 @@ pub struct DiscoverOptions {
     pub ceilings: Vec<PathBuf>,
     /// `GIT_DISCOVERY_ACROSS_FILESYSTEM=true`.
     pub across_filesystems: bool,
+    /// Accept a bare repository found by the walk inside another repository's work tree
+    /// (an "embedded" bare repository, the case `safe.bareRepository=explicit` exists for).
+    /// Refused by default.
+    pub allow_embedded_bare: bool,
 }
 
 /// git's upward walk from `start` (`setup_git_directory_gently_1`) with git's ceiling rules,
@@ -695,6 +769,7 @@ pub fn discover(start: &Path, ceilings: &[PathBuf]) -> Result<Layout, LayoutErro
         &DiscoverOptions {
             ceilings: ceilings.to_vec(),
             across_filesystems: false,
+            allow_embedded_bare: false,
         },
     )
 }
@@ -722,15 +797,23 @@ pub fn discover_with(start: &Path, opts: &DiscoverOptions) -> Result<Layout, Lay
         .filter(|c| c.is_absolute())
         .filter_map(|c| std::fs::canonicalize(c).ok())
         .collect();
-    discover_from(&sys, &start, &ceilings, opts.across_filesystems)
+    let walk = Walk {
+        ceilings,
+        across_filesystems: opts.across_filesystems,
+        allow_embedded_bare: opts.allow_embedded_bare,
+    };
+    discover_from(&sys, &start, &walk)
 }
 
-fn discover_from(
-    sys: &Sys,
-    start: &Path,
-    ceilings: &[PathBuf],
+/// The walk's settings, resolved.
+struct Walk {
+    ceilings: Vec<PathBuf>,
     across_filesystems: bool,
-) -> Result<Layout, LayoutError> {
+    allow_embedded_bare: bool,
+}
+
+fn discover_from(sys: &Sys, start: &Path, walk: &Walk) -> Result<Layout, LayoutError> {
+    let ceilings = &walk.ceilings;
     // The deepest ceiling that is a proper ancestor of start; folders at or above it are
     // never examined.
     let ceiling = ceilings
@@ -754,15 +837,9 @@ fn discover_from(
     }
     // One no-follow handle per folder from `/` down to start: each step of the walk is then a
     // couple of lookups relative to its folder, not a walk from `/`.
-    let mut chain = vec![sys.root.try_clone()?];
-    for comp in start.components() {
-        if let Component::Normal(name) = comp {
-            let next = chain
-                .last()
-                .expect("the chain starts with the root")
-                .open_dir(name)?;
-            chain.push(next);
-        }
+    let mut chain = Vec::new();
+    for dir in start.ancestors().collect::<Vec<_>>().into_iter().rev() {
+        chain.push(sys.dir(dir)?);
     }
     let start_dev = chain.last().expect("non-empty").root_stat()?.dev;
     for (i, folder) in chain.iter().enumerate().rev() {
@@ -777,7 +854,7 @@ fn discover_from(
                     });
                 }
             }
-            if !across_filesystems && folder.root_stat()?.dev != start_dev {
+            if !walk.across_filesystems && folder.root_stat()?.dev != start_dev {
                 return Err(LayoutError::NoRepository {
                     start: start.to_path_buf(),
                     stopped_at: dir.to_path_buf(),
@@ -785,7 +862,7 @@ fn discover_from(
                 });
             }
         }
-        if let Some(layout) = examine_folder(sys, folder, ceilings, across_filesystems)? {
+        if let Some(layout) = examine_folder(sys, folder, walk)? {
             return Ok(layout);
         }
     }
@@ -797,12 +874,7 @@ fn discover_from(
 }
 
 /// One step of the walk: `<dir>/.git`, then `<dir>` as a bare git dir.
-fn examine_folder(
-    sys: &Sys,
-    folder: &Root,
-    ceilings: &[PathBuf],
-    across_filesystems: bool,
-) -> Result<Option<Layout>, LayoutError> {
+fn examine_folder(sys: &Sys, folder: &Root, walk: &Walk) -> Result<Option<Layout>, LayoutError> {
     let dir = folder.path();
     let dot_git = dir.join(".git");
     if let Some(st) = folder.stat(".git")? {
@@ -811,9 +883,7 @@ fn examine_folder(
                 path: dot_git,
                 target,
             }),
-            FileType::File { .. } => {
-                vouch_gitfile(sys, &dot_git, dir, ceilings, across_filesystems).map(Some)
-            }
+            FileType::File { .. } => vouch_gitfile(sys, &dot_git, dir, walk).map(Some),
             FileType::Dir { .. } => {
                 let info = match check_git_dir_with(sys, &dot_git) {
                     Ok(info) => info,
@@ -853,8 +923,31 @@ fn examine_folder(
     match check_git_dir_with(sys, dir) {
         Err(LayoutError::NotAGitDir { .. }) => Ok(None),
         Err(e) => Err(e),
-        Ok(info) => classify_git_dir(sys, info, None, FoundBy::Bare).map(Some),
+        Ok(info) => {
+            let layout = classify_git_dir(sys, info, None, FoundBy::Bare)?;
+            if !walk.allow_embedded_bare && !is_implicit_bare_repo(dir) {
+                if let Some(enclosing) = enclosing_dot_git(sys, dir)? {
+                    return Err(LayoutError::EmbeddedBare {
+                        path: dir.to_path_buf(),
+                        enclosing,
+                    });
+                }
+            }
+            Ok(Some(layout))
+        }
     }
+}
+
+/// The nearest `.git` (of any kind) in a folder above `dir`: `dir` then lies in that
+/// repository's work tree.
+fn enclosing_dot_git(sys: &Sys, dir: &Path) -> Result<Option<PathBuf>, LayoutError> {
+    for anc in dir.ancestors().skip(1) {
+        let candidate = anc.join(".git");
+        if sys.stat(&candidate)?.is_some() {
+            return Ok(Some(candidate));
+        }
+    }
+    Ok(None)
 }
 
 /// Names the kind of a git dir reached directly (bare discovery or `--git-dir`), refusing a
@@ -970,8 +1063,7 @@ fn vouch_gitfile(
     sys: &Sys,
     gitfile: &Path,
     dir: &Path,
-    ceilings: &[PathBuf],
-    across_filesystems: bool,
+    walk: &Walk,
 ) -> Result<Layout, LayoutError> {
     let gf = read_gitfile_with(sys, gitfile)?;
     let unvouched = |reason: String| LayoutError::GitfileUnvouched {
@@ -1029,7 +1121,7 @@ fn vouch_gitfile(
     }
     if gf.target.components().any(|c| c.as_os_str() == "modules") {
         if let Some(parent) = dir.parent() {
-            let sup = discover_from(sys, parent, ceilings, across_filesystems)
+            let sup = discover_from(sys, parent, walk)
                 .map_err(|e| unvouched(format!("no enclosing superproject vouches for it: {e}")))?;
             let modules = sup.git_dir.join("modules");
             if gf.target.starts_with(&modules) && gf.target != modules {
@@ -1104,7 +1196,12 @@ pub fn open_git_dir(git_dir: &Path, work_tree: Option<&Path>) -> Result<Layout, 
         }),
         Some(st) if st.is_file() => {
             let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
-            let mut layout = vouch_gitfile(&sys, &path, &dir, &[], true)?;
+            let walk = Walk {
+                ceilings: Vec::new(),
+                across_filesystems: true,
+                allow_embedded_bare: false,
+            };
+            let mut layout = vouch_gitfile(&sys, &path, &dir, &walk)?;
             if work_tree.is_some() {
                 layout.work_tree = work_tree;
             }

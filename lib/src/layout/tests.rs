@@ -1146,3 +1146,151 @@ fn worktrees_of_a_bare_repository_and_submodules_of_a_linked_worktree() {
             .any(|d| d.git_dir == top.join(".git/worktrees/topwt/modules/mid")));
     }
 }
+
+#[test]
+fn callers_start_path_may_contain_links_but_unreadable_layout_fails_closed() {
+    let git = gits()[0];
+    let env = Env::new();
+    let repo = env.repo(git, "repo");
+    std::fs::create_dir(repo.join("sub")).unwrap();
+    // The caller's own path is resolved once (like git's getcwd).
+    symlink(repo.join("sub"), env.p("alias")).unwrap();
+    let l = env.discover(&env.p("alias")).unwrap();
+    assert_eq!(l.work_tree.as_deref(), Some(repo.as_path()));
+    // A gitfile naming a path the kernel cannot even look up: an error, never "no repository".
+    let wt = env.p("wt");
+    std::fs::create_dir(&wt).unwrap();
+    let long = "x".repeat(300);
+    std::fs::write(
+        wt.join(".git"),
+        format!("gitdir: {}/{long}\n", env.root().display()),
+    )
+    .unwrap();
+    assert!(
+        !env.run(git, &wt, &["status"]).status.success(),
+        "control: git accepted it"
+    );
+    match env.discover(&wt) {
+        Err(LayoutError::Unreadable { path, .. }) => assert!(path.ends_with(&long)),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Differential test: our prune verdict for every entry state against git's own
+/// `git worktree prune -n -v --expire=now` on both gits.
+#[test]
+fn prune_verdicts_equal_gits_own_dry_run() {
+    for git in gits() {
+        let env = Env::new();
+        let repo = env.repo(git, "repo");
+        let version = crate::catalogue::GitVersion::parse(&env.ok(git, &repo, &["version"]))
+            .expect("git version");
+        let ids = [
+            "ok",
+            "gone",
+            "lockedgone",
+            "moved",
+            "emptygd",
+            "nlgd",
+            "wsgd",
+            "nogd",
+            "dirgd",
+            "rel",
+            "noslash",
+        ];
+        for id in ids {
+            env.ok(
+                git,
+                &repo,
+                &["worktree", "add", "-q", "--detach", &format!("../{id}")],
+            );
+        }
+        let admin = |id: &str| repo.join(".git/worktrees").join(id);
+        std::fs::remove_dir_all(env.p("gone")).unwrap();
+        env.ok(git, &repo, &["worktree", "lock", "../lockedgone"]);
+        std::fs::remove_dir_all(env.p("lockedgone")).unwrap();
+        std::fs::write(admin("moved").join("gitdir"), "/nonexistent/moved/.git\n").unwrap();
+        std::fs::write(admin("emptygd").join("gitdir"), "").unwrap();
+        std::fs::write(admin("nlgd").join("gitdir"), "\r\n").unwrap();
+        std::fs::write(admin("wsgd").join("gitdir"), "   \n").unwrap();
+        std::fs::remove_file(admin("nogd").join("gitdir")).unwrap();
+        std::fs::remove_file(admin("dirgd").join("gitdir")).unwrap();
+        std::fs::create_dir(admin("dirgd").join("gitdir")).unwrap();
+        std::fs::write(admin("rel").join("gitdir"), "../../../../rel/.git\n").unwrap();
+        std::fs::write(
+            admin("noslash").join("gitdir"),
+            format!("{}\n", env.p("noslash").display()),
+        )
+        .unwrap();
+        std::fs::write(repo.join(".git/worktrees/notdir"), "x").unwrap();
+
+        let out = env.run(
+            git,
+            &repo,
+            &["worktree", "prune", "-n", "-v", "--expire=now"],
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        let theirs: std::collections::BTreeMap<String, String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("Removing worktrees/"))
+            .filter_map(|l| l.split_once(": "))
+            .map(|(id, r)| (id.to_string(), r.to_string()))
+            .collect();
+        let entries = worktree_entries(&repo.join(".git")).unwrap();
+        assert_eq!(entries.len(), ids.len() + 1);
+        for e in &entries {
+            assert_eq!(
+                e.prune_verdict(version),
+                theirs.get(&e.id).map(String::as_str),
+                "{git}: worktrees/{}: git said {text}",
+                e.id
+            );
+        }
+        // The states that must be pruned are, and the others are not (guards the oracle).
+        for id in [
+            "gone", "moved", "emptygd", "nlgd", "wsgd", "nogd", "dirgd", "rel", "notdir",
+        ] {
+            assert!(theirs.contains_key(id), "{git}: git kept {id}: {text}");
+        }
+        for id in ["ok", "lockedgone", "noslash"] {
+            assert!(!theirs.contains_key(id), "{git}: git pruned {id}");
+        }
+    }
+}
+
+#[test]
+fn embedded_bare_repository_refused_where_git_uses_it() {
+    for git in gits() {
+        let env = Env::new();
+        let outer = env.repo(git, "outer");
+        env.ok(git, &outer, &["init", "-q", "--bare", "vendor/evil.git"]);
+        let evil = outer.join("vendor/evil.git");
+        env.ok(git, &evil, &["config", "gitward.marker", "embedded"]);
+        std::fs::create_dir_all(evil.join("refs/heads/deep")).unwrap();
+        // Control: git run inside it uses the embedded bare repository and its config.
+        let cfg = env.ok(git, &evil.join("refs/heads/deep"), &["config", "-l"]);
+        assert!(
+            cfg.contains("gitward.marker=embedded"),
+            "{git}: control: {cfg}"
+        );
+        match env.discover(&evil.join("refs/heads/deep")) {
+            Err(LayoutError::EmbeddedBare { path, enclosing }) => {
+                assert_eq!(path, evil);
+                assert_eq!(enclosing, outer.join(".git"));
+            }
+            other => panic!("{git}: not refused: {other:?}"),
+        }
+        // The caller may opt in, or name it explicitly (like git's GIT_DIR).
+        let opts = DiscoverOptions {
+            ceilings: env.ceilings(),
+            allow_embedded_bare: true,
+            ..DiscoverOptions::default()
+        };
+        assert_eq!(discover_with(&evil, &opts).unwrap().kind, Kind::Bare);
+        assert_eq!(open_git_dir(&evil, None).unwrap().kind, Kind::Bare);
+        // git's own exemptions are not "embedded": a main git dir entered from inside.
+        let l = env.discover(&outer.join(".git/refs")).unwrap();
+        assert_eq!(l.git_dir, outer.join(".git"));
+    }
+}

@@ -381,6 +381,7 @@ fn read_entry(
     let locked_present = listing.iter().any(|e| e.name == "locked");
 
     // gitdir
+    let gitdir_entry = listing.iter().find(|e| e.name == "gitdir");
     let gitdir_raw = match read_small(sys, &admin.join("gitdir")) {
         Ok(b) => b,
         Err(FsError::Link { .. }) => None, // reported above as Problem::Link
@@ -391,37 +392,53 @@ fn read_entry(
             None
         }
     };
-    let gitdir_present = listing.iter().any(|e| e.name == "gitdir");
     let mut prune: Option<String> = None;
     match &gitdir_raw {
-        None if !gitdir_present => {
-            entry.problems.push(Problem::GitdirMissing);
-            prune = Some("gitdir file does not exist".into());
-        }
-        None => {
-            prune = Some("unable to read gitdir file".into());
-        }
+        None => match gitdir_entry.map(|e| &e.stat.file_type) {
+            None => {
+                entry.problems.push(Problem::GitdirMissing);
+                prune = Some("gitdir file does not exist".into());
+            }
+            // should_prune_worktree: open succeeds on a folder, read fails with EISDIR.
+            Some(FileType::Dir { .. }) => {
+                prune = Some("unable to read gitdir file (Is a directory)".into());
+            }
+            Some(_) => prune = Some("unable to read gitdir file".into()),
+        },
         Some(raw) => {
-            let t = rtrim(until_nul(raw));
-            if trim_crlf(raw).is_empty() || t.is_empty() {
+            // should_prune_worktree's view: trailing CR/LF stripped, the path must exist.
+            let crlf = until_nul(trim_crlf(raw));
+            if crlf.is_empty() {
                 entry.problems.push(Problem::GitdirEmpty);
                 prune = Some("invalid gitdir file".into());
             } else {
-                let p = path_from_bytes(t);
+                let p = path_from_bytes(crlf);
                 if p.is_relative() {
                     entry.problems.push(Problem::RelativeGitdir {
                         understood_since: RELATIVE_WORKTREES_SINCE,
                     });
                 }
-                match sys.resolve(&absolute_against(&admin, &p), true) {
-                    Ok(named) => {
-                        // get_linked_worktree strips a trailing `/.git`; the worktree's `.git`
-                        // is then `<worktree>/.git` either way (validate_worktree).
-                        let wt = if named.file_name() == Some(OsStr::new(".git")) {
-                            named.parent().map(Path::to_path_buf).unwrap_or(named)
-                        } else {
-                            named
-                        };
+                let exists = match sys.resolve(&absolute_against(&admin, &p), true) {
+                    Ok(named) => sys.stat(&named).map(|st| st.is_some()).unwrap_or(true),
+                    // A link on the way: git would follow it; we do not know, so we do not
+                    // claim a prune.
+                    Err(_) => true,
+                };
+                if !exists && !index_newer_than(sys, &admin, now)? {
+                    prune = Some("gitdir file points to non-existent location".into());
+                }
+            }
+            // get_linked_worktree's view: all trailing whitespace trimmed, `/.git` stripped;
+            // an empty result means the entry is not listed.
+            let t = rtrim(until_nul(raw));
+            let t = t.strip_suffix(b"/.git").unwrap_or(t);
+            if t.is_empty() {
+                if !crlf.is_empty() {
+                    entry.problems.push(Problem::GitdirEmpty);
+                }
+            } else {
+                match sys.resolve(&absolute_against(&admin, &path_from_bytes(t)), true) {
+                    Ok(wt) => {
                         entry.dot_git = Some(wt.join(".git"));
                         entry.worktree_path = Some(wt);
                     }
@@ -442,14 +459,9 @@ fn read_entry(
     // (validate_worktree).
     if let Some(dot_git) = entry.dot_git.clone() {
         match sys.stat(&dot_git) {
-            Ok(None) => {
-                entry.problems.push(Problem::BacklinkMissing {
-                    dot_git: dot_git.clone(),
-                });
-                if prune.is_none() && !index_newer_than(sys, &admin, now)? {
-                    prune = Some("gitdir file points to non-existent location".into());
-                }
-            }
+            Ok(None) => entry.problems.push(Problem::BacklinkMissing {
+                dot_git: dot_git.clone(),
+            }),
             Ok(Some(st)) => match st.file_type {
                 FileType::File { .. } => {
                     check_backlink(sys, &admin, &dot_git, &mut entry.problems)?

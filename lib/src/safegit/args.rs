@@ -88,7 +88,6 @@ const GLOBAL_FLAGS: &[&str] = &[
     "--no-optional-locks",
     "--no-lazy-fetch",
     "--no-advice",
-    "--bare",
 ];
 
 /// Parse git's global options and find the subcommand. `config_allowed` decides whether a
@@ -217,16 +216,39 @@ pub const ALLOWED: &[&str] = &[
     "version",
 ];
 
-/// Options refused everywhere in a subcommand's arguments (before `--`).
+/// Long options refused everywhere in a subcommand's arguments (before `--`), with why.
+/// Matched the way git's parse-options matches them: any prefix of the name counts (git
+/// accepts unique abbreviations), so `--open-files-in-p` is refused like the full name.
+const REFUSED_LONG: &[(&str, &str)] = &[
+    ("--help", "it starts a man or web viewer; use -h"),
+    ("--upload-pack", "it names a program to run"),
+    ("--receive-pack", "it names a program to run"),
+    ("--exec", "it names a program to run"),
+    (
+        "--recurse-submodules",
+        "submodule recursion runs git in submodules with write side effects",
+    ),
+    ("--open-files-in-pager", "it opens files in a program"),
+];
+
+/// Is `name` (`--xyz`, without `=value`) `full` or an abbreviation git would expand to it?
+fn abbreviates(name: &str, full: &str) -> bool {
+    name.len() > 2 && full.starts_with(name)
+}
+
 fn globally_refused(opt: &str) -> Option<&'static str> {
-    match opt {
-        "--help" => Some("it starts a man or web viewer; use -h"),
-        "--upload-pack" | "--receive-pack" | "--exec" => Some("it names a program to run"),
-        "--recurse-submodules" => {
-            Some("submodule recursion runs git in submodules with write side effects")
-        }
-        _ => None,
+    if !opt.starts_with("--") {
+        return None;
     }
+    // `--submodule=diff` runs `git diff` inside every folder the shown commits record as a
+    // submodule, with that repository's own drivers, which nothing here enumerates.
+    if opt == "--submodule=diff" {
+        return Some("it runs git diff inside submodule folders the commits name, with their drivers; use --submodule=short or log");
+    }
+    REFUSED_LONG
+        .iter()
+        .find(|(full, _)| abbreviates(opt, full))
+        .map(|(_, why)| *why)
 }
 
 fn opt_name(a: &str) -> &str {
@@ -252,7 +274,12 @@ fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
     let refuse =
         |opt: &str, why: &'static str| Err(ArgsError::Option(sub.to_owned(), opt.to_owned(), why));
     for opt in options(&a.rest) {
-        if let Some(why) = globally_refused(opt_name(opt)) {
+        let name = if opt == "--submodule=diff" {
+            opt
+        } else {
+            opt_name(opt)
+        };
+        if let Some(why) = globally_refused(name) {
             return refuse(opt, why);
         }
     }
@@ -261,7 +288,7 @@ fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
             for opt in options(&a.rest) {
                 // `-O`, `-Ovim`, or a bundle of short options holding `O` (`-iO`).
                 let short_o = !opt.starts_with("--") && opt.starts_with('-') && opt.contains('O');
-                if short_o || opt_name(opt) == "--open-files-in-pager" {
+                if short_o {
                     return refuse(opt, "it opens files in a program");
                 }
             }

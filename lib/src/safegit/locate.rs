@@ -145,9 +145,40 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
         }
     }
     if let Some(wt) = &layout.work_tree {
-        for d in gitlink_git_dirs(&layout.git_dir, wt)? {
-            if !submodule_git_dirs.contains(&d) {
-                submodule_git_dirs.push(d);
+        // git recurses into submodules of submodules (status, diff): follow every populated
+        // gitlink, each submodule's own index and `modules/`, to a fixed depth.
+        let mut queue = vec![(layout.git_dir.clone(), wt.clone(), 0usize)];
+        while let Some((git_dir, work_tree, depth)) = queue.pop() {
+            for sub in gitlink_layouts(&git_dir, &work_tree)? {
+                if depth + 1 > MAX_SUBMODULE_DEPTH {
+                    return Err(Refusal {
+                        code: exit::LAYOUT,
+                        subject: sub.git_dir.display().to_string(),
+                        reason: format!("submodules nested deeper than {MAX_SUBMODULE_DEPTH}; not enumerated, so not vouched for"),
+                    });
+                }
+                if submodule_git_dirs.contains(&sub.git_dir) {
+                    continue;
+                }
+                submodule_git_dirs.push(sub.git_dir.clone());
+                for m in
+                    layout::submodule_git_dirs(&sub.common_dir).map_err(|e| layout_refusal(&e))?
+                {
+                    match m.status {
+                        layout::ModuleStatus::GitDir { .. } if !submodule_git_dirs.contains(&m.git_dir) => submodule_git_dirs.push(m.git_dir),
+                        layout::ModuleStatus::Link { target } => {
+                            return Err(Refusal {
+                                code: exit::LAYOUT,
+                                subject: m.git_dir.display().to_string(),
+                                reason: format!("submodule git dir is a symbolic link to {} (git would follow it to a foreign git dir)", target.display()),
+                            })
+                        }
+                        _ => {}
+                    }
+                }
+                if let Some(swt) = sub.work_tree.clone() {
+                    queue.push((sub.git_dir.clone(), swt, depth + 1));
+                }
             }
         }
     }
@@ -167,11 +198,14 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
     }))
 }
 
+/// How deep submodules of submodules are followed before safe-git refuses to vouch.
+const MAX_SUBMODULE_DEPTH: usize = 8;
+
 /// Git dirs behind the index's gitlinks: the submodules git recurses into (`status`, `diff`).
 /// Each populated submodule folder is discovered the way git does (its `.git` folder, or a
 /// gitfile that must lead into the superproject's `modules/`); a layout that cannot be
 /// vouched for is refused like the superproject's own.
-fn gitlink_git_dirs(git_dir: &Path, work_tree: &Path) -> Result<Vec<PathBuf>, Refusal> {
+fn gitlink_layouts(git_dir: &Path, work_tree: &Path) -> Result<Vec<Layout>, Refusal> {
     let index_path = git_dir.join("index");
     if !index_path.exists() {
         return Ok(Vec::new());
@@ -208,7 +242,7 @@ fn gitlink_git_dirs(git_dir: &Path, work_tree: &Path) -> Result<Vec<PathBuf>, Re
         }
         let l =
             layout::discover(&sub, &[work_tree.to_path_buf()]).map_err(|e| layout_refusal(&e))?;
-        out.push(l.git_dir);
+        out.push(l);
     }
     Ok(out)
 }
@@ -261,11 +295,27 @@ pub fn enumerate(
         }
         None => config::Options::default(),
     };
-    opts = opts.with_owner(
-        Some(probe),
-        home.as_deref(),
-        env_path("XDG_CONFIG_HOME").as_deref(),
-    );
+    let xdg = env_path("XDG_CONFIG_HOME");
+    opts = opts.with_owner(Some(probe), home.as_deref(), xdg.as_deref());
+    // The owner's global config is the one under the owner's home as the password database
+    // names it. A HOME or XDG_CONFIG_HOME pointing elsewhere is the caller's choice (possibly
+    // a folder the agent wrote): files there count as untrusted, so what they define is
+    // neutralised like the repository's own config.
+    let owner_home = owner_home();
+    for (is_home, path) in [(true, &home), (false, &xdg)] {
+        let Some(p) = path else { continue };
+        let resolved = crate::policy::resolve(p);
+        let owners = owner_home.as_ref().is_some_and(|h| {
+            if is_home {
+                resolved == *h
+            } else {
+                resolved.starts_with(h)
+            }
+        });
+        if !owners {
+            opts.untrusted_roots.push(resolved);
+        }
+    }
     let e: Enumeration = config::enumerate(&opts).map_err(|e| config_refusal(&e))?;
     if let Some(l) = located {
         check_core_worktree(&e, l)?;
@@ -283,6 +333,14 @@ pub fn enumerate(
         files: e.files().iter().map(|f| f.origin.file.clone()).collect(),
         trusted: e.trusted_values(),
     })
+}
+
+/// The current user's home folder from the password database (resolved), if any.
+fn owner_home() -> Option<PathBuf> {
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()?;
+    Some(crate::policy::resolve(&user.dir))
 }
 
 /// `core.worktree` moves the work tree anywhere. Accept it only where git's own layout puts

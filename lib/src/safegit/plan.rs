@@ -288,26 +288,30 @@ fn external_diff(defused: &mut Defused, args: &mut GitArgs, view: &super::locate
         .values
         .iter()
         .any(|v| !v.trusted && v.key.eq_ignore_ascii_case("diff.external"));
-    if untrusted_external {
-        if let Some(owner) = view.trusted.get("diff.external") {
-            defused.set_config("diff.external", owner.clone());
-        }
+    let owner_external = view.trusted.get("diff.external");
+    if let (true, Some(owner)) = (untrusted_external, owner_external) {
+        defused.set_config("diff.external", owner.clone());
     }
     let owner_configures = view.values.iter().any(|v| v.trusted && is_ext(&v.key));
     let asked = args.rest.iter().any(|a| a == "--ext-diff");
     let at = match args.subcommand.as_str() {
         s if EXT_DIFF_COMMANDS.contains(&s) => Some(0),
-        "stash" if args.mode() == Some("show") => Some(1),
+        "stash" if matches!(args.mode(), Some("show") | Some("list")) => Some(1),
         _ => None,
     };
-    if let Some(at) = at {
-        if !owner_configures && !asked {
-            args.rest.insert(at, OsString::from("--no-ext-diff"));
-        } else if asked && untrusted_external && !view.trusted.contains_key("diff.external") {
+    let Some(at) = at else { return };
+    let repository_only = untrusted_external && owner_external.is_none();
+    if asked {
+        if repository_only {
             // The caller asked for the external diff and only the repository names one: git
             // fails on the empty value instead of running it.
             defused.set_config("diff.external", "");
         }
+    } else if repository_only || !owner_configures {
+        // The repository's diff.external with no owner's value to put in its place (the
+        // owner's own driver commands do not count: they do not replace diff.external), or
+        // nothing configured by the owner at all (then the flag changes no output).
+        args.rest.insert(at, OsString::from("--no-ext-diff"));
     }
 }
 
@@ -320,6 +324,20 @@ pub fn plan(req: &Request) -> Result<Plan, Refusal> {
         };
         Refusal::new(code, argv_strings(&req.args).join(" "), e)
     })?;
+    for var in ["HOME", "XDG_CONFIG_HOME"] {
+        if let Some(v) = req.var(var).filter(|v| !v.is_empty()) {
+            if Path::new(v).is_relative() {
+                return Err(Refusal::new(
+                    exit::NOT_ALLOWED,
+                    var,
+                    format!(
+                        "{} is relative: git would read global config from wherever it runs (the repository); set an absolute path",
+                        v.to_string_lossy()
+                    ),
+                ));
+            }
+        }
+    }
     let git = find_real_git(req.git.as_deref(), req.var("PATH"))
         .map_err(|e| Refusal::new(exit::SETUP, "git", e))?;
     let probe = GitProbe::probe_cached(&git, req.cache_dir.as_deref())

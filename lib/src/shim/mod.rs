@@ -208,6 +208,10 @@ impl Session {
         opts.allow_protocols = policy.shim.allow_protocols.clone();
         opts.ceilings = ceilings(&policy);
         opts.keep = KEEP.iter().map(|s| (*s).to_owned()).collect();
+        if policy.allow_transient_config {
+            // The policy lets the agent choose git's exec path for a call (rule `exec-path`).
+            opts.keep.push("GIT_EXEC_PATH".to_owned());
+        }
         let defused = Defused::new(opts);
         Ok(Session {
             policy,
@@ -344,6 +348,17 @@ impl Repository for GitRepo<'_> {
         }
     }
 
+    fn worktrees(&self) -> Vec<PathBuf> {
+        match self.ask(&["worktree", "list", "--porcelain"]) {
+            Some((true, out)) => out
+                .lines()
+                .filter_map(|l| l.strip_prefix("worktree "))
+                .map(PathBuf::from)
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     fn is_external(&self, name: &str) -> bool {
         use std::os::unix::fs::PermissionsExt;
         if name.contains('/') || name.is_empty() {
@@ -388,6 +403,21 @@ fn call_event(kind: EventKind, message: String, inv: &Invocation, cwd: &Path) ->
         .with("args", args)
 }
 
+/// A message with every control character (newline, carriage return, escape…) written as
+/// an escape, so a refusal quoting the agent's arguments stays one line and cannot drive the
+/// terminal or forge log lines.
+pub fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Run the shim as `git` with `args` (without `argv[0]`). Returns only when git was not
 /// `exec`'d: a refusal, a setup error, or a child run for `worktree remove|move|prune`.
 pub fn run(args: Vec<OsString>) -> ExitCode {
@@ -425,6 +455,7 @@ fn run_inner(args: Vec<OsString>) -> Result<ExitCode, ShimError> {
     let plan = match rules.check(&inv, &env_cfg, exec_path.as_deref(), &repo) {
         Ok(plan) => plan,
         Err(Refusal { rule, message }) => {
+            let message = one_line(&message);
             eprintln!("git-shim: refused ({rule}): {message}");
             log(
                 p,

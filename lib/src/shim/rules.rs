@@ -60,6 +60,26 @@ pub trait Repository {
     fn alias(&self, name: &str) -> Option<String>;
     /// Is `git-<name>` an external command git would run before looking for an alias?
     fn is_external(&self, name: &str) -> bool;
+    /// The repository's worktree paths (`git worktree list --porcelain`).
+    fn worktrees(&self) -> Vec<PathBuf>;
+}
+
+/// The worktree `arg` names for `worktree remove|move`, the way git finds it: a unique
+/// worktree whose path ends with `arg` at a component boundary, else the path itself.
+fn named_worktree(arg: &OsStr, cwd: &Path, repo: &dyn Repository) -> PathBuf {
+    let text = arg.to_string_lossy();
+    let suffix = text.trim_end_matches('/');
+    if !suffix.is_empty() && !Path::new(suffix).is_absolute() {
+        let all = repo.worktrees();
+        let mut hits = all.iter().filter(|p| {
+            let p = p.to_string_lossy();
+            p == suffix || p.ends_with(&format!("/{suffix}"))
+        });
+        if let (Some(one), None) = (hits.next(), hits.next()) {
+            return resolve(one);
+        }
+    }
+    resolve(&cwd.join(Path::new(arg)))
 }
 
 /// Everything the rules read besides the command line.
@@ -415,7 +435,11 @@ impl Rules<'_> {
             return Ok(Plan::Exec);
         };
         let eff = repo.effective();
-        let abs = resolve(&eff.cwd.join(Path::new(target)));
+        let abs = if verb == "remove" {
+            named_worktree(target, &eff.cwd, repo)
+        } else {
+            resolve(&eff.cwd.join(Path::new(target)))
+        };
         let p = self.policy;
         let roots = std::iter::once(&p.worktree_dir)
             .chain(&p.worktree_roots)
@@ -433,7 +457,16 @@ impl Rules<'_> {
         }
         let inside =
             |root: &Option<PathBuf>| root.as_ref().is_some_and(|r| abs.starts_with(resolve(r)));
-        if inside(&eff.toplevel) || inside(&eff.common_dir) {
+        // Inside this call's checkout or git dir, the session's repository, or any worktree
+        // of the repository (a worktree nested in another's checkout).
+        let nested = || {
+            std::iter::once(p.repo.clone())
+                .chain(repo.worktrees())
+                .map(|w| resolve(&w))
+                // Strictly inside: the path of an existing worktree itself is git's to refuse.
+                .any(|w| abs != w && abs.starts_with(&w))
+        };
+        if inside(&eff.toplevel) || inside(&eff.common_dir) || nested() {
             return Err(refuse(
                 "worktree-location",
                 format!("{} is inside the checkout; worktrees of session {} go under {roots} (e.g. git worktree add {}/<name>)", abs.display(), p.session, p.worktree_dir.display()),
@@ -447,7 +480,7 @@ impl Rules<'_> {
         }
         if verb == "move" {
             if let Some(src) = pos.first() {
-                let src = resolve(&eff.cwd.join(Path::new(src)));
+                let src = named_worktree(src, &eff.cwd, repo);
                 if !p.worktree_allowed(&src) {
                     return Err(refuse(
                         "worktree-location",

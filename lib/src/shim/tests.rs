@@ -29,6 +29,13 @@ impl Repository for Fake {
     fn is_external(&self, name: &str) -> bool {
         name == "lfs"
     }
+    fn worktrees(&self) -> Vec<PathBuf> {
+        vec![
+            self.top.clone(),
+            self.top.with_file_name("proj-worktrees/s1/feat"),
+            self.top.with_file_name("proj-worktrees/s2/other"),
+        ]
+    }
 }
 
 struct Env {
@@ -132,6 +139,11 @@ fn worktree_add_only_in_the_session_folder() {
         &["worktree", "add", "-b", "x", "../proj-worktrees/s2/y"],
         "worktree-location",
     );
+    // Nested in another worktree's checkout.
+    e.refused(
+        &["worktree", "add", &format!("{inside}/nested")],
+        "worktree-location",
+    );
     // The session folder itself is not a worktree path.
     e.refused(
         &["worktree", "add", &e.wt().display().to_string()],
@@ -156,6 +168,20 @@ fn worktree_move_and_remove_run_as_child() {
         Plan::ChildThenTidy
     );
     e.refused(&["worktree", "remove", "/tmp/other"], "worktree-location");
+    // By name, as git finds it (a unique path suffix).
+    assert_eq!(
+        e.allowed(&["worktree", "remove", "feat"]),
+        Plan::ChildThenTidy
+    );
+    assert_eq!(
+        e.allowed(&["worktree", "remove", "s1/feat/"]),
+        Plan::ChildThenTidy
+    );
+    e.refused(&["worktree", "remove", "other"], "worktree-location");
+    assert_eq!(
+        e.allowed(&["worktree", "move", "feat", &b]),
+        Plan::ChildThenTidy
+    );
     assert_eq!(e.allowed(&["worktree", "prune"]), Plan::ChildThenTidy);
     assert_eq!(e.allowed(&["worktree", "list"]), Plan::Exec);
 }
@@ -492,4 +518,19 @@ fn bad_shim_keys_name_the_key() {
     let e = Policy::parse(&f, &format!("{base}[shim]\nhook = true\n"), &home).unwrap_err();
     assert!(e.rule.contains("unknown field"), "{e}");
     assert_eq!(e.to_string().lines().count(), 1);
+}
+
+#[test]
+fn refusals_quoting_control_characters_stay_one_line() {
+    let e = env("");
+    let (rule, msg) = e
+        .check(&["remote", "add", "x", "https://example.com/\n\u{1b}[31mfake"])
+        .unwrap_err();
+    assert_eq!(rule, "remote-url");
+    let shown = super::one_line(&msg);
+    assert_eq!(shown.lines().count(), 1);
+    assert!(
+        !shown.contains('\u{1b}') && shown.contains("\\n"),
+        "{shown}"
+    );
 }

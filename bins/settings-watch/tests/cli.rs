@@ -1,0 +1,147 @@
+//! The CLI: help, version, generate, check exit codes, held list/show/approve/reject.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+fn run(env: &Env, args: &[&str]) -> std::process::Output {
+    let mut c = env.cmd();
+    c.args(args);
+    if !args.contains(&"--version") && !args.contains(&"--help") && !args.contains(&"--generate") {
+        c.arg("--policy").arg(&env.policy);
+    }
+    c.output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn help_version_generate() {
+    let env = Env::new();
+    let o = run(&env, &["--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let h = text(&o.stdout);
+    assert!(h.contains("EXAMPLES:") && h.contains("EXIT CODES:"), "{h}");
+    let o = run(&env, &["--version"]);
+    assert!(text(&o.stdout).starts_with("settings-watch "));
+    let o = run(&env, &["--generate", "man"]);
+    assert!(text(&o.stdout).contains(".TH settings-watch"));
+    let o = env.cmd().args(["held", "frobnicate"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(120));
+}
+
+#[test]
+fn check_clean_found_and_error() {
+    let env = Env::new();
+    env.write(".claude/settings.json", br#"{"permissions":{"allow":[]}}"#);
+    // First start: the approved state is the files as they are.
+    assert_eq!(run(&env, &["check"]).status.code(), Some(0));
+    env.write(
+        ".claude/settings.json",
+        br#"{"permissions":{"allow":["Bash(*)"]}}"#,
+    );
+    let o = run(&env, &["check"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let ev: Value = serde_json::from_str(text(&o.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(ev["event"], "settings_write_held");
+    assert_eq!(
+        std::fs::read(env.repo.join(".claude/settings.json")).unwrap(),
+        br#"{"permissions":{"allow":[]}}"#
+    );
+    assert_eq!(run(&env, &["check"]).status.code(), Some(0));
+    // A bad [settings] table: one line naming file, key, rule; exit 2.
+    let mut p = std::fs::read_to_string(&env.policy).unwrap();
+    p.push_str("[settings]\npresets = [\"emacs\"]\n");
+    std::fs::write(&env.policy, p).unwrap();
+    let o = run(&env, &["check"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("settings.presets[0]") && err.contains("unknown preset"),
+        "{err}"
+    );
+}
+
+#[test]
+fn held_list_show_approve_reject() {
+    let env = Env::new();
+    env.write(".vscode/settings.json", b"{}");
+    assert_eq!(run(&env, &["check"]).status.code(), Some(0));
+    env.write(
+        ".vscode/settings.json",
+        br#"{"chat.tools.autoApprove": true}"#,
+    );
+    env.write(".mcp.json", br#"{"mcpServers":{"x":{"command":"sh"}}}"#);
+    assert_eq!(run(&env, &["check"]).status.code(), Some(1));
+    let o = run(&env, &["held", "list", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let list: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 2);
+    let id_of = |rel: &str| {
+        list.iter().find(|h| h["rel"] == rel).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let vs = id_of(".vscode/settings.json");
+    let mcp = id_of(".mcp.json");
+    let o = run(&env, &["held", "show", &vs]);
+    let s = text(&o.stdout);
+    assert!(
+        s.contains("chat.tools.autoApprove: set to true")
+            && s.contains("+ {\"chat.tools.autoApprove\": true}"),
+        "{s}"
+    );
+    let o = run(&env, &["held", "show", &vs, "--format", "json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["proposed"]["bytes"]["text"],
+        r#"{"chat.tools.autoApprove": true}"#
+    );
+    // Approve: the bytes go in, event on stdout and in the audit log.
+    let o = run(&env, &["held", "approve", &vs]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let ev: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(ev["event"], "held_approved");
+    assert_eq!(
+        std::fs::read(env.repo.join(".vscode/settings.json")).unwrap(),
+        br#"{"chat.tools.autoApprove": true}"#
+    );
+    // Now approved: a check finds nothing.
+    assert_eq!(run(&env, &["check"]).status.code(), Some(0));
+    // Approving twice is refused (exit 1).
+    assert_eq!(run(&env, &["held", "approve", &vs]).status.code(), Some(1));
+    // Approve refuses when the file changed since the write was held.
+    env.write(".mcp.json", b"{}");
+    let o = run(&env, &["held", "approve", &mcp]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("changed since it was held"));
+    std::fs::remove_file(env.repo.join(".mcp.json")).unwrap();
+    let o = run(&env, &["held", "reject", &mcp]);
+    assert_eq!(o.status.code(), Some(0));
+    let ev: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(ev["event"], "held_rejected");
+    let o = run(&env, &["held", "list"]);
+    assert!(text(&o.stdout).contains("no held writes"));
+    let o = run(&env, &["held", "list", "--all", "--format", "json"]);
+    let all: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 2);
+    assert_eq!(run(&env, &["held", "show", "nope"]).status.code(), Some(2));
+    let log = std::fs::read_to_string(env.home.join(".local/state/gitward/audit.jsonl")).unwrap();
+    assert!(log.contains("held_approved") && log.contains("held_rejected"));
+}
+
+#[test]
+fn sigterm_is_a_clean_shutdown() {
+    let env = Env::new();
+    let w = env.start();
+    let (code, seen) = w.stop();
+    assert_eq!(code, 0);
+    assert!(seen
+        .iter()
+        .any(|e| e["event"] == "watch_stopped" && e["signal"] == 15));
+}
