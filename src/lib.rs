@@ -865,8 +865,16 @@ pub enum SafeOutcome {
 pub enum AuditOutcome {
     Flagged,
     NotFlagged,
-    NotApplicable { reason: String },
-    Error { why: String },
+    /// Exit 2: the audit could not check (never clean, but not a finding either) — a failure.
+    Incomplete {
+        why: String,
+    },
+    NotApplicable {
+        reason: String,
+    },
+    Error {
+        why: String,
+    },
     NotBuilt,
     NotRun,
 }
@@ -1127,6 +1135,20 @@ fn run_audit(case: &Case, git: &GitBin, wt_check: &Path, opts: &Options) -> Audi
     match r.status {
         Some(1) => AuditOutcome::Flagged,
         Some(0) => AuditOutcome::NotFlagged,
+        Some(2) => AuditOutcome::Incomplete {
+            why: {
+                let err = String::from_utf8_lossy(&r.stderr).trim().to_owned();
+                if err.is_empty() {
+                    String::from_utf8_lossy(&r.stdout)
+                        .chars()
+                        .take(300)
+                        .collect::<String>()
+                        .replace('\n', " ")
+                } else {
+                    err
+                }
+            },
+        },
         _ => AuditOutcome::Error { why: r.describe() },
     }
 }
@@ -1206,6 +1228,7 @@ impl std::fmt::Display for AuditOutcome {
         match self {
             AuditOutcome::Flagged => write!(f, "yes"),
             AuditOutcome::NotFlagged => write!(f, "NO"),
+            AuditOutcome::Incomplete { .. } => write!(f, "INCOMPLETE (2)"),
             AuditOutcome::NotApplicable { .. } => write!(f, "n/a"),
             AuditOutcome::Error { .. } => write!(f, "ERROR"),
             AuditOutcome::NotBuilt => write!(f, "not built"),
@@ -1283,7 +1306,7 @@ pub fn render_human(report: &Report) -> String {
                 }
                 _ => {}
             }
-            if let AuditOutcome::Error { why } = &r.audit {
+            if let AuditOutcome::Error { why } | AuditOutcome::Incomplete { why } = &r.audit {
                 let _ = writeln!(s, "  {:w$}    audit: {why}", "");
             }
         }
