@@ -264,6 +264,9 @@ fn main() {
         v[v.len() - 1]
     );
     let b = knob("BURST_WRITES", 10_000);
+    if b == 0 {
+        return;
+    }
     let (secs, held, rescans) = burst_files(&e, b);
     println!(
         "burst of {b} new guarded files: {held} held, {} lost, {} left in place; {:.1} s to settle ({:.0} holds/s), {rescans} queue-overflow rescans",

@@ -182,3 +182,50 @@ fn bounds_make_the_report_incomplete() {
         assert!(rep.incomplete.is_some(), "{rep:?}");
     }
 }
+
+#[test]
+fn snapshot_of_another_format_or_hash_is_refused() {
+    let git = &gits()[0];
+    let r = Repo::new(git);
+    let mut s = RefSnapshot::take(&r.git_dir()).unwrap();
+    s.format += 1;
+    assert!(scan::scan(&r.git_dir(), &s, &Limits::default()).is_err());
+    assert!(RefSnapshot::from_json(&s.to_json()).is_err());
+    s.format -= 1;
+    s.object_hash = "sha256".into();
+    assert!(scan::scan(&r.git_dir(), &s, &Limits::default()).is_err());
+}
+
+#[test]
+fn commits_only_a_worktree_head_or_the_stash_reach_are_scanned() {
+    for git in gits() {
+        let r = Repo::new(&git);
+        r.sh("$GIT worktree add -q --detach ../wt");
+        let s = RefSnapshot::take(&r.git_dir()).unwrap();
+        // A detached commit in the linked worktree: only worktrees/wt/HEAD reaches it.
+        let wt = r.work.parent().unwrap().join("wt");
+        r.sh(&format!(
+            "cd {} && printf '* filter=evil\\n' > .gitattributes && $GIT add .gitattributes && $GIT commit -qm x",
+            wt.display()
+        ));
+        let c = r.sh(&format!("$GIT -C {} rev-parse HEAD", wt.display()));
+        // A stash holding a symlink into .git.
+        r.sh("ln -s .git/hooks l && $GIT add l && $GIT stash -q");
+        let rep = scan::scan(&r.git_dir(), &s, &Limits::default()).unwrap();
+        assert!(rep.incomplete.is_none(), "{rep:?}");
+        assert!(
+            rep.findings.iter().any(|f| f.rule_id == "GW-SCAN-001"
+                && f.commit == c.trim()
+                && f.path == ".gitattributes"),
+            "{} {rep:#?}",
+            git.display()
+        );
+        assert!(
+            rep.findings
+                .iter()
+                .any(|f| f.rule_id == "GW-SCAN-022" && f.path == "l"),
+            "{} {rep:#?}",
+            git.display()
+        );
+    }
+}

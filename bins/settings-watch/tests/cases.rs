@@ -54,6 +54,11 @@ fn do_write(env: &Env, c: &Case) -> Vec<u8> {
             std::os::unix::fs::symlink(&path, &link).unwrap();
             std::fs::write(&link, &bytes).unwrap();
         }
+        "hard-link" => {
+            let other = env.repo.join("notes.txt");
+            std::fs::hard_link(&path, &other).unwrap();
+            std::fs::write(&other, &bytes).unwrap();
+        }
         "make-link" => {
             let target = env.outside.join("evil.json");
             std::fs::write(&target, &bytes).unwrap();
@@ -78,7 +83,13 @@ fn do_write(env: &Env, c: &Case) -> Vec<u8> {
             .unwrap();
         }
         "folder-recreate" => {
-            std::fs::remove_dir_all(&dir).unwrap();
+            // The watcher may put a file back while the folder is being emptied: retry, as
+            // an agent's `rm -rf` loop would.
+            let mut tries = 0;
+            while let Err(e) = std::fs::remove_dir_all(&dir) {
+                tries += 1;
+                assert!(tries < 50, "cannot remove {}: {e}", dir.display());
+            }
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(&path, &bytes).unwrap();
         }

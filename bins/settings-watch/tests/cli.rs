@@ -145,3 +145,112 @@ fn sigterm_is_a_clean_shutdown() {
         .iter()
         .any(|e| e["event"] == "watch_stopped" && e["signal"] == 15));
 }
+
+#[test]
+fn worktrees_and_extra_roots_are_guarded() {
+    let env = Env::new();
+    // The session's worktree folder (default <repo>-worktrees/<session>) with one worktree,
+    // and an extra root named in [settings] roots.
+    let wt = env.home.join("src/proj-worktrees/alpha/feature");
+    std::fs::create_dir_all(wt.join(".vscode")).unwrap();
+    std::fs::write(wt.join(".vscode/settings.json"), "{}").unwrap();
+    let extra = env.home.join("src/other");
+    std::fs::create_dir_all(&extra).unwrap();
+    let mut p = std::fs::read_to_string(&env.policy).unwrap();
+    p.push_str(&format!("[settings]\nroots = [\"{}\"]\n", extra.display()));
+    std::fs::write(&env.policy, p).unwrap();
+    let mut w = env.start();
+    std::fs::write(
+        wt.join(".vscode/settings.json"),
+        r#"{"chat.tools.autoApprove": true}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(extra.join(".codex")).unwrap();
+    std::fs::write(
+        extra.join(".codex/config.toml"),
+        "approval_policy = \"never\"\n",
+    )
+    .unwrap();
+    let t = std::time::Duration::from_secs(10);
+    for path in [
+        wt.join(".vscode/settings.json"),
+        extra.join(".codex/config.toml"),
+    ] {
+        let shown = path.display().to_string();
+        assert!(
+            w.wait_for(
+                |e| e["event"] == "settings_write_held" && e["path"] == shown.as_str(),
+                t
+            )
+            .is_some(),
+            "{shown}: {:#?}",
+            w.seen
+        );
+    }
+    assert_eq!(
+        std::fs::read(wt.join(".vscode/settings.json")).unwrap(),
+        b"{}"
+    );
+    assert!(!extra.join(".codex/config.toml").exists());
+    let (code, _) = w.stop();
+    assert_eq!(code, 0);
+    // A relative extra root is refused with one line naming the key.
+    let mut p = std::fs::read_to_string(&env.policy).unwrap();
+    p = p.replace(
+        &format!("roots = [\"{}\"]", extra.display()),
+        "roots = [\"rel/dir\"]",
+    );
+    std::fs::write(&env.policy, p).unwrap();
+    let o = run(&env, &["check"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("settings.roots[0]"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn a_worktree_created_while_running_is_guarded_from_its_first_file() {
+    let env = Env::new();
+    let mut w = env.start();
+    // The shim creates <repo>-worktrees/<session>/<name>; a checkout (or the agent) puts a
+    // settings file there at once.
+    let wt = env.home.join("src/proj-worktrees/alpha/feat");
+    std::fs::create_dir_all(wt.join(".claude")).unwrap();
+    std::fs::write(
+        wt.join(".claude/settings.json"),
+        r#"{"permissions":{"defaultMode":"bypassPermissions"}}"#,
+    )
+    .unwrap();
+    let shown = wt.join(".claude/settings.json").display().to_string();
+    let t = std::time::Duration::from_secs(10);
+    assert!(
+        w.wait_for(
+            |e| e["event"] == "settings_write_held" && e["path"] == shown.as_str(),
+            t
+        )
+        .is_some(),
+        "{:#?}",
+        w.seen
+    );
+    assert!(eventually(t, || !wt.join(".claude/settings.json").exists()));
+    // Later writes there are judged like anywhere else: a file that only denies narrows.
+    std::fs::write(
+        wt.join(".claude/settings.json"),
+        r#"{"permissions":{"deny":["Bash"]}}"#,
+    )
+    .unwrap();
+    assert!(
+        w.wait_for(
+            |e| e["event"] == "settings_write_accepted" && e["path"] == shown.as_str(),
+            t
+        )
+        .is_some(),
+        "{:#?}",
+        w.seen
+    );
+    assert!(wt.join(".claude/settings.json").exists());
+    let (code, _) = w.stop();
+    assert_eq!(code, 0);
+}

@@ -42,6 +42,33 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum HookKind {
+    /// Claude Code `Stop` hook: check --restore and the commit scan; answers with the JSON
+    /// Claude Code reads (`decision`/`reason` for the agent, `systemMessage` for the owner).
+    ClaudeStop {
+        #[arg(long, value_name = "FILE")]
+        state: PathBuf,
+        #[arg(long, value_name = "NAME")]
+        session: Option<String>,
+        /// Append every event to this file.
+        #[arg(long, value_name = "FILE")]
+        audit_log: Option<PathBuf>,
+        /// Skip the commit scan.
+        #[arg(long)]
+        no_scan: bool,
+        /// The repository (default: the one named in the state file).
+        repo: Option<PathBuf>,
+    },
+}
+
+const HOOK_EXAMPLES: &str = "\
+EXAMPLES:
+  # .claude/settings.json (owner's user settings, not the project's):
+  # {\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\",
+  #   \"command\": \"wt-check hook claude-stop --state ~/.local/state/gitward/proj.json --audit-log ~/.local/state/gitward/audit.jsonl\"}]}]}}
+  echo '{\"hook_event_name\":\"Stop\",\"stop_hook_active\":false}' | wt-check hook claude-stop --state s.json";
+
+#[derive(Subcommand)]
 enum Cmd {
     /// Record the baseline of every protected git-folder entry and the refs.
     #[command(after_long_help = EXAMPLES)]
@@ -93,6 +120,12 @@ enum Cmd {
         #[arg(long, value_enum, default_value_t = gitward::cli::Format::Json)]
         format: gitward::cli::Format,
         repo: PathBuf,
+    },
+    /// Run as an agent's end-of-turn hook (reads the hook's JSON on stdin).
+    #[command(after_long_help = HOOK_EXAMPLES)]
+    Hook {
+        #[command(subcommand)]
+        kind: HookKind,
     },
     /// Find planted hooks, armed config, redirects and nested repositories; no baseline.
     #[command(after_long_help = EXAMPLES)]
@@ -177,6 +210,38 @@ fn main() -> std::process::ExitCode {
             scan: true,
             format,
         }),
+        Cmd::Hook {
+            kind:
+                HookKind::ClaudeStop {
+                    state,
+                    session,
+                    audit_log,
+                    no_scan,
+                    repo,
+                },
+        } => {
+            use std::io::{Read, Write};
+            let mut input = String::new();
+            if std::io::stdin().read_to_string(&mut input).is_err() {
+                input.clear();
+            }
+            let given = repo.is_some();
+            let ans = gitward::integrity::claude::claude_stop(
+                &input,
+                &CheckArgs {
+                    repo: repo.unwrap_or_default(),
+                    state,
+                    session,
+                    restore: true,
+                    audit_log,
+                    scan: !no_scan,
+                    format: gitward::cli::Format::Json,
+                },
+                given,
+            );
+            let _ = std::io::stdout().write_all(ans.stdout.as_bytes());
+            return std::process::ExitCode::from(ans.code);
+        }
         Cmd::Audit { format, paths } => audit::run(&paths, format),
     };
     code.into()

@@ -1,7 +1,7 @@
 //! A folder swapped for a link while `check --restore` runs never receives a write: a thread
 //! keeps replacing `hooks/` and `worktrees/other/` with links to a trap folder outside the
 //! repository while wt-check restores files in both. After every run the trap is empty.
-//! Iterations: `WT_RACE_ITERATIONS` (default 40).
+//! Iterations: `WT_RACE_ITERATIONS` (default 100).
 
 mod common;
 
@@ -26,7 +26,7 @@ fn swap_loop(dir: &Path, trap: &Path, stop: &AtomicBool) {
             }
         }
         n += 1;
-        if n % 64 == 0 {
+        if n & 63 == 0 {
             std::thread::sleep(std::time::Duration::from_micros(50));
         }
     }
@@ -52,7 +52,7 @@ fn swapped_folder_never_gets_a_write_outside_the_git_folder() {
     let iterations: usize = std::env::var("WT_RACE_ITERATIONS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(40);
+        .unwrap_or(100);
     let w = common::World {
         tmp: tempfile::tempdir().unwrap(),
     };

@@ -167,10 +167,18 @@ fn looks_like_git_dir(p: &Path) -> bool {
     if m.file_type().is_dir() {
         return false;
     }
-    let common = std::fs::read_to_string(p.join("commondir"))
+    let common = small_file(&p.join("commondir"))
         .map(|c| p.join(c.trim_end_matches(['\n', '\r'])))
-        .unwrap_or_else(|_| p.to_path_buf());
+        .unwrap_or_else(|| p.to_path_buf());
     common.join("objects").is_dir() && common.join("refs").is_dir()
+}
+
+/// A small regular file's text, read without following links and without blocking on a
+/// fifo (`fsx`); `None` for anything else.
+fn small_file(path: &Path) -> Option<String> {
+    let (parent, name) = (path.parent()?, path.file_name()?);
+    let (bytes, _) = Dir::open_abs(parent).ok()?.read(name, 1 << 20).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Walk a folder for repositories: every `.git` (folder, file or link), every folder shaped
@@ -340,7 +348,7 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, _r
     let in_worktrees = git_dir.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees"));
     let mut common_dir = git_dir.to_path_buf();
     if let Ok(Some(st)) = Dir::open_abs(git_dir).and_then(|d| d.stat(OsStr::new("commondir"))) {
-        let text = std::fs::read_to_string(&commondir).unwrap_or_default();
+        let text = small_file(&commondir).unwrap_or_default();
         let target = normalize(&git_dir.join(text.trim_end_matches(['\n', '\r'])));
         if !in_worktrees {
             r.add(&rules::COMMONDIR_IN_MAIN, &commondir, repo, format!(

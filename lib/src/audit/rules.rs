@@ -197,4 +197,17 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn docs_list_every_rule() {
+        let doc = include_str!("../../../docs/wt-check.md");
+        for r in RULES {
+            assert!(
+                doc.contains(&format!("| {} | {} |", r.id, r.name)),
+                "docs/wt-check.md lacks the row for {} {}",
+                r.id,
+                r.name
+            );
+        }
+    }
 }

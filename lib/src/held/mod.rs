@@ -482,8 +482,7 @@ impl Store {
             }
             // Approved state first: a watcher that sees the write finds it already approved.
             self.set_approved(&w.path, &proposed)?;
-            nofollow::write_atomic(&root_fd, &w.new.rel, &proposed)
-                .map_err(io(&w.path, "write approved bytes"))?;
+            write_approved(&w, &root_fd, &proposed)?;
         }
         w.status = Status::Approved;
         w.resolved_time = Some(crate::events::rfc3339_now());
@@ -624,6 +623,44 @@ impl Store {
         std::fs::rename(&tmp, &dest).map_err(io(&dest, "rename into place"))?;
         crash_point("record-renamed");
         sync_path(dir)
+    }
+}
+
+/// Write the content the owner approved, through `gitward::fsx` (no link followed anywhere on
+/// the path; a link at the file itself is replaced, never written through; a folder there is
+/// refused). A link to create goes through [`nofollow`] (temporary link + rename).
+fn write_approved(
+    w: &HeldWrite,
+    root_fd: &impl std::os::fd::AsFd,
+    c: &Content,
+) -> Result<(), HeldError> {
+    let fs_err = |e: crate::fsx::FsError| HeldError::Io {
+        path: w.path.clone(),
+        op: "write approved bytes",
+        source: std::io::Error::other(e.to_string()),
+    };
+    let rel = Path::new(&w.new.rel);
+    match c {
+        Content::File { bytes, mode } => {
+            let root = crate::fsx::Root::open(&w.new.root).map_err(fs_err)?;
+            if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+                root.create_dir_all(parent, 0o755).map_err(fs_err)?;
+            }
+            root.write_atomic_with(rel, bytes, *mode, crate::fsx::Replace::AnyButFolder)
+                .map_err(fs_err)
+        }
+        Content::Absent => {
+            let root = crate::fsx::Root::open(&w.new.root).map_err(fs_err)?;
+            match root.remove_file(rel) {
+                Ok(()) => Ok(()),
+                Err(e) if e.is_not_found() => Ok(()),
+                Err(e) => Err(fs_err(e)),
+            }
+        }
+        Content::Link { .. } | Content::Other { .. } => {
+            nofollow::write_atomic(root_fd, &w.new.rel, c)
+                .map_err(io(&w.path, "write approved link"))
+        }
     }
 }
 

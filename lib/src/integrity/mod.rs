@@ -23,6 +23,7 @@
 //!   and removed, but must stay consistent with git's layout (gix-and-perf §3) and inside
 //!   that folder. Everyone else's entries must not change.
 
+pub mod claude;
 pub mod nf;
 pub mod scanlink;
 pub mod state;
@@ -33,7 +34,7 @@ use crate::layout::{LayoutError, Problem as LayoutProblem, WorktreeEntry};
 use nf::{Dir, Kind, NfError};
 use state::{Node, State, WorktreeBaseline};
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::path::{Component, Path, PathBuf};
 
 /// Largest protected file read (hooks can be binaries; config files are small).
@@ -62,7 +63,7 @@ const WORKTREE_FILES: &[&str] = &["gitdir", "commondir", "HEAD", "locked", "conf
 /// What went wrong before any comparison could start.
 #[derive(Debug, thiserror::Error)]
 pub enum IntegrityError {
-    #[error("{0}: not a git repository, git dir or work tree: {1}")]
+    #[error("{0}: cannot pin: {1}")]
     NotARepository(PathBuf, String),
     #[error("{state}: the state file lies inside {inside} (the agent could rewrite it); put it outside the repository, its git dir and its work trees")]
     StateInside { state: PathBuf, inside: PathBuf },
@@ -134,54 +135,27 @@ pub struct Located {
 }
 
 /// Find the git dir, common dir and main work tree of `repo` (a work tree, a linked worktree
-/// or a bare git dir). Runs at pin time, on the owner's side.
+/// or a bare git dir) with `crate::layout::discover`, which refuses layouts a host tool
+/// cannot vouch for (a `commondir` in a main git dir, a `.git` link, a gitfile that does not
+/// point back). Discovery does not climb above `repo`. Runs at pin time, on the owner's side;
+/// `check` uses the paths pinned in the state file, never a new discovery.
 pub fn locate(repo: &Path) -> Result<Located, IntegrityError> {
-    let not = |why: &str| IntegrityError::NotARepository(repo.to_path_buf(), why.to_owned());
-    let repo = std::fs::canonicalize(repo).map_err(|e| not(&e.to_string()))?;
-    let dot = repo.join(".git");
-    let git_dir = match std::fs::symlink_metadata(&dot) {
-        Ok(m) if m.is_dir() => dot,
-        Ok(m) if m.is_file() => {
-            let text = std::fs::read_to_string(&dot).map_err(|e| not(&e.to_string()))?;
-            let target = text
-                .strip_prefix("gitdir: ")
-                .ok_or_else(|| not(".git file does not start with `gitdir: `"))?
-                .trim_end_matches(['\n', '\r']);
-            std::fs::canonicalize(repo.join(target))
-                .map_err(|e| not(&format!("gitdir target: {e}")))?
-        }
-        Ok(_) => return Err(not(".git is a link or special file")),
-        Err(_) if is_git_dir(&repo) => repo.clone(),
-        Err(e) => return Err(not(&e.to_string())),
-    };
-    if !is_git_dir(&git_dir) {
-        return Err(not("no HEAD, objects/ and refs/"));
-    }
-    let common_dir = match std::fs::read_to_string(git_dir.join("commondir")) {
-        Ok(c) => std::fs::canonicalize(git_dir.join(c.trim_end_matches(['\n', '\r'])))
-            .map_err(|e| not(&format!("commondir: {e}")))?,
-        Err(_) => git_dir.clone(),
-    };
-    let work_tree = if common_dir.file_name() == Some(OsStr::new(".git")) {
-        common_dir.parent().map(Path::to_path_buf)
+    let not = |why: String| IntegrityError::NotARepository(repo.to_path_buf(), why);
+    let abs = std::fs::canonicalize(repo).map_err(|e| not(e.to_string()))?;
+    let ceilings: Vec<PathBuf> = abs.parent().map(Path::to_path_buf).into_iter().collect();
+    let l = crate::layout::discover(&abs, &ceilings).map_err(|e| not(e.to_string()))?;
+    // The main work tree: the common dir's parent when it is a `.git` folder.
+    let work_tree = if l.common_dir.file_name() == Some(OsStr::new(".git")) {
+        l.common_dir.parent().map(Path::to_path_buf)
     } else {
         None
     };
     Ok(Located {
-        repo,
-        git_dir,
-        common_dir,
+        repo: abs,
+        git_dir: l.git_dir,
+        common_dir: l.common_dir,
         work_tree,
     })
-}
-
-fn is_git_dir(p: &Path) -> bool {
-    p.join("HEAD").exists() && p.join("refs").is_dir() && {
-        let common = std::fs::read_to_string(p.join("commondir"))
-            .map(|c| p.join(c.trim_end_matches(['\n', '\r'])))
-            .unwrap_or_else(|_| p.to_path_buf());
-        common.join("objects").is_dir() || p.join("objects").is_dir()
-    }
 }
 
 /// `<repo>-worktrees/<session>`, the session's own worktree folder.
@@ -305,9 +279,38 @@ struct Collector<'a> {
     root: &'a Dir,
     entries: BTreeMap<String, Node>,
     problems: Vec<Problem>,
+    /// Folders opened so far in this pass, by path relative to the root: each folder is
+    /// opened once (no-follow, one component from its parent), not walked from the root for
+    /// every entry. A handle keeps naming the folder it opened, whatever is renamed later.
+    dirs: std::collections::HashMap<String, std::rc::Rc<Dir>>,
 }
 
 impl<'a> Collector<'a> {
+    fn new(root: &'a Dir) -> Self {
+        Collector {
+            root,
+            entries: BTreeMap::new(),
+            problems: Vec::new(),
+            dirs: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The folder `rel` (`""` is the root), opened once per pass.
+    fn dir(&mut self, rel: &str) -> Result<std::rc::Rc<Dir>, NfError> {
+        if let Some(d) = self.dirs.get(rel) {
+            return Ok(d.clone());
+        }
+        let d = if rel.is_empty() {
+            self.root.walk(Path::new(""))?
+        } else {
+            let (parent, name) = split(rel);
+            self.dir(parent)?.walk(Path::new(name))?
+        };
+        let d = std::rc::Rc::new(d);
+        self.dirs.insert(rel.to_owned(), d.clone());
+        Ok(d)
+    }
+
     fn problem(&mut self, e: &NfError) {
         self.problems.push(Problem {
             path: e.path().to_path_buf(),
@@ -334,7 +337,7 @@ impl<'a> Collector<'a> {
             return None;
         }
         let (parent, name) = split(rel);
-        let dir = match self.root.walk(Path::new(parent)) {
+        let dir = match self.dir(parent) {
             Ok(d) => d,
             Err(e) => {
                 self.problem(&e);
@@ -392,7 +395,7 @@ impl<'a> Collector<'a> {
             });
             return;
         }
-        let names = match self.root.walk(Path::new(rel)).and_then(|d| d.list()) {
+        let names = match self.dir(rel).and_then(|d| d.list()) {
             Ok(n) => n,
             Err(e) => {
                 self.problem(&e);
@@ -442,7 +445,7 @@ impl<'a> Collector<'a> {
         if !matches!(self.entries.get(rel), Some(Node::Dir { .. })) {
             return;
         }
-        let names = match self.root.walk(Path::new(rel)).and_then(|d| d.list()) {
+        let names = match self.dir(rel).and_then(|d| d.list()) {
             Ok(n) => n,
             Err(e) => {
                 self.problem(&e);
@@ -505,7 +508,7 @@ impl<'a> Collector<'a> {
             for f in WORKTREE_FILES {
                 self.file(&format!("{base}/{f}"));
             }
-            let names = match self.root.walk(Path::new(&base)).and_then(|d| d.list()) {
+            let names = match self.dir(&base).and_then(|d| d.list()) {
                 Ok(n) => n,
                 Err(e) => {
                     self.problem(&e);
@@ -550,10 +553,7 @@ fn read_node(dir: &Dir, name: &OsStr) -> Result<Node, NfError> {
         return Ok(Node::Absent);
     };
     Ok(match st.kind {
-        Kind::File => {
-            let (bytes, mode) = dir.read(name, FILE_LIMIT)?;
-            Node::file(&bytes, mode)
-        }
+        Kind::File => Node::file(&dir.read_bytes(name, FILE_LIMIT)?, st.mode),
         Kind::Dir => Node::Dir { mode: st.mode },
         Kind::Link => Node::Link {
             target: dir.read_link(name)?.to_string_lossy().into_owned(),
@@ -605,32 +605,64 @@ fn include_targets(common_dir: &Path, problems: &mut Vec<Problem>) -> Vec<PathBu
     }
 }
 
-fn collect(root: &Dir, common_dir: &Path, known_includes: &[PathBuf]) -> Snapshot {
-    let mut c = Collector {
-        root,
-        entries: BTreeMap::new(),
-        problems: Vec::new(),
-    };
+/// Is `rel` a file git reads as config (so one that can name include targets)?
+fn is_config_key(rel: &str) -> bool {
+    matches!(split(rel).1, "config" | "config.worktree")
+}
+
+/// Collect the protected entries. `baseline` (at check time) lets the include enumeration be
+/// skipped when it cannot give another answer: the include targets are a function of the
+/// config files' bytes, so when every config file and every known include target is byte-equal
+/// to the baseline, the targets are the baseline's.
+fn collect(root: &Dir, common_dir: &Path, baseline: Option<&State>) -> Snapshot {
+    let mut c = Collector::new(root);
     c.git_dir("", 0);
     c.worktrees();
     let mut includes = BTreeMap::new();
     let mut problems = c.problems;
-    let mut targets: BTreeSet<PathBuf> = include_targets(common_dir, &mut problems)
-        .into_iter()
-        .collect();
-    // Targets known from the baseline are read again even if no config names them now (a
-    // removed include line is a config change; the target itself must still be compared).
-    targets.extend(known_includes.iter().cloned());
-    for t in targets {
-        match read_abs(&t) {
+    let known: Vec<PathBuf> =
+        baseline.map_or_else(Vec::new, |b| b.includes.keys().cloned().collect());
+    let mut known_nodes = BTreeMap::new();
+    for t in &known {
+        match read_abs(t) {
             Ok(n) => {
-                includes.insert(t, n);
+                known_nodes.insert(t.clone(), n);
             }
             Err(e) => problems.push(Problem {
                 path: e.path().to_path_buf(),
                 reason: e.to_string(),
                 link: e.is_link(),
             }),
+        }
+    }
+    let unchanged = baseline.is_some_and(|b| {
+        let cfg_now = c.entries.iter().filter(|(k, _)| is_config_key(k));
+        let cfg_then = b.entries.iter().filter(|(k, _)| is_config_key(k));
+        cfg_now.eq(cfg_then)
+            && known_nodes.len() == b.includes.len()
+            && b.includes
+                .iter()
+                .all(|(p, n)| known_nodes.get(p) == Some(n))
+    });
+    // Targets known from the baseline are read again even if no config names them now (a
+    // removed include line is a config change; the target itself must still be compared).
+    includes.extend(known_nodes);
+    if !unchanged {
+        let targets: BTreeSet<PathBuf> = include_targets(common_dir, &mut problems)
+            .into_iter()
+            .filter(|t| !includes.contains_key(t))
+            .collect();
+        for t in targets {
+            match read_abs(&t) {
+                Ok(n) => {
+                    includes.insert(t, n);
+                }
+                Err(e) => problems.push(Problem {
+                    path: e.path().to_path_buf(),
+                    reason: e.to_string(),
+                    link: e.is_link(),
+                }),
+            }
         }
     }
     Snapshot {
@@ -773,7 +805,7 @@ pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityE
     let loc = locate(&opts.repo)?;
     let session_dir = session_dir(opts, &loc);
     let root = Dir::open_abs(&loc.common_dir)?;
-    let snap = collect(&root, &loc.common_dir, &[]);
+    let snap = collect(&root, &loc.common_dir, None);
     if let Some(p) = snap.problems.first() {
         return Err(IntegrityError::Unreadable {
             path: p.path.clone(),
@@ -839,13 +871,24 @@ pub fn read_state(path: &Path) -> Result<State, IntegrityError> {
     }
     let bytes =
         std::fs::read(path).map_err(|e| IntegrityError::StateRead(path.to_path_buf(), e))?;
-    let v: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| IntegrityError::StateParse(path.to_path_buf(), e))?;
-    let f = v.get("format").and_then(|f| f.as_u64()).unwrap_or(0) as u32;
-    if f != state::FORMAT {
-        return Err(IntegrityError::StateFormat(path.to_path_buf(), f));
+    // One parse into the typed state; on failure, a second look tells a state file of
+    // another format from a damaged one.
+    match serde_json::from_slice::<State>(&bytes) {
+        Ok(s) if s.format == state::FORMAT => Ok(s),
+        Ok(s) => Err(IntegrityError::StateFormat(path.to_path_buf(), s.format)),
+        Err(e) => {
+            let f = serde_json::from_slice::<serde_json::Value>(&bytes)
+                .ok()
+                .and_then(|v| v.get("format").and_then(serde_json::Value::as_u64));
+            match f {
+                Some(f) if f != u64::from(state::FORMAT) => Err(IntegrityError::StateFormat(
+                    path.to_path_buf(),
+                    u32::try_from(f).unwrap_or(u32::MAX),
+                )),
+                _ => Err(IntegrityError::StateParse(path.to_path_buf(), e)),
+            }
+        }
     }
-    serde_json::from_value(v).map_err(|e| IntegrityError::StateParse(path.to_path_buf(), e))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -926,8 +969,7 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
             return Outcome::Incomplete;
         }
     };
-    let known: Vec<PathBuf> = state.includes.keys().cloned().collect();
-    let snap = collect(&root, common, &known);
+    let snap = collect(&root, common, Some(state));
     for p in &snap.problems {
         outcome = Outcome::Incomplete;
         if p.link {
@@ -1347,7 +1389,8 @@ fn compare(
 /// The quarantine folder of one run: `<state>.quarantine/<time>-<pid>/`.
 struct Quarantine {
     base: PathBuf,
-    made: bool,
+    root: Option<Dir>,
+    n: usize,
 }
 
 impl Quarantine {
@@ -1359,29 +1402,48 @@ impl Quarantine {
             base: state
                 .with_file_name(name)
                 .join(format!("{stamp}-{}", std::process::id())),
-            made: false,
+            root: None,
+            n: 0,
         }
     }
 
-    /// A folder for `key`'s parent inside the quarantine, and the path the entry will have.
-    fn slot(&mut self, key: &Key) -> Result<(Dir, PathBuf), NfError> {
+    /// Where `key`'s current version goes: `<base>/git-dir/<rel>` (or `include/<abs>`),
+    /// folders made and opened **without following links** — what was moved in earlier in
+    /// this run is the agent's, and may be a link (a `worktrees/<id>` swapped for a link to
+    /// anywhere). When that path is taken or blocked, a flat unique name is used instead:
+    /// `<base>/<n>-<rel with / as %>`. The base itself is the owner's (next to the state file).
+    fn slot(&mut self, key: &Key) -> Result<(Dir, OsString, PathBuf), NfError> {
+        if self.root.is_none() {
+            std::fs::create_dir_all(&self.base).map_err(|e| NfError::Io {
+                path: self.base.clone(),
+                op: "mkdir",
+                source: e,
+            })?;
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&self.base, std::fs::Permissions::from_mode(0o700));
+            self.root = Some(Dir::open_trusted(&self.base)?);
+        }
+        let root = self.root.as_ref().expect("opened above");
         let rel = match key {
             Key::Rel(r) => Path::new("git-dir").join(r),
             Key::Abs(p) => Path::new("include").join(p.strip_prefix("/").unwrap_or(p)),
         };
-        let dest = self.base.join(&rel);
-        let parent = dest.parent().unwrap_or(&self.base).to_path_buf();
-        std::fs::create_dir_all(&parent).map_err(|e| NfError::Io {
-            path: parent.clone(),
-            op: "mkdir",
-            source: e,
-        })?;
-        if !self.made {
-            self.made = true;
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(&self.base, std::fs::Permissions::from_mode(0o700));
+        let (Some(parent_rel), Some(name)) = (rel.parent(), rel.file_name()) else {
+            return Err(NfError::Escape { path: rel.clone() });
+        };
+        let nested = root
+            .mkdir(parent_rel.as_os_str(), 0o700)
+            .and_then(|()| root.walk(parent_rel))
+            .and_then(|d| d.stat(name).map(|st| (d, st)));
+        if let Ok((d, None)) = nested {
+            return Ok((d, name.to_os_string(), self.base.join(&rel)));
         }
-        Ok((Dir::open_trusted(&parent)?, dest))
+        // Taken, or blocked by something moved in earlier (possibly a link): a flat name.
+        self.n += 1;
+        let flat: OsString =
+            format!("{}-{}", self.n, rel.to_string_lossy().replace('/', "%")).into();
+        let dest = self.base.join(&flat);
+        Ok((root.walk(Path::new(""))?, flat, dest))
     }
 }
 
@@ -1441,8 +1503,7 @@ fn restore_one(
     let keep_dir = matches!((&d.before, &now), (Node::Dir { .. }, Node::Dir { .. }))
         && d.plan == Plan::Restore;
     if !matches!(now, Node::Absent) && !keep_dir {
-        let (qdir, dest) = q.slot(&d.key)?;
-        let qname = dest.file_name().unwrap_or(name).to_os_string();
+        let (qdir, qname, dest) = q.slot(&d.key)?;
         parent.move_out(name, &qdir, &qname)?;
         emit(
             mk(

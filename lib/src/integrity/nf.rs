@@ -114,6 +114,11 @@ impl Dir {
         Ok((self.0.read(name, limit)?, mode))
     }
 
+    /// Read a regular file child, at most `limit` bytes (no mode; one lookup fewer).
+    pub fn read_bytes(&self, name: &OsStr, limit: u64) -> Result<Vec<u8>, NfError> {
+        self.0.read(name, limit)
+    }
+
     /// The target of a symbolic link child (read, not followed).
     pub fn read_link(&self, name: &OsStr) -> Result<OsString, NfError> {
         self.0.read_link(name).map(PathBuf::into_os_string)

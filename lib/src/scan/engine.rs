@@ -31,7 +31,7 @@ const BATCH: usize = 64;
 /// Entries kept in a worker's commit → tree memo before it is cleared.
 const MEMO_MAX: usize = 1 << 16;
 /// Decoded-object cache per worker.
-const OBJECT_CACHE_BYTES: usize = 32 << 20;
+const OBJECT_CACHE_BYTES: usize = 4 << 20;
 /// Longest symbolic-link target read (PATH_MAX).
 const MAX_LINK_TARGET: u64 = 4096;
 /// Tag chains followed at most this deep.
@@ -123,6 +123,13 @@ pub(super) fn run(
     limits: &Limits,
 ) -> Result<ScanReport, ScanError> {
     let started = Instant::now();
+    if snapshot.format != super::SNAPSHOT_FORMAT {
+        return Err(ScanError::Snapshot(format!(
+            "format {} (this build reads format {})",
+            snapshot.format,
+            super::SNAPSHOT_FORMAT
+        )));
+    }
     let repo = open_repo(repo_git_dir)?;
     if snapshot.object_hash != repo.object_hash().to_string() {
         return Err(ScanError::ObjectFormat {
@@ -575,7 +582,12 @@ struct Worker<'r> {
     buf1: Vec<u8>,
     buf2: Vec<u8>,
     blob: Vec<u8>,
+    settings_memo: SettingsMemo,
 }
+
+/// Paths already matched against the settings rules (paths repeat across commits, and glob
+/// matching is most of the per-path cost). Cleared when it grows past [`MEMO_MAX`].
+type SettingsMemo = HashMap<BString, Option<&'static crate::settings::FileRule>>;
 
 impl<'r> Worker<'r> {
     fn new(repo: &'r gix::Repository, ctx: &'r Ctx) -> Self {
@@ -588,6 +600,7 @@ impl<'r> Worker<'r> {
             buf1: Vec::new(),
             buf2: Vec::new(),
             blob: Vec::new(),
+            settings_memo: HashMap::new(),
         }
     }
 
@@ -671,7 +684,10 @@ impl<'r> Worker<'r> {
                 .map_err(|e| format!("tree {t} cannot be read: {e}"))?,
             None => TreeRefIter::from_bytes(&[], hash),
         };
-        let mut v = Visitor::new(self.ctx);
+        if self.settings_memo.len() >= MEMO_MAX {
+            self.settings_memo.clear();
+        }
+        let mut v = Visitor::new(self.ctx, &mut self.settings_memo);
         match gix::diff::tree(
             old_iter,
             new_iter,
@@ -844,6 +860,7 @@ fn read_blob<'b>(
 /// and keeps only entries whose contents must be read.
 struct Visitor<'c> {
     ctx: &'c Ctx,
+    settings_memo: &'c mut SettingsMemo,
     path: BString,
     path_deque: VecDeque<BString>,
     hits: Vec<(&'static str, BString, String)>,
@@ -855,9 +872,10 @@ struct Visitor<'c> {
 }
 
 impl<'c> Visitor<'c> {
-    fn new(ctx: &'c Ctx) -> Self {
+    fn new(ctx: &'c Ctx, settings_memo: &'c mut SettingsMemo) -> Self {
         Visitor {
             ctx,
+            settings_memo,
             path: BString::default(),
             path_deque: VecDeque::new(),
             hits: Vec::new(),
@@ -884,18 +902,25 @@ impl<'c> Visitor<'c> {
         }
     }
 
-    fn hit(&mut self, id: &'static str, why: String) {
-        self.hits.push((id, self.path.clone(), why));
+    fn hit_at(&mut self, path: &BString, id: &'static str, why: String) {
+        self.hits.push((id, path.clone(), why));
     }
 
     fn check(&mut self, mode: gix::objs::tree::EntryMode, oid: &gix::oid) {
-        let path = self.path.clone();
+        // Borrow the current path without copying it; it is put back below.
+        let path = std::mem::take(&mut self.path);
+        self.check_path(&path, mode, oid);
+        self.path = path;
+    }
+
+    fn check_path(&mut self, path: &BString, mode: gix::objs::tree::EntryMode, oid: &gix::oid) {
         let (parent, name) = match path.rfind_byte(b'/') {
             Some(p) => (&path[..p], &path[p + 1..]),
             None => (&b""[..], &path[..]),
         };
         if rules::is_dotgit_like(name) {
-            self.hit(
+            self.hit_at(
+                path,
                 "GW-SCAN-030",
                 format!(
                     "component {:?} is .git on some filesystem",
@@ -904,7 +929,7 @@ impl<'c> Visitor<'c> {
             );
         }
         if let Some(why) = rules::invalid_component(name) {
-            self.hit("GW-SCAN-031", why.to_string());
+            self.hit_at(path, "GW-SCAN-031", why.to_string());
         }
         if matches!(name, b"HEAD" | b"objects" | b"refs" | b"config") {
             self.candidates.push(parent.into());
@@ -920,7 +945,11 @@ impl<'c> Visitor<'c> {
         let dotfile = rules::dotfile_of(name);
         if kind == EntryKind::Link {
             if let Some(d) = dotfile {
-                self.hit("GW-SCAN-015", format!(".{} is a symbolic link", d.name));
+                self.hit_at(
+                    path,
+                    "GW-SCAN-015",
+                    format!(".{} is a symbolic link", d.name),
+                );
             }
             self.deferred.push(Deferred {
                 what: Content::Link,
@@ -970,11 +999,30 @@ impl<'c> Visitor<'c> {
                     (true, false) => "executable",
                     _ => "named after a hook event",
                 };
-                self.hit(
+                self.hit_at(
+                    path,
                     "GW-SCAN-051",
                     format!("{why} in hook-like folder {:?}", escape_path(dir)),
                 );
             }
+        }
+        // Agent and IDE settings: the files settings-watch guards (one list, in settings).
+        let guarded = match self.settings_memo.get(path) {
+            Some(g) => *g,
+            None => {
+                let g = std::str::from_utf8(path)
+                    .ok()
+                    .and_then(crate::settings::guarded_path);
+                self.settings_memo.insert(path.clone(), g);
+                g
+            }
+        };
+        if let Some(rule) = guarded {
+            self.hit_at(
+                path,
+                "GW-SCAN-060",
+                format!("settings file guarded by {} ({})", rule.name, rule.preset),
+            );
         }
         // CI.
         for ci in catalogue::CI_PATHS {
@@ -986,7 +1034,7 @@ impl<'c> Visitor<'c> {
                 }
             };
             if m {
-                self.hit("GW-SCAN-070", format!("{} definition", ci.service));
+                self.hit_at(path, "GW-SCAN-070", format!("{} definition", ci.service));
                 break;
             }
         }

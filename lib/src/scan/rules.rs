@@ -588,3 +588,19 @@ mod tests {
         assert!(!has_core_section(b"core = 1\n"));
     }
 }
+
+#[cfg(test)]
+mod doc_tests {
+    use super::*;
+
+    /// docs/scan-rules.md carries one table row per rule, with its name and severity.
+    #[test]
+    fn rules_doc_lists_every_rule() {
+        let doc = include_str!("../../../docs/scan-rules.md");
+        for r in RULES {
+            let sev = serde_json::to_value(r.severity).unwrap();
+            let row = format!("| `{}` | {} | {} |", r.id, r.name, sev.as_str().unwrap());
+            assert!(doc.contains(&row), "docs/scan-rules.md lacks the row {row}");
+        }
+    }
+}

@@ -75,7 +75,7 @@ pub fn run(policy: &Path) -> Code {
         Err(c) => return c,
     };
     let sinks = Sinks::new(true, &p);
-    let w = match Watcher::open(cfg) {
+    let mut w = match Watcher::open(cfg) {
         Ok(w) => w,
         Err(e) => return fail(e),
     };

@@ -411,8 +411,36 @@ pub fn hold_and_revert(
     rules: &Rules,
     source: &str,
 ) -> Result<Outcome, SettingsError> {
-    let (held, _) = store.hold(new_held(change, change.after.clone(), source, None))?;
-    let displaced = put_back(store, change, &change.before, rules, source)?;
+    // The hold record and the revert's temporary file are written at the same time; the
+    // swap waits for both (the agent's bytes are durable in the store before the file is
+    // put back).
+    let (held, prepared) = std::thread::scope(|s| {
+        let prep = s.spawn(|| prepare(change, &change.before));
+        let held = store.hold(new_held(change, change.after.clone(), source, None));
+        let prepared = prep.join().unwrap_or_else(|_| {
+            Err(SettingsError::Io {
+                path: change.path.clone(),
+                op: "prepare revert",
+                source: std::io::Error::other("preparing thread panicked"),
+            })
+        });
+        (held, prepared)
+    });
+    let (held, _) = held?;
+    let mut prepared = prepared?;
+    // The agent may remove or replace the folder between our walk and the swap: walk again.
+    let mut attempt = 0;
+    let displaced = loop {
+        match put_back_prepared(store, change, &change.before, rules, source, prepared) {
+            Err(SettingsError::Io { source: e, .. })
+                if attempt < 3 && e.kind() == std::io::ErrorKind::NotFound =>
+            {
+                attempt += 1;
+                prepared = prepare(change, &change.before)?;
+            }
+            other => break other?,
+        }
+    };
     Ok(Outcome {
         change: change.clone(),
         held: Some(held),
@@ -427,6 +455,31 @@ fn open_root(root: &Path) -> Result<OwnedFd, SettingsError> {
 }
 
 /// Put `target` at `change.rel`, holding anything displaced that is not `change.after`.
+/// The revert's temporary file, written and fsynced ahead of the swap.
+struct Prepared {
+    root: OwnedFd,
+    parent: Parent,
+    tmp: Option<String>,
+}
+
+/// Walk to the file's folder and, when the target is a file or link, write it to a fresh
+/// temporary name there (fsynced). Independent of the hold record, so the two are written
+/// at the same time (their fsyncs overlap; both are durable before the swap).
+fn prepare(change: &Change, target: &Content) -> Result<Prepared, SettingsError> {
+    let root = open_root(&change.root)?;
+    let p = || change.path.clone();
+    let parent = nofollow::parent(&root, &change.rel).map_err(io_err(p(), "walk"))?;
+    let mut tmp = None;
+    if let (Parent::Dir(dir, name), Content::File { .. } | Content::Link { .. }) = (&parent, target)
+    {
+        let t = nofollow::tmp_name(name);
+        nofollow::create_tmp(dir, &t, target).map_err(io_err(p(), "write temporary file"))?;
+        crate::held::crash_point("revert-tmp-written");
+        tmp = Some(t);
+    }
+    Ok(Prepared { root, parent, tmp })
+}
+
 fn put_back(
     store: &Store,
     change: &Change,
@@ -434,17 +487,30 @@ fn put_back(
     rules: &Rules,
     source: &str,
 ) -> Result<Vec<HeldWrite>, SettingsError> {
-    let root = open_root(&change.root)?;
+    let prepared = prepare(change, target)?;
+    put_back_prepared(store, change, target, rules, source, prepared)
+}
+
+fn put_back_prepared(
+    store: &Store,
+    change: &Change,
+    target: &Content,
+    rules: &Rules,
+    source: &str,
+    prepared: Prepared,
+) -> Result<Vec<HeldWrite>, SettingsError> {
+    let Prepared {
+        root,
+        parent,
+        tmp: ready,
+    } = prepared;
     let p = || change.path.clone();
     let mut displaced = Vec::new();
-    match nofollow::parent(&root, &change.rel).map_err(io_err(p(), "walk"))? {
+    match parent {
         Parent::Dir(dir, name) => {
-            let tmp = nofollow::tmp_name(&name);
+            let tmp = ready.clone().unwrap_or_else(|| nofollow::tmp_name(&name));
             let moved = match target {
                 Content::File { .. } | Content::Link { .. } => {
-                    nofollow::create_tmp(&dir, &tmp, target)
-                        .map_err(io_err(p(), "write temporary file"))?;
-                    crate::held::crash_point("revert-tmp-written");
                     nofollow::swap_in(&dir, &tmp, &name).map_err(io_err(p(), "swap in"))?
                 }
                 Content::Absent | Content::Other { .. } => {
@@ -453,8 +519,16 @@ fn put_back(
             };
             crate::held::crash_point("revert-swapped");
             if moved {
-                let x = nofollow::read_at(&dir, &tmp, &change.rel)
+                let mut x = nofollow::read_at(&dir, &tmp, &change.rel)
                     .map_err(io_err(p(), "read displaced"))?;
+                if matches!(x, Content::File { .. }) && !x.same_as(&change.after) {
+                    // Not what we judged: a writer got in between, and may still hold the
+                    // file open (its remaining writes land in the inode now at `tmp`). Wait
+                    // until the inode is quiet, then take what it holds.
+                    wait_quiet(&dir, &tmp);
+                    x = nofollow::read_at(&dir, &tmp, &change.rel)
+                        .map_err(io_err(p(), "read displaced"))?;
+                }
                 if !x.same_as(&change.after) && !x.same_as(target) && x != Content::Absent {
                     // Judged on its own, but held whatever the verdict: it was already
                     // replaced by the approved state, and only the owner brings it back.
@@ -492,20 +566,126 @@ fn put_back(
             {
                 let tmp = nofollow::tmp_name(&name);
                 if nofollow::steal(&dir, &name, &tmp).map_err(io_err(p(), "move link aside"))? {
+                    let x = nofollow::read_at(&dir, &tmp, &at).map_err(io_err(p(), "read"))?;
+                    if !x.same_as(&change.after) {
+                        if let Content::Other { .. } = x {
+                            // Swapped for a folder meanwhile: put it back, judge again later.
+                            let _ = nix::fcntl::renameat(
+                                dir.as_fd(),
+                                tmp.as_str(),
+                                dir.as_fd(),
+                                name.as_str(),
+                            );
+                            return Ok(displaced);
+                        }
+                        let (h, _) = store.hold(new_held(
+                            change,
+                            x,
+                            source,
+                            Some("replaced while the link was being reverted"),
+                        ))?;
+                        displaced.push(h);
+                    }
                     nofollow::remove(&dir, &tmp).map_err(io_err(p(), "remove link"))?;
+                    nofollow::sync_dir(&dir).map_err(io_err(p(), "fsync folder"))?;
                 }
             }
-            if !matches!(target, Content::Absent) {
-                nofollow::write_atomic(&root, &change.rel, target).map_err(io_err(p(), "write"))?;
-            }
+            displaced.extend(recreate_and_put_back(
+                store, change, target, rules, source, &root,
+            )?);
         }
         Parent::Missing | Parent::NotDir(_) => {
-            if !matches!(target, Content::Absent | Content::Other { .. }) {
-                nofollow::write_atomic(&root, &change.rel, target).map_err(io_err(p(), "write"))?;
-            }
+            displaced.extend(recreate_and_put_back(
+                store, change, target, rules, source, &root,
+            )?);
         }
     }
     Ok(displaced)
+}
+
+/// Wait (at most [`watch::QUIET_MAX`]) until the file `name` in `dir` has not been modified
+/// for [`watch::QUIET`].
+fn wait_quiet(dir: &impl AsFd, name: &str) {
+    let start = std::time::Instant::now();
+    loop {
+        let age =
+            nix::sys::stat::fstatat(dir.as_fd(), name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
+                .ok()
+                .and_then(|st| {
+                    let m = std::time::UNIX_EPOCH
+                        + std::time::Duration::new(
+                            st.st_mtime.max(0) as u64,
+                            st.st_mtime_nsec as u32,
+                        );
+                    m.elapsed().ok()
+                })
+                .unwrap_or(watch::QUIET);
+        if age >= watch::QUIET || start.elapsed() >= watch::QUIET_MAX {
+            return;
+        }
+        std::thread::sleep((watch::QUIET - age).min(std::time::Duration::from_millis(50)));
+    }
+}
+
+/// The file's folder is gone (or was a link, now removed): create it and put the approved
+/// content back through the same swap as above, so a file the agent created there meanwhile
+/// is displaced and held, never overwritten.
+fn recreate_and_put_back(
+    store: &Store,
+    change: &Change,
+    target: &Content,
+    rules: &Rules,
+    source: &str,
+    root: &OwnedFd,
+) -> Result<Vec<HeldWrite>, SettingsError> {
+    if matches!(target, Content::Absent | Content::Other { .. }) {
+        return Ok(Vec::new());
+    }
+    nofollow::create_parent(root, &change.rel)
+        .map_err(io_err(change.path.clone(), "create folder"))?;
+    let prepared = prepare(change, target)?;
+    if !matches!(prepared.parent, Parent::Dir(..)) {
+        // The agent keeps swapping the folder: the next pass tries again.
+        return Err(SettingsError::Io {
+            path: change.path.clone(),
+            op: "recreate folder",
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the folder was replaced again",
+            ),
+        });
+    }
+    put_back_prepared(store, change, target, rules, source, prepared)
+}
+
+/// Put the approved content `target` back at `rel` below `root` (a file below a folder link
+/// that was just reverted), through the same exchange as a revert: whatever the agent put
+/// there meanwhile is displaced and held, never overwritten.
+pub(crate) fn restore(
+    store: &Store,
+    root: &Path,
+    rel: &str,
+    target: &Content,
+    rules: &Rules,
+    source: &str,
+) -> Result<Vec<HeldWrite>, SettingsError> {
+    let rule = rules
+        .lookup(rel)
+        .map(|r| r.name.clone())
+        .unwrap_or_default();
+    let c = Change {
+        root: root.to_path_buf(),
+        rel: rel.to_owned(),
+        path: root.join(rel),
+        rule,
+        before: target.clone(),
+        after: Content::Absent,
+        verdict: Verdict::Widens,
+        findings: Vec::new(),
+        blocked: Vec::new(),
+        diff: String::new(),
+    };
+    put_back(store, &c, target, rules, source)
 }
 
 /// Accept a narrowing or neutral change: it becomes the approved state.

@@ -44,6 +44,10 @@ pub struct WatchConfig {
     pub rules: Rules,
     /// The held-writes store folder.
     pub store_dir: PathBuf,
+    /// The session's worktree folder: `run` watches it, and each folder that appears in it
+    /// (a new worktree) becomes a root with nothing approved yet (fail closed: a guarded file
+    /// checked out or written there is held until the owner approves it).
+    pub worktree_dir: Option<PathBuf>,
     pub session: Option<String>,
 }
 
@@ -83,6 +87,7 @@ impl WatchConfig {
             roots,
             rules,
             store_dir: policy.held_dir(),
+            worktree_dir: Some(policy.worktree_dir.clone()),
             session: Some(policy.session.clone()),
         })
     }
@@ -217,13 +222,14 @@ impl Watcher {
                     if p.starts_with(&prefix) && p != prefix && !matches!(c, Content::Absent) {
                         if let Ok(sub) = p.strip_prefix(&r.path) {
                             let sub = sub.to_string_lossy();
-                            nofollow::write_atomic(&r.fd, &sub, &c).map_err(|source| {
-                                SettingsError::Io {
-                                    path: p.clone(),
-                                    op: "restore",
-                                    source,
-                                }
-                            })?;
+                            super::restore(
+                                &self.store,
+                                &r.path,
+                                &sub,
+                                &c,
+                                &self.cfg.rules,
+                                self.source,
+                            )?;
                         }
                     }
                 }
@@ -331,7 +337,7 @@ impl Watcher {
 
     /// Watch until SIGTERM / SIGINT / SIGHUP (clean shutdown: the current decision finishes,
     /// then `watch_stopped`). The signals are blocked in this thread and read from a signalfd.
-    pub fn run(&self, emit: &mut dyn FnMut(&Event)) -> Result<(), SettingsError> {
+    pub fn run(&mut self, emit: &mut dyn FnMut(&Event)) -> Result<(), SettingsError> {
         use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
         use nix::sys::signal::{SigSet, Signal};
         use nix::sys::signalfd::{SfdFlags, SignalFd};
@@ -346,11 +352,16 @@ impl Watcher {
             .map_err(|e| self.werr(e))?;
         let mut st = RunState {
             wds: HashMap::new(),
+            file_wds: HashMap::new(),
+            containers: HashMap::new(),
             deferred: HashMap::new(),
+            retry_due: None,
+            failures: 0,
         };
         for ri in 0..self.roots.len() {
             self.watch_tree(&ino, &mut st, ri, "")?;
         }
+        self.watch_containers(&ino, &mut st, emit)?;
         // Judge what changed while we were not watching (watches are in place first, so
         // nothing slips between the pass and the loop).
         let sum = self.check(emit)?;
@@ -381,6 +392,7 @@ impl Watcher {
                 .deferred
                 .values()
                 .map(|d| d.due)
+                .chain(st.retry_due)
                 .min()
                 .map(|due| {
                     let ms = due
@@ -411,6 +423,7 @@ impl Watcher {
                 );
                 return Ok(());
             }
+            let mut failed: Option<SettingsError> = None;
             loop {
                 let events = match ino.read_events() {
                     Ok(ev) => ev,
@@ -418,10 +431,43 @@ impl Watcher {
                     Err(e) => return Err(self.werr(e)),
                 };
                 for ev in events {
-                    self.handle(&ino, &mut st, ev, emit)?;
+                    if let Err(e) = self.handle(&ino, &mut st, ev, emit) {
+                        failed = Some(e);
+                    }
                 }
             }
-            self.run_deferred(&mut st, emit)?;
+            if let Err(e) = self.run_deferred(&ino, &mut st, emit) {
+                failed = Some(e);
+            }
+            if st.retry_due.is_some_and(|t| t <= Instant::now()) {
+                st.retry_due = None;
+                for ri in 0..self.roots.len() {
+                    if let Err(e) = self.watch_tree(&ino, &mut st, ri, "") {
+                        failed = Some(e);
+                    }
+                }
+                if let Err(e) = self.check(emit) {
+                    failed = Some(e);
+                }
+            }
+            // One path failing (the agent removed a folder while we reverted in it, a file
+            // vanished mid-read) never stops the watcher: report it and judge every guarded
+            // file again shortly, with a growing delay while the failure persists.
+            if let Some(e) = failed {
+                st.failures += 1;
+                let delay = Duration::from_millis(50 << st.failures.min(6));
+                emit(&self.event(Event::new(
+                    Tool::SettingsWatch,
+                    EventKind::CheckIncomplete,
+                    format!(
+                        "{e}; every guarded file is judged again in {} ms",
+                        delay.as_millis()
+                    ),
+                )));
+                st.retry_due = Some(Instant::now() + delay);
+            } else if st.retry_due.is_none() {
+                st.failures = 0;
+            }
         }
     }
 
@@ -482,6 +528,9 @@ impl Watcher {
         }
         for (name, is_dir, _) in list_dir(&dir, &path)? {
             let rel = super::join(rel_dir, &name);
+            if !is_dir && self.cfg.rules.lookup(&rel).is_some() {
+                self.watch_file(ino, st, ri, &rel);
+            }
             if is_dir && self.cfg.rules.may_contain(&rel) && self.cfg.rules.lookup(&rel).is_none() {
                 self.watch_tree(ino, st, ri, &rel)?;
             }
@@ -489,8 +538,106 @@ impl Watcher {
         Ok(())
     }
 
+    /// Watch the session's worktree folder (or, until it exists, its parent) and make every
+    /// folder in it a root. A worktree seen for the first time while running starts with
+    /// nothing approved: its guarded files are judged as creations (held), since the agent
+    /// controls what a new worktree holds and when.
+    fn watch_containers(
+        &mut self,
+        ino: &Inotify,
+        st: &mut RunState,
+        emit: &mut dyn FnMut(&Event),
+    ) -> Result<(), SettingsError> {
+        let Some(wdir) = self.cfg.worktree_dir.clone() else {
+            return Ok(());
+        };
+        let mask = AddWatchFlags::IN_CREATE
+            | AddWatchFlags::IN_MOVED_TO
+            | AddWatchFlags::IN_ONLYDIR
+            | AddWatchFlags::IN_DONT_FOLLOW;
+        let parent = wdir.parent().map(Path::to_path_buf);
+        let grandparent = parent
+            .as_deref()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf);
+        for c in [grandparent, parent, Some(wdir.clone())]
+            .into_iter()
+            .flatten()
+        {
+            if let Ok(wd) = ino.add_watch(&c, mask) {
+                st.containers.insert(wd, c);
+            }
+        }
+        let Ok(fd) = nofollow::open_root(&wdir) else {
+            return Ok(());
+        };
+        let mut new_roots = Vec::new();
+        for (name, is_dir, _) in list_dir(&fd, &wdir)? {
+            let p = wdir.join(&name);
+            if is_dir && !self.roots.iter().any(|r| r.path == p) {
+                new_roots.push(p);
+            }
+        }
+        for p in new_roots {
+            let Ok(fd) = nofollow::open_root(&p) else {
+                continue;
+            };
+            // Nothing approved yet: mark the root as known so a restart does not take what
+            // is there now as approved.
+            let marker = self.store.dir().join("roots").join(marker_name(&p));
+            std::fs::write(&marker, p.as_os_str().as_encoded_bytes()).map_err(|source| {
+                SettingsError::Io {
+                    path: marker.clone(),
+                    op: "write root marker",
+                    source,
+                }
+            })?;
+            self.roots.push(Root {
+                path: p.clone(),
+                fd,
+            });
+            let ri = self.roots.len() - 1;
+            self.cfg.roots.push(p.clone());
+            self.watch_tree(ino, st, ri, "")?;
+            emit(
+                &self.event(
+                    Event::new(
+                        Tool::SettingsWatch,
+                        EventKind::WatchStarted,
+                        format!("watching the new worktree {}", p.display()),
+                    )
+                    .with("roots", vec![p.display().to_string()]),
+                ),
+            );
+            let snap = Snapshot::capture(&p, &self.cfg.rules)?;
+            for rel in snap.files.keys() {
+                st.defer(ri, rel);
+            }
+        }
+        Ok(())
+    }
+
+    /// Watch the inode of the guarded file `rel` (when it is a regular file): writes through a
+    /// hard link are seen too. Re-added after every decision, since a revert or an atomic save
+    /// puts a new inode at the name.
+    fn watch_file(&self, ino: &Inotify, st: &mut RunState, ri: usize, rel: &str) {
+        if !matches!(
+            nofollow::read(&self.roots[ri].fd, rel),
+            Ok(Content::File { .. })
+        ) {
+            return;
+        }
+        let mask = AddWatchFlags::IN_MODIFY
+            | AddWatchFlags::IN_CLOSE_WRITE
+            | AddWatchFlags::IN_ATTRIB
+            | AddWatchFlags::IN_DONT_FOLLOW;
+        if let Ok(wd) = ino.add_watch(&self.roots[ri].path.join(rel), mask) {
+            st.file_wds.insert(wd, (ri, rel.to_owned()));
+        }
+    }
+
     fn handle(
-        &self,
+        &mut self,
         ino: &Inotify,
         st: &mut RunState,
         ev: nix::sys::inotify::InotifyEvent,
@@ -507,6 +654,27 @@ impl Watcher {
                 self.watch_tree(ino, st, ri, "")?;
             }
             self.check(emit)?;
+            return Ok(());
+        }
+        if st.containers.contains_key(&ev.wd) {
+            if ev.mask.contains(F::IN_IGNORED) {
+                st.containers.remove(&ev.wd);
+            }
+            if ev.mask.contains(F::IN_ISDIR) && ev.mask.intersects(F::IN_CREATE | F::IN_MOVED_TO) {
+                self.watch_containers(ino, st, emit)?;
+            }
+            return Ok(());
+        }
+        if let Some((ri, rel)) = st.file_wds.get(&ev.wd).cloned() {
+            if ev.mask.contains(F::IN_IGNORED) {
+                st.file_wds.remove(&ev.wd);
+            } else if ev.mask.intersects(F::IN_CLOSE_WRITE | F::IN_ATTRIB) {
+                st.deferred.remove(&(ri, rel.clone()));
+                self.evaluate(ri, &rel, emit)?;
+                self.watch_file(ino, st, ri, &rel);
+            } else if ev.mask.contains(F::IN_MODIFY) {
+                st.defer(ri, &rel);
+            }
             return Ok(());
         }
         if ev
@@ -562,6 +730,7 @@ impl Watcher {
         {
             st.deferred.remove(&(ri, rel.clone()));
             self.evaluate(ri, &rel, emit)?;
+            self.watch_file(ino, st, ri, &rel);
         } else if ev.mask.contains(F::IN_CREATE) {
             let is_regular = matches!(
                 nofollow::read(&self.roots[ri].fd, &rel),
@@ -605,6 +774,7 @@ impl Watcher {
 
     fn run_deferred(
         &self,
+        ino: &Inotify,
         st: &mut RunState,
         emit: &mut dyn FnMut(&Event),
     ) -> Result<(), SettingsError> {
@@ -633,6 +803,7 @@ impl Watcher {
             }
             st.deferred.remove(&(ri, rel.clone()));
             self.evaluate(ri, &rel, emit)?;
+            self.watch_file(ino, st, ri, &rel);
         }
         Ok(())
     }
@@ -656,7 +827,15 @@ struct Deferred {
 
 struct RunState {
     wds: HashMap<WatchDescriptor, (usize, String)>,
+    /// Watches on guarded files' inodes: a write through a hard link elsewhere is reported
+    /// only to the inode (and the folder of the name used), not to the guarded file's folder.
+    file_wds: HashMap<WatchDescriptor, (usize, String)>,
     deferred: HashMap<(usize, String), Deferred>,
+    /// Watches on the worktree folder (and its parent, until it exists).
+    containers: HashMap<WatchDescriptor, PathBuf>,
+    /// A full pass is due (after a failure).
+    retry_due: Option<Instant>,
+    failures: u32,
 }
 
 impl RunState {

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Commit-scan benchmark: gitward::scan against `git log --name-only` over the same range.
+#
+#   benches/scan.sh            10,000-commit range on a ~3,000-file tree (hyperfine, 5 runs)
+#   benches/scan.sh big        100,000-commit push: wall time and peak RSS (VmHWM)
+#
+# Environment: GIT (default /usr/local/bin/git), RUNS (default 5), WORK (scratch folder,
+# default a new temp dir, removed at the end unless KEEP=1).
+set -euo pipefail
+GIT=${GIT:-/usr/local/bin/git}
+RUNS=${RUNS:-5}
+MODE=${1:-range}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WORK=${WORK:-$(mktemp -d)}
+[ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$WORK"' EXIT
+
+echo "building scan-bench (release)…" >&2
+cargo build -q --release -p gitward --example scan-bench --manifest-path "$ROOT/Cargo.toml"
+BENCH=$ROOT/target/release/examples/scan-bench
+
+# Isolate git from the caller's config (after cargo, which needs the real HOME).
+export HOME=$WORK/home GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=$WORK/home/gitconfig
+mkdir -p "$HOME"; : > "$GIT_CONFIG_GLOBAL"
+
+
+# gen FILES BASE_COMMITS RANGE_COMMITS: a fast-import stream. A tree of FILES files in
+# folders of 30, BASE_COMMITS commits, then RANGE_COMMITS more; each commit changes 1-5
+# files (a line appended or replaced). Marks: :1.. commits. Deterministic (seeded).
+gen() {
+python3 - "$@" <<'PY'
+import random, sys
+files, base, rng_n = map(int, sys.argv[1:4])
+r = random.Random(4)
+out = sys.stdout.buffer
+paths = [f"src/mod{i//30:03d}/sub{(i//10)%3}/file{i:05d}.rs" for i in range(files)]
+content = {p: [f"// {p}\n", "fn main() {}\n"] for p in paths}
+def data(b):
+    out.write(b"data %d\n" % len(b)); out.write(b); out.write(b"\n")
+t = 1700000000
+total = base + rng_n
+for n in range(1, total + 1):
+    out.write(b"commit refs/heads/main\nmark :%d\n" % n)
+    out.write(b"committer t <t@example.invalid> %d +0000\n" % (t + n))
+    data(b"commit %d" % n)
+    if n > 1:
+        out.write(b"from :%d\n" % (n - 1))
+    changed = paths if n == 1 else r.sample(paths, r.randint(1, 5))
+    for p in changed:
+        lines = content[p]
+        if n > 1:
+            if len(lines) > 40 and r.random() < 0.5:
+                lines[r.randrange(len(lines))] = f"let x{n} = {r.random()};\n"
+            else:
+                lines.append(f"let y{n} = {r.randrange(10**9)};\n")
+        b = "".join(lines).encode()
+        out.write(b"M 100644 inline %s\n" % p.encode()); data(b)
+    if n == base:
+        out.write(b"reset refs/heads/base\nfrom :%d\n" % n)
+out.write(b"done\n")
+PY
+}
+
+make_repo() { # make_repo DIR FILES BASE RANGE
+  local dir=$1
+  rm -rf "$dir"; $GIT init -q "$dir"
+  (cd "$dir" && gen "$2" "$3" "$4" | $GIT fast-import --quiet --done && $GIT repack -adq --depth=50 --window=10 && $GIT symbolic-ref HEAD refs/heads/main)
+}
+
+case $MODE in
+range)
+  REPO=$WORK/range
+  echo "generating: 3,000 files, 1,000 base commits + 10,000 in the range…" >&2
+  make_repo "$REPO" 3000 1000 10000
+  BASE=$($GIT -C "$REPO" rev-parse refs/heads/base)
+  N=$($GIT -C "$REPO" rev-list --count base..main)
+  GITLOG="$GIT -C $REPO log --format=%H --name-only --no-renames --diff-merges=first-parent base..main"
+  echo "range: $N commits; pairs from git log: $($GITLOG | grep -vcE '^([0-9a-f]{40})?$')" >&2
+  echo "gitward scan: $($BENCH "$REPO/.git" "$BASE" 2)" >&2
+  hyperfine -N -w 1 -r "$RUNS" --export-json "$WORK/hyperfine.json" \
+    -n "git log --name-only" "$GITLOG" \
+    -n "gitward scan (2 threads)" "$BENCH $REPO/.git $BASE 2" \
+    -n "gitward scan (1 thread)" "$BENCH $REPO/.git $BASE 1"
+  python3 - "$WORK/hyperfine.json" "$N" <<'PY'
+import json, sys
+res = json.load(open(sys.argv[1]))["results"]; n = int(sys.argv[2])
+g = res[0]["mean"]
+for r in res:
+    print(f'{r["command"]:28s} mean {r["mean"]:.3f} s ± {r["stddev"]:.3f}  {n / r["mean"]:9.0f} commits/s  {g / r["mean"]:.2f}× git')
+PY
+  ;;
+big)
+  REPO=$WORK/big
+  echo "generating: 300 files, 1 base commit + 100,000 commits…" >&2
+  make_repo "$REPO" 300 1 100000
+  BASE=$($GIT -C "$REPO" rev-parse refs/heads/base)
+  /usr/bin/time -f "wall %e s, max RSS %M KiB (time -v)" "$BENCH" "$REPO/.git" "$BASE" 2
+  ;;
+*) echo "usage: $0 [range|big]" >&2; exit 120 ;;
+esac

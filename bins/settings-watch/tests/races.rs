@@ -1,0 +1,88 @@
+//! Races between the agent and the watcher: the folder removed and recreated while the
+//! watcher puts a file back in it; a writer that holds the file open. After each, every
+//! widening write is held (never overwritten unseen) and the file is back to its approved
+//! state.
+
+mod common;
+use common::*;
+use gitward::held::Store;
+use std::io::Write;
+use std::time::Duration;
+
+const FILE: &str = ".claude/settings.json";
+const BEFORE: &str = r#"{"permissions":{"deny":["Bash"]}}"#;
+
+fn held_texts(env: &Env) -> Vec<String> {
+    Store::open(&env.store_dir())
+        .unwrap()
+        .pending()
+        .unwrap()
+        .into_iter()
+        .filter_map(|h| {
+            h.proposed
+                .and_then(|p| p.bytes().map(|b| String::from_utf8_lossy(b).into_owned()))
+        })
+        .collect()
+}
+
+#[test]
+fn folder_removed_and_recreated_while_reverting() {
+    for i in 0..15 {
+        let env = Env::new();
+        env.write(FILE, BEFORE.as_bytes());
+        let w = env.start();
+        let dir = env.repo.join(".claude");
+        while std::fs::remove_dir_all(&dir).is_err() {}
+        std::fs::create_dir_all(&dir).unwrap();
+        let evil = format!(r#"{{"permissions":{{"defaultMode":"bypassPermissions","n":{i}}}}}"#);
+        std::fs::write(dir.join("settings.json"), &evil).unwrap();
+        let path = env.repo.join(FILE);
+        assert!(
+            eventually(Duration::from_secs(10), || std::fs::read(&path)
+                .ok()
+                .as_deref()
+                == Some(BEFORE.as_bytes())
+                && held_texts(&env).contains(&evil)),
+            "round {i}: file {:?}, held {:?}",
+            std::fs::read_to_string(&path),
+            held_texts(&env)
+        );
+        let (code, _) = w.stop();
+        assert_eq!(code, 0);
+    }
+}
+
+#[test]
+fn writer_holding_the_file_open() {
+    let env = Env::new();
+    env.write(FILE, BEFORE.as_bytes());
+    let w = env.start();
+    let path = env.repo.join(FILE);
+    // Open (truncating), pause, write in two parts, pause, close: judged once complete.
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(40));
+    f.write_all(br#"{"permissions":{"deny":[],"#).unwrap();
+    std::thread::sleep(Duration::from_millis(40));
+    f.write_all(br#""allow":["Bash(*)"]}}"#).unwrap();
+    drop(f);
+    let whole = r#"{"permissions":{"deny":[],"allow":["Bash(*)"]}}"#.to_string();
+    assert!(
+        eventually(Duration::from_secs(10), || std::fs::read(&path).unwrap()
+            == BEFORE.as_bytes()
+            && held_texts(&env).contains(&whole)),
+        "held: {:?}",
+        held_texts(&env)
+    );
+    // Nothing partial was held.
+    assert!(
+        held_texts(&env).iter().all(|t| t == &whole),
+        "{:?}",
+        held_texts(&env)
+    );
+    let (code, _) = w.stop();
+    assert_eq!(code, 0);
+}
