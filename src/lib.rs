@@ -227,8 +227,11 @@ fn validate(case: &Case, path: &Path) -> Result<(), CorpusError> {
             return bad("audit: only \"n/a: <reason>\" is allowed (the default is: audited)");
         }
     }
-    if !case.setup.contains("$FIRE") && !case.setup.contains("plant") {
-        return bad("setup: must plant a program that writes the canary ($FIRE or plant)");
+    if !["$FIRE", "plant", "$CANARY"]
+        .iter()
+        .any(|w| case.setup.contains(w))
+    {
+        return bad("setup: must plant a program that writes the canary ($FIRE, plant or $CANARY)");
     }
     Ok(())
 }
@@ -861,10 +864,13 @@ pub enum SafeOutcome {
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum AuditOutcome {
     Flagged,
-    /// The audit could not read part of the repository and said so (exit 2, `complete:
-    /// false`): "unknown is not clean" — a finding of its own, never a clean bill.
-    Incomplete,
     NotFlagged,
+    /// Exit 2: the audit could not read part of what it was given and said so. By wt-check's
+    /// contract that is a finding of its own ("unknown is not clean", rule GW016): the
+    /// planted state is reported, not passed as clean, so the case counts as flagged.
+    Incomplete {
+        why: String,
+    },
     NotApplicable {
         reason: String,
     },
@@ -914,7 +920,7 @@ impl CaseResult {
         let audit_ok = matches!(
             self.audit,
             AuditOutcome::Flagged
-                | AuditOutcome::Incomplete
+                | AuditOutcome::Incomplete { .. }
                 | AuditOutcome::NotApplicable { .. }
                 | AuditOutcome::NotBuilt
                 | AuditOutcome::NotRun
@@ -1129,14 +1135,23 @@ fn run_audit(case: &Case, git: &GitBin, wt_check: &Path, opts: &Options) -> Audi
             why: format!("the audit itself fired the canary: {c}"),
         };
     }
-    let said_incomplete = || {
-        serde_json::from_slice::<serde_json::Value>(&r.stdout)
-            .is_ok_and(|v| v.get("complete") == Some(&serde_json::Value::Bool(false)))
-    };
     match r.status {
         Some(1) => AuditOutcome::Flagged,
-        Some(2) if said_incomplete() => AuditOutcome::Incomplete,
         Some(0) => AuditOutcome::NotFlagged,
+        Some(2) => AuditOutcome::Incomplete {
+            why: {
+                let err = String::from_utf8_lossy(&r.stderr).trim().to_owned();
+                if err.is_empty() {
+                    String::from_utf8_lossy(&r.stdout)
+                        .chars()
+                        .take(300)
+                        .collect::<String>()
+                        .replace('\n', " ")
+                } else {
+                    err
+                }
+            },
+        },
         _ => AuditOutcome::Error { why: r.describe() },
     }
 }
@@ -1215,8 +1230,8 @@ impl std::fmt::Display for AuditOutcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AuditOutcome::Flagged => write!(f, "yes"),
-            AuditOutcome::Incomplete => write!(f, "incomplete"),
             AuditOutcome::NotFlagged => write!(f, "NO"),
+            AuditOutcome::Incomplete { .. } => write!(f, "incomplete (2)"),
             AuditOutcome::NotApplicable { .. } => write!(f, "n/a"),
             AuditOutcome::Error { .. } => write!(f, "ERROR"),
             AuditOutcome::NotBuilt => write!(f, "not built"),
@@ -1294,7 +1309,7 @@ pub fn render_human(report: &Report) -> String {
                 }
                 _ => {}
             }
-            if let AuditOutcome::Error { why } = &r.audit {
+            if let AuditOutcome::Error { why } | AuditOutcome::Incomplete { why } = &r.audit {
                 let _ = writeln!(s, "  {:w$}    audit: {why}", "");
             }
         }
@@ -1303,6 +1318,36 @@ pub fn render_human(report: &Report) -> String {
             "git {}: {} passed, {} failed, {} skipped\n",
             g.git.version, g.passed, g.failed, g.skipped
         );
+    }
+    // The line a reader looks for first: what got through, on which gits.
+    let mut fired: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut other: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for g in &report.gits {
+        for r in &g.results {
+            if r.verdict() != Verdict::Failed {
+                continue;
+            }
+            let into = if matches!(r.safe_git, SafeOutcome::Fired { .. }) {
+                &mut fired
+            } else {
+                &mut other
+            };
+            into.entry(&r.id)
+                .or_default()
+                .push(g.git.version.to_string());
+        }
+    }
+    let list = |m: &BTreeMap<&str, Vec<String>>| {
+        m.iter()
+            .map(|(id, v)| format!("{id} (git {})", v.join(", ")))
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    };
+    if !fired.is_empty() {
+        let _ = writeln!(s, "FIRED under safe-git:\n  {}", list(&fired));
+    }
+    if !other.is_empty() {
+        let _ = writeln!(s, "other failures:\n  {}", list(&other));
     }
     let _ = writeln!(s, "corpus run took {:.1}s", report.seconds);
     s
@@ -1422,6 +1467,49 @@ version_reason = "config hooks"
             .unwrap()
             .contains("2.54.0"));
         assert!(case.skip_reason(Version(2, 54, 0)).is_none());
+    }
+
+    fn write_case(dir: &Path, file: &str, body: &str) {
+        std::fs::write(dir.join(file), body).unwrap();
+    }
+
+    #[test]
+    fn invalid_cases_are_refused_with_file_and_rule() {
+        let ok =
+            "title = \"t\"\nresearch = \"r\"\nsetup = \"plant $WS/x\"\ncommand = [\"status\"]\n";
+        for (file, body, rule) in [
+            (
+                "1a-a.toml",
+                format!("id = \"1a-b\"\n{ok}"),
+                "id: must equal",
+            ),
+            ("x-a.toml", format!("id = \"x-a\"\n{ok}"), "research row"),
+            (
+                "1a-a.toml",
+                format!("id = \"1a-a\"\nmin_git = \"2.40.0\"\n{ok}"),
+                "version_reason",
+            ),
+            (
+                "1a-a.toml",
+                format!("id = \"1a-a\"\naudit = \"no\"\n{ok}"),
+                "audit:",
+            ),
+            (
+                "1a-a.toml",
+                ok.replace("plant $WS/x", "true") + "id = \"1a-a\"\n",
+                "canary",
+            ),
+            (
+                "1a-a.toml",
+                format!("id = \"1a-a\"\nbogus = 1\n{ok}"),
+                "unknown field",
+            ),
+        ] {
+            let t = tempfile::tempdir().unwrap();
+            write_case(t.path(), file, &body);
+            let e = load_cases(t.path()).unwrap_err().to_string();
+            assert!(e.contains(file) && e.contains(rule), "{file}: {e}");
+        }
     }
 
     #[test]

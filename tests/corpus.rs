@@ -126,7 +126,7 @@ fn c_flagged_by_wt_check_audit() {
     for g in &r.gits {
         if !g.wt_check.is_ready() {
             bad.push(format!(
-                "git {}: wt-check audit not built: {}",
+                "git {}: wt-check audit not ready: {}",
                 g.git.version, g.wt_check
             ));
             continue;
