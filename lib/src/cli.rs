@@ -39,6 +39,24 @@ pub fn generate(
     Ok(())
 }
 
+/// Parse the command line, or exit the way every gitward binary does: `--help` and
+/// `--version` print to stdout and exit 0; bad arguments print clap's message and exit 120
+/// ([`crate::exit::USAGE`]), never clap's default 2 (which is "incomplete" for the checkers).
+pub fn parse_or_exit<T: clap::Parser>() -> T {
+    match T::try_parse() {
+        Ok(t) => t,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                crate::exit::USAGE.code
+            } else {
+                0
+            };
+            let _ = e.print();
+            std::process::exit(i32::from(code));
+        }
+    }
+}
+
 /// `--generate`: write the man page or completion script of `cmd` to standard output.
 /// A write error is reported on stderr (naming the tool) and gives `on_error`, the tool's
 /// own code for "cannot do it".

@@ -50,18 +50,7 @@ EXIT STATUS:
     120 usage, 124 setup: no policy, bad policy, no git-shim";
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() {
-                exit::USAGE.into()
-            } else {
-                ExitCode::SUCCESS
-            };
-            let _ = e.print();
-            return code;
-        }
-    };
+    let cli: Cli = gitward::cli::parse_or_exit();
     if let Some(what) = cli.generate {
         return gitward::cli::print_generated(Cli::command(), what, gitward::exit::SETUP);
     }

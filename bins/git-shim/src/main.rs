@@ -55,18 +55,7 @@ fn main() -> ExitCode {
     if !name.starts_with("git-shim") {
         return shim::run(rest);
     }
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() {
-                exit::USAGE.into()
-            } else {
-                ExitCode::SUCCESS
-            };
-            let _ = e.print();
-            return code;
-        }
-    };
+    let cli: Cli = gitward::cli::parse_or_exit();
     if let Some(what) = cli.generate {
         return gitward::cli::print_generated(Cli::command(), what, gitward::exit::SETUP);
     }

@@ -48,18 +48,7 @@ struct Cli {
 }
 
 fn main() {
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() {
-                gitward::exit::USAGE.code
-            } else {
-                0
-            };
-            let _ = e.print();
-            std::process::exit(i32::from(code));
-        }
-    };
+    let cli: Cli = gitward::cli::parse_or_exit();
     if let Some(what) = cli.generate {
         let code = gitward::cli::print_generated(Cli::command(), what, gitward::exit::SETUP);
         if code != std::process::ExitCode::SUCCESS {

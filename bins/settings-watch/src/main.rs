@@ -80,18 +80,7 @@ enum HeldSub {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() {
-                gitward::exit::USAGE.code
-            } else {
-                0
-            };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
-    };
+    let cli: Cli = gitward::cli::parse_or_exit();
     if let Some(g) = cli.generate {
         return gitward::cli::print_generated(Cli::command(), g, gitward::exit::INCOMPLETE);
     }
