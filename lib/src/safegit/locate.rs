@@ -222,25 +222,36 @@ fn gitlink_layouts(git_dir: &Path, work_tree: &Path) -> Result<Vec<Layout>, Refu
     if !index_path.exists() {
         return Ok(Vec::new());
     }
-    // The trailing checksum is not verified (as with index.skipHash): only gitlink entries
-    // are used, and a corrupt index makes git fail the same way.
-    let index = gix::index::File::at(
-        &index_path,
-        gix::hash::Kind::Sha1,
-        true,
-        gix::index::decode::Options::default(),
-    )
-    .map_err(|e| Refusal {
+    let unreadable = |e: &dyn std::fmt::Display| Refusal {
         code: exit::LAYOUT,
         subject: index_path.display().to_string(),
         reason: format!("cannot read the index: {e}"),
-    })?;
-    let mut out = Vec::new();
-    for entry in index.entries() {
-        if entry.mode != gix::index::entry::Mode::COMMIT {
-            continue;
+    };
+    let bytes = std::fs::read(&index_path).map_err(|e| unreadable(&e))?;
+    let paths: Vec<Vec<u8>> = match super::gitlinks::scan(&bytes) {
+        Some(p) => p,
+        None => {
+            // Split, SHA-256 or otherwise unusual index: gix's full decoder. The trailing
+            // checksum is not verified (as with index.skipHash): only gitlink entries are
+            // used, and a corrupt index makes git fail the same way.
+            let index = gix::index::File::at(
+                &index_path,
+                gix::hash::Kind::Sha1,
+                true,
+                gix::index::decode::Options::default(),
+            )
+            .map_err(|e| unreadable(&e))?;
+            index
+                .entries()
+                .iter()
+                .filter(|e| e.mode == gix::index::entry::Mode::COMMIT)
+                .map(|e| e.path(&index).to_vec())
+                .collect()
         }
-        let rel = gix::path::from_bstr(entry.path(&index))
+    };
+    let mut out = Vec::new();
+    for path in paths {
+        let rel = gix::path::from_bstr(gix::bstr::BStr::new(&path))
             .map_err(|e| Refusal {
                 code: exit::LAYOUT,
                 subject: index_path.display().to_string(),

@@ -1,6 +1,7 @@
 //! safe-git: git over an untrusted repository for host-side scripts, on an allow-list of inspection and clean-up subcommands.
 
 pub mod args;
+pub mod gitlinks;
 pub mod locate;
 pub mod plan;
 
