@@ -354,54 +354,49 @@ impl Sys {
     /// otherwise a missing component is an error.
     pub(crate) fn resolve(&self, path: &Path, forgiving: bool) -> Result<PathBuf, LayoutError> {
         // Each step is one no-follow lookup relative to the (cached) handle of its parent.
-        let mut names: Vec<&OsStr> = Vec::new();
+        // `here` is the path resolved so far, kept in step with `depth` (its component count).
+        let mut here = PathBuf::from("/");
+        let mut depth = 0usize;
         let mut missing_at: Option<usize> = None;
         let mut after_non_dir = false;
-        let current = |names: &[&OsStr]| {
-            let mut p = PathBuf::from("/");
-            p.extend(names);
-            p
-        };
         for c in path.components() {
             match c {
                 Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
                 Component::ParentDir | Component::Normal(_) if after_non_dir => {
-                    let p = current(&names);
                     return Err(LayoutError::Unreadable {
-                        path: p.clone(),
-                        source: FsError::NotDir { path: p },
+                        path: here.clone(),
+                        source: FsError::NotDir { path: here },
                     });
                 }
                 Component::ParentDir => {
-                    if names.pop().is_none() {
+                    if depth == 0 {
                         continue; // `/..` is `/`
                     }
-                    if matches!(missing_at, Some(m) if names.len() <= m) {
+                    here.pop();
+                    depth -= 1;
+                    if matches!(missing_at, Some(m) if depth <= m) {
                         missing_at = None;
                     }
                 }
                 Component::Normal(name) => {
-                    names.push(name);
+                    here.push(name);
+                    depth += 1;
                     if missing_at.is_some() {
                         continue;
                     }
-                    let here = current(&names);
                     if self.dirs.borrow().contains_key(&here) {
                         continue; // opened no-follow earlier: a real folder
                     }
                     match self.stat(&here)? {
-                        None if forgiving => missing_at = Some(names.len() - 1),
+                        None if forgiving => missing_at = Some(depth - 1),
                         None => {
-                            let p = current(&names);
                             return Err(LayoutError::Unreadable {
-                                path: p.clone(),
-                                source: FsError::NotFound { path: p },
+                                path: here.clone(),
+                                source: FsError::NotFound { path: here },
                             });
                         }
                         Some(st) if st.is_symlink() => {
-                            return Err(LayoutError::Link {
-                                path: current(&names),
-                            })
+                            return Err(LayoutError::Link { path: here })
                         }
                         Some(st) if st.is_dir() => {}
                         Some(_) => after_non_dir = true,
@@ -409,7 +404,7 @@ impl Sys {
                 }
             }
         }
-        Ok(current(&names))
+        Ok(here)
     }
 }
 
