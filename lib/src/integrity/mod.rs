@@ -282,7 +282,7 @@ struct Collector<'a> {
     /// Folders opened so far in this pass, by path relative to the root: each folder is
     /// opened once (no-follow, one component from its parent), not walked from the root for
     /// every entry. A handle keeps naming the folder it opened, whatever is renamed later.
-    dirs: std::collections::HashMap<String, std::rc::Rc<Dir>>,
+    dirs: crate::layout::FastMap<String, std::rc::Rc<Dir>>,
     /// The baseline's entries (at check time): a file whose bytes equal the baseline's text
     /// takes the baseline's object id instead of being hashed again (see [`read_node_known`]).
     known: Option<&'a BTreeMap<String, Node>>,
@@ -294,7 +294,7 @@ impl<'a> Collector<'a> {
             root,
             entries: BTreeMap::new(),
             problems: Vec::new(),
-            dirs: std::collections::HashMap::new(),
+            dirs: crate::layout::FastMap::default(),
             known,
         }
     }

@@ -255,7 +255,54 @@ impl LayoutError {
 /// opened, never at the link's target.
 pub(crate) struct Sys {
     root: Root,
-    dirs: RefCell<HashMap<PathBuf, Rc<Root>>>,
+    dirs: RefCell<FastMap<PathBuf, Rc<Root>>>,
+}
+
+/// A `HashMap` with [`FxHasher`]: for the per-pass caches of opened folders, looked up once
+/// per path component (thousands of times on a repository with 200 worktrees).
+pub(crate) type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
+
+/// rustc's FxHash: a multiply-rotate hash, several times cheaper than SipHash on short keys.
+/// Not resistant to chosen collisions; used only for caches bounded in size (a collision
+/// costs a comparison, never a wrong answer).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl std::hash::Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// Folder handles kept open at most by one [`Sys`] (each is a file descriptor).
@@ -264,7 +311,7 @@ const SYS_DIR_CACHE_MAX: usize = 256;
 impl Sys {
     pub(crate) fn new() -> Result<Sys, LayoutError> {
         let root = Root::system()?;
-        let mut dirs = HashMap::new();
+        let mut dirs = FastMap::default();
         dirs.insert(PathBuf::from("/"), Rc::new(root.try_clone()?));
         Ok(Sys {
             root,
