@@ -150,7 +150,7 @@ impl RefSnapshot {
                 dir.clone(),
                 common.clone(),
                 main.object_hash(),
-                opts.clone(),
+                opts,
             );
             key.clear();
             key.push_str("worktrees/");
