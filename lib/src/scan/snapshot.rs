@@ -123,7 +123,10 @@ impl RefSnapshot {
         ids.sort();
         // One ref store per entry, built from the main repository's settings: the same store
         // gix builds when it opens the entry's git dir (private refs in the entry, shared refs
-        // in the common dir), without re-reading every config file 200 times.
+        // in the common dir), without re-reading every config file 200 times. Shared refs
+        // are those of this common dir whatever the entry's `commondir` file says — as for
+        // git's own `worktrees/<id>/HEAD` lookups; a `commondir` that points elsewhere is
+        // reported by the git-folder check (`layout::worktree_entries`).
         let opts = gix::refs::store::init::Options {
             write_reflog: main.refs.write_reflog,
             precompose_unicode: main.refs.precompose_unicode,
