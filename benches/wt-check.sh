@@ -6,18 +6,28 @@
 #   benches/wt-check.sh [GIT]      (default /usr/local/bin/git, else /usr/bin/git)
 #
 # Builds wt-check with --release. Isolated from the caller's git config (temp HOME).
+# KEEP=<dir>      build the repository in <dir> and keep it (re-used if <dir>/state exists)
+# CALLGRIND=1     also print callgrind instruction counts (stable on a noisy machine) of
+#                 `check` and `check --no-scan`; needs valgrind
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 git=${1:-$( [ -x /usr/local/bin/git ] && echo /usr/local/bin/git || echo /usr/bin/git )}
 command -v hyperfine >/dev/null || { echo "hyperfine is required" >&2; exit 2; }
 cargo build --release -q -p wt-check --manifest-path "$here/Cargo.toml"
 wt="$here/target/release/wt-check"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+if [ -n "${KEEP:-}" ]; then
+	tmp=$KEEP
+	mkdir -p "$tmp"
+else
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+fi
 export HOME="$tmp/home" GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL="$tmp/home/.gitconfig"
 export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.invalid GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.invalid
-mkdir -p "$HOME" && : >"$GIT_CONFIG_GLOBAL"
 g() { "$git" -c protocol.file.allow=always -c init.defaultBranch=main "$@"; }
+state="$tmp/state/s1.json"
+if [ ! -e "$state" ]; then
+mkdir -p "$HOME" && : >"$GIT_CONFIG_GLOBAL"
 g init -q "$tmp/sub"
 echo s >"$tmp/sub/f" && g -C "$tmp/sub" add f && g -C "$tmp/sub" commit -q -m s
 g init -q "$tmp/proj"
@@ -29,12 +39,20 @@ for i in $(seq -w 1 200); do
 	if [ "$i" -le 100 ]; then dir="$tmp/proj-worktrees/s1/wt$i"; else dir="$tmp/others/wt$i"; fi
 	g -C "$tmp/proj" worktree add -q --detach "$dir" 2>/dev/null
 done
-state="$tmp/state/s1.json"
 mkdir -p "$tmp/state"
 "$wt" pin --state "$state" --session s1 "$tmp/proj"
+fi
 echo "entries in the state file: $(grep -c '"type"' "$state"), size $(du -h "$state" | cut -f1)"
 "$wt" check --state "$state" "$tmp/proj" >/dev/null || { echo "check is not clean on an honest repository" >&2; exit 1; }
 "$git" -C "$tmp/proj" worktree list --porcelain | grep -c '^worktree ' | sed 's/^/worktrees listed by git: /'
+if [ -n "${CALLGRIND:-}" ]; then
+	for args in "check" "check --no-scan"; do
+		# shellcheck disable=SC2086
+		n=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$wt" $args --state "$state" "$tmp/proj" 2>&1 >/dev/null |
+			sed -n 's/.*Collected : //p')
+		printf 'callgrind instructions, wt-check %-16s %s\n' "$args:" "$n"
+	done
+fi
 hyperfine -N --warmup 5 --min-runs 30 --export-json "$tmp/bench.json" \
 	-n "git worktree list --porcelain" "$git -C $tmp/proj worktree list --porcelain" \
 	-n "wt-check check" "$wt check --state $state $tmp/proj" \

@@ -32,7 +32,7 @@ pub mod tool;
 use crate::events::{Event, EventKind, Tool};
 use crate::layout::{LayoutError, Problem as LayoutProblem, WorktreeEntry};
 use nf::{Dir, Kind, NfError};
-use state::{Node, State, WorktreeBaseline};
+use state::{Content, Node, State, WorktreeBaseline};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::path::{Component, Path, PathBuf};
@@ -282,16 +282,20 @@ struct Collector<'a> {
     /// Folders opened so far in this pass, by path relative to the root: each folder is
     /// opened once (no-follow, one component from its parent), not walked from the root for
     /// every entry. A handle keeps naming the folder it opened, whatever is renamed later.
-    dirs: std::collections::HashMap<String, std::rc::Rc<Dir>>,
+    dirs: crate::layout::FastMap<String, std::rc::Rc<Dir>>,
+    /// The baseline's entries (at check time): a file whose bytes equal the baseline's text
+    /// takes the baseline's object id instead of being hashed again (see [`read_node_known`]).
+    known: Option<&'a BTreeMap<String, Node>>,
 }
 
 impl<'a> Collector<'a> {
-    fn new(root: &'a Dir) -> Self {
+    fn new(root: &'a Dir, known: Option<&'a BTreeMap<String, Node>>) -> Self {
         Collector {
             root,
             entries: BTreeMap::new(),
             problems: Vec::new(),
-            dirs: std::collections::HashMap::new(),
+            dirs: crate::layout::FastMap::default(),
+            known,
         }
     }
 
@@ -344,7 +348,8 @@ impl<'a> Collector<'a> {
                 return None;
             }
         };
-        match read_node(&dir, OsStr::new(name)) {
+        let known = self.known.and_then(|k| k.get(rel));
+        match read_node_known(&dir, OsStr::new(name), known) {
             Ok(n) => {
                 self.entries.insert(rel.to_owned(), n.clone());
                 Some(n)
@@ -549,11 +554,34 @@ fn split(rel: &str) -> (&str, &str) {
 }
 
 fn read_node(dir: &Dir, name: &OsStr) -> Result<Node, NfError> {
+    read_node_known(dir, name, None)
+}
+
+/// [`read_node`], given what the baseline holds for this entry. Every file is still read
+/// whole and its bytes compared: when they equal the baseline's text, the node is built
+/// from the baseline's object id and text instead of hashing the bytes again — the same
+/// node `Node::file` builds, since the id is the blob hash of those very bytes (the state
+/// file is written by `pin`, outside the sandbox). Any other case hashes as before.
+fn read_node_known(dir: &Dir, name: &OsStr, known: Option<&Node>) -> Result<Node, NfError> {
     let Some(st) = dir.stat(name)? else {
         return Ok(Node::Absent);
     };
     Ok(match st.kind {
-        Kind::File => Node::file(&dir.read_bytes(name, FILE_LIMIT)?, st.mode),
+        Kind::File => {
+            let bytes = dir.read_bytes(name, FILE_LIMIT)?;
+            match known {
+                Some(Node::File {
+                    oid,
+                    content: content @ Content::Text(text),
+                    ..
+                }) if text.as_bytes() == bytes.as_slice() => Node::File {
+                    mode: st.mode & 0o7777,
+                    oid: oid.clone(),
+                    content: content.clone(),
+                },
+                _ => Node::file(&bytes, st.mode),
+            }
+        }
         Kind::Dir => Node::Dir { mode: st.mode },
         Kind::Link => Node::Link {
             target: dir.read_link(name)?.to_string_lossy().into_owned(),
@@ -615,7 +643,7 @@ fn is_config_key(rel: &str) -> bool {
 /// config files' bytes, so when every config file and every known include target is byte-equal
 /// to the baseline, the targets are the baseline's.
 fn collect(root: &Dir, common_dir: &Path, baseline: Option<&State>) -> Snapshot {
-    let mut c = Collector::new(root);
+    let mut c = Collector::new(root, baseline.map(|b| &b.entries));
     c.git_dir("", 0);
     c.worktrees();
     let mut includes = BTreeMap::new();

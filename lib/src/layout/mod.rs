@@ -255,7 +255,54 @@ impl LayoutError {
 /// opened, never at the link's target.
 pub(crate) struct Sys {
     root: Root,
-    dirs: RefCell<HashMap<PathBuf, Rc<Root>>>,
+    dirs: RefCell<FastMap<PathBuf, Rc<Root>>>,
+}
+
+/// A `HashMap` with [`FxHasher`]: for the per-pass caches of opened folders, looked up once
+/// per path component (thousands of times on a repository with 200 worktrees).
+pub(crate) type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
+
+/// rustc's FxHash: a multiply-rotate hash, several times cheaper than SipHash on short keys.
+/// Not resistant to chosen collisions; used only for caches bounded in size (a collision
+/// costs a comparison, never a wrong answer).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl std::hash::Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// Folder handles kept open at most by one [`Sys`] (each is a file descriptor).
@@ -264,7 +311,7 @@ const SYS_DIR_CACHE_MAX: usize = 256;
 impl Sys {
     pub(crate) fn new() -> Result<Sys, LayoutError> {
         let root = Root::system()?;
-        let mut dirs = HashMap::new();
+        let mut dirs = FastMap::default();
         dirs.insert(PathBuf::from("/"), Rc::new(root.try_clone()?));
         Ok(Sys {
             root,
@@ -354,54 +401,49 @@ impl Sys {
     /// otherwise a missing component is an error.
     pub(crate) fn resolve(&self, path: &Path, forgiving: bool) -> Result<PathBuf, LayoutError> {
         // Each step is one no-follow lookup relative to the (cached) handle of its parent.
-        let mut names: Vec<&OsStr> = Vec::new();
+        // `here` is the path resolved so far, kept in step with `depth` (its component count).
+        let mut here = PathBuf::from("/");
+        let mut depth = 0usize;
         let mut missing_at: Option<usize> = None;
         let mut after_non_dir = false;
-        let current = |names: &[&OsStr]| {
-            let mut p = PathBuf::from("/");
-            p.extend(names);
-            p
-        };
         for c in path.components() {
             match c {
                 Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
                 Component::ParentDir | Component::Normal(_) if after_non_dir => {
-                    let p = current(&names);
                     return Err(LayoutError::Unreadable {
-                        path: p.clone(),
-                        source: FsError::NotDir { path: p },
+                        path: here.clone(),
+                        source: FsError::NotDir { path: here },
                     });
                 }
                 Component::ParentDir => {
-                    if names.pop().is_none() {
+                    if depth == 0 {
                         continue; // `/..` is `/`
                     }
-                    if matches!(missing_at, Some(m) if names.len() <= m) {
+                    here.pop();
+                    depth -= 1;
+                    if matches!(missing_at, Some(m) if depth <= m) {
                         missing_at = None;
                     }
                 }
                 Component::Normal(name) => {
-                    names.push(name);
+                    here.push(name);
+                    depth += 1;
                     if missing_at.is_some() {
                         continue;
                     }
-                    let here = current(&names);
                     if self.dirs.borrow().contains_key(&here) {
                         continue; // opened no-follow earlier: a real folder
                     }
                     match self.stat(&here)? {
-                        None if forgiving => missing_at = Some(names.len() - 1),
+                        None if forgiving => missing_at = Some(depth - 1),
                         None => {
-                            let p = current(&names);
                             return Err(LayoutError::Unreadable {
-                                path: p.clone(),
-                                source: FsError::NotFound { path: p },
+                                path: here.clone(),
+                                source: FsError::NotFound { path: here },
                             });
                         }
                         Some(st) if st.is_symlink() => {
-                            return Err(LayoutError::Link {
-                                path: current(&names),
-                            })
+                            return Err(LayoutError::Link { path: here })
                         }
                         Some(st) if st.is_dir() => {}
                         Some(_) => after_non_dir = true,
@@ -409,7 +451,7 @@ impl Sys {
                 }
             }
         }
-        Ok(current(&names))
+        Ok(here)
     }
 }
 

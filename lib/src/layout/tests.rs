@@ -1294,3 +1294,51 @@ fn embedded_bare_repository_refused_where_git_uses_it() {
         assert_eq!(l.git_dir, outer.join(".git"));
     }
 }
+
+/// Two entries whose `gitdir` names the same worktree: each names the other (and only the
+/// other), in listing order; an entry with its own path has no such problem.
+#[test]
+fn duplicate_worktree_paths_name_each_other() {
+    let git = gits()[0];
+    let env = Env::new();
+    let repo = env.repo(git, "repo");
+    for name in ["a", "b", "c"] {
+        env.ok(
+            git,
+            &repo,
+            &["worktree", "add", "-q", "--detach", &format!("../{name}")],
+        );
+    }
+    // b's entry now claims a's worktree (an agent could write this file).
+    let a_git = env.p("a").join(".git");
+    std::fs::write(
+        repo.join(".git/worktrees/b/gitdir"),
+        format!("{}\n", a_git.display()),
+    )
+    .unwrap();
+    let entries = worktree_entries(&repo.join(".git")).unwrap();
+    let dup = |id: &str| -> Vec<Problem> {
+        entries
+            .iter()
+            .find(|e| e.id == id)
+            .unwrap()
+            .problems
+            .iter()
+            .filter(|p| matches!(p, Problem::DuplicateWorktreePath { .. }))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        dup("a"),
+        vec![Problem::DuplicateWorktreePath {
+            other_id: "b".into()
+        }]
+    );
+    assert_eq!(
+        dup("b"),
+        vec![Problem::DuplicateWorktreePath {
+            other_id: "a".into()
+        }]
+    );
+    assert_eq!(dup("c"), vec![]);
+}

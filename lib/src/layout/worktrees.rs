@@ -11,6 +11,7 @@ use crate::catalogue::{
 };
 use crate::fsx::{FileType, FsError};
 use serde::Serialize;
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -291,14 +292,17 @@ pub fn worktree_entries(common_dir: &Path) -> Result<Vec<WorktreeEntry>, LayoutE
         )?);
     }
     // Duplicates: git's prune keeps one entry per worktree path.
-    let paths: Vec<(String, Option<PathBuf>)> = out
-        .iter()
-        .map(|e| (e.id.clone(), e.worktree_path.clone()))
-        .collect();
+    // Ids by worktree path, in listing order (one lookup per entry, not a pass over all).
+    let mut by_path: HashMap<PathBuf, Vec<String>> = HashMap::new();
+    for e in &out {
+        if let Some(p) = &e.worktree_path {
+            by_path.entry(p.clone()).or_default().push(e.id.clone());
+        }
+    }
     for e in &mut out {
         let Some(p) = &e.worktree_path else { continue };
-        for (other, op) in &paths {
-            if other != &e.id && op.as_ref() == Some(p) {
+        for other in by_path.get(p).into_iter().flatten() {
+            if other != &e.id {
                 e.problems.push(Problem::DuplicateWorktreePath {
                     other_id: other.clone(),
                 });

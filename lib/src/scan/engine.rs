@@ -117,6 +117,7 @@ enum Job {
 }
 
 /// What a ref's object peels to.
+#[derive(Clone)]
 enum Peeled {
     Commit(ObjectId),
     Tree(ObjectId),
@@ -408,10 +409,14 @@ fn tips_and_hidden(
     let mut tips = BTreeSet::new();
     let mut trees = BTreeSet::new();
     let mut hidden = BTreeSet::new();
+    // Many refs name the same object (200 worktree HEADs on one commit): peel each object
+    // once. Same answers as peeling every ref, since objects do not change during the run.
+    let mut memo: HashMap<ObjectId, Result<Peeled, String>> = HashMap::new();
+    let mut peeled = |id: ObjectId| memo.entry(id).or_insert_with(|| peel(repo, id)).clone();
     for v in snapshot.refs.values() {
         if let Some(id) = id_of(v) {
             // A snapshot tip that is gone (pruned) hides nothing: more gets scanned.
-            if let Ok(Peeled::Commit(c)) = peel(repo, id) {
+            if let Ok(Peeled::Commit(c)) = peeled(id) {
                 hidden.insert(c);
             }
         }
@@ -419,7 +424,7 @@ fn tips_and_hidden(
     let old_ids: HashSet<ObjectId> = snapshot.refs.values().filter_map(id_of).collect();
     for (name, v) in &now.refs {
         let Some(id) = id_of(v) else { continue };
-        match peel(repo, id) {
+        match peeled(id) {
             Ok(Peeled::Commit(c)) => {
                 if !hidden.contains(&c) {
                     tips.insert(c);

@@ -121,32 +121,69 @@ impl RefSnapshot {
             }
         }
         ids.sort();
+        // One ref store per entry, built from the main repository's settings: the same store
+        // gix builds when it opens the entry's git dir (private refs in the entry, shared refs
+        // in the common dir), without re-reading every config file 200 times. Shared refs
+        // are those of this common dir whatever the entry's `commondir` file says — as for
+        // git's own `worktrees/<id>/HEAD` lookups; a `commondir` that points elsewhere is
+        // reported by the git-folder check (`layout::worktree_entries`).
+        let opts = gix::refs::store::init::Options {
+            write_reflog: main.refs.write_reflog,
+            precompose_unicode: main.refs.precompose_unicode,
+            prohibit_windows_device_names: main.refs.prohibit_windows_device_names,
+        };
+        let packed = main
+            .refs
+            .cached_packed_buffer()
+            .map_err(|e| err("reading packed-refs", &e))?;
+        let packed = packed.as_ref().map(|p| &***p);
+        let mut key = String::new();
         for id in ids {
-            let idstr = id.to_string_lossy().into_owned();
+            let idstr = id.to_string_lossy();
             let dir = wt_root.join(&id);
             // git skips an entry without a readable HEAD; gix cannot open it either.
             if !dir.join("HEAD").is_file() {
                 continue;
             }
-            let wt = open_repo(&dir)?;
             let werr = |what: &str, e: &dyn std::fmt::Display| ScanError::Refs {
                 git_dir: dir.clone(),
                 message: format!("{what}: {e}"),
             };
-            if let Some(head) = read_head(&wt).map_err(|e| werr("reading HEAD", &e))? {
-                refs.insert(format!("worktrees/{idstr}/HEAD"), head);
+            let store = gix::refs::file::Store::for_linked_worktree_opts(
+                dir.clone(),
+                common.clone(),
+                main.object_hash(),
+                opts,
+            );
+            key.clear();
+            key.push_str("worktrees/");
+            key.push_str(&idstr);
+            key.push('/');
+            let base = key.len();
+            if let Some(head) = store
+                .try_find_packed("HEAD", packed)
+                .map_err(|e| werr("reading HEAD", &e))?
+            {
+                let v =
+                    store_value_of(&store, packed, head).map_err(|e| werr("reading HEAD", &e))?;
+                key.push_str("HEAD");
+                refs.insert(key.clone(), v);
+                key.truncate(base);
             }
-            let platform = wt.references().map_err(|e| werr("listing refs", &e))?;
             for prefix in PER_WORKTREE_PREFIXES {
-                let prefix: &str = prefix;
-                let it = platform
-                    .prefixed(prefix)
+                let prefix = <&gix::path::RelativePath>::try_from(*prefix)
+                    .map_err(|e| werr("listing refs", &e))?;
+                let it = store
+                    .iter_prefixed_packed(prefix, packed)
                     .map_err(|e| werr("listing refs", &e))?;
                 for r in it {
                     let r = r.map_err(|e| werr("reading a ref", &e))?;
-                    let name = r.name().as_bstr().to_string();
-                    let v = value_of(&wt, r).map_err(|e| werr("resolving a ref", &e))?;
-                    refs.insert(format!("worktrees/{idstr}/{name}"), v);
+                    let name = r.name.as_bstr().to_string();
+                    let v = store_value_of(&store, packed, r)
+                        .map_err(|e| werr("resolving a ref", &e))?;
+                    key.push_str(&name);
+                    refs.insert(key.clone(), v);
+                    key.truncate(base);
                 }
             }
         }
@@ -191,6 +228,30 @@ fn value_of(
             let symbolic = Some(name.as_bstr().to_string());
             let id = match repo.try_find_reference(name)? {
                 Some(_) => Some(r.follow_to_object()?.to_string()),
+                None => None,
+            };
+            Ok(RefValue { id, symbolic })
+        }
+    }
+}
+
+/// [`value_of`] for a ref read from a bare ref store (a linked worktree's): the same
+/// answer — the object after following symbolic refs, `None` for an unborn branch.
+fn store_value_of(
+    store: &gix::refs::file::Store,
+    packed: Option<&gix::refs::packed::Buffer>,
+    mut r: gix::refs::Reference,
+) -> Result<RefValue, Box<dyn std::error::Error + Send + Sync>> {
+    use gix::refs::file::ReferenceExt;
+    match &r.target {
+        gix::refs::Target::Object(id) => Ok(RefValue {
+            id: Some(id.to_string()),
+            symbolic: None,
+        }),
+        gix::refs::Target::Symbolic(name) => {
+            let symbolic = Some(name.as_bstr().to_string());
+            let id = match store.try_find_packed(name.as_ref(), packed)? {
+                Some(_) => Some(r.follow_to_object_packed(store, packed)?.to_string()),
                 None => None,
             };
             Ok(RefValue { id, symbolic })
