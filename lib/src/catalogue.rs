@@ -407,6 +407,11 @@ impl DriverKind {
 /// Built-in attribute macros (git's `builtin_attr`): `binary` = `-diff -merge -text`.
 pub static BUILTIN_MACROS: &[(&str, &str)] = &[("binary", "-diff -merge -text")];
 
+/// Command-scope pairs the defused set always passes, outside the per-row neutralisers:
+/// `protocol.ext.allow=never` beats a repository's `protocol.ext.allow=always`, which
+/// `-c protocol.allow=never` does not (research §1b).
+pub static ALWAYS_SET: &[(&str, &str)] = &[("protocol.ext.allow", "never")];
+
 /// Per-scope keys the generic `-c` set always covers, because git reads each scope on its
 /// own: `gpg.program` is only an alias of `gpg.openpgp.program`, and git picks the
 /// verification program by the signature's format (`gpg.x509.program`, `gpg.ssh.program`),
@@ -795,6 +800,21 @@ pub mod loader {
     pub const ATTR_TREE: KeyPattern = KeyPattern::Key {
         section: "attr",
         name: "tree",
+    };
+    /// `diff.external`: safe-git handles it itself (an empty `-c` value breaks every diff).
+    pub const DIFF_EXTERNAL: KeyPattern = KeyPattern::Key {
+        section: "diff",
+        name: "external",
+    };
+    /// `log.showSignature`: log and show run the verification program.
+    pub const SHOW_SIGNATURE: KeyPattern = KeyPattern::Key {
+        section: "log",
+        name: "showSignature",
+    };
+    /// `extensions.partialClone`: the promisor remote lazy fetches go to.
+    pub const PARTIAL_CLONE: KeyPattern = KeyPattern::Key {
+        section: "extensions",
+        name: "partialClone",
     };
 }
 
@@ -1199,6 +1219,13 @@ mod tests {
     }
 
     #[test]
+    fn always_set_keys_are_catalogue_keys() {
+        for (k, _) in ALWAYS_SET {
+            assert!(is_dangerous(k), "{k} is not matched by a KEYS row");
+        }
+    }
+
+    #[test]
     fn loader_keys_are_catalogue_rows() {
         use super::loader::*;
         for p in [
@@ -1209,6 +1236,9 @@ mod tests {
             HOOKS_PATH,
             CORE_WORKTREE,
             ATTR_TREE,
+            DIFF_EXTERNAL,
+            SHOW_SIGNATURE,
+            PARTIAL_CLONE,
         ] {
             assert!(
                 KEYS.iter().any(|e| e.key == p),

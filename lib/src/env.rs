@@ -269,7 +269,9 @@ impl Defused {
             }
         }
         // Transports: cut everything not allowed, whatever protocol.* the repository sets.
-        config.push(("protocol.ext.allow".to_owned(), "never".to_owned()));
+        for (k, v) in catalogue::ALWAYS_SET {
+            config.push(((*k).to_owned(), (*v).to_owned()));
+        }
         let mut set_env: Vec<(String, OsString)> = catalogue::ENV
             .iter()
             .filter_map(|e| match e.action {

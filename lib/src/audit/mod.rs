@@ -587,7 +587,7 @@ fn config(
         // git's own layout: a submodule git dir's `core.worktree` naming the submodule's
         // folder inside the superproject's work tree.
         if let crate::config::Scope::Submodule { git_dir: m } = &v.origin.scope {
-            if v.is("core.worktree") {
+            if crate::catalogue::loader::CORE_WORKTREE.matches(&v.config_key()) {
                 let t = normalize(&m.join(v.text().as_ref()));
                 if work_tree.is_some_and(|w| t.starts_with(w) && !t.starts_with(common_dir)) {
                     continue;
@@ -651,7 +651,11 @@ fn config(
         }
     }
     // core.hooksPath: every value git might use, and the hook files in its target.
-    for v in en.values().iter().filter(|v| v.is("core.hooksPath")) {
+    for v in en
+        .values()
+        .iter()
+        .filter(|v| crate::catalogue::loader::HOOKS_PATH.matches(&v.config_key()))
+    {
         let raw = v.text().into_owned();
         let target = if let Some(rest) = raw.strip_prefix("~/") {
             o.home.clone().unwrap_or_default().join(rest)
@@ -684,7 +688,7 @@ fn config(
         {
             promisors.extend(v.subsection.clone());
         }
-        if v.is("extensions.partialClone") {
+        if crate::catalogue::loader::PARTIAL_CLONE.matches(&v.config_key()) {
             promisors.push(v.text().into_owned());
         }
     }

@@ -387,7 +387,9 @@ fn owner_home() -> Option<PathBuf> {
 /// work tree; in the main repository, pointing at the work tree already found.
 fn check_core_worktree(e: &Enumeration, l: &Located) -> Result<(), Refusal> {
     for v in e.values() {
-        if !v.is("core.worktree") || v.origin.trust == config::Trust::Trusted {
+        if !crate::catalogue::loader::CORE_WORKTREE.matches(&v.config_key())
+            || v.origin.trust == config::Trust::Trusted
+        {
             continue;
         }
         let Some(value) = &v.value else { continue };

@@ -8,7 +8,7 @@
 //! defused environment built from what was found.
 
 use super::args::{self, ArgsError, GitArgs};
-use crate::catalogue::{GitVersion, RELATIVE_WORKTREES_SINCE};
+use crate::catalogue::{loader, GitVersion, RELATIVE_WORKTREES_SINCE};
 use crate::env::{find_real_git, DefuseOptions, Defused, GitProbe};
 use crate::events::{Event, EventKind, Sink, Tool};
 use crate::exit::{self, Code};
@@ -285,18 +285,19 @@ const EXT_DIFF_COMMANDS: &[&str] = &[
 ///   With nothing configured that changes no output, and it holds even if an agent plants a
 ///   `diff.external` after safe-git read the config.
 fn external_diff(defused: &mut Defused, args: &mut GitArgs, view: &super::locate::ConfigView) {
+    let external = loader::DIFF_EXTERNAL.display();
     let is_ext = |k: &str| {
         let k = k.to_ascii_lowercase();
-        k == "diff.external"
+        k == loader::DIFF_EXTERNAL.display().to_ascii_lowercase()
             || (k.starts_with("diff.") && k.ends_with(".command") && k.matches('.').count() >= 2)
     };
     let untrusted_external = view
         .values
         .iter()
-        .any(|v| !v.trusted && v.key.eq_ignore_ascii_case("diff.external"));
-    let owner_external = view.trusted.get("diff.external");
+        .any(|v| !v.trusted && v.key.eq_ignore_ascii_case(&external));
+    let owner_external = view.trusted.get(&external.to_ascii_lowercase());
     if let (true, Some(owner)) = (untrusted_external, owner_external) {
-        defused.set_config("diff.external", owner.clone());
+        defused.set_config(external.clone(), owner.clone());
     }
     let owner_configures = view.values.iter().any(|v| v.trusted && is_ext(&v.key));
     let asked = args.rest.iter().any(|a| a == "--ext-diff");
@@ -311,7 +312,7 @@ fn external_diff(defused: &mut Defused, args: &mut GitArgs, view: &super::locate
         if repository_only {
             // The caller asked for the external diff and only the repository names one: git
             // fails on the empty value instead of running it.
-            defused.set_config("diff.external", "");
+            defused.set_config(external.clone(), "");
         }
     } else if repository_only || !owner_configures {
         // The repository's diff.external with no owner's value to put in its place (the

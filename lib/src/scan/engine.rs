@@ -200,7 +200,8 @@ fn config_facts(repo: &gix::Repository) -> (Vec<Vec<u8>>, bool) {
     let file = snap.plumbing();
     let workdir = repo.workdir().map(gix::path::realpath).and_then(Result::ok);
     let mut dirs = Vec::new();
-    for v in file.strings("core.hooksPath").unwrap_or_default() {
+    let hooks_path = crate::catalogue::loader::HOOKS_PATH.display();
+    for v in file.strings(hooks_path.as_str()).unwrap_or_default() {
         let v = v.to_vec();
         let rel: Option<Vec<u8>> = if v.first() == Some(&b'/') {
             let p = gix::path::from_bstr(v.as_bstr()).map(|p| p.into_owned());
@@ -225,7 +226,7 @@ fn config_facts(repo: &gix::Repository) -> (Vec<Vec<u8>>, bool) {
         v.is_empty() || matches!(v.as_slice(), b"true" | b"yes" | b"on" | b"1")
     };
     let show = file
-        .strings("log.showSignature")
+        .strings(crate::catalogue::loader::SHOW_SIGNATURE.display().as_str())
         .unwrap_or_default()
         .iter()
         .any(|v| truthy(v));
