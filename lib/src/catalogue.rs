@@ -347,6 +347,8 @@ pub static KEYS: &[KeyEntry] = &[
     KeyEntry { key: per!("remote"."promisor"), effect: Triggers, runs: "makes the remote a lazy-fetch source", trigger: "missing objects", neutraliser: cannot("GIT_NO_LAZY_FETCH=1"), since: None, severity: Warning, research: "§1e" },
     KeyEntry { key: k!("extensions"."refStorage"), effect: Redirects, runs: "ref storage URI (2.54+: may name an arbitrary path)", trigger: "every command", neutraliser: N::AuditOnly, since: None, severity: Note, research: "§1e" },
     KeyEntry { key: per!("submodule"."gitdir"), effect: Redirects, runs: "submodule git dir taken from config (2.54+, extensions.submodulePathConfig)", trigger: "submodule commands, recursion", neutraliser: N::AuditOnly, since: Some(CONFIG_HOOKS_SINCE), severity: Warning, research: "§1e" },
+    KeyEntry { key: k!("index"."threads"), effect: Redirects, runs: "no program; git reads index entries from the IEOT offset table in parallel, which can differ from the sequential layout another reader sees (a hidden gitlink)", trigger: "every index read", neutraliser: set("1"), since: None, severity: Note, research: "§3.3" },
+    KeyEntry { key: k!("extensions"."objectFormat"), effect: Redirects, runs: "no program; the object id length every reader must use (sha1, sha256)", trigger: "every command", neutraliser: N::AuditOnly, since: None, severity: Note, research: "§1e" },
     KeyEntry { key: k!("extensions"."relativeWorktrees"), effect: Redirects, runs: "relative worktree link files (2.48+; older git refuses the repository)", trigger: "worktree commands", neutraliser: N::AuditOnly, since: None, severity: Note, research: "§1e" },
 ];
 
@@ -811,6 +813,12 @@ pub mod loader {
         section: "log",
         name: "showSignature",
     };
+    /// `extensions.objectFormat`: the object id length (git reads it from the common dir's
+    /// `config` alone, without includes).
+    pub const OBJECT_FORMAT: KeyPattern = KeyPattern::Key {
+        section: "extensions",
+        name: "objectFormat",
+    };
     /// `extensions.partialClone`: the promisor remote lazy fetches go to.
     pub const PARTIAL_CLONE: KeyPattern = KeyPattern::Key {
         section: "extensions",
@@ -1239,6 +1247,7 @@ mod tests {
             DIFF_EXTERNAL,
             SHOW_SIGNATURE,
             PARTIAL_CLONE,
+            OBJECT_FORMAT,
         ] {
             assert!(
                 KEYS.iter().any(|e| e.key == p),

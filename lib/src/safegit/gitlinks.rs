@@ -9,9 +9,27 @@
 //! shared index too), a size that does not add up — returns `None`, and the caller falls back
 //! to gix's full decoder. It never guesses.
 
-/// Gitlink paths of `data` (an index file's bytes), or `None` when the fast path does not
-/// apply and the full decoder must be used.
-pub fn scan(data: &[u8]) -> Option<Vec<Vec<u8>>> {
+/// What the scan found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scan {
+    /// Every gitlink path, in index order.
+    Gitlinks(Vec<Vec<u8>>),
+    /// A split index (`link` extension): entries live in a shared index as well; the caller
+    /// reads it with gix's full decoder.
+    Split,
+    /// A sparse-directory entry (mode 040000): git expands it from a tree that may hold
+    /// gitlinks the index does not list. Not vouched for.
+    SparseDirectory(Vec<u8>),
+}
+
+/// Gitlink paths of `data` (an index file's bytes, SHA-1 repository), or `None` when the
+/// bytes are not exactly what git would read (the caller refuses: a reader that disagrees
+/// with git about entry boundaries is how a gitlink is hidden).
+///
+/// Entry boundaries follow `read-cache.c:create_from_disk`: the name length comes from the
+/// flags (`flags & 0xFFF`; `strlen` only when it is 0xFFF), never from the first NUL, and the
+/// name must end with a NUL exactly there.
+pub fn scan(data: &[u8]) -> Option<Scan> {
     const HEADER: usize = 12;
     const OID: usize = 20; // SHA-1 only; a SHA-256 index fails the size checks below
     const FIXED: usize = 40 + OID + 2; // stat data, mode, …, oid, flags
@@ -42,31 +60,52 @@ pub fn scan(data: &[u8]) -> Option<Vec<Vec<u8>>> {
             p += 2;
         }
         let gitlink = mode & 0o170000 == 0o160000;
+        let sparse_dir = mode & 0o170000 == 0o040000;
+        let flag_len = usize::from(flags & 0xFFF);
+        let name: &[u8];
         if version == 4 {
-            // Strip count (git's offset varint), then a NUL-terminated suffix appended to what
-            // is left of the previous path.
+            // Strip count (git's offset varint), then the suffix: `len - copy_len` bytes and a
+            // NUL, appended to what is left of the previous name.
             let (strip, used) = varint(data.get(p..end)?)?;
             p += used;
-            let nul = data.get(p..end)?.iter().position(|&b| b == 0)?;
             let keep = prev.len().checked_sub(strip)?;
+            let suffix_len = if flag_len == 0xFFF {
+                data.get(p..end)?.iter().position(|&b| b == 0)?
+            } else {
+                flag_len.checked_sub(keep)?
+            };
+            let suffix = data.get(p..p.checked_add(suffix_len)?)?;
+            if data.get(p + suffix_len) != Some(&0) || suffix.contains(&0) {
+                return None;
+            }
             prev.truncate(keep);
-            prev.extend_from_slice(&data[p..p + nul]);
-            p += nul + 1;
+            prev.extend_from_slice(suffix);
+            p += suffix_len + 1;
             pos = p;
-            if gitlink {
-                out.push(prev.clone());
-            }
+            name = &prev;
         } else {
-            let nul = data.get(p..end)?.iter().position(|&b| b == 0)?;
-            if gitlink {
-                out.push(data[p..p + nul].to_vec());
+            let len = if flag_len == 0xFFF {
+                data.get(p..end)?.iter().position(|&b| b == 0)?
+            } else {
+                flag_len
+            };
+            let n = data.get(p..p.checked_add(len)?)?;
+            if data.get(p + len) != Some(&0) || n.contains(&0) {
+                return None;
             }
+            name = n;
             // Entries are padded with 1–8 NUL bytes to a multiple of 8 from the entry start.
             let base = p - pos;
-            pos += (base + nul + 8) & !7;
+            pos += (base + len + 8) & !7;
             if pos > end {
                 return None;
             }
+        }
+        if sparse_dir {
+            return Some(Scan::SparseDirectory(name.to_vec()));
+        }
+        if gitlink {
+            out.push(name.to_vec());
         }
     }
     // Extensions: a split index keeps entries in a shared index as well.
@@ -74,11 +113,11 @@ pub fn scan(data: &[u8]) -> Option<Vec<Vec<u8>>> {
         let sig = &data[pos..pos + 4];
         let size = u32::from_be_bytes(data[pos + 4..pos + 8].try_into().ok()?) as usize;
         if sig == b"link" {
-            return None;
+            return Some(Scan::Split);
         }
         pos = pos.checked_add(8 + size)?;
     }
-    (pos == end).then_some(out)
+    (pos == end).then_some(Scan::Gitlinks(out))
 }
 
 /// git's offset encoding (`decode_varint`): 7 bits a byte, high bit = more, plus one per
@@ -172,7 +211,9 @@ mod tests {
                 git(g, &r, &["update-index", "--index-version", version]);
                 let index = r.join(".git/index");
                 let bytes = std::fs::read(&index).unwrap();
-                let fast = scan(&bytes).unwrap_or_else(|| panic!("v{version}: fast path refused"));
+                let Some(Scan::Gitlinks(fast)) = scan(&bytes) else {
+                    panic!("v{version}: fast path refused")
+                };
                 assert_eq!(fast, with_gix(&index), "v{version} with {}", g.display());
                 assert_eq!(fast.len(), 3);
             }
@@ -180,10 +221,41 @@ mod tests {
             let bytes = std::fs::read(r.join(".git/index")).unwrap();
             assert_eq!(
                 scan(&bytes),
-                None,
+                Some(Scan::Split),
                 "a split index is left to the full decoder"
             );
         }
+    }
+
+    /// A name whose length in the flags disagrees with its NUL (git takes the flags) is not
+    /// read at all: that disagreement is how an entry is hidden from a second reader.
+    #[test]
+    fn a_name_length_that_disagrees_with_git_is_refused() {
+        let entry = |name: &[u8], flag_len: u16, mode: u32| {
+            let mut e = vec![0u8; 62];
+            e[24..28].copy_from_slice(&mode.to_be_bytes());
+            e[60..62].copy_from_slice(&flag_len.to_be_bytes());
+            e.extend_from_slice(name);
+            let len = (62 + name.len() + 8) & !7;
+            e.resize(len, 0);
+            e
+        };
+        let index = |entries: &[Vec<u8>]| {
+            let mut v = b"DIRC\0\0\0\x02".to_vec();
+            v.extend((entries.len() as u32).to_be_bytes());
+            for e in entries {
+                v.extend(e);
+            }
+            v.extend([0u8; 20]);
+            v
+        };
+        let ok = index(&[entry(b"a.txt", 5, 0o100644), entry(b"sub", 3, 0o160000)]);
+        assert_eq!(scan(&ok), Some(Scan::Gitlinks(vec![b"sub".to_vec()])));
+        // The flags say 9 bytes, the NUL comes after 5: git reads 9.
+        let bad = index(&[entry(b"a.txt\0xyz", 9, 0o100644)]);
+        assert_eq!(scan(&bad), None);
+        let sparse = index(&[entry(b"d/", 2, 0o040000)]);
+        assert_eq!(scan(&sparse), Some(Scan::SparseDirectory(b"d/".to_vec())));
     }
 
     #[test]
@@ -197,6 +269,6 @@ mod tests {
         // An empty index is fine.
         let mut v = b"DIRC\0\0\0\x02\0\0\0\0".to_vec();
         v.extend([0u8; 20]);
-        assert_eq!(scan(&v), Some(Vec::new()));
+        assert_eq!(scan(&v), Some(Scan::Gitlinks(Vec::new())));
     }
 }

@@ -155,10 +155,15 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
     if let Some(wt) = &layout.work_tree {
         // git recurses into submodules of submodules (status, diff): follow every populated
         // gitlink, each submodule's own index and `modules/`, to a fixed depth.
-        let mut queue = vec![(layout.git_dir.clone(), wt.clone(), 0usize)];
+        let mut queue = vec![(
+            layout.git_dir.clone(),
+            layout.common_dir.clone(),
+            wt.clone(),
+            0usize,
+        )];
         let mut entered: Vec<PathBuf> = vec![layout.git_dir.clone()];
-        while let Some((git_dir, work_tree, depth)) = queue.pop() {
-            for sub in gitlink_layouts(&git_dir, &work_tree)? {
+        while let Some((git_dir, common_dir, work_tree, depth)) = queue.pop() {
+            for sub in gitlink_layouts(&git_dir, &common_dir, &work_tree)? {
                 if depth + 1 > MAX_SUBMODULE_DEPTH {
                     return Err(Refusal {
                         code: exit::LAYOUT,
@@ -189,7 +194,7 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
                     }
                 }
                 if let Some(swt) = sub.work_tree.clone() {
-                    queue.push((sub.git_dir.clone(), swt, depth + 1));
+                    queue.push((sub.git_dir.clone(), sub.common_dir.clone(), swt, depth + 1));
                 }
             }
         }
@@ -217,36 +222,54 @@ const MAX_SUBMODULE_DEPTH: usize = 8;
 /// Each populated submodule folder is discovered the way git does (its `.git` folder, or a
 /// gitfile that must lead into the superproject's `modules/`); a layout that cannot be
 /// vouched for is refused like the superproject's own.
-fn gitlink_layouts(git_dir: &Path, work_tree: &Path) -> Result<Vec<Layout>, Refusal> {
+fn gitlink_layouts(
+    git_dir: &Path,
+    common_dir: &Path,
+    work_tree: &Path,
+) -> Result<Vec<Layout>, Refusal> {
     let index_path = git_dir.join("index");
     if !index_path.exists() {
         return Ok(Vec::new());
     }
+    require_sha1(common_dir)?;
     let unreadable = |e: &dyn std::fmt::Display| Refusal {
         code: exit::LAYOUT,
         subject: index_path.display().to_string(),
         reason: format!("cannot read the index: {e}"),
     };
     let bytes = std::fs::read(&index_path).map_err(|e| unreadable(&e))?;
+    use super::gitlinks::Scan;
     let paths: Vec<Vec<u8>> = match super::gitlinks::scan(&bytes) {
-        Some(p) => p,
-        None => {
-            // Split, SHA-256 or otherwise unusual index: gix's full decoder. The trailing
-            // checksum is not verified (as with index.skipHash): only gitlink entries are
-            // used, and a corrupt index makes git fail the same way.
-            let index = gix::index::File::at(
-                &index_path,
-                gix::hash::Kind::Sha1,
-                true,
-                gix::index::decode::Options::default(),
-            )
-            .map_err(|e| unreadable(&e))?;
+        Some(Scan::Gitlinks(p)) => p,
+        Some(Scan::SparseDirectory(dir)) => {
+            return Err(Refusal {
+                code: exit::LAYOUT,
+                subject: index_path.display().to_string(),
+                reason: format!(
+                    "sparse-directory entry {:?}: git expands it from a tree whose submodules the index does not list",
+                    String::from_utf8_lossy(&dir)
+                ),
+            })
+        }
+        Some(Scan::Split) => {
+            // A split index: gix's full decoder reads the shared index too. One thread, so
+            // entries are read in order, as git does under the defused `index.threads=1`.
+            let options = gix::index::decode::Options { thread_limit: Some(1), ..Default::default() };
+            let index = gix::index::File::at(&index_path, gix::hash::Kind::Sha1, true, options)
+                .map_err(|e| unreadable(&e))?;
             index
                 .entries()
                 .iter()
                 .filter(|e| e.mode == gix::index::entry::Mode::COMMIT)
                 .map(|e| e.path(&index).to_vec())
                 .collect()
+        }
+        None => {
+            return Err(Refusal {
+                code: exit::LAYOUT,
+                subject: index_path.display().to_string(),
+                reason: "the index is not laid out as git reads it (entry lengths, version or size do not add up)".into(),
+            })
         }
     };
     let mut out = Vec::new();
@@ -268,6 +291,34 @@ fn gitlink_layouts(git_dir: &Path, work_tree: &Path) -> Result<Vec<Layout>, Refu
         out.push(l);
     }
     Ok(out)
+}
+
+/// The index is read with SHA-1 object ids: refuse any other object format, read the way git
+/// reads it (the common dir's `config` alone, no includes). A SHA-256 index read with the SHA-1
+/// layout can be crafted to parse cleanly while hiding entries.
+fn require_sha1(common_dir: &Path) -> Result<(), Refusal> {
+    let file = common_dir.join("config");
+    let refuse = |reason: String| Refusal {
+        code: exit::LAYOUT,
+        subject: file.display().to_string(),
+        reason,
+    };
+    let bytes = match std::fs::read(&file) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(refuse(format!("cannot read: {e}"))),
+    };
+    let meta = gix::config::file::Metadata::from(gix::config::Source::Local);
+    let cfg = gix::config::File::from_bytes_no_includes(&bytes, meta, Default::default())
+        .map_err(|e| refuse(format!("cannot parse config: {e}")))?;
+    let key = crate::catalogue::loader::OBJECT_FORMAT.display();
+    match cfg.string(key.as_str()) {
+        None => Ok(()),
+        Some(v) if v.eq_ignore_ascii_case(b"sha1") => Ok(()),
+        Some(v) => Err(refuse(format!(
+            "extensions.objectFormat = {v}: safe-git reads indexes of SHA-1 repositories only"
+        ))),
+    }
 }
 
 /// The config view safe-git builds the defused environment from.
