@@ -298,32 +298,7 @@ impl Root {
     /// [`FsError::NotRegular`] — checked before opening and again on the opened descriptor,
     /// which is opened `O_NONBLOCK` so a fifo swapped in between never blocks.
     pub fn read(&self, rel: impl AsRef<Path>, max_bytes: u64) -> Result<Vec<u8>, FsError> {
-        let rel = rel.as_ref();
-        let (parent, leaf, full) = self.parent_of(rel)?;
-        let Some(pre) = lstat_at(&parent, leaf, &full)? else {
-            return Err(FsError::NotFound { path: full });
-        };
-        match pre.file_type {
-            FileType::File { .. } => {}
-            FileType::Symlink { .. } => return Err(FsError::Link { path: full }),
-            ref other => {
-                return Err(FsError::NotRegular {
-                    path: full,
-                    kind: other.name(),
-                })
-            }
-        }
-        let fd = openat(
-            &parent,
-            leaf,
-            OFlag::O_RDONLY
-                | OFlag::O_NOFOLLOW
-                | OFlag::O_NONBLOCK
-                | OFlag::O_NOCTTY
-                | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| classify(&parent, leaf, e, full.clone(), "open"))?;
+        let (fd, full) = self.open_regular(rel.as_ref())?;
         read_fd(fd, &full, max_bytes)
     }
 
@@ -331,32 +306,7 @@ impl Root {
     /// for readers that, like git's `validate_headref`, look only at a file's start. Same
     /// no-follow and regular-file rules as [`Root::read`].
     pub fn read_prefix(&self, rel: impl AsRef<Path>, max_bytes: u64) -> Result<Vec<u8>, FsError> {
-        let rel = rel.as_ref();
-        let (parent, leaf, full) = self.parent_of(rel)?;
-        let Some(pre) = lstat_at(&parent, leaf, &full)? else {
-            return Err(FsError::NotFound { path: full });
-        };
-        match pre.file_type {
-            FileType::File { .. } => {}
-            FileType::Symlink { .. } => return Err(FsError::Link { path: full }),
-            ref other => {
-                return Err(FsError::NotRegular {
-                    path: full,
-                    kind: other.name(),
-                })
-            }
-        }
-        let fd = openat(
-            &parent,
-            leaf,
-            OFlag::O_RDONLY
-                | OFlag::O_NOFOLLOW
-                | OFlag::O_NONBLOCK
-                | OFlag::O_NOCTTY
-                | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| classify(&parent, leaf, e, full.clone(), "open"))?;
+        let (fd, full) = self.open_regular(rel.as_ref())?;
         let st = fstat(&fd).map_err(|e| FsError::io(full.clone(), "fstat", e))?;
         if file_type_bits(&st) != SFlag::S_IFREG {
             return Err(FsError::NotRegular {
@@ -374,6 +324,39 @@ impl Root {
                 source,
             })?;
         Ok(buf)
+    }
+
+    /// Open the regular file `rel` for reading: a link (at any position) is
+    /// [`FsError::Link`], anything but a regular file [`FsError::NotRegular`] — checked before
+    /// opening; opened `O_NOFOLLOW | O_NONBLOCK` so a fifo swapped in between never blocks (the
+    /// callers check the opened descriptor's type again).
+    fn open_regular(&self, rel: &Path) -> Result<(OwnedFd, PathBuf), FsError> {
+        let (parent, leaf, full) = self.parent_of(rel)?;
+        let Some(pre) = lstat_at(&parent, leaf, &full)? else {
+            return Err(FsError::NotFound { path: full });
+        };
+        match pre.file_type {
+            FileType::File { .. } => {}
+            FileType::Symlink { .. } => return Err(FsError::Link { path: full }),
+            ref other => {
+                return Err(FsError::NotRegular {
+                    path: full,
+                    kind: other.name(),
+                })
+            }
+        }
+        let fd = openat(
+            &parent,
+            leaf,
+            OFlag::O_RDONLY
+                | OFlag::O_NOFOLLOW
+                | OFlag::O_NONBLOCK
+                | OFlag::O_NOCTTY
+                | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| classify(&parent, leaf, e, full.clone(), "open"))?;
+        Ok((fd, full))
     }
 
     /// Like [`Root::read`], but a missing file (or missing folder above it) is `Ok(None)`.
