@@ -414,6 +414,19 @@ pub static BUILTIN_MACROS: &[(&str, &str)] = &[("binary", "-diff -merge -text")]
 /// `-c protocol.allow=never` does not (research §1b).
 pub static ALWAYS_SET: &[(&str, &str)] = &[("protocol.ext.allow", "never")];
 
+/// Options of `git clone` and `git init` that plant code or redirect the new repository
+/// (research §1g), with what they do: the shim refuses them.
+pub static NEW_REPOSITORY_OPTIONS: &[(&str, &str)] = &[
+    (
+        "--template",
+        "copies a template folder (hooks included) into the new repository",
+    ),
+    (
+        "--separate-git-dir",
+        "puts the git dir elsewhere behind a gitfile",
+    ),
+];
+
 /// Per-scope keys the generic `-c` set always covers, because git reads each scope on its
 /// own: `gpg.program` is only an alias of `gpg.openpgp.program`, and git picks the
 /// verification program by the signature's format (`gpg.x509.program`, `gpg.ssh.program`),

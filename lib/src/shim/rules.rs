@@ -898,16 +898,7 @@ fn clone(args: &[OsString]) -> Result<(), Refusal> {
     };
     let (opts, pos) = walk(args, &spec);
     for o in &opts {
-        for (full, what) in [
-            (
-                "--template",
-                "copies a template folder (hooks included) into the new repository",
-            ),
-            (
-                "--separate-git-dir",
-                "puts the git dir elsewhere behind a gitfile",
-            ),
-        ] {
+        for (full, what) in catalogue::NEW_REPOSITORY_OPTIONS {
             if is_long(o, full, 4) {
                 return Err(refuse(
                     "clone-option",
@@ -959,16 +950,7 @@ fn init(args: &[OsString]) -> Result<(), Refusal> {
     };
     let (opts, _) = walk(args, &spec);
     for o in &opts {
-        for (full, what) in [
-            (
-                "--template",
-                "copies a template folder (hooks included) into the new repository",
-            ),
-            (
-                "--separate-git-dir",
-                "puts the git dir elsewhere behind a gitfile",
-            ),
-        ] {
+        for (full, what) in catalogue::NEW_REPOSITORY_OPTIONS {
             if is_long(o, full, 4) {
                 return Err(refuse(
                     "init-option",
