@@ -122,10 +122,16 @@ fn output_is_byte_identical_on_honest_repositories() {
         ];
         for place in &places {
             for cmd in COMMANDS {
-                let plain = sb.run(&git, cmd, place);
+                let mut plain = sb.run(&git, cmd, place);
                 let mut args = vec!["--git", git.to_str().unwrap()];
                 args.extend_from_slice(cmd);
-                let safe = sb.run(&safe_git, &args, place);
+                let mut safe = sb.run(&safe_git, &args, place);
+                if cmd[0] == "blame" {
+                    // The "Not Committed Yet" lines carry the wall clock of each run; two runs
+                    // straddling a second differ there and nowhere else.
+                    plain.stdout = mask_uncommitted_dates(&plain.stdout);
+                    safe.stdout = mask_uncommitted_dates(&safe.stdout);
+                }
                 let show = |o: &std::process::Output| {
                     format!(
                         "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
@@ -153,4 +159,42 @@ fn output_is_byte_identical_on_honest_repositories() {
         }
     }
     assert!(checked >= COMMANDS.len() * 4);
+}
+
+/// Replaces the date git blame prints for lines not yet committed (`Not Committed Yet
+/// 2026-11-30 06:56:25 +0000`) with a fixed marker: git takes it from the clock at the time
+/// of the call, so it is the one part of the output two honest runs need not share.
+fn mask_uncommitted_dates(out: &[u8]) -> Vec<u8> {
+    const AUTHOR: &str = "Not Committed Yet";
+    const DATE_LEN: usize = "2026-11-30 06:56:25 +0000".len();
+    let text = String::from_utf8_lossy(out);
+    let mut masked = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        match line.find(AUTHOR) {
+            Some(at) => {
+                let after = at + AUTHOR.len();
+                let date_at = after + line[after..].len() - line[after..].trim_start().len();
+                let end = (date_at + DATE_LEN).min(line.len());
+                masked.push_str(&line[..date_at]);
+                masked.push_str("<uncommitted-date>");
+                masked.push_str(&line[end..]);
+            }
+            None => masked.push_str(line),
+        }
+    }
+    masked.into_bytes()
+}
+
+#[test]
+fn only_the_uncommitted_date_is_masked() {
+    let a = b"3960bed0 (Test              2026-01-01 00:00:00 +0000 4) delta\n00000000 (Not Committed Yet 2026-11-30 06:56:25 +0000 5) staged\n";
+    let b = b"3960bed0 (Test              2026-01-01 00:00:00 +0000 4) delta\n00000000 (Not Committed Yet 2026-11-30 06:56:26 +0000 5) staged\n";
+    assert_eq!(mask_uncommitted_dates(a), mask_uncommitted_dates(b));
+    let other_line = b"00000000 (Not Committed Yet 2026-11-30 06:56:25 +0000 5) unstaged\n";
+    assert_ne!(
+        mask_uncommitted_dates(a),
+        mask_uncommitted_dates(other_line)
+    );
+    let committed = b"3960bed0 (Test              2026-01-02 00:00:00 +0000 4) delta\n00000000 (Not Committed Yet 2026-11-30 06:56:25 +0000 5) staged\n";
+    assert_ne!(mask_uncommitted_dates(a), mask_uncommitted_dates(committed));
 }
