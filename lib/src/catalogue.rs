@@ -350,6 +350,10 @@ pub static KEYS: &[KeyEntry] = &[
     KeyEntry { key: k!("index"."threads"), effect: Redirects, runs: "no program; git reads index entries from the IEOT offset table in parallel, which can differ from the sequential layout another reader sees (a hidden gitlink)", trigger: "every index read", neutraliser: set("1"), since: None, severity: Note, research: "§3.3" },
     KeyEntry { key: k!("extensions"."objectFormat"), effect: Redirects, runs: "no program; the object id length every reader must use (sha1, sha256)", trigger: "every command", neutraliser: N::AuditOnly, since: None, severity: Note, research: "§1e" },
     KeyEntry { key: k!("extensions"."relativeWorktrees"), effect: Redirects, runs: "relative worktree link files (2.48+; older git refuses the repository)", trigger: "worktree commands", neutraliser: N::AuditOnly, since: None, severity: Note, research: "§1e" },
+    // §1f protected-only keys: a repository's own config cannot set them, but the command
+    // line, an agent-chosen GIT_CONFIG_GLOBAL or a write to the owner's global config can.
+    KeyEntry { key: k!("init"."templateDir"), effect: EnablesProgram, runs: "copies the named template folder, hooks/ included, into every repository git init or clone creates — and into an existing one that git init re-initialises (its .git/hooks)", trigger: "init (re-init too), clone, submodule add/update", neutraliser: N::TrustedOr { value: "" }, since: None, severity: Error, research: "§1f" },
+    KeyEntry { key: k!("maintenance"."repo"), effect: Triggers, runs: "no program by itself; the owner's scheduled `git for-each-repo --config=maintenance.repo maintenance run` (systemd timer, cron, launchd) runs prefetch (a fetch from every remote), gc and repack in each listed repository with that repository's config", trigger: "the owner's maintenance schedule (global config)", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1f" },
 ];
 
 /// The catalogue rows a config key matches (most specific first as written).
@@ -425,6 +429,28 @@ pub static NEW_REPOSITORY_OPTIONS: &[(&str, &str)] = &[
         "--separate-git-dir",
         "puts the git dir elsewhere behind a gitfile",
     ),
+];
+
+/// Subcommand verbs that write outside the repository a call works on — the owner's global
+/// config and scheduler — so a call inside the sandbox would outlive it: git-shim refuses
+/// them (rule `outside-write`), with what each does.
+pub static OUTSIDE_WRITES: &[(&str, &str, &str)] = &[
+    ("maintenance", "register", "adds the repository to maintenance.repo in the owner's global config, where the owner's scheduled git maintenance then runs it with its own config"),
+    ("maintenance", "start", "registers the repository (global config) and installs a systemd timer, cron or launchd job that runs git maintenance in it"),
+    ("maintenance", "unregister", "rewrites maintenance.repo in the owner's global config"),
+    ("maintenance", "stop", "removes the owner's maintenance schedule (systemd timer, cron, launchd)"),
+];
+
+/// Subcommand verbs that switch on `extensions.worktreeConfig` in the repository's config
+/// when it is off (git's `init_worktree_config`), after which git reads every worktree's
+/// `config.worktree` — a file inside worktree entries the session may write. git-shim
+/// refuses them until the owner has switched the extension on (rule `config-key`).
+pub static WORKTREE_CONFIG_VERBS: &[(&str, &str)] = &[
+    ("sparse-checkout", "init"),
+    ("sparse-checkout", "set"),
+    ("sparse-checkout", "add"),
+    ("sparse-checkout", "reapply"),
+    ("sparse-checkout", "disable"),
 ];
 
 /// Per-scope keys the generic `-c` set always covers, because git reads each scope on its

@@ -798,3 +798,188 @@ fn own_flags_only_under_its_own_name() {
         .unwrap();
     assert_eq!(o.status.code(), Some(120));
 }
+
+/// Third red-team pass (docs/redteam3.md): each route with its positive control under plain
+/// git, then refused (or neutralised) through the shim, and what persists checked.
+#[test]
+fn redteam3_routes_to_persistent_config_and_hooks() {
+    use std::os::unix::fs::PermissionsExt;
+    for g in gits() {
+        let w = World::new(&g, "");
+        let cfg = |w: &World| std::fs::read_to_string(w.repo.join(".git/config")).unwrap();
+        // A template folder with a post-checkout hook.
+        let tpl = w.home.join("tpl");
+        std::fs::create_dir_all(tpl.join("hooks")).unwrap();
+        let planted = w.repo.join(".git/hooks/post-checkout");
+        std::fs::write(tpl.join("hooks/post-checkout"), "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(
+            tpl.join("hooks/post-checkout"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        let tpl_s = tpl.to_str().unwrap();
+
+        // R4: re-initialising the session repository copies template hooks into .git/hooks.
+        let set = format!("init.templateDir={tpl_s}");
+        w.plain(&w.repo, &["-c", &set, "init", "-q"]);
+        assert!(planted.exists(), "{}: control did not plant", g.display());
+        std::fs::remove_file(&planted).unwrap();
+        w.refused(&w.repo, &["-c", &set, "init", "-q"], "transient-config");
+        w.refused(
+            &w.repo,
+            &["config", "--global", "init.templateDir", tpl_s],
+            "config-key",
+        );
+        // ...and through a global config file of the agent's choosing: neutralised.
+        let agent_cfg = w.home.join("agent.cfg");
+        std::fs::write(&agent_cfg, format!("[init]\n\ttemplateDir = {tpl_s}\n")).unwrap();
+        let o = w
+            .shim_cmd(&w.repo)
+            .env("GIT_CONFIG_GLOBAL", &agent_cfg)
+            .args(["init", "-q"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(!planted.exists(), "{}: template hook planted", g.display());
+        // R2: an abbreviation shorter than the shim used to read.
+        w.refused(
+            &w.repo,
+            &["init", "-q", &format!("--t={tpl_s}")],
+            "init-option",
+        );
+        assert!(!planted.exists());
+
+        // R3: a global option git knows and the shim did not.
+        let o = w.plain_out(
+            &w.repo,
+            &[
+                "--no-literal-pathspecs",
+                "config",
+                "core.hooksPath",
+                "/tmp/h",
+            ],
+        );
+        assert!(o.status.success() && cfg(&w).contains("hooksPath"));
+        w.plain(&w.repo, &["config", "--unset", "core.hooksPath"]);
+        w.refused(
+            &w.repo,
+            &[
+                "--no-literal-pathspecs",
+                "config",
+                "core.hooksPath",
+                "/tmp/h",
+            ],
+            "config-key",
+        );
+        w.refused(
+            &w.repo,
+            &[
+                "--shallow-file",
+                "/dev/null",
+                "config",
+                "core.hooksPath",
+                "/tmp/h",
+            ],
+            "config-key",
+        );
+        assert!(!cfg(&w).contains("hooksPath"));
+
+        // R1: `remote add --mirror <name> <url>`.
+        w.refused(
+            &w.repo,
+            &["remote", "add", "--mirror", "evil", "ext::sh -c x"],
+            "remote-url",
+        );
+        assert!(!cfg(&w).contains("ext::"));
+
+        // R5: a word that is no builtin of this git is looked up as an alias.
+        let builtins = w.plain_out(&w.repo, &["--list-cmds=builtins"]);
+        let builtins = String::from_utf8_lossy(&builtins.stdout).into_owned();
+        let word = ["replay", "refs", "env--helper", "bisect--helper"]
+            .into_iter()
+            .find(|c| !builtins.lines().any(|b| b == *c))
+            .expect("one of them is not a builtin of this git");
+        std::fs::write(
+            &agent_cfg,
+            format!("[alias]\n\t{word} = config core.hooksPath /tmp/h\n"),
+        )
+        .unwrap();
+        let mut plain = Command::new(&w.git);
+        w.env(&mut plain);
+        let o = plain
+            .current_dir(&w.repo)
+            .env("GIT_CONFIG_GLOBAL", &agent_cfg)
+            .arg(word)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success() && cfg(&w).contains("hooksPath"),
+            "{}: control alias {word} did not write",
+            g.display()
+        );
+        w.plain(&w.repo, &["config", "--unset", "core.hooksPath"]);
+        let o = w
+            .shim_cmd(&w.repo)
+            .env("GIT_CONFIG_GLOBAL", &agent_cfg)
+            .arg(word)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(121), "{}: alias {word}", g.display());
+        assert!(!cfg(&w).contains("hooksPath"));
+
+        // R7: sparse-checkout switches extensions.worktreeConfig on in the common config.
+        w.refused(
+            &w.repo,
+            &["sparse-checkout", "init", "--cone"],
+            "config-key",
+        );
+        assert!(!cfg(&w).to_ascii_lowercase().contains("worktreeconfig"));
+        w.plain(&w.repo, &["sparse-checkout", "init", "--cone"]);
+        assert!(cfg(&w)
+            .to_ascii_lowercase()
+            .contains("worktreeconfig = true"));
+        // Once the owner has it on, the agent's sparse-checkout works.
+        w.ok(&w.repo, &["sparse-checkout", "set", "d"]);
+        w.plain(&w.repo, &["sparse-checkout", "disable"]);
+
+        // R8: maintenance register writes the owner's global config.
+        w.refused(&w.repo, &["maintenance", "register"], "outside-write");
+        let global = std::fs::read_to_string(w.home.join("gitconfig")).unwrap();
+        assert!(!global.contains("maintenance"), "{global}");
+
+        // R6: the builtin behind `git submodule`, and URLs copied from .gitmodules.
+        let sub = w.home.join("subsrc");
+        w.plain(&w.home, &["init", "-q", sub.to_str().unwrap()]);
+        w.plain(&sub, &["commit", "-q", "--allow-empty", "-m", "s"]);
+        w.plain(
+            &w.repo,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "-q",
+                sub.to_str().unwrap(),
+                "s",
+            ],
+        );
+        w.refused(
+            &w.repo,
+            &["submodule--helper", "set-url", "s", "ext::sh -c x"],
+            "submodule-url",
+        );
+        let gm = w.repo.join(".gitmodules");
+        let text = std::fs::read_to_string(&gm).unwrap();
+        let url_line = text
+            .lines()
+            .find(|l| l.contains("url ="))
+            .unwrap()
+            .to_owned();
+        std::fs::write(&gm, text.replace(&url_line, "\turl = ext::sh -c x")).unwrap();
+        w.refused(&w.repo, &["submodule", "sync"], "submodule-url");
+        assert!(!cfg(&w).contains("ext::"));
+        // Positive control: plain git copies it.
+        w.plain(&w.repo, &["submodule", "sync", "-q"]);
+        assert!(cfg(&w).contains("ext::"), "{}: sync control", g.display());
+    }
+}

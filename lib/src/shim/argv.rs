@@ -57,7 +57,15 @@ pub struct Invocation {
     pub subcommand: Option<OsString>,
     /// The subcommand's arguments.
     pub args: Vec<OsString>,
+    /// A global option git.c does not know (git prints its usage and exits 129) or that this
+    /// parser does not know: everything after it is unread, so the rules refuse the call
+    /// rather than guess (rule `global-option`).
+    pub unknown_option: Option<OsString>,
 }
+
+/// Words git.c stops its global-option loop at and turns into commands (`git --help x`,
+/// `git --version`): what follows is that command's arguments.
+const COMMAND_FLAGS: &[&str] = &["--help", "-h", "--version", "-v"];
 
 /// Global options that take no value (git.c `handle_options`).
 const FLAGS: &[&str] = &[
@@ -69,6 +77,7 @@ const FLAGS: &[&str] = &[
     "--bare",
     "--no-optional-locks",
     "--literal-pathspecs",
+    "--no-literal-pathspecs",
     "--glob-pathspecs",
     "--noglob-pathspecs",
     "--icase-pathspecs",
@@ -88,6 +97,7 @@ const WITH_VALUE: &[&str] = &[
     "--super-prefix",
     "--attr-source",
     "--config-env",
+    "--shallow-file",
 ];
 
 impl Invocation {
@@ -171,9 +181,16 @@ impl Invocation {
                 }
                 continue;
             }
-            // `--version`, `--help`, `-v`, `-h`, or an option git does not know (git then
-            // prints its usage and exits 129): the rest is not ours to read.
-            break;
+            // `--version`, `--help`, `-v`, `-h`: git runs that command with the rest.
+            if COMMAND_FLAGS.contains(&text.as_ref()) {
+                break;
+            }
+            // An option git does not know (git prints its usage and exits 129) — or one a
+            // newer git knows and this parser does not: whatever follows it (`-c`, `-C`,
+            // the subcommand) would be unread, so the call is refused, never guessed.
+            inv.unknown_option = Some(a.clone());
+            inv.globals.push(a.clone());
+            return inv;
         }
         if i < args.len() {
             inv.subcommand = Some(args[i].clone());
@@ -206,6 +223,10 @@ pub fn split_pair(spec: &str, route: ConfigRoute) -> TransientConfig {
     }
 }
 
+/// The most `GIT_CONFIG_COUNT` pairs the shim reads; a larger count is refused as
+/// unreadable (git itself reads every pair, so stopping early would let the rest through).
+pub const CONFIG_COUNT_MAX: usize = 10_000;
+
 /// Marks a config carrier that cannot be read.
 pub const UNREADABLE: &str = "<unreadable ";
 
@@ -230,8 +251,12 @@ pub fn env_config(env: impl Fn(&str) -> Option<OsString>) -> Vec<TransientConfig
     if let Some(n) = env("GIT_CONFIG_COUNT") {
         let n = n.to_string_lossy();
         match n.trim().parse::<usize>() {
+            Ok(n) if n > CONFIG_COUNT_MAX => out.push(pair(
+                format!("<unreadable GIT_CONFIG_COUNT above {CONFIG_COUNT_MAX}>"),
+                None,
+            )),
             Ok(n) => {
-                for i in 0..n.min(10_000) {
+                for i in 0..n {
                     let k = env(&format!("GIT_CONFIG_KEY_{i}"))
                         .map(|v| v.to_string_lossy().into_owned())
                         .unwrap_or_default();

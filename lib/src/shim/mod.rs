@@ -300,6 +300,34 @@ struct GitRepo<'a> {
 
 impl GitRepo<'_> {
     fn ask(&self, args: &[&str]) -> Option<(bool, String)> {
+        self.ask_code(args)
+            .map(|(code, out)| (code == Some(0), out))
+    }
+
+    /// `git config --get-regexp` of submodule URLs over one `.gitmodules` source (`-f <file>`
+    /// or `--blob <rev>`): `Some` when git read the source (found or not), `None` when it
+    /// could not.
+    fn submodule_urls(&self, source: &[&str]) -> Option<Vec<(String, String)>> {
+        let mut args = vec!["config", "--null"];
+        args.extend_from_slice(source);
+        args.extend(["--get-regexp", r"^submodule\..*\.url$"]);
+        match self.ask_code(&args)? {
+            (Some(0), out) => Some(
+                out.split('\0')
+                    .filter(|e| !e.is_empty())
+                    .map(|e| match e.split_once('\n') {
+                        Some((k, v)) => (k.to_owned(), v.to_owned()),
+                        None => (e.to_owned(), String::new()),
+                    })
+                    .collect(),
+            ),
+            // 1: no URL in a source git could read.
+            (Some(1), _) => Some(Vec::new()),
+            _ => None,
+        }
+    }
+
+    fn ask_code(&self, args: &[&str]) -> Option<(Option<i32>, String)> {
         let mut all: Vec<OsString> = self.inv.globals.clone();
         all.extend(args.iter().map(OsString::from));
         let out = self
@@ -310,7 +338,7 @@ impl GitRepo<'_> {
             .output()
             .ok()?;
         Some((
-            out.status.success(),
+            out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
         ))
     }
@@ -357,6 +385,34 @@ impl Repository for GitRepo<'_> {
                 .collect(),
             _ => Vec::new(),
         }
+    }
+
+    fn local_bool(&self, key: &str) -> Option<bool> {
+        match self.ask(&["config", "--local", "--type=bool", "--get", key]) {
+            Some((true, out)) => Some(out.trim() == "true"),
+            _ => None,
+        }
+    }
+
+    fn gitmodules_urls(&self) -> Result<Vec<(String, String)>, String> {
+        let Some(top) = self.effective().toplevel else {
+            return Ok(Vec::new());
+        };
+        // git's own order (`config_from_gitmodules`): the work tree's file, else the
+        // index's blob, else HEAD's.
+        let file = top.join(".gitmodules");
+        if std::fs::symlink_metadata(&file).is_ok() {
+            let f = file.to_string_lossy();
+            return self
+                .submodule_urls(&["-f", &f])
+                .ok_or_else(|| format!("{f} is not readable config"));
+        }
+        for blob in [":.gitmodules", "HEAD:.gitmodules"] {
+            if let Some(urls) = self.submodule_urls(&["--blob", blob]) {
+                return Ok(urls);
+            }
+        }
+        Ok(Vec::new())
     }
 
     fn is_external(&self, name: &str) -> bool {

@@ -62,6 +62,12 @@ pub trait Repository {
     fn is_external(&self, name: &str) -> bool;
     /// The repository's worktree paths (`git worktree list --porcelain`).
     fn worktrees(&self) -> Vec<PathBuf>;
+    /// A key of the repository's own config file (`git config --local`), as a boolean.
+    fn local_bool(&self, key: &str) -> Option<bool>;
+    /// The `submodule.<name>.url` values of the `.gitmodules` git reads (the work tree's
+    /// file, else the index's, else `HEAD`'s), as `(key, url)`; `Err` with the reason when
+    /// they cannot be read.
+    fn gitmodules_urls(&self) -> Result<Vec<(String, String)>, String>;
 }
 
 /// The worktree `arg` names for `worktree remove|move`, the way git finds it: a unique
@@ -89,16 +95,18 @@ pub struct Rules<'a> {
     pub neutral: &'a [(String, String)],
 }
 
-/// The builtin commands of git 2.39–2.47 (`git --list-cmds=builtins`): a typed word on this
-/// list can never be an alias, so no alias lookup is needed.
-static BUILTINS: &[&str] = &[
+/// The commands that are builtins in *every* supported git (2.39–2.47, the intersection of
+/// their `git --list-cmds=builtins`): a typed word on this list can never be an alias, so no
+/// alias lookup is needed. A word that is a builtin in one version only (`replay`, `refs`
+/// from 2.44/2.46; `bisect--helper`, `env--helper` until 2.40/2.47) must not be here: on the
+/// other version git looks it up as an alias, and its expansion must meet the rules (a test
+/// checks this list against every installed git).
+pub(crate) static BUILTINS: &[&str] = &[
     "add",
     "am",
     "annotate",
     "apply",
     "archive",
-    "bisect",
-    "bisect--helper",
     "blame",
     "branch",
     "bugreport",
@@ -132,7 +140,6 @@ static BUILTINS: &[&str] = &[
     "diff-index",
     "diff-tree",
     "difftool",
-    "env--helper",
     "fast-export",
     "fast-import",
     "fetch",
@@ -191,13 +198,11 @@ static BUILTINS: &[&str] = &[
     "rebase",
     "receive-pack",
     "reflog",
-    "refs",
     "remote",
     "remote-ext",
     "remote-fd",
     "repack",
     "replace",
-    "replay",
     "rerere",
     "reset",
     "restore",
@@ -250,6 +255,12 @@ static TRANSPORT_COMMANDS: &[&str] = &[
     "send-pack",
 ];
 
+/// The shortest abbreviation of a long option that git's parse-options accepts: any prefix
+/// that names one option of the command unambiguously (`git init --t=<dir>` is
+/// `--template`). A shorter prefix is ambiguous and git refuses the call itself, so reading
+/// every prefix of a guarded option as that option never refuses what git would run.
+const ABBREV: usize = 1;
+
 /// How deep aliases are followed (git itself stops at a loop).
 const ALIAS_DEPTH: usize = 8;
 
@@ -262,6 +273,15 @@ impl Rules<'_> {
         inherited_exec_path: Option<&OsStr>,
         repo: &dyn Repository,
     ) -> Result<Plan, Refusal> {
+        if let Some(opt) = &inv.unknown_option {
+            return Err(refuse(
+                "global-option",
+                format!(
+                    "git-shim does not know the global option {}, so it cannot read the rest of the command line; drop it, or put it after the subcommand if it is the subcommand's",
+                    opt.to_string_lossy()
+                ),
+            ));
+        }
         self.transient(inv, env_config, inherited_exec_path)?;
         let Some(mut cmd) = inv.command() else {
             return Ok(Plan::Exec);
@@ -401,7 +421,8 @@ impl Rules<'_> {
         match cmd {
             "config" => config(args).map(|_| Plan::Exec),
             "remote" => remote(args).map(|_| Plan::Exec),
-            "submodule" => submodule(args).map(|_| Plan::Exec),
+            "submodule" | "submodule--helper" => submodule(cmd, args, repo).map(|_| Plan::Exec),
+            "maintenance" | "sparse-checkout" => verbs(cmd, args, repo).map(|_| Plan::Exec),
             "clone" => clone(args).map(|_| Plan::Exec),
             "init" | "init-db" => init(args).map(|_| Plan::Exec),
             "worktree" => self.worktree(args, inv, repo),
@@ -581,7 +602,7 @@ fn walk<'a>(args: &'a [OsString], spec: &Spec) -> (Vec<Opt<'a>>, Vec<&'a OsStr>)
                 && spec
                     .long_value
                     .iter()
-                    .any(|full| long_opt(a, full, 3).is_some());
+                    .any(|full| long_opt(a, full, ABBREV).is_some());
             let value = if has_inline {
                 b.iter()
                     .position(|&c| c == b'=')
@@ -649,7 +670,7 @@ fn transport_programs(cmd: &str, args: &[OsString]) -> Result<(), Refusal> {
     for o in &opts {
         let named = ["--upload-pack", "--receive-pack", "--exec"]
             .into_iter()
-            .find(|full| is_long(o, full, 3))
+            .find(|full| is_long(o, full, ABBREV))
             .map(str::to_owned)
             .or_else(|| (cmd == "clone" && o.short == Some('u')).then(|| "-u".to_owned()));
         if let Some(name) = named {
@@ -726,7 +747,7 @@ fn config(args: &[OsString]) -> Result<(), Refusal> {
                 let found = exact.or_else(|| {
                     let mut m = ACTIONS
                         .iter()
-                        .filter(|(n, _)| long_opt(o.arg, n, 3).is_some());
+                        .filter(|(n, _)| long_opt(o.arg, n, ABBREV).is_some());
                     let first = m.next();
                     // Ambiguous: git refuses the call; judge by the most dangerous reading.
                     match (first, m.next()) {
@@ -803,9 +824,11 @@ fn config(args: &[OsString]) -> Result<(), Refusal> {
 }
 
 fn remote(args: &[OsString]) -> Result<(), Refusal> {
+    // `--mirror[=fetch|push]` takes its value only stuck (`--mirror=fetch`): with a separate
+    // word, the word is the remote's name. `-t`/`--track` and `-m`/`--master` take one.
     let spec = Spec {
         short_value: "tm",
-        long_value: &["--mirror"],
+        long_value: &["--track", "--master"],
     };
     let Some(verb) = args.first().map(|a| lossy(a)) else {
         return Ok(());
@@ -814,7 +837,7 @@ fn remote(args: &[OsString]) -> Result<(), Refusal> {
     let url = match verb.as_str() {
         "add" => pos.get(1),
         "set-url" => {
-            if opts.iter().any(|o| is_long(o, "--delete", 3)) {
+            if opts.iter().any(|o| is_long(o, "--delete", ABBREV)) {
                 return Ok(());
             }
             pos.get(1)
@@ -835,8 +858,45 @@ fn remote(args: &[OsString]) -> Result<(), Refusal> {
     Ok(())
 }
 
-fn submodule(args: &[OsString]) -> Result<(), Refusal> {
-    // `git submodule [--quiet] [--cached] <verb> …`
+/// The first word of `args` that is not an option (a subcommand's verb), and its index.
+fn verb_of(args: &[OsString]) -> Option<(usize, String)> {
+    args.iter()
+        .position(|a| !a.as_bytes().starts_with(b"-"))
+        .map(|i| (i, lossy(&args[i])))
+}
+
+/// Verbs the catalogue names: those that write outside the repository
+/// ([`catalogue::OUTSIDE_WRITES`]) and those that switch on `extensions.worktreeConfig`
+/// ([`catalogue::WORKTREE_CONFIG_VERBS`]) while it is off.
+fn verbs(cmd: &str, args: &[OsString], repo: &dyn Repository) -> Result<(), Refusal> {
+    let Some((_, verb)) = verb_of(args) else {
+        return Ok(());
+    };
+    if let Some((_, _, what)) = catalogue::OUTSIDE_WRITES
+        .iter()
+        .find(|(c, v, _)| *c == cmd && *v == verb)
+    {
+        return Err(refuse(
+            "outside-write",
+            format!("git {cmd} {verb} {what}; git {cmd} run works inside the session, scheduling is the owner's"),
+        ));
+    }
+    if catalogue::WORKTREE_CONFIG_VERBS
+        .iter()
+        .any(|(c, v)| *c == cmd && *v == verb)
+        && repo.local_bool("extensions.worktreeConfig") != Some(true)
+    {
+        return Err(refuse(
+            "config-key",
+            format!("git {cmd} {verb} would switch on extensions.worktreeConfig in the repository's config (then every worktree's config.worktree is read); ask the owner to run git {cmd} init outside the sandbox once, after which git {cmd} works here"),
+        ));
+    }
+    Ok(())
+}
+
+fn submodule(cmd: &str, args: &[OsString], repo: &dyn Repository) -> Result<(), Refusal> {
+    // `git submodule [--quiet] [--cached] <verb> …`; `git submodule--helper <verb> …` is the
+    // builtin the script calls, reachable directly.
     let mut i = 0;
     while i < args.len() && args[i].as_bytes().starts_with(b"-") {
         i += 1;
@@ -852,12 +912,41 @@ fn submodule(args: &[OsString]) -> Result<(), Refusal> {
             "--depth",
             "--branch",
             "--ref-format",
+            "--url",
+            "--path",
+            "--prefix",
+            "--filter",
         ],
     };
-    let (_, pos) = walk(&args[i + 1..], &spec);
+    let (opts, pos) = walk(&args[i + 1..], &spec);
     let url = match verb.as_str() {
-        "add" => pos.first(),
-        "set-url" => pos.get(1),
+        "add" => pos.first().copied(),
+        "set-url" => pos.get(1).copied(),
+        // `submodule--helper clone --url <url>` stores it as the submodule's origin.
+        "clone" => opts
+            .iter()
+            .find(|o| is_long(o, "--url", ABBREV))
+            .and_then(|o| o.value),
+        // These copy `.gitmodules` URLs (a work-tree file the agent writes) into the
+        // repository's config and the submodules' origins.
+        "init" | "sync" | "update" => {
+            let urls = repo.gitmodules_urls().map_err(|why| {
+                refuse(
+                    "submodule-url",
+                    format!("git {cmd} {verb} copies .gitmodules URLs into the repository's config, and they cannot be read ({why}); fix .gitmodules"),
+                )
+            })?;
+            for (key, u) in urls {
+                let relative = u.starts_with("./") || u.starts_with("../");
+                if let Some(d) = url_danger(&u).filter(|_| !relative) {
+                    return Err(refuse(
+                        "submodule-url",
+                        format!("git {cmd} {verb} would copy {key} = {u} from .gitmodules into the repository's config, and it is {d}; use an https:// or ssh URL, or one relative to the superproject's remote (../name)"),
+                    ));
+                }
+            }
+            None
+        }
         _ => None,
     };
     if let Some(url) = url {
@@ -867,7 +956,7 @@ fn submodule(args: &[OsString]) -> Result<(), Refusal> {
         if let Some(d) = url_danger(&u).filter(|_| !relative) {
             return Err(refuse(
                 "submodule-url",
-                format!("git submodule {verb}: {u} is {d}; use an https:// or ssh URL, or a URL relative to the superproject's remote (../name)"),
+                format!("git {cmd} {verb}: {u} is {d}; use an https:// or ssh URL, or a URL relative to the superproject's remote (../name)"),
             ));
         }
     }
@@ -899,14 +988,14 @@ fn clone(args: &[OsString]) -> Result<(), Refusal> {
     let (opts, pos) = walk(args, &spec);
     for o in &opts {
         for (full, what) in catalogue::NEW_REPOSITORY_OPTIONS {
-            if is_long(o, full, 4) {
+            if is_long(o, full, ABBREV) {
                 return Err(refuse(
                     "clone-option",
                     format!("git clone {full} {what}; clone without it"),
                 ));
             }
         }
-        let is_config = o.short == Some('c') || is_long(o, "--config", 4);
+        let is_config = o.short == Some('c') || is_long(o, "--config", ABBREV);
         if is_config {
             let spec = o.value.map(lossy).unwrap_or_default();
             let (k, v) = match spec.split_once('=') {
@@ -951,7 +1040,7 @@ fn init(args: &[OsString]) -> Result<(), Refusal> {
     let (opts, _) = walk(args, &spec);
     for o in &opts {
         for (full, what) in catalogue::NEW_REPOSITORY_OPTIONS {
-            if is_long(o, full, 4) {
+            if is_long(o, full, ABBREV) {
                 return Err(refuse(
                     "init-option",
                     format!("git init {full} {what}; run git init without it"),

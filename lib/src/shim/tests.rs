@@ -13,6 +13,8 @@ struct Fake {
     cwd: PathBuf,
     top: PathBuf,
     aliases: BTreeMap<String, String>,
+    worktree_config: Option<bool>,
+    gitmodules: Result<Vec<(String, String)>, String>,
 }
 
 impl Repository for Fake {
@@ -28,6 +30,14 @@ impl Repository for Fake {
     }
     fn is_external(&self, name: &str) -> bool {
         name == "lfs"
+    }
+    fn local_bool(&self, key: &str) -> Option<bool> {
+        (key == "extensions.worktreeConfig")
+            .then_some(self.worktree_config)
+            .flatten()
+    }
+    fn gitmodules_urls(&self) -> Result<Vec<(String, String)>, String> {
+        self.gitmodules.clone()
     }
     fn worktrees(&self) -> Vec<PathBuf> {
         vec![
@@ -58,6 +68,8 @@ fn env(extra: &str) -> Env {
         cwd: repo.clone(),
         top: repo,
         aliases: BTreeMap::new(),
+        worktree_config: None,
+        gitmodules: Ok(Vec::new()),
     };
     Env {
         _t: t,
@@ -533,4 +545,217 @@ fn refusals_quoting_control_characters_stay_one_line() {
         !shown.contains('\u{1b}') && shown.contains("\\n"),
         "{shown}"
     );
+}
+
+// Third red-team pass (docs/redteam3.md): each case was first run under plain git.
+
+#[test]
+fn redteam3_unknown_global_options_are_refused() {
+    let e = env("");
+    // R3: git knows these; the parse used to stop at them and read nothing after.
+    e.refused(
+        &[
+            "--no-literal-pathspecs",
+            "--frobnicate",
+            "config",
+            "core.hooksPath",
+            "/x",
+        ],
+        "global-option",
+    );
+    e.refused(
+        &["--no-literal-pathspecs", "config", "core.hooksPath", "/x"],
+        "config-key",
+    );
+    e.refused(
+        &[
+            "--shallow-file",
+            "/dev/null",
+            "-c",
+            "core.fsmonitor=x",
+            "status",
+        ],
+        "transient-config",
+    );
+    e.refused(&["--bogus", "status"], "global-option");
+    assert_eq!(e.allowed(&["--no-literal-pathspecs", "status"]), Plan::Exec);
+    assert_eq!(e.allowed(&["--version", "--build-options"]), Plan::Exec);
+    assert_eq!(e.allowed(&["--help", "config"]), Plan::Exec);
+}
+
+#[test]
+fn redteam3_every_abbreviation_of_a_guarded_option() {
+    let e = env("");
+    // R2: parse-options takes any unambiguous prefix.
+    e.refused(&["init", "--t=/tmp/tpl"], "init-option");
+    e.refused(&["init", "--sep=/tmp/gd", "x"], "init-option");
+    e.refused(&["clone", "--te=/tmp/tpl", "https://h/r"], "clone-option");
+    e.refused(
+        &["clone", "--sep", "/tmp/gd", "https://h/r"],
+        "clone-option",
+    );
+    e.refused(
+        &["clone", "--c=core.hooksPath=/h", "https://h/r"],
+        "clone-option",
+    );
+    e.refused(&["ls-remote", "--u=touch x", "/r"], "transport-program");
+    e.refused(&["clone", "--up=touch x", "/r", "d"], "transport-program");
+    e.refused(&["push", "--e=touch x", "/r", "HEAD"], "transport-program");
+    e.allowed(&["push", "--recurse-submodules=check", "origin"]);
+    e.allowed(&["init", "--no-template", "x"]);
+    e.allowed(&["clone", "--depth=1", "https://h/r"]);
+}
+
+#[test]
+fn redteam3_remote_add_mirror_takes_no_separate_value() {
+    let e = env("");
+    // R1: `--mirror` took the remote's name as its value, so the URL was never read.
+    e.refused(
+        &["remote", "add", "--mirror", "evil", "ext::sh -c x"],
+        "remote-url",
+    );
+    e.refused(
+        &["remote", "add", "--track", "main", "evil", "ext::sh -c x"],
+        "remote-url",
+    );
+    e.allowed(&["remote", "add", "--mirror=fetch", "m", "https://h/r"]);
+    e.allowed(&["remote", "add", "--master", "main", "o", "https://h/r"]);
+}
+
+#[test]
+fn redteam3_template_dir_is_a_program_running_key() {
+    let e = env("");
+    // R4: init.templateDir copies hooks; -c, --config-env and git config all carry it.
+    e.refused(
+        &["-c", "init.templateDir=/tmp/tpl", "init"],
+        "transient-config",
+    );
+    e.refused(
+        &["config", "--global", "init.templateDir", "/tmp/tpl"],
+        "config-key",
+    );
+    e.refused(
+        &["clone", "-c", "init.templateDir=/t", "https://h/r"],
+        "clone-option",
+    );
+    // The defused set passes an empty template folder, which is allowed again.
+    assert!(e
+        .neutral
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("init.templateDir") && v.is_empty()));
+    e.allowed(&["-c", "init.templateDir=", "init"]);
+}
+
+#[test]
+fn redteam3_builtins_are_builtins_in_every_version() {
+    let mut e = env("");
+    // R5: on 2.39 `replay` is not a builtin and git looks it up as an alias.
+    e.fake
+        .aliases
+        .insert("replay".into(), "config core.hooksPath /tmp/h".into());
+    e.fake
+        .aliases
+        .insert("env--helper".into(), "config core.fsmonitor x".into());
+    e.refused(&["replay"], "config-key");
+    e.refused(&["env--helper"], "config-key");
+}
+
+#[test]
+fn redteam3_submodule_helper_and_gitmodules_urls() {
+    let mut e = env("");
+    // R6: the builtin behind `git submodule` is reachable directly.
+    e.refused(
+        &["submodule--helper", "set-url", "s", "ext::sh -c x"],
+        "submodule-url",
+    );
+    e.refused(
+        &["submodule--helper", "add", "--", "ext::sh -c x", "s"],
+        "submodule-url",
+    );
+    e.refused(
+        &[
+            "submodule--helper",
+            "clone",
+            "--path",
+            "s",
+            "--name",
+            "s",
+            "--url",
+            "ext::x",
+        ],
+        "submodule-url",
+    );
+    e.allowed(&["submodule--helper", "set-url", "s", "https://h/r"]);
+    // sync/init/update copy .gitmodules URLs (a work-tree file) into .git/config.
+    e.fake.gitmodules = Ok(vec![("submodule.s.url".into(), "ext::sh -c x".into())]);
+    e.refused(&["submodule", "sync"], "submodule-url");
+    e.refused(&["submodule", "update", "--init"], "submodule-url");
+    e.refused(&["submodule--helper", "init"], "submodule-url");
+    e.allowed(&["submodule", "status"]);
+    e.fake.gitmodules = Ok(vec![("submodule.s.url".into(), "../s.git".into())]);
+    e.allowed(&["submodule", "sync"]);
+    e.fake.gitmodules = Err("bad".into());
+    e.refused(&["submodule", "init"], "submodule-url");
+}
+
+#[test]
+fn redteam3_worktree_config_and_maintenance_verbs() {
+    let mut e = env("");
+    // R7: sparse-checkout switches extensions.worktreeConfig on.
+    e.refused(&["sparse-checkout", "init", "--cone"], "config-key");
+    e.refused(&["sparse-checkout", "set", "d"], "config-key");
+    e.allowed(&["sparse-checkout", "list"]);
+    e.fake.worktree_config = Some(true);
+    e.allowed(&["sparse-checkout", "set", "d"]);
+    // R8: maintenance scheduling writes the owner's global config and scheduler.
+    e.refused(&["maintenance", "register"], "outside-write");
+    e.refused(
+        &["maintenance", "start", "--scheduler=crontab"],
+        "outside-write",
+    );
+    e.refused(
+        &["config", "--global", "--add", "maintenance.repo", "/x"],
+        "config-key",
+    );
+    e.allowed(&["maintenance", "run", "--task=gc"]);
+}
+
+#[test]
+fn redteam3_config_count_past_the_cap_is_unreadable() {
+    let e = env("");
+    // R9: keys past the cap were never read, git reads them all (refused on the count
+    // alone, before any key is read).
+    let n = (super::argv::CONFIG_COUNT_MAX + 1).to_string();
+    let vars = [("GIT_CONFIG_COUNT", n.as_str())];
+    match e.check_env(&["status"], &vars) {
+        Err((rule, _)) => assert_eq!(rule, "transient-config"),
+        Ok(p) => panic!("allowed: {p:?}"),
+    }
+}
+
+#[test]
+fn redteam3_builtin_list_holds_for_every_installed_git() {
+    let mut checked = 0;
+    for g in ["/usr/bin/git", "/usr/local/bin/git"] {
+        if !Path::new(g).exists() {
+            eprintln!("SKIPPED for {g}: not installed on this machine");
+            continue;
+        }
+        let out = std::process::Command::new(g)
+            .args(["--list-cmds=builtins"])
+            .env_clear()
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", "/nonexistent")
+            .output()
+            .unwrap();
+        let list = String::from_utf8_lossy(&out.stdout).into_owned();
+        for w in super::rules::BUILTINS {
+            assert!(
+                list.lines().any(|l| l == *w),
+                "{w} is no builtin of {g}: git looks it up as an alias there"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 0, "no git installed");
 }
