@@ -1,11 +1,11 @@
 //! Comparing two states of a guarded file under its rule: which changes widen, which narrow.
 
 use super::parse::parse;
-use super::rules::{FileRule, KeyKind, RootCheck, Unlisted};
+use super::rules::{FileRule, KeyKind, KeyRule, RootCheck, Unlisted};
 use super::Format;
 use crate::held::Content;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -142,6 +142,23 @@ pub fn judge(
         },
         _ => Value::Null,
     };
+    let new = if rule.dotted_keys {
+        match dotted(new, &rule.keys) {
+            Ok(v) => v,
+            Err(e) => {
+                return Judgement {
+                    verdict: Verdict::Unparseable,
+                    findings: vec![whole(
+                        Effect::Widens,
+                        format!("cannot be read as its tool reads it: {e}"),
+                    )],
+                    blocked: vec![],
+                }
+            }
+        }
+    } else {
+        new
+    };
     let mut findings = Vec::new();
     let old = match before {
         Content::File { bytes, .. } => {
@@ -157,6 +174,11 @@ pub fn judge(
             }
         }
         _ => Value::Null,
+    };
+    let old = if rule.dotted_keys {
+        dotted(old, &rule.keys).unwrap_or(Value::Null)
+    } else {
+        old
     };
     if !new.is_object() && !new.is_null() {
         findings.push(whole(Effect::Widens, "top level is not an object".into()));
@@ -381,6 +403,59 @@ fn show(v: &Value) -> String {
         format!("{cut}…")
     } else {
         s
+    }
+}
+
+/// The dotted form of a settings document whose tool reads nested objects as dotted keys
+/// (VS Code's `ConfigurationModelParser`: an object value with no registered setting of its
+/// own is walked as `<key>.<child>`, and `toValuesTree` nests dotted keys again, so
+/// `{"chat": {"tools": {"autoApprove": true}}}` and `{"chat.tools.autoApprove": true}` are one
+/// setting). An object is walked unless a key pattern names it (then it is the setting's value,
+/// e.g. `terminal.integrated.env.linux`), or it is empty, or it is a language override
+/// (`[python]`). Two spellings of one key are an error: which one the tool keeps depends on
+/// their order, so the write is not vouched for.
+pub fn dotted(v: Value, keys: &[KeyRule]) -> Result<Value, String> {
+    fn walk(
+        map: Map<String, Value>,
+        prefix: &str,
+        keys: &[KeyRule],
+        out: &mut Map<String, Value>,
+    ) -> Result<(), String> {
+        for (k, v) in map {
+            let full = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            let chars: Vec<char> = full.chars().collect();
+            let named = keys.iter().any(|kr| {
+                kr.segs()
+                    .first()
+                    .is_some_and(|s| super::glob::seg_match(s, &chars))
+            });
+            let language = prefix.is_empty() && k.starts_with('[') && k.ends_with(']');
+            match v {
+                Value::Object(m) if !m.is_empty() && !named && !language => {
+                    walk(m, &full, keys, out)?;
+                }
+                v => {
+                    if out.insert(full.clone(), v).is_some() {
+                        return Err(format!(
+                            "{full} is set twice (as a dotted key and as nested objects)"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+    match v {
+        Value::Object(m) => {
+            let mut out = Map::new();
+            walk(m, "", keys, &mut out)?;
+            Ok(Value::Object(out))
+        }
+        v => Ok(v),
     }
 }
 

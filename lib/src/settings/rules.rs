@@ -115,6 +115,12 @@ pub struct FileRule {
     pub keys: Vec<KeyRule>,
     /// Why the file is guarded, with the incidents it answers.
     pub why: String,
+    /// The consuming tool reads a nested object as dotted keys (VS Code:
+    /// `{"chat": {"tools": {"autoApprove": true}}}` is `chat.tools.autoApprove`), so both
+    /// states are brought to the dotted form before the keys are compared (see
+    /// [`super::compare::dotted`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dotted_keys: bool,
 }
 
 fn ser_globs<S: serde::Serializer>(g: &[Glob], s: S) -> Result<S::Ok, S::Error> {
@@ -325,6 +331,7 @@ struct RawRule {
     keys: toml::Table,
     why: Option<String>,
     enabled: Option<bool>,
+    dotted_keys: Option<bool>,
 }
 
 fn merge_rule(
@@ -378,9 +385,13 @@ fn merge_rule(
                 unlisted: Unlisted::Widens,
                 keys: Vec::new(),
                 why: String::new(),
+                dotted_keys: false,
             }
         }
     };
+    if let Some(d) = r.dotted_keys {
+        rule.dotted_keys = d;
+    }
     if let Some(paths) = &r.paths {
         if paths.is_empty() {
             return Err(err(format!("{at}.paths"), "needs at least one glob".into()));
