@@ -353,6 +353,7 @@ pub static KEYS: &[KeyEntry] = &[
     // §1f protected-only keys: a repository's own config cannot set them, but the command
     // line, an agent-chosen GIT_CONFIG_GLOBAL or a write to the owner's global config can.
     KeyEntry { key: k!("init"."templateDir"), effect: EnablesProgram, runs: "copies the named template folder, hooks/ included, into every repository git init or clone creates — and into an existing one that git init re-initialises (its .git/hooks)", trigger: "init (re-init too), clone, submodule add/update", neutraliser: N::TrustedOr { value: "" }, since: None, severity: Error, research: "§1f" },
+    KeyEntry { key: KeyPattern::Section { section: "trace2" }, effect: Redirects, runs: "no program by itself; every git command appends trace records (its arguments, the repository's paths) to the named file or socket — a shell start-up file then runs a `$(…)` a path holds", trigger: "every git command (read from system and global config only)", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1f" },
     KeyEntry { key: k!("maintenance"."repo"), effect: Triggers, runs: "no program by itself; the owner's scheduled `git for-each-repo --config=maintenance.repo maintenance run` (systemd timer, cron, launchd) runs prefetch (a fetch from every remote), gc and repack in each listed repository with that repository's config", trigger: "the owner's maintenance schedule (global config)", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1f" },
 ];
 

@@ -983,3 +983,58 @@ fn redteam3_routes_to_persistent_config_and_hooks() {
         assert!(cfg(&w).contains("ext::"), "{}: sync control", g.display());
     }
 }
+
+/// Third red-team pass, R10 and R11: `worktree repair` re-registers another session's entry
+/// anywhere; trace2 targets in the global config make every later git call append to a file.
+#[test]
+fn redteam3_repair_and_trace2() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        let other = w.home.join("src/proj-worktrees/s2/other");
+        w.plain(
+            &w.repo,
+            &["worktree", "add", "-q", "--detach", other.to_str().unwrap()],
+        );
+        let gitdir = w.repo.join(".git/worktrees/other/gitdir");
+        let before = std::fs::read_to_string(&gitdir).unwrap();
+        let hijack = w.home.join("elsewhere/hijack");
+        std::fs::create_dir_all(&hijack).unwrap();
+        std::fs::write(
+            hijack.join(".git"),
+            format!(
+                "gitdir: {}\n",
+                w.repo.join(".git/worktrees/other").display()
+            ),
+        )
+        .unwrap();
+        let h = hijack.to_str().unwrap();
+        w.refused(&w.repo, &["worktree", "repair", h], "worktree-location");
+        assert_eq!(std::fs::read_to_string(&gitdir).unwrap(), before);
+        // Positive control: plain git re-points the entry.
+        let _ = w.plain_out(&w.repo, &["worktree", "repair", h]);
+        assert!(
+            std::fs::read_to_string(&gitdir).unwrap().contains("hijack"),
+            "{}: repair control",
+            g.display()
+        );
+        // trace2: the shim refuses the write; plain git then appends on every call.
+        let target = w.home.join("t2.out");
+        let t = target.to_str().unwrap();
+        w.refused(
+            &w.repo,
+            &["config", "--global", "trace2.eventTarget", t],
+            "config-key",
+        );
+        assert!(!std::fs::read_to_string(w.home.join("gitconfig"))
+            .unwrap()
+            .contains("trace2"));
+        w.plain(&w.repo, &["config", "--global", "trace2.eventTarget", t]);
+        w.plain(&w.repo, &["status", "--short"]);
+        let out = std::fs::read_to_string(&target).unwrap_or_default();
+        assert!(
+            out.contains("\"worktree\":"),
+            "{}: trace2 control",
+            g.display()
+        );
+    }
+}

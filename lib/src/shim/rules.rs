@@ -449,6 +449,7 @@ impl Rules<'_> {
             "move" => pos.get(1),
             "remove" => pos.first(),
             "prune" => return Ok(Plan::ChildThenTidy),
+            "repair" => return self.repair(&pos, repo),
             _ => return Ok(Plan::Exec),
         };
         let Some(target) = target else {
@@ -514,6 +515,35 @@ impl Rules<'_> {
         let _ = inv;
         if abs.starts_with(&p.worktree_dir) && !p.worktree_dir.exists() {
             return Ok(Plan::CreateFolderThenExec(p.worktree_dir.clone()));
+        }
+        Ok(Plan::Exec)
+    }
+}
+
+impl Rules<'_> {
+    /// `git worktree repair [<path>…]` points a worktree entry's `gitdir` at each path whose
+    /// `.git` file names it — any entry, another session's too — and, without paths, at the
+    /// folder the call runs in: a worktree moved by hand is registered where it now is. So
+    /// every path it would register (the given ones, else this call's work tree) must be
+    /// the main worktree or under the session's folders, as for `worktree add|move`.
+    fn repair(&self, pos: &[&OsStr], repo: &dyn Repository) -> Result<Plan, Refusal> {
+        let p = self.policy;
+        let eff = repo.effective();
+        let targets: Vec<PathBuf> = if pos.is_empty() {
+            eff.toplevel.iter().map(|t| resolve(t)).collect()
+        } else {
+            pos.iter()
+                .map(|t| resolve(&eff.cwd.join(Path::new(t))))
+                .collect()
+        };
+        let main = resolve(&p.repo);
+        for t in targets {
+            if t != main && !p.worktree_allowed(&t) {
+                return Err(refuse(
+                    "worktree-location",
+                    format!("git worktree repair would register {} as a worktree of the repository; this session's worktrees stay under {}/ (git worktree move them there)", t.display(), p.worktree_dir.display()),
+                ));
+            }
         }
         Ok(Plan::Exec)
     }

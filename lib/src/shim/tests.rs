@@ -759,3 +759,28 @@ fn redteam3_builtin_list_holds_for_every_installed_git() {
     }
     assert!(checked > 0, "no git installed");
 }
+
+#[test]
+fn redteam3_worktree_repair_registers_only_session_paths() {
+    let e = env("");
+    // R10: repair points any entry (another session's too) at the path given.
+    let outside = e.fake.top.with_file_name("elsewhere/hijack");
+    e.refused(
+        &["worktree", "repair", outside.to_str().unwrap()],
+        "worktree-location",
+    );
+    let mine = format!("{}/feat", e.wt().display());
+    assert_eq!(e.allowed(&["worktree", "repair", &mine]), Plan::Exec);
+    // Without paths: this call's work tree (here the main one) is what gets registered.
+    assert_eq!(e.allowed(&["worktree", "repair"]), Plan::Exec);
+    // R11: trace2 targets in the global config append to any file on every git call.
+    e.refused(
+        &[
+            "config",
+            "--global",
+            "trace2.eventTarget",
+            "/home/u/.bashrc",
+        ],
+        "config-key",
+    );
+}
