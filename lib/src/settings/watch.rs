@@ -11,7 +11,9 @@
 //! `IN_DELETE`/`IN_MOVED_FROM` at once (the file is gone); a link created at once. A file
 //! created or modified but not yet closed, or found in a folder just created, is judged once
 //! it has been quiet for [`QUIET`] (at most [`QUIET_MAX`] after the first event), so a writer
-//! is not reverted half-way through its write. `IN_Q_OVERFLOW` → a full rescan.
+//! is not reverted half-way through its write. Every guarded file present is judged again
+//! every [`RECHECK`] whatever the events: writes through a shared memory mapping raise none.
+//! `IN_Q_OVERFLOW` → a full rescan.
 //!
 //! The approved state lives in the held store (`Policy::held_dir()`); at the first start for a
 //! root it is initialised from the files as they are (marker `roots/<hash>` in the store).
@@ -34,6 +36,14 @@ use std::time::{Duration, Instant};
 pub const QUIET: Duration = Duration::from_millis(150);
 /// … and at the latest this long after its first event.
 pub const QUIET_MAX: Duration = Duration::from_secs(2);
+/// Every guarded file present is judged again this often, events or not. A write through a
+/// shared memory mapping raises no inotify event (inotify(7): "modifications that may occur
+/// because of mmap(2), msync(2), and munmap(2)" are not reported) and the mapping keeps the
+/// file open, so its close event waits until it is unmapped — for as long as the writer
+/// likes. Neither the change time (a page already dirty is rewritten without a fault) nor
+/// open/close counts (inotify merges identical consecutive events) can stand in for reading
+/// the bytes, so the bytes are read: a few small files, a few microseconds per pass.
+pub const RECHECK: Duration = Duration::from_secs(2);
 
 /// What to watch, from the policy.
 #[derive(Debug, Clone)]
@@ -355,6 +365,7 @@ impl Watcher {
             file_wds: HashMap::new(),
             containers: HashMap::new(),
             deferred: HashMap::new(),
+            recheck_due: Instant::now() + RECHECK,
             retry_due: None,
             failures: 0,
         };
@@ -393,6 +404,7 @@ impl Watcher {
                 .values()
                 .map(|d| d.due)
                 .chain(st.retry_due)
+                .chain(Some(st.recheck_due))
                 .min()
                 .map(|due| {
                     let ms = due
@@ -438,6 +450,12 @@ impl Watcher {
             }
             if let Err(e) = self.run_deferred(&ino, &mut st, emit) {
                 failed = Some(e);
+            }
+            if st.recheck_due <= Instant::now() {
+                if let Err(e) = self.recheck(&ino, &mut st, emit) {
+                    failed = Some(e);
+                }
+                st.recheck_due = Instant::now() + RECHECK;
             }
             if st.retry_due.is_some_and(|t| t <= Instant::now()) {
                 st.retry_due = None;
@@ -808,6 +826,27 @@ impl Watcher {
         Ok(())
     }
 
+    /// Judge again every guarded file whose inode is watched (every one present), events or
+    /// not ([`RECHECK`]). Unchanged files cost a read and a comparison.
+    fn recheck(
+        &self,
+        ino: &Inotify,
+        st: &mut RunState,
+        emit: &mut dyn FnMut(&Event),
+    ) -> Result<(), SettingsError> {
+        let files: BTreeSet<(usize, String)> = st.file_wds.values().cloned().collect();
+        for (ri, rel) in files {
+            if st.deferred.contains_key(&(ri, rel.clone())) {
+                // Being written: judged when quiet.
+                continue;
+            }
+            if self.evaluate(ri, &rel, emit)?.is_some() {
+                self.watch_file(ino, st, ri, &rel);
+            }
+        }
+        Ok(())
+    }
+
     /// How long since the file was last modified (zero when unknown).
     fn quiet_for(&self, ri: usize, rel: &str) -> Duration {
         let p = self.roots[ri].path.join(rel);
@@ -831,6 +870,8 @@ struct RunState {
     /// only to the inode (and the folder of the name used), not to the guarded file's folder.
     file_wds: HashMap<WatchDescriptor, (usize, String)>,
     deferred: HashMap<(usize, String), Deferred>,
+    /// When every watched guarded file is judged again ([`RECHECK`]).
+    recheck_due: Instant,
     /// Watches on the worktree folder (and its parent, until it exists).
     containers: HashMap<WatchDescriptor, PathBuf>,
     /// A full pass is due (after a failure).
