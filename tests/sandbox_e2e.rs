@@ -551,3 +551,49 @@ fn settings_guard_holds_widening_writes() {
         .collect();
     assert!(stored.contains("curl"), "{stored}");
 }
+
+/// Third red-team pass (docs/redteam3.md): a write made between two commands — by a job a
+/// command left in the background, or by an editing tool that does not go through the shell —
+/// used to fall outside every command's before/after window and then became the next
+/// command's "before". The guard judges every guarded file against its approved state.
+#[test]
+fn settings_guard_judges_writes_made_between_commands() {
+    let g = gits().remove(0);
+    let s = Session::new(&g);
+    let settings = s.repo.join(".vscode/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let approved = r#"{"chat.tools.autoApprove": false}"#;
+    std::fs::write(&settings, approved).unwrap();
+    // The first command makes the files as they are the approved state.
+    assert!(s.agent("true", false).status.success());
+    // A background job writes after its command has returned.
+    let o = s.agent(
+        r#"(sleep 1; printf '{"chat.tools.autoApprove": true}' > .vscode/settings.json) >/dev/null 2>&1 &"#,
+        false,
+    );
+    assert!(o.status.success());
+    assert!(
+        (0..100).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            std::fs::read_to_string(&settings).unwrap().contains("true")
+        }),
+        "the background write did not land"
+    );
+    // Control: nothing judged it yet. The next command, whatever it is, does.
+    let o = s.agent("true", false);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        approved,
+        "{err}"
+    );
+    assert!(err.contains("held as"), "{err}");
+    let ev = s.events();
+    assert!(
+        ev.iter().any(|e| e["event"] == "settings_write_held"
+            && e["tool"] == "agent-shell"
+            && e["rel"] == ".vscode/settings.json"),
+        "{ev:?}"
+    );
+}

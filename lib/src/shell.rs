@@ -21,11 +21,13 @@
 //!
 //! The exit status is the command's (128+n when the shell is killed by signal n).
 //!
-//! Settings guard: before each command the guarded settings files of the repository and of the
-//! session's existing worktrees are captured ([`settings::Snapshot`]); after it they are
-//! captured again and compared with the same rules and the same held-writes store as
-//! `settings-watch` ([`settings::enforce`]): a widening change is stored, then reverted; a
-//! narrowing one becomes the approved state. The store must be writable by agent-shell and not
+//! Settings guard: after each command the guarded settings files of the repository and of the
+//! session's existing worktrees are judged against their approved state, with the same rules
+//! and the same held-writes store as `settings-watch` (one `settings-watch check` pass,
+//! [`crate::settings::watch::Watcher::check`]): a widening change is stored, then reverted; a
+//! narrowing one becomes the approved state. The approved state, not a snapshot taken before
+//! the command, so a write made between commands (a background job, an editing tool) is judged
+//! too; a root seen for the first time starts from its files as they are. The store must be writable by agent-shell and not
 //! by the agent, so the guard runs when agent-shell sits outside the sandbox and starts it
 //! (`agent-shell -c 'bwrap … -- bash -c CMD'`); inside a sandbox that leaves the store
 //! read-only, agent-shell says once on stderr that the guard is off (settings-watch covers it).
@@ -36,9 +38,8 @@
 use crate::catalogue::{self, GitVersion};
 use crate::env::{DefuseOptions, Defused};
 use crate::events::{append_line, Event, EventKind, Tool};
-use crate::held::Store;
 use crate::policy::{Policy, PolicyError};
-use crate::settings::{self, watch::WatchConfig, Rules, Snapshot};
+use crate::settings::watch::{WatchConfig, Watcher};
 use crate::shim::{self, ShimError};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -201,15 +202,18 @@ fn log(p: &Policy, ev: Event) {
     }
 }
 
-/// The settings files as they were before a command, and what to compare them with.
+/// The settings guard around a command: every guarded file is judged against its approved
+/// state in the held-writes store settings-watch uses — not against a snapshot taken before
+/// the command, which would let a write made between commands (a job the previous command
+/// left in the background, an editing tool that does not go through the shell) pass unjudged
+/// and then stand as the next command's "before".
 struct Guard {
-    store: Store,
-    rules: Rules,
-    before: Vec<Snapshot>,
+    watcher: Watcher,
 }
 
 impl Guard {
-    /// Capture the guarded files of every root, or say why the guard is off.
+    /// Open the store and the roots (a root seen for the first time starts from its files as
+    /// they are), or say why the guard is off.
     fn before(p: &Policy, home: &Path) -> Result<Guard, String> {
         let cfg = WatchConfig::from_policy(p, home).map_err(|e| e.to_string())?;
         let dir = &cfg.store_dir;
@@ -220,45 +224,28 @@ impl Guard {
                 dir.display()
             )
         })?;
-        let store = Store::open(dir).map_err(|e| e.to_string())?;
-        let mut before = Vec::new();
-        for r in &cfg.roots {
-            before.push(Snapshot::capture(r, &cfg.rules).map_err(|e| e.to_string())?);
-        }
-        Ok(Guard {
-            store,
-            rules: cfg.rules,
-            before,
-        })
+        let watcher = Watcher::open(cfg)
+            .map_err(|e| e.to_string())?
+            .with_source("agent-shell");
+        Ok(Guard { watcher })
     }
 
-    /// Compare with the files now and carry out every decision; the events to log.
+    /// Judge every guarded file now and carry out every decision; the events to log.
     fn after(&self) -> Vec<Event> {
         let mut events = Vec::new();
-        for b in &self.before {
-            let res = Snapshot::capture(&b.root, &self.rules)
-                .and_then(|a| settings::enforce(&self.store, b, &a, &self.rules, "agent-shell"));
-            match res {
-                Ok(outcomes) => {
-                    for o in outcomes {
-                        if o.action != settings::Action::Accepted {
-                            eprintln!("agent-shell: {}", shim::one_line(&o.event().message));
-                        }
-                        events.push(o.event());
-                    }
-                }
-                Err(e) => {
-                    eprintln!("agent-shell: settings guard incomplete: {e}");
-                    events.push(
-                        Event::new(
-                            Tool::AgentShell,
-                            EventKind::CheckIncomplete,
-                            format!("settings guard incomplete: {e}"),
-                        )
-                        .repo(&b.root),
-                    );
-                }
+        let res = self.watcher.check(&mut |ev: &Event| {
+            if ev.event != EventKind::SettingsWriteAccepted {
+                eprintln!("agent-shell: {}", shim::one_line(&ev.message));
             }
+            events.push(ev.clone());
+        });
+        if let Err(e) = res {
+            eprintln!("agent-shell: settings guard incomplete: {e}");
+            events.push(Event::new(
+                Tool::AgentShell,
+                EventKind::CheckIncomplete,
+                format!("settings guard incomplete: {e}"),
+            ));
         }
         events
     }

@@ -161,6 +161,13 @@ impl Watcher {
         Ok(w)
     }
 
+    /// The same watcher, naming `source` (e.g. `agent-shell`) in its events and held
+    /// entries.
+    pub fn with_source(mut self, source: &'static str) -> Self {
+        self.source = source;
+        self
+    }
+
     /// The store (for `held list|show|approve|reject`).
     pub fn store(&self) -> &Store {
         &self.store
