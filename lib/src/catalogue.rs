@@ -776,6 +776,10 @@ pub enum UrlIn {
     Value,
     /// The subsection is the URL a prefix is rewritten to (`url.<base>.insteadOf`).
     Subsection,
+    /// The value names a remote — or, when no remote has that name, is itself the URL git
+    /// fetches from (`branch.<name>.remote`; `.` is the repository itself). A remote's
+    /// nickname (no `/`, no `:`) or `.` is not a URL; anything else is judged as one.
+    NameOrUrl,
 }
 
 /// Config keys that carry a remote or submodule URL: a persistent write is judged by the URL
@@ -787,6 +791,9 @@ pub static URL_KEYS: &[(KeyPattern, UrlIn)] = &[
     (per!("submodule"."url"), UrlIn::Value),
     (per!("url"."insteadOf"), UrlIn::Subsection),
     (per!("url"."pushInsteadOf"), UrlIn::Subsection),
+    (per!("branch"."remote"), UrlIn::NameOrUrl),
+    (per!("branch"."pushRemote"), UrlIn::NameOrUrl),
+    (k!("remote"."pushDefault"), UrlIn::NameOrUrl),
 ];
 
 /// Variables a launcher of the agent's commands (agent-shell) removes besides the defused

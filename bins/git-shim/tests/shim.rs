@@ -1038,3 +1038,27 @@ fn redteam3_repair_and_trace2() {
         );
     }
 }
+
+/// Third red-team pass, R16: `branch.<name>.remote` that names no remote is the URL git
+/// fetches from.
+#[test]
+fn redteam3_branch_remote_url() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        let canary = w.home.join("branch-remote-canary");
+        let url = format!("ext::sh -c touch% {}", canary.display());
+        w.refused(
+            &w.repo,
+            &["config", "branch.main.remote", &url],
+            "config-key",
+        );
+        // Positive control: the same value set by plain git runs on a plain fetch (ext is
+        // allowed here for the demonstration; a <helper>:: URL needs no such switch).
+        w.plain(&w.repo, &["config", "branch.main.remote", &url]);
+        let _ = w.plain_out(&w.repo, &["-c", "protocol.ext.allow=always", "fetch"]);
+        assert!(canary.exists(), "{}: control did not fire", g.display());
+        w.plain(&w.repo, &["config", "--unset", "branch.main.remote"]);
+        w.ok(&w.repo, &["config", "branch.main.remote", "origin"]);
+        w.ok(&w.repo, &["config", "branch.main.remote", "."]);
+    }
+}

@@ -557,6 +557,13 @@ pub fn key_danger(key: &str, value: Option<&str>) -> Option<String> {
             let url = match at {
                 UrlIn::Value => value,
                 UrlIn::Subsection => parsed.subsection,
+                UrlIn::NameOrUrl => value.filter(|v| {
+                    let nickname = !v.is_empty()
+                        && !v.contains(['/', ':'])
+                        && !v.starts_with('-')
+                        && !v.chars().any(char::is_control);
+                    *v != "." && !nickname
+                }),
             };
             // Unsetting a URL (no value) narrows.
             return url

@@ -784,3 +784,21 @@ fn redteam3_worktree_repair_registers_only_session_paths() {
         "config-key",
     );
 }
+
+#[test]
+fn redteam3_branch_remote_is_a_url_when_it_names_no_remote() {
+    let e = env("");
+    // R16: git fetch takes a branch.<name>.remote that names no remote as the URL itself.
+    e.refused(
+        &["config", "branch.main.remote", "ext::sh -c x"],
+        "config-key",
+    );
+    e.refused(
+        &["config", "branch.main.pushRemote", "/tmp/r"],
+        "config-key",
+    );
+    e.refused(&["config", "remote.pushDefault", "fd::1"], "config-key");
+    e.allowed(&["config", "branch.main.remote", "origin"]);
+    e.allowed(&["config", "branch.main.remote", "."]);
+    e.allowed(&["config", "branch.main.remote", "https://example.com/r.git"]);
+}
