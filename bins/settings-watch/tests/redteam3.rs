@@ -63,3 +63,65 @@ fn write_through_a_shared_mapping_is_held() {
     assert!(back, "the file was not put back while the mapping was held");
     w.stop();
 }
+
+/// R17: a worktree folder renamed away and a new folder made under its name. The watcher
+/// held the old folder's descriptor (and the new name matched a known root), so the new
+/// folder was never watched: its settings were never judged.
+#[test]
+fn worktree_folder_replaced_under_the_same_name() {
+    let env = Env::new();
+    let wt = env.home.join("src/proj-worktrees/alpha/feat");
+    let approved = br#"{"chat.tools.autoApprove": false}"#;
+    std::fs::create_dir_all(wt.join(".vscode")).unwrap();
+    std::fs::write(wt.join(".vscode/settings.json"), approved).unwrap();
+    let mut w = env.start();
+    std::fs::rename(&wt, wt.with_file_name("feat-old")).unwrap();
+    std::fs::create_dir_all(wt.join(".vscode")).unwrap();
+    let file = wt.join(".vscode/settings.json");
+    std::fs::write(&file, br#"{"chat.tools.autoApprove": true}"#).unwrap();
+    let held = w.wait_for(
+        |e| e["event"] == "settings_write_held" && e["path"].as_str() == file.to_str(),
+        Duration::from_secs(6),
+    );
+    assert!(
+        held.is_some(),
+        "the new folder's settings were not judged: {:?}",
+        w.seen
+    );
+    assert!(eventually(Duration::from_secs(3), || {
+        state(&file).as_deref() == Some(&approved[..])
+    }));
+    w.stop();
+}
+
+/// R17, link variant: the worktree folder replaced by a link to a folder elsewhere. What the
+/// link leads to is not vouched for: reported, never taken as clean.
+#[test]
+fn worktree_folder_replaced_by_a_link_is_reported() {
+    let env = Env::new();
+    let wt = env.home.join("src/proj-worktrees/alpha/feat");
+    std::fs::create_dir_all(wt.join(".vscode")).unwrap();
+    std::fs::write(
+        wt.join(".vscode/settings.json"),
+        br#"{"chat.tools.autoApprove": false}"#,
+    )
+    .unwrap();
+    let mut w = env.start();
+    std::fs::create_dir_all(env.outside.join(".vscode")).unwrap();
+    std::fs::write(
+        env.outside.join(".vscode/settings.json"),
+        br#"{"chat.tools.autoApprove": true}"#,
+    )
+    .unwrap();
+    std::fs::rename(&wt, wt.with_file_name("feat-old")).unwrap();
+    std::os::unix::fs::symlink(&env.outside, &wt).unwrap();
+    let seen = w.wait_for(
+        |e| {
+            e["event"] == "check_incomplete"
+                && e["message"].as_str().is_some_and(|m| m.contains("link"))
+        },
+        Duration::from_secs(6),
+    );
+    assert!(seen.is_some(), "the link was not reported: {:?}", w.seen);
+    w.stop();
+}

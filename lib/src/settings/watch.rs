@@ -373,6 +373,7 @@ impl Watcher {
             containers: HashMap::new(),
             deferred: HashMap::new(),
             recheck_due: Instant::now() + RECHECK,
+            link_roots: HashMap::new(),
             retry_due: None,
             failures: 0,
         };
@@ -459,7 +460,10 @@ impl Watcher {
                 failed = Some(e);
             }
             if st.recheck_due <= Instant::now() {
-                if let Err(e) = self.recheck(&ino, &mut st, emit) {
+                if let Err(e) = self
+                    .refresh_roots(&ino, &mut st, emit)
+                    .and_then(|()| self.recheck(&ino, &mut st, emit))
+                {
                     failed = Some(e);
                 }
                 st.recheck_due = Instant::now() + RECHECK;
@@ -603,6 +607,7 @@ impl Watcher {
                 new_roots.push(p);
             }
         }
+        self.refresh_roots(ino, st, emit)?;
         for p in new_roots {
             let Ok(fd) = nofollow::open_root(&p) else {
                 continue;
@@ -637,6 +642,91 @@ impl Watcher {
             let snap = Snapshot::capture(&p, &self.cfg.rules)?;
             for rel in snap.files.keys() {
                 st.defer(ri, rel);
+            }
+        }
+        Ok(())
+    }
+
+    /// Make sure every root's descriptor is still the folder at the root's path. A worktree
+    /// folder renamed away and a new folder made under its name would otherwise never be
+    /// watched (the descriptor and the watches follow the old folder, and the name matches a
+    /// known root): the root is re-opened at its path, re-watched, and every guarded file in
+    /// it judged against the approved state recorded for that path. A root whose path is now
+    /// a link is reported (`check_incomplete`): what it leads to is not vouched for.
+    fn refresh_roots(
+        &mut self,
+        ino: &Inotify,
+        st: &mut RunState,
+        emit: &mut dyn FnMut(&Event),
+    ) -> Result<(), SettingsError> {
+        use nix::sys::stat::{fstat, lstat, SFlag};
+        for ri in 0..self.roots.len() {
+            let path = self.roots[ri].path.clone();
+            let Ok(now) = lstat(&path) else {
+                // Gone: nothing at the name to judge; a folder made there later is seen then.
+                continue;
+            };
+            let Ok(held) = fstat(self.roots[ri].fd.as_fd()) else {
+                continue;
+            };
+            if now.st_dev == held.st_dev && now.st_ino == held.st_ino {
+                continue;
+            }
+            if SFlag::from_bits_truncate(now.st_mode) & SFlag::S_IFMT == SFlag::S_IFLNK {
+                let target = std::fs::read_link(&path).unwrap_or_default();
+                // Said once per link (again if it changes), not at every pass.
+                if st.link_roots.get(&path) == Some(&target) {
+                    continue;
+                }
+                st.link_roots.insert(path.clone(), target.clone());
+                emit(&self.event(
+                    Event::new(
+                        Tool::SettingsWatch,
+                        EventKind::CheckIncomplete,
+                        format!(
+                            "{} is now a link to {}: the settings files it leads to are not vouched for",
+                            path.display(),
+                            target.display()
+                        ),
+                    )
+                    .path(&path),
+                ));
+                continue;
+            }
+            let Ok(fd) = nofollow::open_root(&path) else {
+                continue;
+            };
+            // Drop the watches that follow the old folder.
+            let stale: Vec<WatchDescriptor> = st
+                .wds
+                .iter()
+                .chain(st.file_wds.iter())
+                .filter(|(_, (r, _))| *r == ri)
+                .map(|(wd, _)| *wd)
+                .collect();
+            for wd in stale {
+                let _ = ino.rm_watch(wd);
+                st.wds.remove(&wd);
+                st.file_wds.remove(&wd);
+            }
+            self.roots[ri].fd = fd;
+            emit(
+                &self.event(
+                    Event::new(
+                        Tool::SettingsWatch,
+                        EventKind::WatchStarted,
+                        format!(
+                            "{} was replaced by another folder; watching the new one",
+                            path.display()
+                        ),
+                    )
+                    .with("roots", vec![path.display().to_string()]),
+                ),
+            );
+            self.watch_tree(ino, st, ri, "")?;
+            let snap = Snapshot::capture(&path, &self.cfg.rules)?;
+            for rel in self.known_paths(ri, &snap)? {
+                st.defer(ri, &rel);
             }
         }
         Ok(())
@@ -685,7 +775,8 @@ impl Watcher {
             if ev.mask.contains(F::IN_IGNORED) {
                 st.containers.remove(&ev.wd);
             }
-            if ev.mask.contains(F::IN_ISDIR) && ev.mask.intersects(F::IN_CREATE | F::IN_MOVED_TO) {
+            // A folder (a new worktree, or one made under a known worktree's name) or a link.
+            if ev.mask.intersects(F::IN_CREATE | F::IN_MOVED_TO) {
                 self.watch_containers(ino, st, emit)?;
             }
             return Ok(());
@@ -879,6 +970,8 @@ struct RunState {
     deferred: HashMap<(usize, String), Deferred>,
     /// When every watched guarded file is judged again ([`RECHECK`]).
     recheck_due: Instant,
+    /// Roots whose path is a link, with the target last reported.
+    link_roots: HashMap<PathBuf, PathBuf>,
     /// Watches on the worktree folder (and its parent, until it exists).
     containers: HashMap<WatchDescriptor, PathBuf>,
     /// A full pass is due (after a failure).
