@@ -125,3 +125,26 @@ fn worktree_folder_replaced_by_a_link_is_reported() {
     assert!(seen.is_some(), "the link was not reported: {:?}", w.seen);
     w.stop();
 }
+
+/// R18 (not fixed): Claude Code reads `.claude/settings.json` from the folder it is started
+/// in, not from the repository's top (anthropics/claude-code#12962), so an owner who starts
+/// it in a subfolder of a monorepo reads a settings file no preset guards. Guarding
+/// `**/.claude/…` means watching every folder of the work tree; left to the lead (see
+/// docs/redteam3.md). Run with `--ignored` to see it fail.
+#[test]
+#[ignore = "R18 is not fixed: settings files below the root are not guarded"]
+fn settings_in_a_subfolder_are_guarded() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.repo.join("packages/app")).unwrap();
+    let mut w = env.start();
+    env.write(
+        "packages/app/.claude/settings.json",
+        br#"{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/x"}]}]}}"#,
+    );
+    let held = w.wait_for(
+        |e| e["event"] == "settings_write_held",
+        Duration::from_secs(5),
+    );
+    assert!(held.is_some(), "not held: {:?}", w.seen);
+    w.stop();
+}
