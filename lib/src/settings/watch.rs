@@ -42,8 +42,24 @@ pub const QUIET_MAX: Duration = Duration::from_secs(2);
 /// file open, so its close event waits until it is unmapped — for as long as the writer
 /// likes. Neither the change time (a page already dirty is rewritten without a fault) nor
 /// open/close counts (inotify merges identical consecutive events) can stand in for reading
-/// the bytes, so the bytes are read: a few small files, a few microseconds per pass.
+/// the bytes, so the bytes are read: a few small files, a few microseconds per pass. Each pass
+/// comes between half and one and a half of this after the last, at random ([`next_recheck`]).
 pub const RECHECK: Duration = Duration::from_secs(2);
+
+/// The time to the next [`RECHECK`] pass: between half and one and a half of it, at random,
+/// so that a writer who sees the watcher's reads (its own inotify watch on the file reports
+/// them) cannot put the approved bytes back just in time for each pass.
+fn next_recheck() -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    let half = RECHECK / 2;
+    half + Duration::from_millis(h.finish() % (RECHECK.as_millis() as u64 + 1))
+}
 
 /// What to watch, from the policy.
 #[derive(Debug, Clone)]
@@ -372,7 +388,7 @@ impl Watcher {
             file_wds: HashMap::new(),
             containers: HashMap::new(),
             deferred: HashMap::new(),
-            recheck_due: Instant::now() + RECHECK,
+            recheck_due: Instant::now() + next_recheck(),
             link_roots: HashMap::new(),
             retry_due: None,
             failures: 0,
@@ -466,7 +482,7 @@ impl Watcher {
                 {
                     failed = Some(e);
                 }
-                st.recheck_due = Instant::now() + RECHECK;
+                st.recheck_due = Instant::now() + next_recheck();
             }
             if st.retry_due.is_some_and(|t| t <= Instant::now()) {
                 st.retry_due = None;
