@@ -280,7 +280,11 @@ pub static KEYS: &[KeyEntry] = &[
     KeyEntry { key: k!("core"."askPass"), effect: RunsProgram, runs: "password prompt program", trigger: "credential prompts", neutraliser: set(""), since: None, severity: Error, research: "§1b" },
     KeyEntry { key: k!("core"."alternateRefsCommand"), effect: RunsShell, runs: "via sh, with an alternate's path", trigger: "fetch, rev-list --alternate-refs, receive-pack (needs objects/info/alternates)", neutraliser: set(""), since: None, severity: Error, research: "§1b" },
     KeyEntry { key: k!("uploadpack"."packObjectsHook"), effect: RunsShell, runs: "wraps pack-objects when serving", trigger: "serving a fetch (honoured from protected config only)", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1b" },
-    KeyEntry { key: k!("http"."proxy"), effect: Redirects, runs: "no program; traffic redirect", trigger: "http(s) transports", neutraliser: cannot("transports are cut with GIT_ALLOW_PROTOCOL"), since: None, severity: Note, research: "§1b" },
+    KeyEntry { key: any!("http"."proxy"), effect: Redirects, runs: "no program; traffic redirect (http.<url>.proxy for one URL prefix)", trigger: "http(s) transports", neutraliser: cannot("transports are cut with GIT_ALLOW_PROTOCOL"), since: None, severity: Note, research: "§1b" },
+    KeyEntry { key: any!("http"."sslVerify"), effect: Redirects, runs: "no program; false turns off TLS verification, so a proxy or resolver redirect can read and change the traffic", trigger: "https transports", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1b" },
+    KeyEntry { key: any!("http"."sslCAInfo"), effect: Redirects, runs: "no program; trusts the named certificate authority for https", trigger: "https transports", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1b" },
+    KeyEntry { key: any!("http"."sslCAPath"), effect: Redirects, runs: "no program; trusts the certificate authorities of the named folder for https", trigger: "https transports", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1b" },
+    KeyEntry { key: any!("http"."curloptResolve"), effect: Redirects, runs: "no program; pins host names to chosen addresses (host:port:address)", trigger: "http(s) transports", neutraliser: N::AuditOnly, since: None, severity: Warning, research: "§1b" },
     KeyEntry { key: k!("transfer"."bundleURI"), effect: Redirects, runs: "downloads bundles (CVE-2025-48385)", trigger: "clone, fetch", neutraliser: set("false"), since: None, severity: Warning, research: "§1b" },
     // §1c editors, pagers, viewers, tools
     KeyEntry { key: k!("core"."editor"), effect: RunsShell, runs: "editor, via sh", trigger: "commit without -m, tag -a, merge --edit, notes, rebase -i", neutraliser: cannot("GIT_EDITOR beats it and is set to ':'"), since: None, severity: Error, research: "§1c" },
@@ -767,6 +771,13 @@ pub fn classify_url(url: &str) -> Option<UrlDanger> {
     }
     Some(UrlDanger::Local)
 }
+
+/// URL-carrying keys whose ordinary values are harmless in one repository's config but, in a
+/// config file every repository reads (global, system, or one named with `--file`), redirect
+/// the owner's every repository: `url.https://attacker/.insteadOf = https://github.com/`.
+/// git-shim refuses writes of them outside the repository's own config.
+pub static SCOPE_WIDE_URL_KEYS: &[KeyPattern] =
+    &[per!("url"."insteadOf"), per!("url"."pushInsteadOf")];
 
 /// Where a URL sits in a URL-carrying config key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -1062,3 +1062,51 @@ fn redteam3_branch_remote_url() {
         w.ok(&w.repo, &["config", "branch.main.remote", "."]);
     }
 }
+
+/// Third red-team pass, R19 and R20: redirects of the owner's every repository through the
+/// global config.
+#[test]
+fn redteam3_global_redirects() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        let rewrite = "url.https://attacker.invalid/.insteadOf";
+        w.refused(
+            &w.repo,
+            &["config", "--global", rewrite, "https://github.com/"],
+            "config-key",
+        );
+        w.refused(
+            &w.repo,
+            &[
+                "config",
+                "--global",
+                "http.https://github.com/.proxy",
+                "http://127.0.0.1:9",
+            ],
+            "config-key",
+        );
+        let global = std::fs::read_to_string(w.home.join("gitconfig")).unwrap();
+        assert!(
+            !global.contains("attacker") && !global.contains("proxy"),
+            "{global}"
+        );
+        // Positive control: written by plain git, every repository's GitHub URLs go to the
+        // attacker's host.
+        w.plain(
+            &w.repo,
+            &["config", "--global", rewrite, "https://github.com/"],
+        );
+        let o = w.plain_out(
+            &w.home,
+            &["ls-remote", "--get-url", "https://github.com/git/git"],
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            "https://attacker.invalid/git/git",
+            "{}",
+            g.display()
+        );
+        // In the repository's own config the rewrite is the repository's business.
+        w.ok(&w.repo, &["config", rewrite, "https://github.com/"]);
+    }
+}

@@ -821,6 +821,14 @@ fn config(args: &[OsString]) -> Result<(), Refusal> {
         Act::Read
     });
     let alt = "the agent's git does not store program-running keys; ask the owner to set it outside the sandbox";
+    // A write to a config file other than the repository's own (`--global`, `--system`,
+    // `--file`): read by every repository of the owner.
+    let shared_file = opts.iter().any(|o| {
+        o.short == Some('f')
+            || ["--global", "--system", "--file"]
+                .iter()
+                .any(|full| is_long(o, full, ABBREV))
+    });
     match act {
         Act::Read => Ok(()),
         Act::Edit => Err(refuse(
@@ -830,6 +838,16 @@ fn config(args: &[OsString]) -> Result<(), Refusal> {
         Act::Write | Act::Unset => {
             let Some(key) = pos.first() else { return Ok(()) };
             let value = if act == Act::Write { pos.get(1).map(String::as_str) } else { None };
+            if act == Act::Write && shared_file {
+                if let Some(k) = ConfigKey::parse(key) {
+                    if catalogue::SCOPE_WIDE_URL_KEYS.iter().any(|p| p.matches(&k)) {
+                        return Err(refuse(
+                            "config-key",
+                            format!("git config: {key} in a global or shared config file rewrites the URLs of every repository of the owner; set it in this repository's config (git config --local), or ask the owner"),
+                        ));
+                    }
+                }
+            }
             let danger = if act == Act::Unset {
                 // Unsetting a URL narrows; unsetting a program-running key may bring back a
                 // lower-scope value (core.hooksPath → .git/hooks), so it is refused too.

@@ -802,3 +802,47 @@ fn redteam3_branch_remote_is_a_url_when_it_names_no_remote() {
     e.allowed(&["config", "branch.main.remote", "."]);
     e.allowed(&["config", "branch.main.remote", "https://example.com/r.git"]);
 }
+
+#[test]
+fn redteam3_redirects_for_every_repository() {
+    let e = env("");
+    // R19: the per-URL form of http.proxy, and TLS switches.
+    e.refused(
+        &[
+            "config",
+            "http.https://github.com/.proxy",
+            "http://127.0.0.1:9",
+        ],
+        "config-key",
+    );
+    e.refused(
+        &["config", "--global", "http.sslVerify", "false"],
+        "config-key",
+    );
+    e.refused(
+        &["config", "http.https://h/.sslCAInfo", "/tmp/ca.pem"],
+        "config-key",
+    );
+    // R20: a URL rewrite is the repository's business, not every repository's.
+    let rewrite = "url.https://attacker.invalid/.insteadOf";
+    e.refused(
+        &["config", "--global", rewrite, "https://github.com/"],
+        "config-key",
+    );
+    e.refused(
+        &[
+            "config",
+            "-f",
+            "/home/u/.gitconfig",
+            rewrite,
+            "https://github.com/",
+        ],
+        "config-key",
+    );
+    e.refused(
+        &["config", "set", "--system", rewrite, "https://github.com/"],
+        "config-key",
+    );
+    e.allowed(&["config", rewrite, "https://github.com/"]);
+    e.allowed(&["config", "--global", "user.name", "A"]);
+}
