@@ -1108,5 +1108,34 @@ fn redteam3_global_redirects() {
         );
         // In the repository's own config the rewrite is the repository's business.
         w.ok(&w.repo, &["config", rewrite, "https://github.com/"]);
+        // R21: the owner's safe.bareRepository = explicit, lifted by the agent.
+        w.plain(
+            &w.repo,
+            &["config", "--global", "safe.bareRepository", "explicit"],
+        );
+        let bare = w.home.join("emb/b.git");
+        w.plain(&w.home, &["init", "-q", "--bare", bare.to_str().unwrap()]);
+        assert!(!w
+            .plain_out(&bare, &["rev-parse", "--git-dir"])
+            .status
+            .success());
+        w.refused(
+            &w.repo,
+            &["config", "--global", "safe.bareRepository", "all"],
+            "config-key",
+        );
+        assert!(!w
+            .plain_out(&bare, &["rev-parse", "--git-dir"])
+            .status
+            .success());
+        // Positive control: the same write by plain git lifts the protection.
+        w.plain(
+            &w.repo,
+            &["config", "--global", "safe.bareRepository", "all"],
+        );
+        assert!(w
+            .plain_out(&bare, &["rev-parse", "--git-dir"])
+            .status
+            .success());
     }
 }

@@ -845,4 +845,13 @@ fn redteam3_redirects_for_every_repository() {
     );
     e.allowed(&["config", rewrite, "https://github.com/"]);
     e.allowed(&["config", "--global", "user.name", "A"]);
+    // R21: the owner's protections against other users' and embedded bare repositories.
+    e.refused(
+        &["config", "--global", "safe.bareRepository", "all"],
+        "config-key",
+    );
+    e.refused(
+        &["config", "--global", "--add", "safe.directory", "*"],
+        "config-key",
+    );
 }
