@@ -1139,3 +1139,34 @@ fn redteam3_global_redirects() {
             .success());
     }
 }
+
+/// Third red-team pass, R22: a worktree one folder below the session folder.
+#[test]
+fn redteam3_worktree_depth() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        let nested = w.wt.join("group/feat");
+        w.refused(
+            &w.repo,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "--detach",
+                nested.to_str().unwrap(),
+            ],
+            "worktree-location",
+        );
+        assert!(!nested.exists());
+        w.ok(
+            &w.repo,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "--detach",
+                w.wt.join("feat").to_str().unwrap(),
+            ],
+        );
+    }
+}

@@ -148,3 +148,26 @@ fn settings_in_a_subfolder_are_guarded() {
     assert!(held.is_some(), "not held: {:?}", w.seen);
     w.stop();
 }
+
+/// R22: a worktree made in one of the policy's `worktree_roots` (git-shim allows it) was
+/// never watched: only the session's worktree folder was.
+#[test]
+fn worktree_in_an_extra_root_is_watched() {
+    let env = Env::new();
+    let extra = env.home.join("wt-extra");
+    std::fs::create_dir_all(&extra).unwrap();
+    let mut text = std::fs::read_to_string(&env.policy).unwrap();
+    text.push_str(&format!("worktree_roots = [\"{}\"]\n", extra.display()));
+    std::fs::write(&env.policy, text).unwrap();
+    let mut w = env.start();
+    let file = extra.join("w1/.vscode/settings.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, br#"{"chat.tools.autoApprove": true}"#).unwrap();
+    let held = w.wait_for(
+        |e| e["event"] == "settings_write_held" && e["path"].as_str() == file.to_str(),
+        Duration::from_secs(6),
+    );
+    assert!(held.is_some(), "not held: {:?}", w.seen);
+    assert!(eventually(Duration::from_secs(3), || state(&file).is_none()));
+    w.stop();
+}

@@ -74,6 +74,9 @@ pub struct WatchConfig {
     /// (a new worktree) becomes a root with nothing approved yet (fail closed: a guarded file
     /// checked out or written there is held until the owner approves it).
     pub worktree_dir: Option<PathBuf>,
+    /// The policy's other worktree roots (`worktree_roots`): watched like the session's
+    /// worktree folder, each folder in them a root.
+    pub worktree_roots: Vec<PathBuf>,
     pub session: Option<String>,
 }
 
@@ -84,14 +87,17 @@ impl WatchConfig {
     pub fn from_policy(policy: &Policy, home: &Path) -> Result<WatchConfig, PolicyError> {
         let rules = Rules::from_policy(policy, home)?;
         let mut roots = vec![policy.repo.clone()];
-        if let Ok(rd) = std::fs::read_dir(&policy.worktree_dir) {
-            let mut wts: Vec<PathBuf> = rd
-                .filter_map(Result::ok)
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                .map(|e| e.path())
-                .collect();
-            wts.sort();
-            roots.extend(wts);
+        for dir in std::iter::once(&policy.worktree_dir).chain(&policy.worktree_roots) {
+            if let Ok(rd) = std::fs::read_dir(dir) {
+                let mut wts: Vec<PathBuf> = rd
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path())
+                    .filter(|p| !roots.contains(p))
+                    .collect();
+                wts.sort();
+                roots.extend(wts);
+            }
         }
         if let Some(toml::Value::Array(extra)) = policy.settings.get("roots") {
             for (i, r) in extra.iter().enumerate() {
@@ -114,6 +120,7 @@ impl WatchConfig {
             rules,
             store_dir: policy.held_dir(),
             worktree_dir: Some(policy.worktree_dir.clone()),
+            worktree_roots: policy.worktree_roots.clone(),
             session: Some(policy.session.clone()),
         })
     }
@@ -583,8 +590,8 @@ impl Watcher {
         Ok(())
     }
 
-    /// Watch the session's worktree folder (or, until it exists, its parent) and make every
-    /// folder in it a root. A worktree seen for the first time while running starts with
+    /// Watch the session's worktree folder and the policy's worktree roots (or, until they
+    /// exist, their parents) and make every folder in them a root. A worktree seen for the first time while running starts with
     /// nothing approved: its guarded files are judged as creations (held), since the agent
     /// controls what a new worktree holds and when.
     fn watch_containers(
@@ -593,34 +600,42 @@ impl Watcher {
         st: &mut RunState,
         emit: &mut dyn FnMut(&Event),
     ) -> Result<(), SettingsError> {
-        let Some(wdir) = self.cfg.worktree_dir.clone() else {
-            return Ok(());
-        };
         let mask = AddWatchFlags::IN_CREATE
             | AddWatchFlags::IN_MOVED_TO
             | AddWatchFlags::IN_ONLYDIR
             | AddWatchFlags::IN_DONT_FOLLOW;
-        let parent = wdir.parent().map(Path::to_path_buf);
-        let grandparent = parent
-            .as_deref()
-            .and_then(Path::parent)
-            .map(Path::to_path_buf);
-        for c in [grandparent, parent, Some(wdir.clone())]
-            .into_iter()
-            .flatten()
-        {
-            if let Ok(wd) = ino.add_watch(&c, mask) {
-                st.containers.insert(wd, c);
-            }
-        }
-        let Ok(fd) = nofollow::open_root(&wdir) else {
-            return Ok(());
-        };
+        // The session's worktree folder and the policy's other worktree roots: git-shim lets
+        // a worktree be made directly in each of them.
+        let wdirs: Vec<PathBuf> = self
+            .cfg
+            .worktree_dir
+            .iter()
+            .chain(&self.cfg.worktree_roots)
+            .cloned()
+            .collect();
         let mut new_roots = Vec::new();
-        for (name, is_dir, _) in list_dir(&fd, &wdir)? {
-            let p = wdir.join(&name);
-            if is_dir && !self.roots.iter().any(|r| r.path == p) {
-                new_roots.push(p);
+        for wdir in wdirs {
+            let parent = wdir.parent().map(Path::to_path_buf);
+            let grandparent = parent
+                .as_deref()
+                .and_then(Path::parent)
+                .map(Path::to_path_buf);
+            for c in [grandparent, parent, Some(wdir.clone())]
+                .into_iter()
+                .flatten()
+            {
+                if let Ok(wd) = ino.add_watch(&c, mask) {
+                    st.containers.insert(wd, c);
+                }
+            }
+            let Ok(fd) = nofollow::open_root(&wdir) else {
+                continue;
+            };
+            for (name, is_dir, _) in list_dir(&fd, &wdir)? {
+                let p = wdir.join(&name);
+                if is_dir && !self.roots.iter().any(|r| r.path == p) && !new_roots.contains(&p) {
+                    new_roots.push(p);
+                }
             }
         }
         self.refresh_roots(ino, st, emit)?;

@@ -500,6 +500,18 @@ impl Rules<'_> {
                 format!("{} is outside this session's worktree folders; worktrees of session {} go under {roots} (e.g. git worktree add {}/<name>)", abs.display(), p.session, p.worktree_dir.display()),
             ));
         }
+        // Directly in one of those folders: settings-watch and agent-shell guard each folder
+        // there as one worktree, so a worktree one level further down would be a folder of
+        // another, its settings files below the paths the rules name.
+        let direct = std::iter::once(&p.worktree_dir)
+            .chain(&p.worktree_roots)
+            .any(|r| abs.parent() == Some(resolve(r).as_path()));
+        if !direct {
+            return Err(refuse(
+                "worktree-location",
+                format!("{} is not directly in a worktree folder of session {}; put each worktree directly under {roots} (e.g. git worktree add {}/<name>)", abs.display(), p.session, p.worktree_dir.display()),
+            ));
+        }
         if verb == "move" {
             if let Some(src) = pos.first() {
                 let src = named_worktree(src, &eff.cwd, repo);

@@ -855,3 +855,15 @@ fn redteam3_redirects_for_every_repository() {
         "config-key",
     );
 }
+
+#[test]
+fn redteam3_worktrees_directly_in_the_session_folder() {
+    let e = env("");
+    // R22: settings-watch guards each folder directly in the session folder as a worktree;
+    // one further down had its settings files below every rule's paths.
+    let nested = format!("{}/group/feat", e.wt().display());
+    e.refused(&["worktree", "add", &nested], "worktree-location");
+    let a = format!("{}/a", e.wt().display());
+    e.refused(&["worktree", "move", &a, &nested], "worktree-location");
+    e.allowed(&["worktree", "add", &format!("{}/feat", e.wt().display())]);
+}
