@@ -109,6 +109,41 @@ fn rewritten_history_is_reported() {
     }
 }
 
+/// A ref may move forward over commits another ref already had (no new commit on the way),
+/// or over new commits that sit on top of such ones: neither is a rewrite, whichever way the
+/// scan proves the old tip an ancestor. A move to unrelated new history is one.
+#[test]
+fn forward_moves_through_old_commits_are_not_rewrites() {
+    for git in gits() {
+        let r = Repo::new(&git);
+        r.sh("echo a > a && $GIT add a && $GIT commit -qm a");
+        r.sh("$GIT branch lag1 && $GIT branch lag2 && $GIT branch jumped");
+        r.sh("echo b > a && $GIT commit -qam b && echo c > a && $GIT commit -qam c");
+        let s = RefSnapshot::take(&r.git_dir()).unwrap();
+        // lag1: fast-forward to main (commits the snapshot already reached).
+        r.sh("$GIT branch -f lag1 main");
+        // lag2: a new commit on top of main, then lag2 moved to it.
+        r.sh("$GIT checkout -q -b top main && echo d > a && $GIT commit -qam d");
+        r.sh("$GIT branch -f lag2 top");
+        // jumped: moved to a new root commit (history dropped).
+        r.sh("$GIT branch -f jumped $(echo root | $GIT commit-tree $($GIT mktree </dev/null))");
+        let rep = scan::scan(&r.git_dir(), &s, &Limits::default()).unwrap();
+        assert!(rep.incomplete.is_none(), "{rep:?}");
+        let got: Vec<(&str, RewriteKind)> = rep
+            .rewritten
+            .iter()
+            .map(|w| (w.ref_name.as_str(), w.kind))
+            .collect();
+        assert_eq!(
+            got,
+            vec![("refs/heads/jumped", RewriteKind::NotFastForward)],
+            "{}",
+            git.display()
+        );
+        assert_eq!(rep.stats.commits, 2, "d and the new root: {rep:?}");
+    }
+}
+
 #[test]
 fn new_replace_ref_is_flagged() {
     for git in gits() {

@@ -38,6 +38,9 @@ const CHUNK: usize = 16_384;
 const MEMO_MAX: usize = 1 << 16;
 /// Decoded-object cache per worker.
 const OBJECT_CACHE_BYTES: usize = 4 << 20;
+/// Decoded-object cache of the commit walk: holds the commits of a range of ~50,000 commits
+/// between gix's two reads of each (commits only; the workers have their own caches).
+const WALK_OBJECT_CACHE_BYTES: usize = 16 << 20;
 /// Longest symbolic-link target read (PATH_MAX).
 const MAX_LINK_TARGET: u64 = 4096;
 /// Tag chains followed at most this deep.
@@ -161,13 +164,15 @@ pub(super) fn run(
         show_signature,
     };
 
-    let rewritten = refs_phase(&repo, snapshot, &now, &ctx);
     let (tips, trees, hidden) = tips_and_hidden(&repo, snapshot, &now, &ctx);
 
     let threads = limits.threads.max(1);
-    if !ctx.stopped() {
-        walk_and_diff(&repo, tips, trees, hidden, &ctx, threads);
-    }
+    let new_commits = if ctx.stopped() {
+        NewCommits::default()
+    } else {
+        walk_and_diff(&repo, tips, trees, hidden, &ctx, threads)
+    };
+    let rewritten = refs_phase(&repo, snapshot, &now, &new_commits, &ctx);
 
     let mut findings = ctx.findings.into_inner().unwrap_or_else(|e| e.into_inner());
     findings.sort();
@@ -276,6 +281,36 @@ fn peel(repo: &gix::Repository, id: ObjectId) -> Result<Peeled, String> {
     Err(format!("tag chain deeper than {MAX_TAG_DEPTH}"))
 }
 
+/// The parents of every commit the scan walked: reachable from the refs now and not from the
+/// snapshot. A ref that moved forward over new commits reaches its old tip through them, so
+/// most ancestry questions are answered here without walking the history a second time.
+#[derive(Default)]
+struct NewCommits(HashMap<ObjectId, Box<[ObjectId]>>);
+
+impl NewCommits {
+    /// Does a path of new commits lead from `new` to its ancestor `old`? `false` means "not
+    /// through new commits alone" (the path may pass through a commit another snapshot ref
+    /// already had): ask [`is_ancestor`] then.
+    fn reaches(&self, new: ObjectId, old: ObjectId) -> bool {
+        let mut seen = HashSet::new();
+        let mut queue = VecDeque::from([new]);
+        while let Some(id) = queue.pop_front() {
+            let Some(parents) = self.0.get(&id) else {
+                continue;
+            };
+            for p in parents.iter() {
+                if *p == old {
+                    return true;
+                }
+                if seen.insert(*p) {
+                    queue.push_back(*p);
+                }
+            }
+        }
+        false
+    }
+}
+
 /// Is `old` reachable from `new`? Walks from `old` hiding `new`: nothing left means yes.
 fn is_ancestor(repo: &gix::Repository, old: ObjectId, new: ObjectId) -> Result<bool, String> {
     let mut walk = gix::traverse::commit::Simple::new([old], &repo.objects)
@@ -294,6 +329,7 @@ fn refs_phase(
     repo: &gix::Repository,
     snapshot: &RefSnapshot,
     now: &RefSnapshot,
+    new_commits: &NewCommits,
     ctx: &Ctx,
 ) -> Vec<Rewrite> {
     let mut out = Vec::new();
@@ -327,7 +363,7 @@ fn refs_phase(
         }
         let kind = match (peel(repo, old_id), peel(repo, new_id)) {
             (Ok(Peeled::Commit(a)), Ok(Peeled::Commit(b))) => {
-                if a == b {
+                if a == b || new_commits.reaches(b, a) {
                     None
                 } else {
                     match is_ancestor(repo, a, b) {
@@ -454,7 +490,8 @@ fn walk_and_diff(
     hidden: Vec<ObjectId>,
     ctx: &Ctx,
     threads: usize,
-) {
+) -> NewCommits {
+    let mut graph = NewCommits::default();
     let ts = repo.clone().into_sync();
     let (tx, rx) = mpsc::sync_channel::<Vec<Job>>(threads * 4);
     let rx = Mutex::new(rx);
@@ -509,7 +546,12 @@ fn walk_and_diff(
             drop(tx);
             return;
         }
-        let walk = gix::traverse::commit::Simple::new(tips, &repo.objects)
+        // gix reads every commit of the range twice: once to find where the hidden history
+        // begins, once to hand it out. An object cache on the walk's own handle makes the
+        // second read a hit (callgrind, 10,000 commits: the walk 951 M → 361 M instructions).
+        let mut walk_repo = repo.clone();
+        walk_repo.object_cache_size(WALK_OBJECT_CACHE_BYTES);
+        let walk = gix::traverse::commit::Simple::new(tips, &walk_repo.objects)
             .commit_graph(None)
             .hide(hidden);
         let mut walk = match walk {
@@ -565,10 +607,12 @@ fn walk_and_diff(
                     );
                 }
             }
+            let parents: Vec<ObjectId> = info.parent_ids.iter().copied().collect();
+            graph.0.insert(info.id, parents.as_slice().into());
             batch.push(Job::Commit {
                 id: info.id,
                 tree: commit.tree(),
-                parents: info.parent_ids.iter().copied().collect(),
+                parents,
             });
             if batch.len() == CHUNK && !send_oldest_first(&mut batch) {
                 break;
@@ -581,6 +625,7 @@ fn walk_and_diff(
             .store(n.min(ctx.limits.max_commits), Ordering::Relaxed);
         drop(tx);
     });
+    graph
 }
 
 /// A blob whose contents a rule reads after the diff.

@@ -67,11 +67,12 @@ impl Glob {
 
     /// Does the relative path `rel` (segments separated by `/`) match, ignoring case?
     pub fn matches(&self, rel: &str) -> bool {
-        let parts: Vec<Vec<char>> = split_rel(rel).map(fold).collect();
-        if parts.is_empty() {
-            return false;
-        }
-        match_from(&self.segs, &parts)
+        self.matches_folded(&FoldedPath::new(rel))
+    }
+
+    /// [`Glob::matches`] on a path folded once for many globs.
+    pub fn matches_folded(&self, path: &FoldedPath) -> bool {
+        !path.0.is_empty() && match_from(&self.segs, &path.0)
     }
 
     /// Could a file below the folder `dir` (relative, `""` for the root) match? The watcher
@@ -88,6 +89,18 @@ impl Glob {
         } else {
             Some(self.segs.len() - 1)
         }
+    }
+}
+
+/// A relative path split into segments and lower-cased the way globs are: fold it once when
+/// it is matched against many globs (the commit scan checks every changed path against every
+/// preset).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoldedPath(Vec<Vec<char>>);
+
+impl FoldedPath {
+    pub fn new(rel: &str) -> FoldedPath {
+        FoldedPath(split_rel(rel).map(fold).collect())
     }
 }
 

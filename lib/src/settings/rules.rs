@@ -5,7 +5,7 @@
 //! docs all read one format. A rule with the name of an existing rule overrides it field by
 //! field (its `keys` are merged pattern by pattern); `enabled = false` turns a rule off.
 
-use super::glob::{seg_match, Glob};
+use super::glob::{seg_match, FoldedPath, Glob};
 use crate::policy::{Policy, PolicyError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -214,8 +214,10 @@ fn preset_rules() -> &'static [FileRule] {
 /// The shipped rule guarding the repository-relative path `rel_path` (all presets enabled), if
 /// any. Case-insensitive. Used by the commit scan to flag commits that touch settings files.
 pub fn guarded_path(rel_path: &str) -> Option<&'static FileRule> {
-    let rel = rel_path.trim_start_matches("./");
-    preset_rules().iter().find(|r| r.matches(rel))
+    let path = FoldedPath::new(rel_path.trim_start_matches("./"));
+    preset_rules()
+        .iter()
+        .find(|r| r.paths.iter().any(|g| g.matches_folded(&path)))
 }
 
 impl Rules {
