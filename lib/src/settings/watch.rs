@@ -483,12 +483,10 @@ impl Watcher {
                 failed = Some(e);
             }
             if st.recheck_due <= Instant::now() {
-                if let Err(e) = self
-                    .refresh_roots(&ino, &mut st, emit)
-                    .and_then(|()| self.recheck(&ino, &mut st, emit))
-                {
+                if let Err(e) = self.refresh_roots(&ino, &mut st, emit) {
                     failed = Some(e);
                 }
+                self.recheck(&mut st);
                 st.recheck_due = Instant::now() + next_recheck();
             }
             if st.retry_due.is_some_and(|t| t <= Instant::now()) {
@@ -815,11 +813,14 @@ impl Watcher {
         if let Some((ri, rel)) = st.file_wds.get(&ev.wd).cloned() {
             if ev.mask.contains(F::IN_IGNORED) {
                 st.file_wds.remove(&ev.wd);
-            } else if ev.mask.intersects(F::IN_CLOSE_WRITE | F::IN_ATTRIB) {
-                st.deferred.remove(&(ri, rel.clone()));
-                self.evaluate(ri, &rel, emit)?;
-                self.watch_file(ino, st, ri, &rel);
-            } else if ev.mask.contains(F::IN_MODIFY) {
+            } else if ev
+                .mask
+                .intersects(F::IN_CLOSE_WRITE | F::IN_ATTRIB | F::IN_MODIFY)
+            {
+                // Through the waiting for quiet, not at once: the inode may no longer be the
+                // file at the path (a revert moved it away and an event about that arrives
+                // late), and the file now there may be half-written — judged at once, it would
+                // be taken for a broken file and held.
                 st.defer(ri, &rel);
             }
             return Ok(());
@@ -956,24 +957,17 @@ impl Watcher {
     }
 
     /// Judge again every guarded file whose inode is watched (every one present), events or
-    /// not ([`RECHECK`]). Unchanged files cost a read and a comparison.
-    fn recheck(
-        &self,
-        ino: &Inotify,
-        st: &mut RunState,
-        emit: &mut dyn FnMut(&Event),
-    ) -> Result<(), SettingsError> {
+    /// not ([`RECHECK`]): each goes through the same wait for quiet as a written file (judged
+    /// once it has not been modified for [`QUIET`], at the latest [`QUIET_MAX`] later), so a
+    /// writer caught half-way through an ordinary write is not taken for a broken file.
+    /// Unchanged files cost a read and a comparison.
+    fn recheck(&self, st: &mut RunState) {
         let files: BTreeSet<(usize, String)> = st.file_wds.values().cloned().collect();
         for (ri, rel) in files {
-            if st.deferred.contains_key(&(ri, rel.clone())) {
-                // Being written: judged when quiet.
-                continue;
-            }
-            if self.evaluate(ri, &rel, emit)?.is_some() {
-                self.watch_file(ino, st, ri, &rel);
+            if !st.deferred.contains_key(&(ri, rel.clone())) {
+                st.defer(ri, &rel);
             }
         }
-        Ok(())
     }
 
     /// How long since the file was last modified (zero when unknown).

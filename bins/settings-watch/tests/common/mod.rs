@@ -145,12 +145,22 @@ impl Watch {
         .unwrap();
         let st = self.child.wait().unwrap();
         self.settle(Duration::from_millis(100));
-        (st.code().unwrap_or(-1), self.seen)
+        (st.code().unwrap_or(-1), std::mem::take(&mut self.seen))
     }
 
     pub fn kill9(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A test that fails before `stop` must not leave its watcher running.
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
