@@ -568,18 +568,19 @@ fn read_node_known(dir: &Dir, name: &OsStr, known: Option<&Node>) -> Result<Node
     };
     Ok(match st.kind {
         Kind::File => {
-            let bytes = dir.read_bytes(name, FILE_LIMIT)?;
+            // The mode of the file actually read (its descriptor's `fstat`).
+            let (bytes, mode) = dir.read_stated(name, FILE_LIMIT)?;
             match known {
                 Some(Node::File {
                     oid,
                     content: content @ Content::Text(text),
                     ..
                 }) if text.as_bytes() == bytes.as_slice() => Node::File {
-                    mode: st.mode & 0o7777,
+                    mode: mode & 0o7777,
                     oid: oid.clone(),
                     content: content.clone(),
                 },
-                _ => Node::file(&bytes, st.mode),
+                _ => Node::file(&bytes, mode),
             }
         }
         Kind::Dir => Node::Dir { mode: st.mode },

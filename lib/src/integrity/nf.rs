@@ -119,6 +119,14 @@ impl Dir {
         self.0.read(name, limit)
     }
 
+    /// Read a regular file child whose `lstat` ([`Dir::stat`]) the caller has just taken:
+    /// `fsx::Root::read_child_regular` (opened no-follow and non-blocking, type checked on
+    /// the opened descriptor before reading). The bytes and the permission bits of the file
+    /// read.
+    pub fn read_stated(&self, name: &OsStr, limit: u64) -> Result<(Vec<u8>, u32), NfError> {
+        self.0.read_child_regular(name, limit)
+    }
+
     /// The target of a symbolic link child (read, not followed).
     pub fn read_link(&self, name: &OsStr) -> Result<OsString, NfError> {
         self.0.read_link(name).map(PathBuf::into_os_string)
@@ -126,9 +134,7 @@ impl Dir {
 
     /// Names in this folder, sorted.
     pub fn list(&self) -> Result<Vec<OsString>, NfError> {
-        let mut v: Vec<OsString> = self.0.list("")?.into_iter().map(|e| e.name).collect();
-        v.sort();
-        Ok(v)
+        self.0.list_names("")
     }
 
     /// Create a child folder (an existing one is fine).
