@@ -30,6 +30,7 @@ pub mod state;
 pub mod tool;
 
 use crate::events::{Event, EventKind, Tool};
+use crate::fsx::FileType;
 use crate::layout::{LayoutError, Problem as LayoutProblem, WorktreeEntry};
 use nf::{Dir, Kind, NfError};
 use state::{Content, Node, State, WorktreeBaseline};
@@ -286,17 +287,85 @@ struct Collector<'a> {
     /// The baseline's entries (at check time): a file whose bytes equal the baseline's text
     /// takes the baseline's object id instead of being hashed again (see [`read_node_known`]).
     known: Option<&'a BTreeMap<String, Node>>,
+    /// The worktree entries as `crate::layout::worktree_entries` read them, by id: their
+    /// admin-dir files are taken from there instead of being read a second time (see
+    /// [`Collector::shared_entry`]).
+    shared: Option<&'a BTreeMap<String, WorktreeEntry>>,
 }
 
 impl<'a> Collector<'a> {
-    fn new(root: &'a Dir, known: Option<&'a BTreeMap<String, Node>>) -> Self {
+    fn new(
+        root: &'a Dir,
+        known: Option<&'a BTreeMap<String, Node>>,
+        shared: Option<&'a BTreeMap<String, WorktreeEntry>>,
+    ) -> Self {
         Collector {
             root,
             entries: BTreeMap::new(),
             problems: Vec::new(),
             dirs: crate::layout::FastMap::default(),
             known,
+            shared,
         }
+    }
+
+    /// Record `node` at `rel` unless the entry limit is reached (then a problem, `false`).
+    fn put(&mut self, rel: &str, node: Node) -> bool {
+        if self.full() {
+            self.problems.push(Problem {
+                path: self.root.path().join(rel),
+                reason: format!("more than {ENTRY_LIMIT} entries; stopped"),
+                link: false,
+            });
+            return false;
+        }
+        self.entries.insert(rel.to_owned(), node);
+        true
+    }
+
+    /// Record the worktree entry `worktrees/<id>` and its files from what
+    /// `crate::layout::worktree_entries` read (no-follow, each file once, see
+    /// `layout::AdminFile`), instead of reading them again; the names of its admin dir, or
+    /// `None` when the layout read has nothing for this id as a folder (the caller reads
+    /// the entry itself). The nodes are those [`read_node_known`] builds from the same lstat
+    /// and bytes; a file the layout read could not hold (unreadable, too large for it) is
+    /// read here, so its error is met and reported as before.
+    fn shared_entry(&mut self, id: &str, base: &str) -> Option<Vec<OsString>> {
+        let e = self.shared.and_then(|l| l.get(id))?;
+        let FileType::Dir { mode } = e.admin_type else {
+            return None;
+        };
+        if self.entries.contains_key(base) || !self.put(base, Node::Dir { mode }) {
+            return Some(Vec::new());
+        }
+        for f in WORKTREE_FILES {
+            let rel = format!("{base}/{f}");
+            let node = match e.files.iter().find(|a| a.name == *f) {
+                None => Node::Absent,
+                Some(a) => match (&a.file_type, &a.bytes) {
+                    (FileType::File { mode, .. }, Some(bytes)) => {
+                        file_node(bytes, *mode, self.known.and_then(|k| k.get(&rel)))
+                    }
+                    (FileType::File { .. }, None) => {
+                        self.file(&rel);
+                        continue;
+                    }
+                    (FileType::Dir { mode }, _) => Node::Dir { mode: *mode },
+                    (FileType::Symlink { target }, _) => Node::Link {
+                        target: target.to_string_lossy().into_owned(),
+                    },
+                    (FileType::Fifo, _) => Node::Special { kind: Kind::Fifo },
+                    (FileType::Socket, _) => Node::Special { kind: Kind::Socket },
+                    (FileType::CharDev | FileType::BlockDev, _) => {
+                        Node::Special { kind: Kind::Device }
+                    }
+                },
+            };
+            if !self.put(&rel, node) {
+                return Some(Vec::new());
+            }
+        }
+        Some(e.files.iter().map(|a| a.name.clone()).collect())
     }
 
     /// The folder `rel` (`""` is the root), opened once per pass.
@@ -507,17 +576,21 @@ impl<'a> Collector<'a> {
         for id in ids {
             let Some(id) = id.to_str() else { continue };
             let base = format!("worktrees/{id}");
-            let Some(Node::Dir { .. }) = self.node(&base) else {
-                continue;
-            };
-            for f in WORKTREE_FILES {
-                self.file(&format!("{base}/{f}"));
-            }
-            let names = match self.dir(&base).and_then(|d| d.list()) {
-                Ok(n) => n,
-                Err(e) => {
-                    self.problem(&e);
+            let names = if let Some(names) = self.shared_entry(id, &base) {
+                names
+            } else {
+                let Some(Node::Dir { .. }) = self.node(&base) else {
                     continue;
+                };
+                for f in WORKTREE_FILES {
+                    self.file(&format!("{base}/{f}"));
+                }
+                match self.dir(&base).and_then(|d| d.list()) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        self.problem(&e);
+                        continue;
+                    }
                 }
             };
             for n in names {
@@ -570,18 +643,7 @@ fn read_node_known(dir: &Dir, name: &OsStr, known: Option<&Node>) -> Result<Node
         Kind::File => {
             // The mode of the file actually read (its descriptor's `fstat`).
             let (bytes, mode) = dir.read_stated(name, FILE_LIMIT)?;
-            match known {
-                Some(Node::File {
-                    oid,
-                    content: content @ Content::Text(text),
-                    ..
-                }) if text.as_bytes() == bytes.as_slice() => Node::File {
-                    mode: mode & 0o7777,
-                    oid: oid.clone(),
-                    content: content.clone(),
-                },
-                _ => Node::file(&bytes, mode),
-            }
+            file_node(&bytes, mode, known)
         }
         Kind::Dir => Node::Dir { mode: st.mode },
         Kind::Link => Node::Link {
@@ -589,6 +651,23 @@ fn read_node_known(dir: &Dir, name: &OsStr, known: Option<&Node>) -> Result<Node
         },
         k => Node::Special { kind: k },
     })
+}
+
+/// The node of a file read with `bytes` and permission bits `mode`, given the baseline's
+/// node for it (see [`read_node_known`]).
+fn file_node(bytes: &[u8], mode: u32, known: Option<&Node>) -> Node {
+    match known {
+        Some(Node::File {
+            oid,
+            content: content @ Content::Text(text),
+            ..
+        }) if text.as_bytes() == bytes => Node::File {
+            mode: mode & 0o7777,
+            oid: oid.clone(),
+            content: content.clone(),
+        },
+        _ => Node::file(bytes, mode),
+    }
 }
 
 /// Read an absolute path's node without following links on the way.
@@ -643,8 +722,13 @@ fn is_config_key(rel: &str) -> bool {
 /// skipped when it cannot give another answer: the include targets are a function of the
 /// config files' bytes, so when every config file and every known include target is byte-equal
 /// to the baseline, the targets are the baseline's.
-fn collect(root: &Dir, common_dir: &Path, baseline: Option<&State>) -> Snapshot {
-    let mut c = Collector::new(root, baseline.map(|b| &b.entries));
+fn collect(
+    root: &Dir,
+    common_dir: &Path,
+    baseline: Option<&State>,
+    layout: &BTreeMap<String, WorktreeEntry>,
+) -> Snapshot {
+    let mut c = Collector::new(root, baseline.map(|b| &b.entries), Some(layout));
     c.git_dir("", 0);
     c.worktrees();
     let mut includes = BTreeMap::new();
@@ -834,14 +918,22 @@ pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityE
     let loc = locate(&opts.repo)?;
     let session_dir = session_dir(opts, &loc);
     let root = Dir::open_abs(&loc.common_dir)?;
-    let snap = collect(&root, &loc.common_dir, None);
+    // The worktree entries are read first: the collector takes their admin-dir files from
+    // this read instead of reading each again.
+    let layout = layout_entries(&loc.common_dir);
+    let snap = collect(
+        &root,
+        &loc.common_dir,
+        None,
+        layout.as_ref().unwrap_or(&BTreeMap::new()),
+    );
     if let Some(p) = snap.problems.first() {
         return Err(IntegrityError::Unreadable {
             path: p.path.clone(),
             reason: p.reason.clone(),
         });
     }
-    let layout = layout_entries(&loc.common_dir).map_err(|e| IntegrityError::Unreadable {
+    let layout = layout.map_err(|e| IntegrityError::Unreadable {
         path: e.path().to_path_buf(),
         reason: e.to_string(),
     })?;
@@ -998,7 +1090,14 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
             return Outcome::Incomplete;
         }
     };
-    let snap = collect(&root, common, Some(state));
+    // The worktree entries first: the collector takes their admin-dir files from this read.
+    let layout = layout_entries(common);
+    let snap = collect(
+        &root,
+        common,
+        Some(state),
+        layout.as_ref().unwrap_or(&BTreeMap::new()),
+    );
     for p in &snap.problems {
         outcome = Outcome::Incomplete;
         if p.link {
@@ -1017,7 +1116,7 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
             emit(mk(EventKind::CheckIncomplete, p.reason.clone()).path(&p.path));
         }
     }
-    let layout = match layout_entries(common) {
+    let layout = match layout {
         Ok(l) => l,
         Err(e) => {
             outcome = Outcome::Incomplete;
@@ -1600,4 +1699,124 @@ fn restore_one(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    /// A common dir with worktree entries in every shape the collector must record: an
+    /// honest entry, one whose files are a link, a fifo, a folder and a file of another mode,
+    /// one with names git does not keep there (a hooks folder, a name that is not UTF-8),
+    /// an entry that is a link and one that is a file.
+    fn odd_common_dir() -> (tempfile::TempDir, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        let common = base.join("proj/.git");
+        let wts = common.join("worktrees");
+        for id in ["honest", "odd", "extra"] {
+            let a = wts.join(id);
+            std::fs::create_dir_all(&a).unwrap();
+            std::fs::create_dir_all(base.join(id)).unwrap();
+            std::fs::write(a.join("gitdir"), format!("{}/{id}/.git\n", base.display())).unwrap();
+            std::fs::write(a.join("commondir"), "../..\n").unwrap();
+            std::fs::write(a.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+            std::fs::write(
+                base.join(id).join(".git"),
+                format!("gitdir: {}\n", a.display()),
+            )
+            .unwrap();
+        }
+        let odd = wts.join("odd");
+        std::fs::remove_file(odd.join("HEAD")).unwrap();
+        symlink("refs/heads/main", odd.join("HEAD")).unwrap();
+        std::fs::remove_file(odd.join("commondir")).unwrap();
+        std::fs::create_dir(odd.join("commondir")).unwrap();
+        nix::unistd::mkfifo(
+            &odd.join("locked"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        std::fs::set_permissions(odd.join("gitdir"), std::fs::Permissions::from_mode(0o751))
+            .unwrap();
+        std::fs::write(odd.join("config.worktree"), [0xffu8, 0, 1]).unwrap();
+        let extra = wts.join("extra");
+        std::fs::create_dir(extra.join("hooks")).unwrap();
+        std::fs::write(extra.join("hooks/post-checkout"), "#!/bin/sh\n").unwrap();
+        std::fs::write(extra.join("index"), "not compared").unwrap();
+        use std::os::unix::ffi::OsStrExt;
+        std::fs::write(extra.join(OsStr::from_bytes(b"bad\xffname")), "x").unwrap();
+        symlink(base.join("honest"), wts.join("linked")).unwrap();
+        std::fs::write(wts.join("plain"), "a file").unwrap();
+        (t, common)
+    }
+
+    #[test]
+    fn worktree_files_taken_from_the_layout_read_equal_a_second_read() {
+        let (_t, common) = odd_common_dir();
+        let root = Dir::open_abs(&common).unwrap();
+        let layout = layout_entries(&common).unwrap();
+        // The layout read holds the files' bytes (read once) …
+        let odd = &layout["odd"];
+        let gitdir = odd.files.iter().find(|f| f.name == "gitdir").unwrap();
+        assert!(gitdir.bytes.is_some());
+        assert!(matches!(
+            gitdir.file_type,
+            FileType::File { mode: 0o751, .. }
+        ));
+        // … and the snapshot built from it is the one the collector reads itself.
+        let shared = collect(&root, &common, None, &layout);
+        let own = collect(&root, &common, None, &BTreeMap::new());
+        assert_eq!(shared.entries, own.entries);
+        assert_eq!(shared.problems.len(), own.problems.len());
+        let e = &shared.entries;
+        assert!(
+            matches!(&e["worktrees/odd/HEAD"], Node::Link { target } if target == "refs/heads/main")
+        );
+        assert!(matches!(e["worktrees/odd/commondir"], Node::Dir { .. }));
+        assert!(matches!(
+            e["worktrees/odd/locked"],
+            Node::Special { kind: Kind::Fifo }
+        ));
+        assert!(matches!(
+            e["worktrees/odd/gitdir"],
+            Node::File { mode: 0o751, .. }
+        ));
+        assert!(matches!(
+            &e["worktrees/odd/config.worktree"],
+            Node::File {
+                content: Content::Hex(_),
+                ..
+            }
+        ));
+        assert!(matches!(e["worktrees/honest/locked"], Node::Absent));
+        assert!(matches!(
+            e["worktrees/extra/hooks/post-checkout"],
+            Node::File { .. }
+        ));
+        assert!(!e.contains_key("worktrees/extra/index"));
+        assert!(matches!(e["worktrees/linked"], Node::Link { .. }));
+        assert!(matches!(e["worktrees/plain"], Node::File { .. }));
+        assert!(!e.keys().any(|k| k.contains("bad")));
+    }
+
+    #[test]
+    fn a_file_the_layout_could_not_hold_is_read_by_the_collector() {
+        // A layout record without bytes (as for a file too large for it) is read again by
+        // the collector, not taken as absent or empty.
+        let (_t, common) = odd_common_dir();
+        let root = Dir::open_abs(&common).unwrap();
+        let mut layout = layout_entries(&common).unwrap();
+        for f in &mut layout.get_mut("honest").unwrap().files {
+            f.bytes = None;
+        }
+        let shared = collect(&root, &common, None, &layout);
+        let own = collect(&root, &common, None, &BTreeMap::new());
+        assert_eq!(shared.entries, own.entries);
+        assert!(matches!(
+            &shared.entries["worktrees/honest/commondir"],
+            Node::File { content: Content::Text(t), .. } if t == "../..\n"
+        ));
+    }
 }

@@ -39,7 +39,8 @@ mod worktrees;
 
 pub use nested::{nested_repositories, NestedFinding, NestedKind, NestedLimits, NestedReport};
 pub use worktrees::{
-    submodule_git_dirs, worktree_entries, ModuleStatus, Problem, SubmoduleGitDir, WorktreeEntry,
+    submodule_git_dirs, worktree_entries, AdminFile, ModuleStatus, Problem, SubmoduleGitDir,
+    WorktreeEntry,
 };
 
 use crate::fsx::{FileType, FsError, Root};
@@ -570,20 +571,7 @@ pub(crate) fn read_head(sys: &Sys, head_path: &Path) -> Result<Result<Head, Stri
         return Ok(Err("no HEAD".into()));
     };
     match &st.file_type {
-        FileType::Symlink { target } => {
-            // validate_headref: a symbolic link is valid when its target starts with refs/.
-            let t = target.as_os_str().as_bytes();
-            if t.len() >= 5 && t.starts_with(b"refs/") {
-                Ok(Ok(Head::Symref {
-                    target: String::from_utf8_lossy(t).into_owned(),
-                }))
-            } else {
-                Ok(Err(format!(
-                    "HEAD is a symbolic link to {}, not into refs/",
-                    target.display()
-                )))
-            }
-        }
+        FileType::Symlink { target } => Ok(head_link_verdict(target)),
         FileType::File { .. } => match sys.read_prefix(head_path, HEAD_READ_MAX) {
             Ok(bytes) => Ok(validate_head(&bytes).ok_or_else(|| {
                 "HEAD is neither `ref: refs/…` nor a full hex object id".to_string()
@@ -592,6 +580,22 @@ pub(crate) fn read_head(sys: &Sys, head_path: &Path) -> Result<Result<Head, Stri
             Err(e) => Err(e.into()),
         },
         other => Ok(Err(format!("HEAD is a {}", other.name()))),
+    }
+}
+
+/// validate_headref on a HEAD that is a symbolic link: valid when its target starts with
+/// `refs/` (the link is read, never followed).
+pub(crate) fn head_link_verdict(target: &Path) -> Result<Head, String> {
+    let t = target.as_os_str().as_bytes();
+    if t.len() >= 5 && t.starts_with(b"refs/") {
+        Ok(Head::Symref {
+            target: String::from_utf8_lossy(t).into_owned(),
+        })
+    } else {
+        Err(format!(
+            "HEAD is a symbolic link to {}, not into refs/",
+            target.display()
+        ))
     }
 }
 

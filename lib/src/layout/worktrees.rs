@@ -2,14 +2,14 @@
 //! (`modules/…`), checked against git's own rules.
 
 use super::{
-    absolute_against, check_git_dir_with, parse_gitfile, path_from_bytes, read_head, trim_crlf,
-    until_nul, Head, LayoutError, Sys, SMALL_FILE_MAX,
+    absolute_against, check_git_dir_with, head_link_verdict, parse_gitfile, path_from_bytes,
+    trim_crlf, until_nul, Head, LayoutError, Sys, SMALL_FILE_MAX,
 };
 use crate::catalogue::{
     GitVersion, RELATIVE_WORKTREES_SINCE, WORKTREE_COMMON_ONLY, WORKTREE_PRIVATE_ENTRIES,
     WORKTREE_PRIVATE_SUBPATHS,
 };
-use crate::fsx::{FileType, FsError};
+use crate::fsx::{FileType, FsError, Root};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -231,6 +231,29 @@ pub struct WorktreeEntry {
     /// own working folder, where the path practically never exists): such an entry is pruned
     /// unless locked or within the index grace period.
     pub prune_older_git: Option<String>,
+    /// `worktrees/<id>` itself as the listing of `worktrees/` saw it (`lstat`).
+    #[serde(skip)]
+    pub admin_type: FileType,
+    /// Every name of the admin dir as listed (`lstat`, sorted), with the bytes of the files
+    /// read here; empty when `worktrees/<id>` is not a folder. For callers that need the
+    /// same bytes (wt-check compares them with its baseline): each file is read once.
+    #[serde(skip)]
+    pub files: Vec<AdminFile>,
+}
+
+/// One name of a worktree's admin dir as [`worktree_entries`] saw it, read without following
+/// links.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminFile {
+    pub name: std::ffi::OsString,
+    /// The listing's `lstat`; for a file read whole ([`AdminFile::bytes`]), the `fstat` of
+    /// the descriptor read (the type and mode of the very bytes held).
+    pub file_type: FileType,
+    /// The whole content of the files git reads here (`gitdir`, `commondir`, `HEAD`, `locked`,
+    /// `config.worktree`) when they are
+    /// regular files read without error; `None` otherwise (not read, or unreadable: a caller
+    /// that needs the bytes reads again and meets the error itself).
+    pub bytes: Option<Vec<u8>>,
 }
 
 impl WorktreeEntry {
@@ -316,14 +339,6 @@ pub fn worktree_entries(common_dir: &Path) -> Result<Vec<WorktreeEntry>, LayoutE
     Ok(out)
 }
 
-fn read_small(sys: &Sys, path: &Path) -> Result<Option<Vec<u8>>, FsError> {
-    match sys.read(path, SMALL_FILE_MAX) {
-        Ok(b) => Ok(Some(b)),
-        Err(FsError::NotFound { .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 fn read_entry(
     sys: &Sys,
     common: &Path,
@@ -348,6 +363,8 @@ fn read_entry(
         problems: Vec::new(),
         prune: None,
         prune_older_git: None,
+        admin_type: ft.clone(),
+        files: Vec::new(),
     };
     match ft {
         FileType::Dir { .. } => {}
@@ -367,7 +384,22 @@ fn read_entry(
             return Ok(entry);
         }
     }
-    let listing = sys.list(&admin)?;
+    // One handle on the admin dir (opened no-follow); every file below is read relative to
+    // it, once, from what the listing's lstat saw (see `read_listed`).
+    let admin_dir = sys.dir(&admin)?;
+    let listing = admin_dir.list("")?;
+    let files: Vec<AdminFile> = listing
+        .iter()
+        .map(|e| AdminFile {
+            name: e.name.clone(),
+            file_type: e.stat.file_type.clone(),
+            bytes: None,
+        })
+        .collect();
+    let mut read = AdminReads {
+        dir: &admin_dir,
+        files,
+    };
     entry.names = listing
         .iter()
         .map(|e| e.name.to_string_lossy().into_owned())
@@ -386,7 +418,7 @@ fn read_entry(
 
     // gitdir
     let gitdir_entry = listing.iter().find(|e| e.name == "gitdir");
-    let gitdir_raw = match read_small(sys, &admin.join("gitdir")) {
+    let gitdir_raw = match read.read("gitdir", SMALL_FILE_MAX) {
         Ok(b) => b,
         Err(FsError::Link { .. }) => None, // reported above as Problem::Link
         Err(e) => {
@@ -397,6 +429,8 @@ fn read_entry(
         }
     };
     let mut prune: Option<String> = None;
+    // The path `gitdir` names, resolved, with its lstat (for the backlink check below).
+    let mut named_seen: Option<(PathBuf, Result<Option<crate::fsx::Stat>, LayoutError>)> = None;
     match &gitdir_raw {
         None => match gitdir_entry.map(|e| &e.stat.file_type) {
             None => {
@@ -423,7 +457,12 @@ fn read_entry(
                     });
                 }
                 let exists = match sys.resolve(&absolute_against(&admin, &p), true) {
-                    Ok(named) => sys.stat(&named).map(|st| st.is_some()).unwrap_or(true),
+                    Ok(named) => {
+                        let st = sys.stat(&named);
+                        let exists = st.as_ref().map(|st| st.is_some()).unwrap_or(true);
+                        named_seen = Some((named, st));
+                        exists
+                    }
                     // A link on the way: git would follow it; we do not know, so we do not
                     // claim a prune.
                     Err(_) => true,
@@ -441,7 +480,23 @@ fn read_entry(
                     entry.problems.push(Problem::GitdirEmpty);
                 }
             } else {
-                match sys.resolve(&absolute_against(&admin, &path_from_bytes(t)), true) {
+                // When `gitdir` holds `<t>/.git` (as git writes it), `<t>` was resolved above
+                // on the way to `.git`: resolving `<t>/.git` walks the very components of
+                // `<t>` first, so its parent is `<t>` resolved (resolve of `<t>/.git` fails
+                // when `<t>` ends in a non-folder; then `<t>` is resolved on its own).
+                let derived = named_seen.as_ref().and_then(|(named, _)| {
+                    let same = crlf.len() == t.len() + 5
+                        && crlf.starts_with(t)
+                        && crlf.ends_with(b"/.git");
+                    (same && named.file_name() == Some(OsStr::new(".git")))
+                        .then(|| named.parent().map(Path::to_path_buf))
+                        .flatten()
+                });
+                let resolved = match derived {
+                    Some(wt) => Ok(wt),
+                    None => sys.resolve(&absolute_against(&admin, &path_from_bytes(t)), true),
+                };
+                match resolved {
                     Ok(wt) => {
                         entry.dot_git = Some(wt.join(".git"));
                         entry.worktree_path = Some(wt);
@@ -462,7 +517,11 @@ fn read_entry(
     // The backlink: <wt>/.git must be a gitfile whose target is this admin dir
     // (validate_worktree).
     if let Some(dot_git) = entry.dot_git.clone() {
-        match sys.stat(&dot_git) {
+        let st = match named_seen {
+            Some((named, Ok(st))) if named == dot_git => Ok(st),
+            _ => sys.stat(&dot_git),
+        };
+        match st {
             Ok(None) => entry.problems.push(Problem::BacklinkMissing {
                 dot_git: dot_git.clone(),
             }),
@@ -488,7 +547,7 @@ fn read_entry(
     }
 
     // commondir
-    match read_small(sys, &admin.join("commondir")) {
+    match read.read("commondir", SMALL_FILE_MAX) {
         Ok(None) => {
             if !listing.iter().any(|e| e.name == "commondir") {
                 entry.problems.push(Problem::CommondirMissing);
@@ -526,13 +585,41 @@ fn read_entry(
     }
 
     // HEAD
-    match read_head(sys, &admin.join("HEAD"))? {
+    // As `read_head` (git's validate_headref), from the listing's lstat and one whole read:
+    // only the first HEAD_READ_MAX bytes are looked at, so a HEAD too large to hold whole is
+    // still judged by its start.
+    let head_type = read
+        .files()
+        .iter()
+        .find(|f| f.name == "HEAD")
+        .map(|f| f.file_type.clone());
+    let head_verdict = match head_type {
+        None => Err("no HEAD".to_string()),
+        Some(FileType::Symlink { target }) => head_link_verdict(&target),
+        Some(FileType::File { .. }) => match read.read("HEAD", SMALL_FILE_MAX) {
+            Ok(Some(bytes)) => {
+                let v = head_bytes_verdict(&bytes);
+                entry.head = Some(bytes);
+                v
+            }
+            Ok(None) => Err("no HEAD".to_string()),
+            Err(FsError::TooLarge { .. }) => {
+                match admin_dir.read_prefix("HEAD", super::HEAD_READ_MAX) {
+                    Ok(bytes) => head_bytes_verdict(&bytes),
+                    Err(FsError::NotFound { .. }) => Err("no HEAD".to_string()),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Err(e) => return Err(e.into()),
+        },
+        Some(other) => Err(format!("HEAD is a {}", other.name())),
+    };
+    match head_verdict {
         Ok(_) => {}
         Err(reason) if reason == "no HEAD" => entry.problems.push(Problem::HeadMissing),
         Err(reason) => entry.problems.push(Problem::HeadInvalid { reason }),
     }
-    entry.head = read_small(sys, &admin.join("HEAD")).ok().flatten();
-    entry.locked = match read_small(sys, &admin.join("locked")) {
+    entry.locked = match read.read("locked", SMALL_FILE_MAX) {
         Ok(b) => b,
         // A locked entry that is not a readable file still blocks prune in git
         // (file_exists); keep that verdict.
@@ -551,7 +638,67 @@ fn read_entry(
         prune.clone()
     };
     entry.prune = if locked_present { None } else { prune };
+    // config.worktree is read only for callers that compare it (wt-check); an error here is
+    // theirs to meet when they read it themselves.
+    let _ = read.read("config.worktree", SMALL_FILE_MAX);
+    entry.files = read.into_files();
     Ok(entry)
+}
+
+/// The admin dir's listing with the bytes read so far (see [`AdminFile`]).
+struct AdminReads<'a> {
+    dir: &'a Root,
+    files: Vec<AdminFile>,
+}
+
+impl AdminReads<'_> {
+    fn files(&self) -> &[AdminFile] {
+        &self.files
+    }
+
+    fn into_files(self) -> Vec<AdminFile> {
+        self.files
+    }
+
+    /// Read `name` as `Root::read` would (`Ok(None)` when missing): a name not listed is
+    /// missing; a link is [`FsError::Link`] and anything but a regular file
+    /// [`FsError::NotRegular`], from the listing's lstat, without opening it; a regular file
+    /// is read through `Root::read_child_regular` (no-follow, non-blocking, type checked on
+    /// the descriptor) with no second lstat. A file read is kept with its bytes.
+    fn read(&mut self, name: &str, max: u64) -> Result<Option<Vec<u8>>, FsError> {
+        let Some(f) = self.files.iter_mut().find(|f| f.name == name) else {
+            return Ok(None);
+        };
+        let full = self.dir.path().join(name);
+        match &f.file_type {
+            FileType::File { .. } => {}
+            FileType::Symlink { .. } => return Err(FsError::Link { path: full }),
+            other => {
+                return Err(FsError::NotRegular {
+                    path: full,
+                    kind: other.name(),
+                })
+            }
+        }
+        match self.dir.read_child_regular(OsStr::new(name), max) {
+            Ok((bytes, mode)) => {
+                f.file_type = FileType::File {
+                    mode,
+                    size: bytes.len() as u64,
+                };
+                f.bytes = Some(bytes.clone());
+                Ok(Some(bytes))
+            }
+            Err(FsError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// git's `validate_headref` verdict on HEAD's first bytes.
+fn head_bytes_verdict(bytes: &[u8]) -> Result<super::Head, String> {
+    super::validate_head(bytes)
+        .ok_or_else(|| "HEAD is neither `ref: refs/…` nor a full hex object id".to_string())
 }
 
 /// git's grace rule in `should_prune_worktree`: an entry whose worktree is missing is kept
@@ -569,7 +716,13 @@ fn check_backlink(
     dot_git: &Path,
     problems: &mut Vec<Problem>,
 ) -> Result<(), LayoutError> {
-    let raw = match sys.read(dot_git, super::GITFILE_MAX) {
+    // The caller has just lstat'ed `dot_git` as a regular file: read it without a second
+    // lstat (opened no-follow and non-blocking, type checked on the descriptor).
+    let read = sys.split(dot_git).and_then(|(dir, name)| {
+        dir.read_child_regular(name, super::GITFILE_MAX)
+            .map(|(b, _)| b)
+    });
+    let raw = match read {
         Ok(b) => b,
         Err(e) => {
             problems.push(Problem::BacklinkInvalid {
