@@ -74,7 +74,7 @@ pub enum IntegrityError {
     StateRead(PathBuf, std::io::Error),
     #[error("{0}: not a wt-check state file: {1}")]
     StateParse(PathBuf, serde_json::Error),
-    #[error("{0}: state file format {1} is not supported (this build writes {f})", f = state::FORMAT)]
+    #[error("{0}: state file format {1} is not supported (this build reads formats 1 and 2 and writes {f}); pin again with `wt-check pin`", f = state::FORMAT)]
     StateFormat(PathBuf, u32),
     #[error("{0}: cannot write the state file: {1}")]
     StateWrite(PathBuf, String),
@@ -995,17 +995,19 @@ pub fn read_state(path: &Path) -> Result<State, IntegrityError> {
     // One parse into the typed state; on failure, a second look tells a state file of
     // another format from a damaged one.
     match serde_json::from_slice::<State>(&bytes) {
-        Ok(s) if s.format == state::FORMAT => Ok(s),
+        Ok(s) if state::FORMATS_READ.contains(&s.format) => Ok(s),
         Ok(s) => Err(IntegrityError::StateFormat(path.to_path_buf(), s.format)),
         Err(e) => {
             let f = serde_json::from_slice::<serde_json::Value>(&bytes)
                 .ok()
                 .and_then(|v| v.get("format").and_then(serde_json::Value::as_u64));
             match f {
-                Some(f) if f != u64::from(state::FORMAT) => Err(IntegrityError::StateFormat(
-                    path.to_path_buf(),
-                    u32::try_from(f).unwrap_or(u32::MAX),
-                )),
+                Some(f) if !state::FORMATS_READ.iter().any(|r| u64::from(*r) == f) => {
+                    Err(IntegrityError::StateFormat(
+                        path.to_path_buf(),
+                        u32::try_from(f).unwrap_or(u32::MAX),
+                    ))
+                }
                 _ => Err(IntegrityError::StateParse(path.to_path_buf(), e)),
             }
         }

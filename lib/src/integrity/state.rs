@@ -6,13 +6,22 @@
 //! linked worktree entries with whom they belong to; the ref snapshot for the commit scan.
 //! Files are stored whole (UTF-8 as `text`, anything else as `hex`) with git's blob id, so a
 //! restore needs nothing but this file.
+//!
+//! Format 2 stores each distinct file content once, in a blob table keyed by its blob id
+//! (`blobs`); a file entry names its content by `oid` (21 git dirs with git's sample hooks
+//! hold one copy of each sample, not 21). A file whose content the table cannot hold under
+//! its id (no id: the hash refused the bytes; or the table already holds other bytes under
+//! that id) keeps its content inline, as in format 1. Format 1 (every content inline, no
+//! `blobs`) is still read: it is format 2 with an empty table.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The version of the state file format written by this build.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
+/// The state file formats this build reads (1: every file content inline; 2: blob table).
+pub const FORMATS_READ: &[u32] = &[1, 2];
 
 /// One protected entry as `lstat` saw it (links never followed).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,8 +119,10 @@ pub struct WorktreeBaseline {
     pub problems: Vec<String>,
 }
 
-/// The whole state file.
+/// The whole state file. (De)serialised through [`StateFile`], which holds each file content
+/// once; in memory every file node carries its content.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(into = "StateFile", try_from = "StateFile")]
 pub struct State {
     pub format: u32,
     pub pinned_at: String,
@@ -133,6 +144,153 @@ pub struct State {
     /// Ref snapshot for the commit scan (`scan::RefSnapshot`, serialised).
     #[serde(default)]
     pub refs: serde_json::Value,
+}
+
+/// A node as stored in the state file: a file's content may be left in the blob table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StoredNode {
+    Absent,
+    File {
+        mode: u32,
+        oid: String,
+        /// Inline content (format 1, or a content the blob table cannot hold); absent when
+        /// the content is `blobs[oid]`.
+        #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+        content: Option<Content>,
+    },
+    Dir {
+        mode: u32,
+    },
+    Link {
+        target: String,
+    },
+    Special {
+        kind: super::nf::Kind,
+    },
+}
+
+/// The state file as written: [`State`] with file contents in `blobs`, once per blob id.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct StateFile {
+    format: u32,
+    pinned_at: String,
+    repo: PathBuf,
+    git_dir: PathBuf,
+    common_dir: PathBuf,
+    work_tree: Option<PathBuf>,
+    session: Option<String>,
+    session_dir: Option<PathBuf>,
+    entries: BTreeMap<String, StoredNode>,
+    includes: BTreeMap<PathBuf, StoredNode>,
+    worktrees: BTreeMap<String, WorktreeBaseline>,
+    #[serde(default)]
+    refs: serde_json::Value,
+    /// File contents by git blob id (format 2; absent in format 1).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    blobs: BTreeMap<String, Content>,
+}
+
+impl From<State> for StateFile {
+    fn from(s: State) -> StateFile {
+        let mut blobs: BTreeMap<String, Content> = BTreeMap::new();
+        let mut store = |n: Node| -> StoredNode {
+            match n {
+                Node::Absent => StoredNode::Absent,
+                Node::File { mode, oid, content } => {
+                    // Into the table under its id, unless there is no id or the table holds
+                    // other bytes under it: then inline (restore stays byte-exact).
+                    let inline = oid.is_empty()
+                        || match blobs.get(&oid) {
+                            Some(c) => c != &content,
+                            None => {
+                                blobs.insert(oid.clone(), content.clone());
+                                false
+                            }
+                        };
+                    StoredNode::File {
+                        mode,
+                        oid,
+                        content: inline.then_some(content),
+                    }
+                }
+                Node::Dir { mode } => StoredNode::Dir { mode },
+                Node::Link { target } => StoredNode::Link { target },
+                Node::Special { kind } => StoredNode::Special { kind },
+            }
+        };
+        let entries = s.entries.into_iter().map(|(k, n)| (k, store(n))).collect();
+        let includes = s.includes.into_iter().map(|(k, n)| (k, store(n))).collect();
+        StateFile {
+            format: FORMAT,
+            pinned_at: s.pinned_at,
+            repo: s.repo,
+            git_dir: s.git_dir,
+            common_dir: s.common_dir,
+            work_tree: s.work_tree,
+            session: s.session,
+            session_dir: s.session_dir,
+            entries,
+            includes,
+            worktrees: s.worktrees,
+            refs: s.refs,
+            blobs,
+        }
+    }
+}
+
+impl TryFrom<StateFile> for State {
+    type Error = String;
+
+    /// Every file entry gets its content back: inline, or from the blob table. An entry
+    /// whose content is in neither makes the state file unusable (a restore could not
+    /// rewrite it): refused, never taken as empty.
+    fn try_from(f: StateFile) -> Result<State, String> {
+        let blobs = &f.blobs;
+        let load = |key: &dyn std::fmt::Display, n: StoredNode| -> Result<Node, String> {
+            Ok(match n {
+                StoredNode::Absent => Node::Absent,
+                StoredNode::File { mode, oid, content } => {
+                    let content = match content {
+                        Some(c) => c,
+                        None => blobs.get(&oid).cloned().ok_or_else(|| {
+                            format!(
+                                "entry {key}: its content (blob {oid}) is not in the state file"
+                            )
+                        })?,
+                    };
+                    Node::File { mode, oid, content }
+                }
+                StoredNode::Dir { mode } => Node::Dir { mode },
+                StoredNode::Link { target } => Node::Link { target },
+                StoredNode::Special { kind } => Node::Special { kind },
+            })
+        };
+        let mut entries = BTreeMap::new();
+        for (k, n) in f.entries {
+            let node = load(&k, n)?;
+            entries.insert(k, node);
+        }
+        let mut includes = BTreeMap::new();
+        for (k, n) in f.includes {
+            let node = load(&k.display(), n)?;
+            includes.insert(k, node);
+        }
+        Ok(State {
+            format: f.format,
+            pinned_at: f.pinned_at,
+            repo: f.repo,
+            git_dir: f.git_dir,
+            common_dir: f.common_dir,
+            work_tree: f.work_tree,
+            session: f.session,
+            session_dir: f.session_dir,
+            entries,
+            includes,
+            worktrees: f.worktrees,
+            refs: f.refs,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -157,5 +315,142 @@ mod tests {
             Node::File { oid, .. } => assert_eq!(oid, "ce013625030ba8dba906f756967f9e9ca394464a"),
             n => panic!("{n:?}"),
         }
+    }
+
+    fn state(entries: Vec<(&str, Node)>) -> State {
+        State {
+            format: FORMAT,
+            pinned_at: "2026-11-30T00:00:00Z".into(),
+            repo: "/r".into(),
+            git_dir: "/r/.git".into(),
+            common_dir: "/r/.git".into(),
+            work_tree: Some("/r".into()),
+            session: None,
+            session_dir: None,
+            entries: entries
+                .into_iter()
+                .map(|(k, n)| (k.to_owned(), n))
+                .collect(),
+            includes: [(PathBuf::from("/inc.cfg"), Node::file(b"[core]\n", 0o644))].into(),
+            worktrees: BTreeMap::new(),
+            refs: serde_json::Value::Null,
+        }
+    }
+
+    fn bytes_of(n: &Node) -> Vec<u8> {
+        match n {
+            Node::File { content, .. } => content.bytes().unwrap(),
+            n => panic!("{n:?}"),
+        }
+    }
+
+    #[test]
+    fn identical_files_are_stored_once_and_come_back_byte_exact() {
+        let sample = b"#!/bin/sh\n# \"sample\" hook\n\texit 0\n".to_vec();
+        let binary = vec![0u8, 0xff, b'\n', 0x80];
+        let mut entries = Vec::new();
+        let keys: Vec<String> = (0..21)
+            .map(|i| format!("modules/m{i}/hooks/pre-commit.sample"))
+            .collect();
+        for k in &keys {
+            entries.push((k.as_str(), Node::file(&sample, 0o755)));
+        }
+        entries.push(("a.bin", Node::file(&binary, 0o600)));
+        entries.push(("b.bin", Node::file(&binary, 0o644)));
+        entries.push(("empty", Node::file(b"", 0o644)));
+        entries.push(("hooks", Node::Dir { mode: 0o755 }));
+        entries.push(("gone", Node::Absent));
+        entries.push((
+            "l",
+            Node::Link {
+                target: "/x".into(),
+            },
+        ));
+        let st = state(entries);
+        let json = serde_json::to_string(&st).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["format"], 2);
+        // One copy of the sample, one of the binary, one of the empty file, one include.
+        assert_eq!(v["blobs"].as_object().unwrap().len(), 4, "{json}");
+        assert_eq!(json.matches("sample\\\" hook").count(), 1, "{json}");
+        assert!(v["entries"]["a.bin"].get("hex").is_none());
+        let back: State = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.entries, st.entries);
+        assert_eq!(back.includes, st.includes);
+        for k in &keys {
+            assert_eq!(bytes_of(&back.entries[k]), sample);
+        }
+        assert_eq!(bytes_of(&back.entries["a.bin"]), binary);
+        assert!(matches!(
+            back.entries["b.bin"],
+            Node::File { mode: 0o644, .. }
+        ));
+        assert_eq!(bytes_of(&back.entries["empty"]), b"");
+    }
+
+    #[test]
+    fn contents_the_table_cannot_hold_stay_inline() {
+        // No blob id (the hash refused the bytes), and other bytes under an id already in the
+        // table: both kept inline, both restored byte-exact.
+        let a = Node::file(b"first\n", 0o644);
+        let Node::File { oid, .. } = a.clone() else {
+            unreachable!()
+        };
+        let clash = Node::File {
+            mode: 0o644,
+            oid: oid.clone(),
+            content: Content::new(b"other bytes\n"),
+        };
+        let no_id = Node::File {
+            mode: 0o644,
+            oid: String::new(),
+            content: Content::new(b"unhashed\n"),
+        };
+        let st = state(vec![("a", a), ("b", clash.clone()), ("c", no_id.clone())]);
+        let json = serde_json::to_string(&st).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert!(v["entries"]["a"].get("text").is_none());
+        assert_eq!(v["entries"]["b"]["text"], "other bytes\n");
+        assert_eq!(v["entries"]["c"]["text"], "unhashed\n");
+        let back: State = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.entries, st.entries);
+        assert_eq!(bytes_of(&back.entries["b"]), b"other bytes\n");
+    }
+
+    #[test]
+    fn format_1_with_every_content_inline_still_loads() {
+        let v1 = r#"{"format": 1, "pinned_at": "t", "repo": "/r", "git_dir": "/r/.git",
+            "common_dir": "/r/.git", "work_tree": "/r", "session": "s1", "session_dir": null,
+            "entries": {
+              "HEAD": {"type": "file", "mode": 420, "oid": "x1", "text": "ref: refs/heads/main\n"},
+              "hooks/b": {"type": "file", "mode": 493, "oid": "x2", "hex": "00ff"},
+              "commondir": {"type": "absent"},
+              "hooks": {"type": "dir", "mode": 493}},
+            "includes": {"/i": {"type": "file", "mode": 420, "oid": "x3", "text": "[a]\n"}},
+            "worktrees": {"wt1": {"path": "/w/wt1", "own": true}},
+            "refs": {}}"#;
+        let st: State = serde_json::from_str(v1).unwrap();
+        assert_eq!(st.format, 1);
+        assert_eq!(bytes_of(&st.entries["HEAD"]), b"ref: refs/heads/main\n");
+        assert_eq!(bytes_of(&st.entries["hooks/b"]), [0u8, 0xff]);
+        assert_eq!(bytes_of(&st.includes[&PathBuf::from("/i")]), b"[a]\n");
+        // Written again, it is format 2.
+        let again: serde_json::Value = serde_json::to_value(&st).unwrap();
+        assert_eq!(again["format"], 2);
+        assert!(again["blobs"].get("x1").is_some());
+    }
+
+    #[test]
+    fn an_entry_whose_blob_is_missing_is_refused() {
+        let st = state(vec![("HEAD", Node::file(b"ref: refs/heads/main\n", 0o644))]);
+        let mut v = serde_json::to_value(&st).unwrap();
+        v["blobs"].as_object_mut().unwrap().retain(|_, c| {
+            c.get("text").and_then(|t| t.as_str()) != Some("ref: refs/heads/main\n")
+        });
+        let e = serde_json::from_value::<State>(v).unwrap_err().to_string();
+        assert!(
+            e.contains("entry HEAD") && e.contains("is not in the state file"),
+            "{e}"
+        );
     }
 }
