@@ -147,7 +147,9 @@ pub struct State {
 }
 
 /// A node as stored in the state file: a file's content may be left in the blob table.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Deserialised by hand (see the `Deserialize` impl): serde's derive for an internally
+/// tagged enum with a flattened field buffers every entry before reading it.
+#[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum StoredNode {
     Absent,
@@ -168,6 +170,90 @@ enum StoredNode {
     Special {
         kind: super::nf::Kind,
     },
+}
+
+impl<'de> Deserialize<'de> for StoredNode {
+    /// The shape the derived `Serialize` writes — `{"type": …, field: …}`, fields in any
+    /// order, `text` / `hex` optional on a file — read in one pass. Unknown fields are
+    /// ignored (as the derive did); a missing field is an error naming it.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<StoredNode, D::Error> {
+        use serde::de::{Error, IgnoredAny, MapAccess, Visitor};
+
+        #[derive(Deserialize)]
+        #[serde(field_identifier, rename_all = "snake_case")]
+        enum Field {
+            Type,
+            Mode,
+            Oid,
+            Text,
+            Hex,
+            Target,
+            Kind,
+            #[serde(other)]
+            Other,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        enum Tag {
+            Absent,
+            File,
+            Dir,
+            Link,
+            Special,
+        }
+
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StoredNode;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an entry: an object with a `type`")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<StoredNode, A::Error> {
+                let mut tag: Option<Tag> = None;
+                let mut mode: Option<u32> = None;
+                let mut oid: Option<String> = None;
+                let mut content: Option<Content> = None;
+                let mut target: Option<String> = None;
+                let mut kind: Option<super::nf::Kind> = None;
+                while let Some(k) = m.next_key::<Field>()? {
+                    match k {
+                        Field::Type => tag = Some(m.next_value()?),
+                        Field::Mode => mode = Some(m.next_value()?),
+                        Field::Oid => oid = Some(m.next_value()?),
+                        Field::Text | Field::Hex if content.is_some() => {
+                            return Err(A::Error::custom("both `text` and `hex`"))
+                        }
+                        Field::Text => content = Some(Content::Text(m.next_value()?)),
+                        Field::Hex => content = Some(Content::Hex(m.next_value()?)),
+                        Field::Target => target = Some(m.next_value()?),
+                        Field::Kind => kind = Some(m.next_value()?),
+                        Field::Other => {
+                            m.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                let tag = tag.ok_or_else(|| A::Error::missing_field("type"))?;
+                Ok(match tag {
+                    Tag::Absent => StoredNode::Absent,
+                    Tag::File => StoredNode::File {
+                        mode: mode.ok_or_else(|| A::Error::missing_field("mode"))?,
+                        oid: oid.ok_or_else(|| A::Error::missing_field("oid"))?,
+                        content,
+                    },
+                    Tag::Dir => StoredNode::Dir {
+                        mode: mode.ok_or_else(|| A::Error::missing_field("mode"))?,
+                    },
+                    Tag::Link => StoredNode::Link {
+                        target: target.ok_or_else(|| A::Error::missing_field("target"))?,
+                    },
+                    Tag::Special => StoredNode::Special {
+                        kind: kind.ok_or_else(|| A::Error::missing_field("kind"))?,
+                    },
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 /// The state file as written: [`State`] with file contents in `blobs`, once per blob id.
@@ -266,16 +352,17 @@ impl TryFrom<StateFile> for State {
                 StoredNode::Special { kind } => Node::Special { kind },
             })
         };
-        let mut entries = BTreeMap::new();
-        for (k, n) in f.entries {
-            let node = load(&k, n)?;
-            entries.insert(k, node);
-        }
-        let mut includes = BTreeMap::new();
-        for (k, n) in f.includes {
-            let node = load(&k.display(), n)?;
-            includes.insert(k, node);
-        }
+        // Collected from the sorted maps (a bulk build, not one insert per key).
+        let entries = f
+            .entries
+            .into_iter()
+            .map(|(k, n)| load(&k, n).map(|n| (k, n)))
+            .collect::<Result<BTreeMap<_, _>, _>>()?;
+        let includes = f
+            .includes
+            .into_iter()
+            .map(|(k, n)| load(&k.display(), n).map(|n| (k, n)))
+            .collect::<Result<BTreeMap<_, _>, _>>()?;
         Ok(State {
             format: f.format,
             pinned_at: f.pinned_at,
@@ -452,5 +539,64 @@ mod tests {
             e.contains("entry HEAD") && e.contains("is not in the state file"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn stored_nodes_read_in_any_field_order_and_refuse_missing_fields() {
+        let ok = |j: &str| serde_json::from_str::<StoredNode>(j).unwrap();
+        assert!(matches!(
+            ok(r#"{"oid": "x", "text": "a", "mode": 420, "type": "file", "new_field": [1]}"#),
+            StoredNode::File {
+                mode: 420,
+                content: Some(Content::Text(_)),
+                ..
+            }
+        ));
+        assert!(matches!(
+            ok(r#"{"type": "file", "mode": 420, "oid": "x"}"#),
+            StoredNode::File { content: None, .. }
+        ));
+        assert!(matches!(
+            ok(r#"{"kind": "fifo", "type": "special"}"#),
+            StoredNode::Special {
+                kind: super::super::nf::Kind::Fifo
+            }
+        ));
+        assert!(matches!(ok(r#"{"type": "absent"}"#), StoredNode::Absent));
+        for (j, why) in [
+            (r#"{"type": "file", "oid": "x"}"#, "mode"),
+            (r#"{"type": "file", "mode": 1}"#, "oid"),
+            (r#"{"mode": 1}"#, "type"),
+            (r#"{"type": "link"}"#, "target"),
+            (r#"{"type": "special"}"#, "kind"),
+            (r#"{"type": "dir"}"#, "mode"),
+            (
+                r#"{"type": "file", "mode": 1, "oid": "x", "text": "a", "hex": "00"}"#,
+                "both",
+            ),
+            (r#"{"type": "pipe"}"#, "unknown variant"),
+        ] {
+            let e = serde_json::from_str::<StoredNode>(j)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(why), "{j}: {e}");
+        }
+        // Every kind written by Serialize reads back.
+        for n in [
+            StoredNode::Absent,
+            StoredNode::Dir { mode: 0o755 },
+            StoredNode::Link { target: "t".into() },
+            StoredNode::Special {
+                kind: super::super::nf::Kind::Device,
+            },
+            StoredNode::File {
+                mode: 0o644,
+                oid: "o".into(),
+                content: Some(Content::Hex("00".into())),
+            },
+        ] {
+            let j = serde_json::to_string(&n).unwrap();
+            assert_eq!(serde_json::to_string(&ok(&j)).unwrap(), j);
+        }
     }
 }
