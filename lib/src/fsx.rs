@@ -141,6 +141,45 @@ impl FileType {
     }
 }
 
+/// An entry's type as a folder listing gives it ([`Root::list_kinds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Dir,
+    Symlink,
+    Fifo,
+    Socket,
+    CharDev,
+    BlockDev,
+}
+
+impl EntryKind {
+    fn of(t: &FileType) -> EntryKind {
+        match t {
+            FileType::File { .. } => EntryKind::File,
+            FileType::Dir { .. } => EntryKind::Dir,
+            FileType::Symlink { .. } => EntryKind::Symlink,
+            FileType::Fifo => EntryKind::Fifo,
+            FileType::Socket => EntryKind::Socket,
+            FileType::CharDev => EntryKind::CharDev,
+            FileType::BlockDev => EntryKind::BlockDev,
+        }
+    }
+
+    /// The [`FileType::name`] of this kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            EntryKind::File => "file",
+            EntryKind::Dir => "folder",
+            EntryKind::Symlink => "link",
+            EntryKind::Fifo => "fifo",
+            EntryKind::Socket => "socket",
+            EntryKind::CharDev => "char device",
+            EntryKind::BlockDev => "block device",
+        }
+    }
+}
+
 /// The result of an `lstat` below a root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stat {
@@ -415,9 +454,9 @@ impl Root {
     pub fn list(&self, rel: impl AsRef<Path>) -> Result<Vec<DirEntry>, FsError> {
         let rel = rel.as_ref();
         let comps = self.components(rel)?;
-        let dir = self.walk(&comps)?;
         let full = self.path.join(rel);
-        let names = read_dir_names(&dir, &full)?;
+        let dir = self.open_listing(&comps, &full)?;
+        let names = read_names_fd(&dir, &full)?;
         let mut out = Vec::with_capacity(names.len());
         for name in names {
             let child = full.join(&name);
@@ -434,10 +473,42 @@ impl Root {
     pub fn list_names(&self, rel: impl AsRef<Path>) -> Result<Vec<OsString>, FsError> {
         let rel = rel.as_ref();
         let comps = self.components(rel)?;
-        let dir = self.walk(&comps)?;
-        let mut names = read_dir_names(&dir, &self.path.join(rel))?;
+        let full = self.path.join(rel);
+        let dir = self.open_listing(&comps, &full)?;
+        let mut names = read_names_fd(&dir, &full)?;
         names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
         Ok(names)
+    }
+
+    /// The entries of the folder `rel` (`""` = the root), sorted bytewise, each with its
+    /// type as the folder listing gives it (`d_type`), without an `lstat` of each. A file
+    /// system that does not tell (`DT_UNKNOWN`) gets an `lstat` of that entry (an entry gone
+    /// in between is left out). The type is a hint taken at listing time: a caller that
+    /// opens an entry still opens it no-follow and checks the opened descriptor.
+    pub fn list_kinds(&self, rel: impl AsRef<Path>) -> Result<Vec<(OsString, EntryKind)>, FsError> {
+        let rel = rel.as_ref();
+        let comps = self.components(rel)?;
+        let full = self.path.join(rel);
+        let dir = self.open_listing(&comps, &full)?;
+        let mut out = Vec::new();
+        for (name, t) in read_typed_fd(&dir, &full)? {
+            let kind = match t {
+                nix::libc::DT_REG => EntryKind::File,
+                nix::libc::DT_DIR => EntryKind::Dir,
+                nix::libc::DT_LNK => EntryKind::Symlink,
+                nix::libc::DT_FIFO => EntryKind::Fifo,
+                nix::libc::DT_SOCK => EntryKind::Socket,
+                nix::libc::DT_CHR => EntryKind::CharDev,
+                nix::libc::DT_BLK => EntryKind::BlockDev,
+                _ => match lstat_at(&dir, &name, &full.join(&name))? {
+                    Some(st) => EntryKind::of(&st.file_type),
+                    None => continue,
+                },
+            };
+            out.push((name, kind));
+        }
+        out.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        Ok(out)
     }
 
     /// The folder `rel` as a root of its own, opened without following links.
@@ -696,6 +767,21 @@ impl Root {
         Ok(out)
     }
 
+    /// The folder `comps` opened for reading its entries: the folders above it walked as
+    /// usual, the folder itself opened `O_RDONLY | O_DIRECTORY | O_NOFOLLOW` from its parent
+    /// (a link is refused, anything but a folder fails before it is opened) — one open, not
+    /// an `O_PATH` walk step and then a second open of `.`.
+    fn open_listing(&self, comps: &[&OsStr], full: &Path) -> Result<OwnedFd, FsError> {
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        let Some((leaf, dirs)) = comps.split_last() else {
+            return openat(&self.fd, ".", flags, Mode::empty())
+                .map_err(|e| FsError::io(full.to_path_buf(), "open", e));
+        };
+        let parent = self.walk(dirs)?;
+        openat(&parent, *leaf, flags | OFlag::O_NOFOLLOW, Mode::empty())
+            .map_err(|e| classify(&parent, leaf, e, full.to_path_buf(), "open"))
+    }
+
     fn reopen_root(&self) -> Result<OwnedFd, FsError> {
         openat(&self.fd, ".", DIR_WALK, Mode::empty())
             .map_err(|e| FsError::io(self.path.clone(), "open", e))
@@ -869,6 +955,19 @@ fn read_dir_names(dir: &impl AsFd, full: &Path) -> Result<Vec<OsString>, FsError
         Mode::empty(),
     )
     .map_err(|e| FsError::io(full.to_path_buf(), "open", e))?;
+    read_names_fd(&fd, full)
+}
+
+/// The names in the folder open for reading as `fd` (`.` and `..` left out), unsorted.
+fn read_names_fd(fd: &OwnedFd, full: &Path) -> Result<Vec<OsString>, FsError> {
+    Ok(read_typed_fd(fd, full)?
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect())
+}
+
+/// [`read_names_fd`] with each entry's `d_type` byte.
+fn read_typed_fd(fd: &OwnedFd, full: &Path) -> Result<Vec<(OsString, u8)>, FsError> {
     thread_local! {
         // One buffer per thread, zeroed once (not once per folder listed).
         static DIRENT_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 32 * 1024]);
@@ -886,11 +985,11 @@ fn read_dir_names(dir: &impl AsFd, full: &Path) -> Result<Vec<OsString>, FsError
         let mut names = Vec::new();
         loop {
             let n =
-                getdents64(&fd, buf).map_err(|e| FsError::io(full.to_path_buf(), "readdir", e))?;
+                getdents64(fd, buf).map_err(|e| FsError::io(full.to_path_buf(), "readdir", e))?;
             if n == 0 {
                 break;
             }
-            parse_dirents(&buf[..n], &mut names).ok_or_else(|| {
+            parse_dirents_typed(&buf[..n], &mut names).ok_or_else(|| {
                 FsError::io(full.to_path_buf(), "readdir (malformed record)", Errno::EIO)
             })?;
         }
@@ -927,10 +1026,10 @@ fn getdents64(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
     }
 }
 
-/// The names in a buffer of `linux_dirent64` records (`d_ino` u64, `d_off` i64, `d_reclen`
-/// u16, `d_type` u8, NUL-terminated `d_name`), `.` and `..` left out. `None` when a record
-/// does not fit the buffer (never from a correct kernel).
-fn parse_dirents(mut b: &[u8], names: &mut Vec<OsString>) -> Option<()> {
+/// The entries in a buffer of `linux_dirent64` records (`d_ino` u64, `d_off` i64,
+/// `d_reclen` u16, `d_type` u8, NUL-terminated `d_name`) with their `d_type`, `.` and `..`
+/// left out. `None` when a record does not fit the buffer (never from a correct kernel).
+fn parse_dirents_typed(mut b: &[u8], names: &mut Vec<(OsString, u8)>) -> Option<()> {
     const NAME_AT: usize = 19;
     while !b.is_empty() {
         let reclen = usize::from(u16::from_ne_bytes([*b.get(16)?, *b.get(17)?]));
@@ -938,10 +1037,11 @@ fn parse_dirents(mut b: &[u8], names: &mut Vec<OsString>) -> Option<()> {
             return None;
         }
         let rec = b.get(..reclen)?;
+        let d_type = *rec.get(NAME_AT - 1)?;
         let raw = rec.get(NAME_AT..)?;
         let name = &raw[..raw.iter().position(|c| *c == 0)?];
         if name != b"." && name != b".." {
-            names.push(OsStr::from_bytes(name).to_os_string());
+            names.push((OsStr::from_bytes(name).to_os_string(), d_type));
         }
         b = &b[reclen..];
     }

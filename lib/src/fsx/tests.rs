@@ -482,13 +482,14 @@ fn dirent_records_that_do_not_fit_are_refused() {
     let mut names = Vec::new();
     // d_reclen 0 would loop forever; a record longer than the buffer is cut.
     let mut rec = vec![0u8; 24];
-    assert_eq!(parse_dirents(&rec, &mut names), None);
+    assert_eq!(parse_dirents_typed(&rec, &mut names), None);
     rec[16] = 200;
-    assert_eq!(parse_dirents(&rec, &mut names), None);
+    assert_eq!(parse_dirents_typed(&rec, &mut names), None);
     rec[16] = 24;
+    rec[18] = nix::libc::DT_REG;
     rec[19] = b'x';
-    assert_eq!(parse_dirents(&rec, &mut names), Some(()));
-    assert_eq!(names, vec![OsString::from("x")]);
+    assert_eq!(parse_dirents_typed(&rec, &mut names), Some(()));
+    assert_eq!(names, vec![(OsString::from("x"), nix::libc::DT_REG)]);
 }
 
 #[test]

@@ -365,7 +365,7 @@ impl<'a> Collector<'a> {
                 return Some(Vec::new());
             }
         }
-        Some(e.files.iter().map(|a| a.name.clone()).collect())
+        Some(e.listed.clone())
     }
 
     /// The folder `rel` (`""` is the root), opened once per pass.

@@ -9,10 +9,11 @@ use crate::catalogue::{
     GitVersion, RELATIVE_WORKTREES_SINCE, WORKTREE_COMMON_ONLY, WORKTREE_PRIVATE_ENTRIES,
     WORKTREE_PRIVATE_SUBPATHS,
 };
-use crate::fsx::{FileType, FsError, Root};
+use crate::fsx::{EntryKind, FileType, FsError, Root};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -234,27 +235,33 @@ pub struct WorktreeEntry {
     /// `worktrees/<id>` itself as the listing of `worktrees/` saw it (`lstat`).
     #[serde(skip)]
     pub admin_type: FileType,
-    /// Every name of the admin dir as listed (`lstat`, sorted), with the bytes of the files
-    /// read here; empty when `worktrees/<id>` is not a folder. For callers that need the
-    /// same bytes (wt-check compares them with its baseline): each file is read once.
+    /// The files git reads here (`gitdir`, `commondir`, `HEAD`, `locked`,
+    /// `config.worktree`) that are present, sorted, with the bytes read: for callers that
+    /// need the same bytes (wt-check compares them with its baseline), each file is read
+    /// once. Empty when `worktrees/<id>` is not a folder.
     #[serde(skip)]
     pub files: Vec<AdminFile>,
+    /// Every name of the admin dir as listed, raw and sorted (`names` is their text).
+    #[serde(skip)]
+    pub listed: Vec<std::ffi::OsString>,
 }
 
-/// One name of a worktree's admin dir as [`worktree_entries`] saw it, read without following
-/// links.
+/// One of the files git reads in a worktree's admin dir, as [`worktree_entries`] saw it,
+/// without following links.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdminFile {
     pub name: std::ffi::OsString,
-    /// The listing's `lstat`; for a file read whole ([`AdminFile::bytes`]), the `fstat` of
-    /// the descriptor read (the type and mode of the very bytes held).
+    /// For a file read whole ([`AdminFile::bytes`]), the `fstat` of the descriptor read (the
+    /// type and mode of the very bytes held); otherwise an `lstat` taken after the listing.
     pub file_type: FileType,
-    /// The whole content of the files git reads here (`gitdir`, `commondir`, `HEAD`, `locked`,
-    /// `config.worktree`) when they are
-    /// regular files read without error; `None` otherwise (not read, or unreadable: a caller
-    /// that needs the bytes reads again and meets the error itself).
+    /// The whole content when it is a regular file read without error; `None` otherwise (not
+    /// a regular file, or unreadable: a caller that needs the bytes reads again and meets the
+    /// error itself).
     pub bytes: Option<Vec<u8>>,
 }
+
+/// The files of an admin dir read whole into [`WorktreeEntry::files`].
+const ADMIN_FILES_READ: [&str; 5] = ["gitdir", "commondir", "HEAD", "locked", "config.worktree"];
 
 impl WorktreeEntry {
     /// Whether the worktree path lies strictly below `session_dir` (e.g.
@@ -365,6 +372,7 @@ fn read_entry(
         prune_older_git: None,
         admin_type: ft.clone(),
         files: Vec::new(),
+        listed: Vec::new(),
     };
     match ft {
         FileType::Dir { .. } => {}
@@ -384,40 +392,34 @@ fn read_entry(
             return Ok(entry);
         }
     }
-    // One handle on the admin dir (opened no-follow); every file below is read relative to
-    // it, once, from what the listing's lstat saw (see `read_listed`).
+    // One handle on the admin dir (opened no-follow); its listing's types (`d_type`) say
+    // what each name is, and every file is read relative to the handle, once (see
+    // `AdminReads`).
     let admin_dir = sys.dir(&admin)?;
-    let listing = admin_dir.list("")?;
-    let files: Vec<AdminFile> = listing
-        .iter()
-        .map(|e| AdminFile {
-            name: e.name.clone(),
-            file_type: e.stat.file_type.clone(),
-            bytes: None,
-        })
-        .collect();
+    let listing = admin_dir.list_kinds("")?;
     let mut read = AdminReads {
         dir: &admin_dir,
-        files,
+        listing: &listing,
+        files: Vec::new(),
     };
     entry.names = listing
         .iter()
-        .map(|e| e.name.to_string_lossy().into_owned())
+        .map(|(n, _)| n.to_string_lossy().into_owned())
         .collect();
-    for e in &listing {
-        if let FileType::Symlink { target } = &e.stat.file_type {
+    for (n, k) in &listing {
+        if *k == EntryKind::Symlink {
             entry.problems.push(Problem::Link {
-                name: e.name.to_string_lossy().into_owned(),
-                target: target.clone(),
+                name: n.to_string_lossy().into_owned(),
+                target: admin_dir.read_link(n).unwrap_or_default(),
             });
         }
     }
-    check_unexpected(sys, &admin, &listing, &mut entry.problems)?;
-    entry.has_config_worktree = listing.iter().any(|e| e.name == "config.worktree");
-    let locked_present = listing.iter().any(|e| e.name == "locked");
+    check_unexpected(&admin_dir, &listing, &mut entry.problems)?;
+    entry.has_config_worktree = listing.iter().any(|(n, _)| n == "config.worktree");
+    let locked_present = listing.iter().any(|(n, _)| n == "locked");
 
     // gitdir
-    let gitdir_entry = listing.iter().find(|e| e.name == "gitdir");
+    let gitdir_entry = listing.iter().find(|(n, _)| n == "gitdir");
     let gitdir_raw = match read.read("gitdir", SMALL_FILE_MAX) {
         Ok(b) => b,
         Err(FsError::Link { .. }) => None, // reported above as Problem::Link
@@ -432,13 +434,13 @@ fn read_entry(
     // The path `gitdir` names, resolved, with its lstat (for the backlink check below).
     let mut named_seen: Option<(PathBuf, Result<Option<crate::fsx::Stat>, LayoutError>)> = None;
     match &gitdir_raw {
-        None => match gitdir_entry.map(|e| &e.stat.file_type) {
+        None => match gitdir_entry.map(|(_, k)| k) {
             None => {
                 entry.problems.push(Problem::GitdirMissing);
                 prune = Some("gitdir file does not exist".into());
             }
             // should_prune_worktree: open succeeds on a folder, read fails with EISDIR.
-            Some(FileType::Dir { .. }) => {
+            Some(EntryKind::Dir) => {
                 prune = Some("unable to read gitdir file (Is a directory)".into());
             }
             Some(_) => prune = Some("unable to read gitdir file".into()),
@@ -549,7 +551,7 @@ fn read_entry(
     // commondir
     match read.read("commondir", SMALL_FILE_MAX) {
         Ok(None) => {
-            if !listing.iter().any(|e| e.name == "commondir") {
+            if !listing.iter().any(|(n, _)| n == "commondir") {
                 entry.problems.push(Problem::CommondirMissing);
             }
         }
@@ -585,18 +587,18 @@ fn read_entry(
     }
 
     // HEAD
-    // As `read_head` (git's validate_headref), from the listing's lstat and one whole read:
+    // As `read_head` (git's validate_headref), from the listing's type and one whole read:
     // only the first HEAD_READ_MAX bytes are looked at, so a HEAD too large to hold whole is
     // still judged by its start.
-    let head_type = read
-        .files()
-        .iter()
-        .find(|f| f.name == "HEAD")
-        .map(|f| f.file_type.clone());
+    let head_type = listing.iter().find(|(n, _)| n == "HEAD").map(|(_, k)| *k);
     let head_verdict = match head_type {
         None => Err("no HEAD".to_string()),
-        Some(FileType::Symlink { target }) => head_link_verdict(&target),
-        Some(FileType::File { .. }) => match read.read("HEAD", SMALL_FILE_MAX) {
+        Some(EntryKind::Symlink) => match admin_dir.read_link("HEAD") {
+            Ok(target) => head_link_verdict(&target),
+            Err(FsError::NotFound { .. }) => Err("no HEAD".to_string()),
+            Err(e) => return Err(e.into()),
+        },
+        Some(EntryKind::File) => match read.read("HEAD", SMALL_FILE_MAX) {
             Ok(Some(bytes)) => {
                 let v = head_bytes_verdict(&bytes);
                 entry.head = Some(bytes);
@@ -641,38 +643,53 @@ fn read_entry(
     // config.worktree is read only for callers that compare it (wt-check); an error here is
     // theirs to meet when they read it themselves.
     let _ = read.read("config.worktree", SMALL_FILE_MAX);
-    entry.files = read.into_files();
+    entry.files = read.into_files()?;
+    entry.listed = listing.into_iter().map(|(n, _)| n).collect();
     Ok(entry)
 }
 
-/// The admin dir's listing with the bytes read so far (see [`AdminFile`]).
+/// The admin dir's listing with the files read so far (see [`AdminFile`]).
 struct AdminReads<'a> {
     dir: &'a Root,
+    listing: &'a [(std::ffi::OsString, EntryKind)],
     files: Vec<AdminFile>,
 }
 
 impl AdminReads<'_> {
-    fn files(&self) -> &[AdminFile] {
-        &self.files
-    }
-
-    fn into_files(self) -> Vec<AdminFile> {
+    /// The files read, plus an `lstat` of each other name of [`ADMIN_FILES_READ`] present
+    /// (not a regular file, or unreadable), sorted by name.
+    fn into_files(mut self) -> Result<Vec<AdminFile>, FsError> {
+        for (name, _) in self.listing {
+            let wanted = ADMIN_FILES_READ.iter().any(|f| name == f);
+            if !wanted || self.files.iter().any(|f| &f.name == name) {
+                continue;
+            }
+            if let Some(st) = self.dir.stat(name)? {
+                self.files.push(AdminFile {
+                    name: name.clone(),
+                    file_type: st.file_type,
+                    bytes: None,
+                });
+            }
+        }
         self.files
+            .sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        Ok(self.files)
     }
 
     /// Read `name` as `Root::read` would (`Ok(None)` when missing): a name not listed is
-    /// missing; a link is [`FsError::Link`] and anything but a regular file
-    /// [`FsError::NotRegular`], from the listing's lstat, without opening it; a regular file
-    /// is read through `Root::read_child_regular` (no-follow, non-blocking, type checked on
-    /// the descriptor) with no second lstat. A file read is kept with its bytes.
+    /// missing; from the listing's type, a link is [`FsError::Link`] and anything but a
+    /// regular file [`FsError::NotRegular`], without opening it; a regular file is read
+    /// through `Root::read_child_regular` (opened no-follow and non-blocking, its type
+    /// checked on the descriptor before any read). A file read is kept with its bytes.
     fn read(&mut self, name: &str, max: u64) -> Result<Option<Vec<u8>>, FsError> {
-        let Some(f) = self.files.iter_mut().find(|f| f.name == name) else {
+        let Some((_, kind)) = self.listing.iter().find(|(n, _)| n == name) else {
             return Ok(None);
         };
         let full = self.dir.path().join(name);
-        match &f.file_type {
-            FileType::File { .. } => {}
-            FileType::Symlink { .. } => return Err(FsError::Link { path: full }),
+        match kind {
+            EntryKind::File => {}
+            EntryKind::Symlink => return Err(FsError::Link { path: full }),
             other => {
                 return Err(FsError::NotRegular {
                     path: full,
@@ -682,11 +699,14 @@ impl AdminReads<'_> {
         }
         match self.dir.read_child_regular(OsStr::new(name), max) {
             Ok((bytes, mode)) => {
-                f.file_type = FileType::File {
-                    mode,
-                    size: bytes.len() as u64,
-                };
-                f.bytes = Some(bytes.clone());
+                self.files.push(AdminFile {
+                    name: name.into(),
+                    file_type: FileType::File {
+                        mode,
+                        size: bytes.len() as u64,
+                    },
+                    bytes: Some(bytes.clone()),
+                });
                 Ok(Some(bytes))
             }
             Err(FsError::NotFound { .. }) => Ok(None),
@@ -769,13 +789,12 @@ fn is_private_name(name: &str) -> bool {
 /// Reports names git does not keep per worktree, including below `refs/`, `logs/` and
 /// `info/`, where only a few subpaths are per worktree.
 fn check_unexpected(
-    sys: &Sys,
-    admin: &Path,
-    listing: &[crate::fsx::DirEntry],
+    admin: &Root,
+    listing: &[(std::ffi::OsString, EntryKind)],
     problems: &mut Vec<Problem>,
 ) -> Result<(), LayoutError> {
-    for e in listing {
-        let name = e.name.to_string_lossy().into_owned();
+    for (n, kind) in listing {
+        let name = n.to_string_lossy().into_owned();
         if !is_private_name(&name) {
             problems.push(Problem::UnexpectedEntry {
                 ignored_by_git: WORKTREE_COMMON_ONLY.contains(&name.as_str()),
@@ -783,29 +802,30 @@ fn check_unexpected(
             });
             continue;
         }
-        if matches!(name.as_str(), "refs" | "logs" | "info") && e.stat.is_dir() {
-            check_container(sys, admin, &name, problems)?;
+        if matches!(name.as_str(), "refs" | "logs" | "info") && *kind == EntryKind::Dir {
+            check_container(admin, &name, problems)?;
         }
     }
     Ok(())
 }
 
+/// Names below the admin dir's folder `rel`, from the folder listing (opened no-follow; a
+/// folder swapped for a link is an error, never followed).
 fn check_container(
-    sys: &Sys,
-    admin: &Path,
+    admin: &Root,
     rel: &str,
     problems: &mut Vec<Problem>,
 ) -> Result<(), LayoutError> {
-    for child in sys.list(&admin.join(rel))? {
-        let sub = format!("{rel}/{}", child.name.to_string_lossy());
+    for (child, kind) in admin.list_kinds(rel)? {
+        let sub = format!("{rel}/{}", child.to_string_lossy());
         let stem = sub.strip_suffix(".lock").unwrap_or(&sub);
         if !WORKTREE_PRIVATE_SUBPATHS.contains(&stem) {
             problems.push(Problem::UnexpectedEntry {
                 name: sub,
                 ignored_by_git: true,
             });
-        } else if sub == "logs/refs" && child.stat.is_dir() {
-            check_container(sys, admin, &sub, problems)?;
+        } else if sub == "logs/refs" && kind == EntryKind::Dir {
+            check_container(admin, &sub, problems)?;
         }
     }
     Ok(())
