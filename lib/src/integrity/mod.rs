@@ -398,6 +398,12 @@ impl<'a> Collector<'a> {
 
     /// Record the node at `rel` (its parent must be a folder already recorded or the root).
     fn node(&mut self, rel: &str) -> Option<Node> {
+        self.node_listed(rel, false)
+    }
+
+    /// [`Collector::node`]; `listed_file`: its folder's listing showed a regular file (see
+    /// [`read_node_known`]).
+    fn node_listed(&mut self, rel: &str, listed_file: bool) -> Option<Node> {
         if let Some(n) = self.entries.get(rel) {
             return Some(n.clone());
         }
@@ -418,7 +424,7 @@ impl<'a> Collector<'a> {
             }
         };
         let known = self.known.and_then(|k| k.get(rel));
-        match read_node_known(&dir, OsStr::new(name), known) {
+        match read_node_known(&dir, OsStr::new(name), known, listed_file) {
             Ok(n) => {
                 self.entries.insert(rel.to_owned(), n.clone());
                 Some(n)
@@ -469,14 +475,14 @@ impl<'a> Collector<'a> {
             });
             return;
         }
-        let names = match self.dir(rel).and_then(|d| d.list()) {
+        let names = match self.dir(rel).and_then(|d| d.list_kinds()) {
             Ok(n) => n,
             Err(e) => {
                 self.problem(&e);
                 return;
             }
         };
-        for n in names {
+        for (n, kind) in names {
             let Some(n) = n.to_str() else {
                 self.problems.push(Problem {
                     path: self.root.path().join(rel).join(&n),
@@ -485,7 +491,12 @@ impl<'a> Collector<'a> {
                 });
                 continue;
             };
-            self.tree(&format!("{rel}/{n}"), depth + 1);
+            let child = format!("{rel}/{n}");
+            if kind == crate::fsx::EntryKind::File && !self.entries.contains_key(&child) {
+                // The listing says a regular file: read it without an lstat first.
+                self.node_listed(&child, true);
+            }
+            self.tree(&child, depth + 1);
         }
     }
 
@@ -627,7 +638,7 @@ fn split(rel: &str) -> (&str, &str) {
 }
 
 fn read_node(dir: &Dir, name: &OsStr) -> Result<Node, NfError> {
-    read_node_known(dir, name, None)
+    read_node_known(dir, name, None, false)
 }
 
 /// [`read_node`], given what the baseline holds for this entry. Every file is still read
@@ -635,7 +646,25 @@ fn read_node(dir: &Dir, name: &OsStr) -> Result<Node, NfError> {
 /// from the baseline's object id and text instead of hashing the bytes again — the same
 /// node `Node::file` builds, since the id is the blob hash of those very bytes (the state
 /// file is written by `pin`, outside the sandbox). Any other case hashes as before.
-fn read_node_known(dir: &Dir, name: &OsStr, known: Option<&Node>) -> Result<Node, NfError> {
+///
+/// `listed_file`: the folder's listing (`d_type`) showed a regular file, so the file is opened
+/// straight away — no-follow and non-blocking, its type checked on the descriptor before any
+/// byte is read (a fifo never blocks, a device or folder is never read). When it is no longer
+/// a regular file (a link, fifo, folder swapped in since the listing, or gone), the entry is
+/// judged by its `lstat` as without the hint.
+fn read_node_known(
+    dir: &Dir,
+    name: &OsStr,
+    known: Option<&Node>,
+    listed_file: bool,
+) -> Result<Node, NfError> {
+    if listed_file {
+        match dir.read_stated(name, FILE_LIMIT) {
+            Ok((bytes, mode)) => return Ok(file_node(&bytes, mode, known)),
+            Err(NfError::NotRegular { .. } | NfError::Link { .. } | NfError::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
     let Some(st) = dir.stat(name)? else {
         return Ok(Node::Absent);
     };
@@ -1819,6 +1848,35 @@ mod tests {
         assert!(matches!(
             &shared.entries["worktrees/honest/commondir"],
             Node::File { content: Content::Text(t), .. } if t == "../..\n"
+        ));
+    }
+
+    #[test]
+    fn a_file_hint_from_the_listing_gives_the_lstat_verdict_when_it_is_stale() {
+        // An entry listed as a regular file that is now a fifo, a link, a folder or gone is
+        // recorded as what it is now (the fifo neither blocks nor is read).
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::write(base.join("f"), "x").unwrap();
+        nix::unistd::mkfifo(
+            &base.join("p"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        symlink("/etc/passwd", base.join("l")).unwrap();
+        std::fs::create_dir(base.join("d")).unwrap();
+        let dir = Dir::open_abs(&base).unwrap();
+        for name in ["f", "p", "l", "d", "missing"] {
+            let n = OsStr::new(name);
+            assert_eq!(
+                read_node_known(&dir, n, None, true).unwrap(),
+                read_node_known(&dir, n, None, false).unwrap(),
+                "{name}"
+            );
+        }
+        assert!(matches!(
+            read_node_known(&dir, OsStr::new("p"), None, true).unwrap(),
+            Node::Special { kind: Kind::Fifo }
         ));
     }
 }

@@ -137,6 +137,12 @@ impl Dir {
         self.0.list_names("")
     }
 
+    /// Names in this folder with their type from the listing (`d_type`), sorted: a hint
+    /// taken at listing time (see `fsx::Root::list_kinds`).
+    pub fn list_kinds(&self) -> Result<Vec<(OsString, crate::fsx::EntryKind)>, NfError> {
+        self.0.list_kinds("")
+    }
+
     /// Create a child folder (an existing one is fine).
     pub fn mkdir(&self, name: &OsStr, mode: u32) -> Result<(), NfError> {
         self.0.create_dir_all(name, mode)

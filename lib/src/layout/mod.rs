@@ -47,7 +47,7 @@ use crate::fsx::{FileType, FsError, Root};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::rc::Rc;
@@ -256,7 +256,11 @@ impl LayoutError {
 /// opened, never at the link's target.
 pub(crate) struct Sys {
     root: Root,
-    dirs: RefCell<FastMap<PathBuf, Rc<Root>>>,
+    /// Folder handles by absolute path, keyed by the path's bytes (hashed and compared as
+    /// bytes, not component by component as `Path` does): every key is built by pushing
+    /// plain components onto `/`, so one folder has one spelling; another spelling of a
+    /// path only misses the cache and is walked again.
+    dirs: RefCell<FastMap<OsString, Rc<Root>>>,
 }
 
 /// A `HashMap` with [`FxHasher`]: for the per-pass caches of opened folders, looked up once
@@ -313,7 +317,7 @@ impl Sys {
     pub(crate) fn new() -> Result<Sys, LayoutError> {
         let root = Root::system()?;
         let mut dirs = FastMap::default();
-        dirs.insert(PathBuf::from("/"), Rc::new(root.try_clone()?));
+        dirs.insert(OsString::from("/"), Rc::new(root.try_clone()?));
         Ok(Sys {
             root,
             dirs: RefCell::new(dirs),
@@ -322,7 +326,7 @@ impl Sys {
 
     /// The no-follow handle of the folder `abs`.
     fn dir(&self, abs: &Path) -> Result<Rc<Root>, FsError> {
-        if let Some(r) = self.dirs.borrow().get(abs) {
+        if let Some(r) = self.dirs.borrow().get(abs.as_os_str()) {
             return Ok(r.clone());
         }
         let escape = || FsError::Escape {
@@ -332,7 +336,11 @@ impl Sys {
             let cache = self.dirs.borrow();
             abs.ancestors()
                 .skip(1)
-                .find_map(|a| cache.get(a).map(|r| (a.to_path_buf(), r.clone())))
+                .find_map(|a| {
+                    cache
+                        .get(a.as_os_str())
+                        .map(|r| (a.to_path_buf(), r.clone()))
+                })
                 .map(Ok)
                 .unwrap_or_else(|| {
                     self.root
@@ -343,7 +351,7 @@ impl Sys {
         let rest = abs.strip_prefix(&cur_path).map_err(|_| escape())?;
         let mut cache = self.dirs.borrow_mut();
         if cache.len() > SYS_DIR_CACHE_MAX {
-            cache.retain(|p, _| p == Path::new("/"));
+            cache.retain(|p, _| p == "/");
         }
         for c in rest.components() {
             let Component::Normal(name) = c else {
@@ -351,7 +359,7 @@ impl Sys {
             };
             let next = Rc::new(cur.open_dir(name)?);
             cur_path.push(name);
-            cache.insert(cur_path.clone(), next.clone());
+            cache.insert(cur_path.clone().into_os_string(), next.clone());
             cur = next;
         }
         Ok(cur)
@@ -432,7 +440,7 @@ impl Sys {
                     if missing_at.is_some() {
                         continue;
                     }
-                    if self.dirs.borrow().contains_key(&here) {
+                    if self.dirs.borrow().contains_key(here.as_os_str()) {
                         continue; // opened no-follow earlier: a real folder
                     }
                     match self.stat(&here)? {
