@@ -229,3 +229,30 @@ fn commits_only_a_worktree_head_or_the_stash_reach_are_scanned() {
         );
     }
 }
+
+#[test]
+fn worktree_entries_without_a_head_file_are_skipped_whole() {
+    // git skips an entry without a readable HEAD: no HEAD and none of its per-worktree refs
+    // in the snapshot, whether HEAD is missing or a folder; the other entries are read.
+    for git in gits() {
+        let r = Repo::new(&git);
+        r.sh("echo a > a && $GIT add a && $GIT commit -qm a");
+        r.sh("$GIT worktree add -q ../w1 -b b1 && $GIT -C ../w1 update-ref refs/worktree/x HEAD");
+        r.sh("$GIT worktree add -q ../w2 -b b2 && $GIT -C ../w2 update-ref refs/worktree/y HEAD");
+        r.sh("$GIT worktree add -q ../w3 -b b3");
+        let wts = r.git_dir().join("worktrees");
+        std::fs::remove_file(wts.join("w1/HEAD")).unwrap();
+        std::fs::remove_file(wts.join("w2/HEAD")).unwrap();
+        std::fs::create_dir(wts.join("w2/HEAD")).unwrap();
+        let s = RefSnapshot::take(&r.git_dir()).unwrap();
+        let names: Vec<&str> = s.refs.keys().map(String::as_str).collect();
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.starts_with("worktrees/w1/") || n.starts_with("worktrees/w2/")),
+            "{} {names:?}",
+            git.display()
+        );
+        assert!(names.contains(&"worktrees/w3/HEAD"), "{names:?}");
+    }
+}
