@@ -929,15 +929,31 @@ fn read_fd_mode(fd: OwnedFd, full: &Path, max_bytes: u64) -> Result<(Vec<u8>, u3
             })
         }
     }
-    let file = File::from(fd);
-    let mut buf = Vec::with_capacity(st.st_size.max(0) as usize);
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut buf)
-        .map_err(|source| FsError::Io {
-            path: full.to_path_buf(),
-            op: "read",
-            source,
-        })?;
+    let io = |source| FsError::Io {
+        path: full.to_path_buf(),
+        op: "read",
+        source,
+    };
+    // One read of up to the size fstat reported plus one byte. Exactly that size back means
+    // the file as it was at the fstat, whole: no second read to see the end. Anything else
+    // (the file grew or shrank since, or a file system that reports no size, as procfs) is
+    // read on to its end, as before.
+    let size = usize::try_from(st.st_size.max(0)).unwrap_or(0);
+    let mut file = File::from(fd);
+    let mut buf = vec![0u8; size + 1];
+    let n = loop {
+        match file.read(&mut buf) {
+            Ok(n) => break n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        }
+    };
+    buf.truncate(n);
+    if n != size {
+        file.take(max_bytes.saturating_add(1).saturating_sub(n as u64))
+            .read_to_end(&mut buf)
+            .map_err(io)?;
+    }
     if buf.len() as u64 > max_bytes {
         return Err(FsError::TooLarge {
             path: full.to_path_buf(),

@@ -531,3 +531,38 @@ fn read_child_regular_refuses_links_fifos_and_folders_without_blocking() {
         ));
     }
 }
+
+#[test]
+fn reads_whole_files_of_every_size_and_files_that_report_no_size() {
+    let (t, root, _) = setup();
+    for len in [0usize, 1, 4095, 4096, 4097, 100_000] {
+        let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        std::fs::write(t.path().join("root/sized"), &bytes).unwrap();
+        assert_eq!(root.read("sized", 1 << 20).unwrap(), bytes, "{len}");
+        assert_eq!(
+            root.read_child_regular(OsStr::new("sized"), 1 << 20)
+                .unwrap()
+                .0,
+            bytes
+        );
+    }
+    std::fs::write(t.path().join("root/sized"), b"12345").unwrap();
+    assert!(root.read("sized", 5).is_ok());
+    assert!(matches!(
+        root.read("sized", 4),
+        Err(FsError::TooLarge { .. })
+    ));
+    // procfs reports size 0 for files with content: read on to the end.
+    let proc_self = Root::open("/proc/self").unwrap();
+    let status = proc_self.read("status", 1 << 20).unwrap();
+    assert!(
+        status.starts_with(b"Name:"),
+        "{}",
+        String::from_utf8_lossy(&status)
+    );
+    assert!(status.len() > 100);
+    assert!(matches!(
+        proc_self.read("status", 10),
+        Err(FsError::TooLarge { .. })
+    ));
+}

@@ -256,6 +256,48 @@ impl<'de> Deserialize<'de> for StoredNode {
     }
 }
 
+/// A JSON object as a list of its (key, value) pairs in file order, and back: the state's
+/// maps are then built in one pass from sorted input rather than one insert per key.
+mod pairs {
+    use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+    use serde::ser::{SerializeMap, Serializer};
+    use serde::Serialize;
+
+    pub fn serialize<K: Serialize, V: Serialize, S: Serializer>(
+        v: &[(K, V)],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(v.len()))?;
+        for (k, x) in v {
+            m.serialize_entry(k, x)?;
+        }
+        m.end()
+    }
+
+    pub fn deserialize<'de, K, V, D>(d: D) -> Result<Vec<(K, V)>, D::Error>
+    where
+        K: Deserialize<'de>,
+        V: Deserialize<'de>,
+        D: Deserializer<'de>,
+    {
+        struct P<K, V>(std::marker::PhantomData<(K, V)>);
+        impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Visitor<'de> for P<K, V> {
+            type Value = Vec<(K, V)>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(m.size_hint().unwrap_or(0));
+                while let Some(kv) = m.next_entry()? {
+                    out.push(kv);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(P(std::marker::PhantomData))
+    }
+}
+
 /// The state file as written: [`State`] with file contents in `blobs`, once per blob id.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct StateFile {
@@ -267,8 +309,11 @@ struct StateFile {
     work_tree: Option<PathBuf>,
     session: Option<String>,
     session_dir: Option<PathBuf>,
-    entries: BTreeMap<String, StoredNode>,
-    includes: BTreeMap<PathBuf, StoredNode>,
+    /// A JSON object; read into a list in file order (the map is built once, from it).
+    #[serde(with = "pairs")]
+    entries: Vec<(String, StoredNode)>,
+    #[serde(with = "pairs")]
+    includes: Vec<(PathBuf, StoredNode)>,
     worktrees: BTreeMap<String, WorktreeBaseline>,
     #[serde(default)]
     refs: serde_json::Value,
@@ -307,6 +352,7 @@ impl From<State> for StateFile {
         };
         let entries = s.entries.into_iter().map(|(k, n)| (k, store(n))).collect();
         let includes = s.includes.into_iter().map(|(k, n)| (k, store(n))).collect();
+        // (Both in key order: from the BTreeMaps.)
         StateFile {
             format: FORMAT,
             pinned_at: s.pinned_at,
@@ -352,7 +398,8 @@ impl TryFrom<StateFile> for State {
                 StoredNode::Special { kind } => Node::Special { kind },
             })
         };
-        // Collected from the sorted maps (a bulk build, not one insert per key).
+        // Collected in one pass (BTreeMap's bulk build: sorted, a key given twice keeps its
+        // last value, as inserting one by one would).
         let entries = f
             .entries
             .into_iter()
@@ -598,5 +645,18 @@ mod tests {
             let j = serde_json::to_string(&n).unwrap();
             assert_eq!(serde_json::to_string(&ok(&j)).unwrap(), j);
         }
+    }
+
+    #[test]
+    fn entries_in_any_order_and_a_key_given_twice_keeps_its_last_value() {
+        let j = r#"{"format": 2, "pinned_at": "t", "repo": "/r", "git_dir": "/r/.git",
+            "common_dir": "/r/.git", "work_tree": null, "session": null, "session_dir": null,
+            "entries": {"b": {"type": "absent"}, "a": {"type": "dir", "mode": 1},
+                        "b": {"type": "dir", "mode": 2}},
+            "includes": {}, "worktrees": {}}"#;
+        let st: State = serde_json::from_str(j).unwrap();
+        let keys: Vec<&str> = st.entries.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["a", "b"]);
+        assert_eq!(st.entries["b"], Node::Dir { mode: 2 });
     }
 }
