@@ -1334,6 +1334,39 @@ fn change_word(before: &Node, after: &Node) -> &'static str {
     }
 }
 
+/// The keys of two sorted maps in order, each once, with its node in each (a merge join).
+fn merged<'a>(
+    a: &'a BTreeMap<String, Node>,
+    b: &'a BTreeMap<String, Node>,
+) -> Vec<(&'a String, Option<&'a Node>, Option<&'a Node>)> {
+    let mut out = Vec::with_capacity(a.len().max(b.len()));
+    let (mut ia, mut ib) = (a.iter().peekable(), b.iter().peekable());
+    loop {
+        let step = match (ia.peek(), ib.peek()) {
+            (None, None) => break,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some((ka, _)), Some((kb, _))) => ka.cmp(kb),
+        };
+        match step {
+            std::cmp::Ordering::Less => {
+                let (k, n) = ia.next().expect("peeked");
+                out.push((k, Some(n), None));
+            }
+            std::cmp::Ordering::Greater => {
+                let (k, n) = ib.next().expect("peeked");
+                out.push((k, None, Some(n)));
+            }
+            std::cmp::Ordering::Equal => {
+                let (k, n) = ia.next().expect("peeked");
+                let (_, m) = ib.next().expect("peeked");
+                out.push((k, Some(n), Some(m)));
+            }
+        }
+    }
+    out
+}
+
 /// The id of the worktree entry a key belongs to.
 fn worktree_id(rel: &str) -> Option<&str> {
     rel.strip_prefix("worktrees/")
@@ -1358,20 +1391,18 @@ fn compare(
             None => has_session && now_wt.get(id).is_some_and(|w| w.own),
         }
     };
-    let keys: BTreeSet<&String> = state.entries.keys().chain(snap.entries.keys()).collect();
-    for k in keys {
-        let before = state.entries.get(k).cloned().unwrap_or(Node::Absent);
+    let absent = Node::Absent;
+    // Every key of the baseline and of now, in order: one merge of the two sorted maps.
+    for (k, before, now) in merged(&state.entries, &snap.entries) {
+        let before: &Node = before.unwrap_or(&absent);
         // Not recorded now: removed when its folder was listed, else hidden (a parent is not
         // a folder, or could not be read).
-        let parent_listed = {
+        let after: Option<&Node> = now.or_else(|| {
             let parent = split(k).0;
-            parent.is_empty() || matches!(snap.entries.get(parent), Some(Node::Dir { .. }))
-        };
-        let after = snap
-            .entries
-            .get(k)
-            .cloned()
-            .or_else(|| parent_listed.then_some(Node::Absent));
+            let parent_listed =
+                parent.is_empty() || matches!(snap.entries.get(parent), Some(Node::Dir { .. }));
+            parent_listed.then_some(&absent)
+        });
         let own_skip = worktree_id(k).is_some_and(|id| {
             own(id) && !k.ends_with("/config.worktree") && {
                 let rest = &k[("worktrees/".len() + id.len())..];
@@ -1385,7 +1416,7 @@ fn compare(
             // Extra names (hooks/, config) are still planted.
             continue;
         }
-        let Some(after_n) = &after else {
+        let Some(after_n) = after else {
             if matches!(before, Node::Absent) {
                 continue; // nothing was there; the parent's own difference says it all
             }
@@ -1393,7 +1424,7 @@ fn compare(
                 key: Key::Rel(k.clone()),
                 kind: event_kinds(k, "unreadable"),
                 change: "unreadable",
-                before,
+                before: before.clone(),
                 after: None,
                 why: None,
                 plan: Plan::Restore,
@@ -1401,17 +1432,19 @@ fn compare(
             continue;
         };
         if let Some(id) = worktree_id(k) {
-            if k == &format!("worktrees/{id}") && !state.worktrees.contains_key(id) {
+            // `worktrees/<id>` itself (not a file below it).
+            let is_entry = k.len() == "worktrees/".len() + id.len();
+            if is_entry && !state.worktrees.contains_key(id) {
                 if own(id) {
                     continue;
                 }
-                if !same(k, &before, after_n) {
+                if !same(k, before, after_n) {
                     diffs.push(Diff {
                         key: Key::Rel(k.clone()),
                         kind: EventKind::WorktreeEntryPlanted,
                         change: "created",
-                        before,
-                        after,
+                        before: before.clone(),
+                        after: Some(after_n.clone()),
                         why: Some(format!(
                             "new worktree entry `{id}` that is not the session's (its gitdir names {})",
                             now_wt.get(id).and_then(|w| w.path.as_ref()).map_or("nothing".into(), |p| p.display().to_string())
@@ -1428,16 +1461,16 @@ fn compare(
         {
             continue;
         }
-        if same(k, &before, after_n) {
+        if same(k, before, after_n) {
             continue;
         }
         let created_dir = matches!(before, Node::Absent) && after_n.is_dir();
         diffs.push(Diff {
             key: Key::Rel(k.clone()),
-            kind: event_kinds(k, change_word(&before, after_n)),
-            change: change_word(&before, after_n),
-            before,
-            after,
+            kind: event_kinds(k, change_word(before, after_n)),
+            change: change_word(before, after_n),
+            before: before.clone(),
+            after: Some(after_n.clone()),
             why: None,
             plan: if created_dir {
                 Plan::Quarantine
@@ -1878,5 +1911,39 @@ mod tests {
             read_node_known(&dir, OsStr::new("p"), None, true).unwrap(),
             Node::Special { kind: Kind::Fifo }
         ));
+    }
+
+    #[test]
+    fn merged_yields_every_key_once_in_order() {
+        let n = |m: u32| Node::Dir { mode: m };
+        let a: BTreeMap<String, Node> = [("a", 1), ("c", 2), ("e", 3)]
+            .into_iter()
+            .map(|(k, m)| (k.to_owned(), n(m)))
+            .collect();
+        let b: BTreeMap<String, Node> = [("b", 4), ("c", 5), ("f", 6)]
+            .into_iter()
+            .map(|(k, m)| (k.to_owned(), n(m)))
+            .collect();
+        let got: Vec<(&str, Option<u32>, Option<u32>)> = merged(&a, &b)
+            .into_iter()
+            .map(|(k, x, y)| {
+                let mode = |o: Option<&Node>| match o {
+                    Some(Node::Dir { mode }) => Some(*mode),
+                    _ => None,
+                };
+                (k.as_str(), mode(x), mode(y))
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", Some(1), None),
+                ("b", None, Some(4)),
+                ("c", Some(2), Some(5)),
+                ("e", Some(3), None),
+                ("f", None, Some(6)),
+            ]
+        );
+        assert!(merged(&BTreeMap::new(), &BTreeMap::new()).is_empty());
     }
 }
