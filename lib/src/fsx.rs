@@ -141,6 +141,9 @@ impl FileType {
     }
 }
 
+/// A folder's entries with their kinds, sorted by name ([`Root::list_kinds`]).
+pub type Listing = Vec<(OsString, EntryKind)>;
+
 /// An entry's type as a folder listing gives it ([`Root::list_kinds`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryKind {
@@ -485,30 +488,26 @@ impl Root {
     /// system that does not tell (`DT_UNKNOWN`) gets an `lstat` of that entry (an entry gone
     /// in between is left out). The type is a hint taken at listing time: a caller that
     /// opens an entry still opens it no-follow and checks the opened descriptor.
-    pub fn list_kinds(&self, rel: impl AsRef<Path>) -> Result<Vec<(OsString, EntryKind)>, FsError> {
+    pub fn list_kinds(&self, rel: impl AsRef<Path>) -> Result<Listing, FsError> {
         let rel = rel.as_ref();
         let comps = self.components(rel)?;
         let full = self.path.join(rel);
         let dir = self.open_listing(&comps, &full)?;
-        let mut out = Vec::new();
-        for (name, t) in read_typed_fd(&dir, &full)? {
-            let kind = match t {
-                nix::libc::DT_REG => EntryKind::File,
-                nix::libc::DT_DIR => EntryKind::Dir,
-                nix::libc::DT_LNK => EntryKind::Symlink,
-                nix::libc::DT_FIFO => EntryKind::Fifo,
-                nix::libc::DT_SOCK => EntryKind::Socket,
-                nix::libc::DT_CHR => EntryKind::CharDev,
-                nix::libc::DT_BLK => EntryKind::BlockDev,
-                _ => match lstat_at(&dir, &name, &full.join(&name))? {
-                    Some(st) => EntryKind::of(&st.file_type),
-                    None => continue,
-                },
-            };
-            out.push((name, kind));
+        kinds_of(&dir, &full)
+    }
+
+    /// The child folder `name` as a root of its own, opened once (`O_RDONLY | O_DIRECTORY |
+    /// O_NOFOLLOW`: a link is refused, anything but a folder fails before it is opened), and
+    /// its [`Root::list_kinds`] read through that same descriptor.
+    pub fn open_dir_listed(&self, name: &OsStr) -> Result<(Root, Listing), FsError> {
+        let comps = self.components(Path::new(name))?;
+        let full = self.path.join(name);
+        if comps.len() != 1 {
+            return Err(FsError::Escape { path: full });
         }
-        out.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        Ok(out)
+        let fd = self.open_listing(&comps, &full)?;
+        let kinds = kinds_of(&fd, &full)?;
+        Ok((Root { fd, path: full }, kinds))
     }
 
     /// The folder `rel` as a root of its own, opened without following links.
@@ -972,6 +971,30 @@ fn read_dir_names(dir: &impl AsFd, full: &Path) -> Result<Vec<OsString>, FsError
     )
     .map_err(|e| FsError::io(full.to_path_buf(), "open", e))?;
     read_names_fd(&fd, full)
+}
+
+/// The entries of the folder open for reading as `dir`, sorted, with their `d_type` kind (an
+/// `lstat` where the file system does not tell; an entry gone by then is left out).
+fn kinds_of(dir: &OwnedFd, full: &Path) -> Result<Listing, FsError> {
+    let mut out = Vec::new();
+    for (name, t) in read_typed_fd(dir, full)? {
+        let kind = match t {
+            nix::libc::DT_REG => EntryKind::File,
+            nix::libc::DT_DIR => EntryKind::Dir,
+            nix::libc::DT_LNK => EntryKind::Symlink,
+            nix::libc::DT_FIFO => EntryKind::Fifo,
+            nix::libc::DT_SOCK => EntryKind::Socket,
+            nix::libc::DT_CHR => EntryKind::CharDev,
+            nix::libc::DT_BLK => EntryKind::BlockDev,
+            _ => match lstat_at(dir, &name, &full.join(&name))? {
+                Some(st) => EntryKind::of(&st.file_type),
+                None => continue,
+            },
+        };
+        out.push((name, kind));
+    }
+    out.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    Ok(out)
 }
 
 /// The names in the folder open for reading as `fd` (`.` and `..` left out), unsorted.

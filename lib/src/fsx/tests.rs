@@ -473,6 +473,34 @@ fn list_names_reads_every_name_across_several_getdents_calls() {
         .map(|e| e.name)
         .collect();
     assert_eq!(listed, want);
+    // The kinds from the listing (d_type) are the lstat's.
+    let kinds = root.list_kinds("many").unwrap();
+    assert_eq!(kinds.len(), want.len());
+    for (name, kind) in &kinds {
+        let st = std::fs::symlink_metadata(d.join(name)).unwrap();
+        let expected = if st.is_symlink() {
+            EntryKind::Symlink
+        } else if st.is_dir() {
+            EntryKind::Dir
+        } else {
+            EntryKind::File
+        };
+        assert_eq!(*kind, expected, "{name:?}");
+    }
+    assert!(root.list_kinds("many/link").unwrap_err().is_link());
+    // Opened and listed through one descriptor: the same listing, and a usable root.
+    let (many, same) = root.open_dir_listed(OsStr::new("many")).unwrap();
+    assert_eq!(same, kinds);
+    assert!(many.stat("sub").unwrap().unwrap().is_dir());
+    assert_eq!(many.list_kinds("").unwrap(), kinds);
+    assert!(many
+        .open_dir_listed(OsStr::new("link"))
+        .unwrap_err()
+        .is_link());
+    assert!(matches!(
+        root.open_dir_listed(OsStr::new("a/b")),
+        Err(FsError::Escape { .. })
+    ));
     assert!(root.list_names("").unwrap().contains(&OsString::from("a")));
     assert!(root.list_names("many/link").unwrap_err().is_link());
 }

@@ -310,6 +310,10 @@ impl std::hash::Hasher for FxHasher {
     }
 }
 
+/// The `lstat` [`Sys::resolve_last`] took of a resolved path's last component, if it took
+/// one (`Some(None)`: missing).
+pub(crate) type LastStat = Option<Option<crate::fsx::Stat>>;
+
 /// Folder handles kept open at most by one [`Sys`] (each is a file descriptor).
 const SYS_DIR_CACHE_MAX: usize = 256;
 
@@ -365,6 +369,23 @@ impl Sys {
         Ok(cur)
     }
 
+    /// The folder `abs` opened once for both uses — a cached no-follow handle (as
+    /// [`Sys::dir`]) and its listing with `d_type` kinds (`fsx::Root::open_dir_listed`).
+    pub(crate) fn dir_listed(
+        &self,
+        abs: &Path,
+    ) -> Result<(Rc<Root>, crate::fsx::Listing), FsError> {
+        let (parent, name) = self.split(abs)?;
+        let (root, kinds) = parent.open_dir_listed(name)?;
+        let root = Rc::new(root);
+        let mut cache = self.dirs.borrow_mut();
+        if cache.len() > SYS_DIR_CACHE_MAX {
+            cache.retain(|p, _| p == "/");
+        }
+        cache.insert(abs.as_os_str().to_os_string(), root.clone());
+        Ok((root, kinds))
+    }
+
     /// The parent folder's handle and the leaf name of `abs` (not `/`).
     fn split<'a>(&self, abs: &'a Path) -> Result<(Rc<Root>, &'a OsStr), FsError> {
         let escape = || FsError::Escape {
@@ -409,8 +430,20 @@ impl Sys {
     /// missing trailing components are kept lexically (`strbuf_realpath_forgiving`);
     /// otherwise a missing component is an error.
     pub(crate) fn resolve(&self, path: &Path, forgiving: bool) -> Result<PathBuf, LayoutError> {
+        self.resolve_last(path, forgiving).map(|(p, _)| p)
+    }
+
+    /// [`Sys::resolve`], with the `lstat` it took of the resolved path's last component when
+    /// it took one (`Some(None)`: missing); `None` when it did not (the last component was a
+    /// folder opened earlier, or `..`): a caller that needs it stats the path itself.
+    pub(crate) fn resolve_last(
+        &self,
+        path: &Path,
+        forgiving: bool,
+    ) -> Result<(PathBuf, LastStat), LayoutError> {
         // Each step is one no-follow lookup relative to the (cached) handle of its parent.
         // `here` is the path resolved so far, kept in step with `depth` (its component count).
+        let mut last: LastStat = None;
         let mut here = PathBuf::from("/");
         let mut depth = 0usize;
         let mut missing_at: Option<usize> = None;
@@ -425,6 +458,7 @@ impl Sys {
                     });
                 }
                 Component::ParentDir => {
+                    last = None;
                     if depth == 0 {
                         continue; // `/..` is `/`
                     }
@@ -437,13 +471,18 @@ impl Sys {
                 Component::Normal(name) => {
                     here.push(name);
                     depth += 1;
+                    last = None;
                     if missing_at.is_some() {
+                        // Below a missing folder: missing too.
+                        last = Some(None);
                         continue;
                     }
                     if self.dirs.borrow().contains_key(here.as_os_str()) {
                         continue; // opened no-follow earlier: a real folder
                     }
-                    match self.stat(&here)? {
+                    let st = self.stat(&here)?;
+                    last = Some(st.clone());
+                    match st {
                         None if forgiving => missing_at = Some(depth - 1),
                         None => {
                             return Err(LayoutError::Unreadable {
@@ -460,7 +499,7 @@ impl Sys {
                 }
             }
         }
-        Ok(here)
+        Ok((here, last))
     }
 }
 

@@ -395,8 +395,7 @@ fn read_entry(
     // One handle on the admin dir (opened no-follow); its listing's types (`d_type`) say
     // what each name is, and every file is read relative to the handle, once (see
     // `AdminReads`).
-    let admin_dir = sys.dir(&admin)?;
-    let listing = admin_dir.list_kinds("")?;
+    let (admin_dir, listing) = sys.dir_listed(&admin)?;
     let mut read = AdminReads {
         dir: &admin_dir,
         listing: &listing,
@@ -458,9 +457,13 @@ fn read_entry(
                         understood_since: RELATIVE_WORKTREES_SINCE,
                     });
                 }
-                let exists = match sys.resolve(&absolute_against(&admin, &p), true) {
-                    Ok(named) => {
-                        let st = sys.stat(&named);
+                let exists = match sys.resolve_last(&absolute_against(&admin, &p), true) {
+                    Ok((named, last)) => {
+                        // The resolution's own lstat of the last component, else one now.
+                        let st = match last {
+                            Some(st) => Ok(st),
+                            None => sys.stat(&named),
+                        };
                         let exists = st.as_ref().map(|st| st.is_some()).unwrap_or(true);
                         named_seen = Some((named, st));
                         exists
