@@ -401,12 +401,15 @@ impl Root {
         Ok((fd, full))
     }
 
-    /// [`Root::read`] of the child `name` of the root, for a caller whose own `lstat` of
-    /// `name` (just taken, e.g. by [`Root::stat`]) showed a regular file: the same checks
-    /// without repeating that `lstat`. The child is opened `O_NOFOLLOW | O_NONBLOCK` (a link
-    /// swapped in since is refused, a fifo never blocks) and the opened descriptor's type is
-    /// checked before any byte is read (a fifo, device or folder is never read). Returns the
-    /// bytes and the permission bits of the file that was read (from that `fstat`).
+    /// [`Root::read`] of the child `name` of the root, for a caller that has already seen a
+    /// regular file there (its own `lstat`, e.g. [`Root::stat`], or the folder listing's
+    /// type, [`Root::list_kinds`]): the same checks without another `lstat` before the
+    /// open. The child is opened `O_NOFOLLOW | O_NONBLOCK` (a link swapped in since is
+    /// refused, a fifo never blocks) and the opened descriptor's type is checked before any
+    /// byte is read (a fifo, device or folder is never read; a device swapped in since the
+    /// caller looked is opened, as one swapped in between an `lstat` and an `open` would
+    /// be). Returns the bytes and the permission bits of the file that was read (from that
+    /// `fstat`).
     pub fn read_child_regular(
         &self,
         name: &OsStr,

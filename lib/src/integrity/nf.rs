@@ -119,10 +119,11 @@ impl Dir {
         self.0.read(name, limit)
     }
 
-    /// Read a regular file child whose `lstat` ([`Dir::stat`]) the caller has just taken:
-    /// `fsx::Root::read_child_regular` (opened no-follow and non-blocking, type checked on
-    /// the opened descriptor before reading). The bytes and the permission bits of the file
-    /// read.
+    /// Read a regular file child the caller has already seen as one (its `lstat`,
+    /// [`Dir::stat`], or its folder listing's type, [`Dir::list_kinds`]), without another
+    /// `lstat`: `fsx::Root::read_child_regular` (opened no-follow and non-blocking, its type
+    /// checked on the opened descriptor before any byte is read). The bytes and the
+    /// permission bits of the file read.
     pub fn read_stated(&self, name: &OsStr, limit: u64) -> Result<(Vec<u8>, u32), NfError> {
         self.0.read_child_regular(name, limit)
     }
