@@ -396,16 +396,17 @@ impl<'a> Collector<'a> {
         self.entries.len() >= ENTRY_LIMIT
     }
 
-    /// Record the node at `rel` (its parent must be a folder already recorded or the root).
-    fn node(&mut self, rel: &str) -> Option<Node> {
+    /// Record the node at `rel` (its parent must be a folder already recorded or the root);
+    /// its shape, `None` when it could not be read.
+    fn node(&mut self, rel: &str) -> Option<Shape> {
         self.node_listed(rel, false)
     }
 
     /// [`Collector::node`]; `listed_file`: its folder's listing showed a regular file (see
     /// [`read_node_known`]).
-    fn node_listed(&mut self, rel: &str, listed_file: bool) -> Option<Node> {
+    fn node_listed(&mut self, rel: &str, listed_file: bool) -> Option<Shape> {
         if let Some(n) = self.entries.get(rel) {
-            return Some(n.clone());
+            return Some(Shape::of(n));
         }
         if self.full() {
             self.problems.push(Problem {
@@ -426,8 +427,9 @@ impl<'a> Collector<'a> {
         let known = self.known.and_then(|k| k.get(rel));
         match read_node_known(&dir, OsStr::new(name), known, listed_file) {
             Ok(n) => {
-                self.entries.insert(rel.to_owned(), n.clone());
-                Some(n)
+                let shape = Shape::of(&n);
+                self.entries.insert(rel.to_owned(), n);
+                Some(shape)
             }
             Err(e) => {
                 self.problem(&e);
@@ -449,8 +451,8 @@ impl<'a> Collector<'a> {
             let last = i + 1 == parts.len();
             if !last {
                 match n {
-                    Node::Dir { .. } => {}
-                    Node::Absent => {
+                    Shape::Dir => {}
+                    Shape::Absent => {
                         // Parent missing: the file is absent too (recorded, so a later plant shows).
                         self.entries.insert(rel.to_owned(), Node::Absent);
                         return;
@@ -540,7 +542,7 @@ impl<'a> Collector<'a> {
         for n in names {
             let Some(n) = n.to_str() else { continue };
             let child = format!("{rel}/{n}");
-            let Some(Node::Dir { .. }) = self.node(&child) else {
+            let Some(Shape::Dir) = self.node(&child) else {
                 continue;
             };
             // A submodule git dir holds HEAD or config; otherwise it is a folder of a name
@@ -548,7 +550,7 @@ impl<'a> Collector<'a> {
             let looks_git = ["HEAD", "config"].iter().any(|f| {
                 !matches!(
                     self.node(&format!("{child}/{f}")),
-                    Some(Node::Absent) | None
+                    Some(Shape::Absent) | None
                 )
             });
             if depth >= MODULE_DEPTH {
@@ -590,7 +592,7 @@ impl<'a> Collector<'a> {
             let names = if let Some(names) = self.shared_entry(id, &base) {
                 names
             } else {
-                let Some(Node::Dir { .. }) = self.node(&base) else {
+                let Some(Shape::Dir) = self.node(&base) else {
                     continue;
                 };
                 for f in WORKTREE_FILES {
@@ -616,6 +618,24 @@ impl<'a> Collector<'a> {
                 }
                 self.tree(&format!("{base}/{n}"), 1);
             }
+        }
+    }
+}
+
+/// What a recorded node is, for the walk's decisions (the node itself stays in the map).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Absent,
+    Dir,
+    Other,
+}
+
+impl Shape {
+    fn of(n: &Node) -> Shape {
+        match n {
+            Node::Absent => Shape::Absent,
+            Node::Dir { .. } => Shape::Dir,
+            _ => Shape::Other,
         }
     }
 }
