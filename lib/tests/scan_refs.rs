@@ -256,3 +256,39 @@ fn worktree_entries_without_a_head_file_are_skipped_whole() {
         assert!(names.contains(&"worktrees/w3/HEAD"), "{names:?}");
     }
 }
+
+#[test]
+fn a_linked_worktrees_private_refs_are_its_own_plus_packed_ones() {
+    // Per-worktree refs of a linked worktree: those in its own folder, and packed ones under
+    // the same prefixes; never the main worktree's loose ones in the common dir.
+    for git in gits() {
+        let r = Repo::new(&git);
+        r.sh("echo a > a && $GIT add a && $GIT commit -qm a");
+        r.sh("$GIT update-ref refs/bisect/main-bad HEAD && $GIT update-ref refs/worktree/main-own HEAD");
+        r.sh("$GIT worktree add -q ../wt -b side");
+        r.sh("$GIT -C ../wt update-ref refs/worktree/mine HEAD && $GIT -C ../wt update-ref refs/bisect/wt-bad HEAD");
+        r.sh("$GIT -C ../wt update-ref refs/rewritten/x HEAD");
+        // A packed ref under a per-worktree prefix (git itself does not pack these).
+        r.sh("echo \"$($GIT rev-parse HEAD) refs/bisect/packed\" >> \"$($GIT rev-parse --git-common-dir)/packed-refs\"");
+        let s = RefSnapshot::take(&r.git_dir()).unwrap();
+        let wt: Vec<&str> = s
+            .refs
+            .keys()
+            .filter_map(|k| k.strip_prefix("worktrees/wt/"))
+            .collect();
+        assert_eq!(
+            wt,
+            [
+                "HEAD",
+                "refs/bisect/packed",
+                "refs/bisect/wt-bad",
+                "refs/rewritten/x",
+                "refs/worktree/mine"
+            ],
+            "{}",
+            git.display()
+        );
+        assert!(s.refs.contains_key("main-worktree/refs/bisect/main-bad"));
+        assert!(s.refs.contains_key("main-worktree/refs/worktree/main-own"));
+    }
+}

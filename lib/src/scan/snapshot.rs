@@ -171,10 +171,17 @@ impl RefSnapshot {
                 Err(_) if skip() => continue,
                 Err(e) => return Err(werr("reading HEAD", &e)),
             }
+            // Listed through a store of the entry's own folder: the entry's store would also
+            // walk the common dir's folder of each prefix, only to skip every ref there (all
+            // of these prefixes are worktree-private: gix's overlay iteration drops private
+            // refs of the common dir), one stat per prefix and entry. Same refs, same
+            // order; the main worktree's own refs under these prefixes are listed above.
+            // Values are still resolved through the entry's store.
+            let private = gix::refs::file::Store::at_opts(dir.clone(), main.object_hash(), opts);
             for prefix in PER_WORKTREE_PREFIXES {
                 let prefix = <&gix::path::RelativePath>::try_from(*prefix)
                     .map_err(|e| werr("listing refs", &e))?;
-                let it = store
+                let it = private
                     .iter_prefixed_packed(prefix, packed)
                     .map_err(|e| werr("listing refs", &e))?;
                 for r in it {
