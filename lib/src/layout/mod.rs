@@ -448,7 +448,8 @@ impl Sys {
         let mut depth = 0usize;
         let mut missing_at: Option<usize> = None;
         let mut after_non_dir = false;
-        for c in path.components() {
+        let mut comps = path.components().peekable();
+        while let Some(c) = comps.next() {
             match c {
                 Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
                 Component::ParentDir | Component::Normal(_) if after_non_dir => {
@@ -479,6 +480,34 @@ impl Sys {
                     }
                     if self.dirs.borrow().contains_key(here.as_os_str()) {
                         continue; // opened no-follow earlier: a real folder
+                    }
+                    if comps.peek().is_some() {
+                        // Not the last component: it must be a folder to go on, and the next
+                        // lookup needs its handle. Opened no-follow as a folder (and cached)
+                        // in one call rather than an lstat now and the open on the next
+                        // lookup; a link, a missing name or a non-folder is told as the lstat
+                        // told it.
+                        match self.dir(&here) {
+                            Ok(_) => continue,
+                            Err(FsError::NotFound { .. }) if forgiving => {
+                                missing_at = Some(depth - 1);
+                                continue;
+                            }
+                            Err(FsError::NotFound { .. }) => {
+                                return Err(LayoutError::Unreadable {
+                                    path: here.clone(),
+                                    source: FsError::NotFound { path: here },
+                                });
+                            }
+                            Err(FsError::Link { .. }) => {
+                                return Err(LayoutError::Link { path: here })
+                            }
+                            Err(FsError::NotDir { .. }) => {
+                                after_non_dir = true;
+                                continue;
+                            }
+                            Err(e) => return Err(e.into()),
+                        }
                     }
                     let st = self.stat(&here)?;
                     last = Some(st.clone());

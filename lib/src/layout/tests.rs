@@ -1377,4 +1377,35 @@ fn resolve_last_hands_out_the_lstat_it_took_of_the_last_component() {
         sys.resolve_last(&base.join("l/f"), true),
         Err(LayoutError::Link { .. })
     ));
+    // A link as the last component is refused too; a file in a folder's place is an error;
+    // a missing folder on the way is an error unless forgiving.
+    assert!(matches!(
+        sys.resolve_last(&base.join("l"), true),
+        Err(LayoutError::Link { .. })
+    ));
+    assert!(matches!(
+        sys.resolve_last(&base.join("d/f/x"), true),
+        Err(LayoutError::Unreadable {
+            source: FsError::NotDir { .. },
+            ..
+        })
+    ));
+    assert!(matches!(
+        sys.resolve_last(&base.join("d/f/.."), true),
+        Err(LayoutError::Unreadable {
+            source: FsError::NotDir { .. },
+            ..
+        })
+    ));
+    assert!(matches!(
+        sys.resolve_last(&base.join("gone/x"), false),
+        Err(LayoutError::Unreadable {
+            source: FsError::NotFound { .. },
+            ..
+        })
+    ));
+    assert_eq!(
+        sys.resolve(&base.join("d/e/../f"), false).unwrap(),
+        base.join("d/f")
+    );
 }
