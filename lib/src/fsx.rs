@@ -141,6 +141,48 @@ impl FileType {
     }
 }
 
+/// A folder's entries with their kinds, sorted by name ([`Root::list_kinds`]).
+pub type Listing = Vec<(OsString, EntryKind)>;
+
+/// An entry's type as a folder listing gives it ([`Root::list_kinds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Dir,
+    Symlink,
+    Fifo,
+    Socket,
+    CharDev,
+    BlockDev,
+}
+
+impl EntryKind {
+    fn of(t: &FileType) -> EntryKind {
+        match t {
+            FileType::File { .. } => EntryKind::File,
+            FileType::Dir { .. } => EntryKind::Dir,
+            FileType::Symlink { .. } => EntryKind::Symlink,
+            FileType::Fifo => EntryKind::Fifo,
+            FileType::Socket => EntryKind::Socket,
+            FileType::CharDev => EntryKind::CharDev,
+            FileType::BlockDev => EntryKind::BlockDev,
+        }
+    }
+
+    /// The [`FileType::name`] of this kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            EntryKind::File => "file",
+            EntryKind::Dir => "folder",
+            EntryKind::Symlink => "link",
+            EntryKind::Fifo => "fifo",
+            EntryKind::Socket => "socket",
+            EntryKind::CharDev => "char device",
+            EntryKind::BlockDev => "block device",
+        }
+    }
+}
+
 /// The result of an `lstat` below a root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stat {
@@ -359,6 +401,38 @@ impl Root {
         Ok((fd, full))
     }
 
+    /// [`Root::read`] of the child `name` of the root, for a caller that has already seen a
+    /// regular file there (its own `lstat`, e.g. [`Root::stat`], or the folder listing's
+    /// type, [`Root::list_kinds`]): the same checks without another `lstat` before the
+    /// open. The child is opened `O_NOFOLLOW | O_NONBLOCK` (a link swapped in since is
+    /// refused, a fifo never blocks) and the opened descriptor's type is checked before any
+    /// byte is read (a fifo, device or folder is never read; a device swapped in since the
+    /// caller looked is opened, as one swapped in between an `lstat` and an `open` would
+    /// be). Returns the bytes and the permission bits of the file that was read (from that
+    /// `fstat`).
+    pub fn read_child_regular(
+        &self,
+        name: &OsStr,
+        max_bytes: u64,
+    ) -> Result<(Vec<u8>, u32), FsError> {
+        let full = self.path.join(name);
+        if name.is_empty() || name == "." || name == ".." || name.as_bytes().contains(&b'/') {
+            return Err(FsError::Escape { path: full });
+        }
+        let fd = openat(
+            &self.fd,
+            name,
+            OFlag::O_RDONLY
+                | OFlag::O_NOFOLLOW
+                | OFlag::O_NONBLOCK
+                | OFlag::O_NOCTTY
+                | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| classify(&self.fd, name, e, full.clone(), "open"))?;
+        read_fd_mode(fd, &full, max_bytes)
+    }
+
     /// Like [`Root::read`], but a missing file (or missing folder above it) is `Ok(None)`.
     pub fn read_opt(
         &self,
@@ -386,9 +460,9 @@ impl Root {
     pub fn list(&self, rel: impl AsRef<Path>) -> Result<Vec<DirEntry>, FsError> {
         let rel = rel.as_ref();
         let comps = self.components(rel)?;
-        let dir = self.walk(&comps)?;
         let full = self.path.join(rel);
-        let names = read_dir_names(&dir, &full)?;
+        let dir = self.open_listing(&comps, &full)?;
+        let names = read_names_fd(&dir, &full)?;
         let mut out = Vec::with_capacity(names.len());
         for name in names {
             let child = full.join(&name);
@@ -398,6 +472,45 @@ impl Root {
         }
         out.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
         Ok(out)
+    }
+
+    /// The names in the folder `rel` (`""` = the root), sorted bytewise, without an `lstat`
+    /// of each: for callers that look at each entry themselves anyway.
+    pub fn list_names(&self, rel: impl AsRef<Path>) -> Result<Vec<OsString>, FsError> {
+        let rel = rel.as_ref();
+        let comps = self.components(rel)?;
+        let full = self.path.join(rel);
+        let dir = self.open_listing(&comps, &full)?;
+        let mut names = read_names_fd(&dir, &full)?;
+        names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        Ok(names)
+    }
+
+    /// The entries of the folder `rel` (`""` = the root), sorted bytewise, each with its
+    /// type as the folder listing gives it (`d_type`), without an `lstat` of each. A file
+    /// system that does not tell (`DT_UNKNOWN`) gets an `lstat` of that entry (an entry gone
+    /// in between is left out). The type is a hint taken at listing time: a caller that
+    /// opens an entry still opens it no-follow and checks the opened descriptor.
+    pub fn list_kinds(&self, rel: impl AsRef<Path>) -> Result<Listing, FsError> {
+        let rel = rel.as_ref();
+        let comps = self.components(rel)?;
+        let full = self.path.join(rel);
+        let dir = self.open_listing(&comps, &full)?;
+        kinds_of(&dir, &full)
+    }
+
+    /// The child folder `name` as a root of its own, opened once (`O_RDONLY | O_DIRECTORY |
+    /// O_NOFOLLOW`: a link is refused, anything but a folder fails before it is opened), and
+    /// its [`Root::list_kinds`] read through that same descriptor.
+    pub fn open_dir_listed(&self, name: &OsStr) -> Result<(Root, Listing), FsError> {
+        let comps = self.components(Path::new(name))?;
+        let full = self.path.join(name);
+        if comps.len() != 1 {
+            return Err(FsError::Escape { path: full });
+        }
+        let fd = self.open_listing(&comps, &full)?;
+        let kinds = kinds_of(&fd, &full)?;
+        Ok((Root { fd, path: full }, kinds))
     }
 
     /// The folder `rel` as a root of its own, opened without following links.
@@ -656,6 +769,21 @@ impl Root {
         Ok(out)
     }
 
+    /// The folder `comps` opened for reading its entries: the folders above it walked as
+    /// usual, the folder itself opened `O_RDONLY | O_DIRECTORY | O_NOFOLLOW` from its parent
+    /// (a link is refused, anything but a folder fails before it is opened) — one open, not
+    /// an `O_PATH` walk step and then a second open of `.`.
+    fn open_listing(&self, comps: &[&OsStr], full: &Path) -> Result<OwnedFd, FsError> {
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        let Some((leaf, dirs)) = comps.split_last() else {
+            return openat(&self.fd, ".", flags, Mode::empty())
+                .map_err(|e| FsError::io(full.to_path_buf(), "open", e));
+        };
+        let parent = self.walk(dirs)?;
+        openat(&parent, *leaf, flags | OFlag::O_NOFOLLOW, Mode::empty())
+            .map_err(|e| classify(&parent, leaf, e, full.to_path_buf(), "open"))
+    }
+
     fn reopen_root(&self) -> Result<OwnedFd, FsError> {
         openat(&self.fd, ".", DIR_WALK, Mode::empty())
             .map_err(|e| FsError::io(self.path.clone(), "open", e))
@@ -774,8 +902,15 @@ fn classify(dir: &impl AsFd, name: &OsStr, e: Errno, full: PathBuf, op: &'static
 }
 
 fn read_fd(fd: OwnedFd, full: &Path, max_bytes: u64) -> Result<Vec<u8>, FsError> {
+    read_fd_mode(fd, full, max_bytes).map(|(b, _)| b)
+}
+
+/// Reads the opened `fd` whole after checking with `fstat` that it is a regular file of at
+/// most `max_bytes`; returns the bytes and the permission bits.
+fn read_fd_mode(fd: OwnedFd, full: &Path, max_bytes: u64) -> Result<(Vec<u8>, u32), FsError> {
     let st = fstat(&fd).map_err(|e| FsError::io(full.to_path_buf(), "fstat", e))?;
     let ft = to_stat(&st, None).file_type;
+    let mode = st.st_mode & 0o7777;
     match ft {
         FileType::File { size, .. } if size > max_bytes => {
             return Err(FsError::TooLarge {
@@ -796,22 +931,38 @@ fn read_fd(fd: OwnedFd, full: &Path, max_bytes: u64) -> Result<Vec<u8>, FsError>
             })
         }
     }
-    let file = File::from(fd);
-    let mut buf = Vec::with_capacity(st.st_size.max(0) as usize);
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut buf)
-        .map_err(|source| FsError::Io {
-            path: full.to_path_buf(),
-            op: "read",
-            source,
-        })?;
+    let io = |source| FsError::Io {
+        path: full.to_path_buf(),
+        op: "read",
+        source,
+    };
+    // One read of up to the size fstat reported plus one byte. Exactly that size back means
+    // the file as it was at the fstat, whole: no second read to see the end. Anything else
+    // (the file grew or shrank since, or a file system that reports no size, as procfs) is
+    // read on to its end, as before.
+    let size = usize::try_from(st.st_size.max(0)).unwrap_or(0);
+    let mut file = File::from(fd);
+    let mut buf = vec![0u8; size + 1];
+    let n = loop {
+        match file.read(&mut buf) {
+            Ok(n) => break n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        }
+    };
+    buf.truncate(n);
+    if n != size {
+        file.take(max_bytes.saturating_add(1).saturating_sub(n as u64))
+            .read_to_end(&mut buf)
+            .map_err(io)?;
+    }
     if buf.len() as u64 > max_bytes {
         return Err(FsError::TooLarge {
             path: full.to_path_buf(),
             limit: max_bytes,
         });
     }
-    Ok(buf)
+    Ok((buf, mode))
 }
 
 fn read_dir_names(dir: &impl AsFd, full: &Path) -> Result<Vec<OsString>, FsError> {
@@ -822,18 +973,121 @@ fn read_dir_names(dir: &impl AsFd, full: &Path) -> Result<Vec<OsString>, FsError
         Mode::empty(),
     )
     .map_err(|e| FsError::io(full.to_path_buf(), "open", e))?;
-    let mut d =
-        nix::dir::Dir::from_fd(fd).map_err(|e| FsError::io(full.to_path_buf(), "opendir", e))?;
-    let mut names = Vec::new();
-    for entry in d.iter() {
-        let entry = entry.map_err(|e| FsError::io(full.to_path_buf(), "readdir", e))?;
-        let name = entry.file_name().to_bytes();
-        if name == b"." || name == b".." {
-            continue;
-        }
-        names.push(OsStr::from_bytes(name).to_os_string());
+    read_names_fd(&fd, full)
+}
+
+/// The entries of the folder open for reading as `dir`, sorted, with their `d_type` kind (an
+/// `lstat` where the file system does not tell; an entry gone by then is left out).
+fn kinds_of(dir: &OwnedFd, full: &Path) -> Result<Listing, FsError> {
+    let mut out = Vec::new();
+    for (name, t) in read_typed_fd(dir, full)? {
+        let kind = match t {
+            nix::libc::DT_REG => EntryKind::File,
+            nix::libc::DT_DIR => EntryKind::Dir,
+            nix::libc::DT_LNK => EntryKind::Symlink,
+            nix::libc::DT_FIFO => EntryKind::Fifo,
+            nix::libc::DT_SOCK => EntryKind::Socket,
+            nix::libc::DT_CHR => EntryKind::CharDev,
+            nix::libc::DT_BLK => EntryKind::BlockDev,
+            _ => match lstat_at(dir, &name, &full.join(&name))? {
+                Some(st) => EntryKind::of(&st.file_type),
+                None => continue,
+            },
+        };
+        out.push((name, kind));
     }
-    Ok(names)
+    out.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    Ok(out)
+}
+
+/// The names in the folder open for reading as `fd` (`.` and `..` left out), unsorted.
+fn read_names_fd(fd: &OwnedFd, full: &Path) -> Result<Vec<OsString>, FsError> {
+    Ok(read_typed_fd(fd, full)?
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect())
+}
+
+/// [`read_names_fd`] with each entry's `d_type` byte.
+fn read_typed_fd(fd: &OwnedFd, full: &Path) -> Result<Vec<(OsString, u8)>, FsError> {
+    thread_local! {
+        // One buffer per thread, zeroed once (not once per folder listed).
+        static DIRENT_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 32 * 1024]);
+    }
+    DIRENT_BUF.with(|cell| {
+        let mut fresh;
+        let mut borrowed = cell.try_borrow_mut();
+        let buf: &mut Vec<u8> = match &mut borrowed {
+            Ok(b) => b,
+            Err(_) => {
+                fresh = vec![0u8; 32 * 1024];
+                &mut fresh
+            }
+        };
+        let mut names = Vec::new();
+        loop {
+            let n =
+                getdents64(fd, buf).map_err(|e| FsError::io(full.to_path_buf(), "readdir", e))?;
+            if n == 0 {
+                break;
+            }
+            parse_dirents_typed(&buf[..n], &mut names).ok_or_else(|| {
+                FsError::io(full.to_path_buf(), "readdir (malformed record)", Errno::EIO)
+            })?;
+        }
+        Ok(names)
+    })
+}
+
+/// One `getdents64` call on the open folder `fd` into `buf`: the number of bytes of
+/// `linux_dirent64` records written, 0 at the end of the folder.
+///
+/// Called directly rather than through `fdopendir`/`readdir`, which cost an `fstat`, two
+/// `fcntl` and (nix's iterator) an `lseek` per folder listed — wt-check lists ~1,700 folders
+/// per check.
+fn getdents64(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
+    loop {
+        // SAFETY: `fd` is an open descriptor owned by the caller for the whole call; the
+        // kernel writes at most `buf.len()` bytes into `buf`, which is valid and exclusively
+        // borrowed for the call.
+        let r = unsafe {
+            nix::libc::syscall(
+                nix::libc::SYS_getdents64,
+                fd.as_raw_fd(),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+        if r >= 0 {
+            return usize::try_from(r).map_err(|_| Errno::EIO);
+        }
+        match Errno::last() {
+            Errno::EINTR => continue,
+            e => return Err(e),
+        }
+    }
+}
+
+/// The entries in a buffer of `linux_dirent64` records (`d_ino` u64, `d_off` i64,
+/// `d_reclen` u16, `d_type` u8, NUL-terminated `d_name`) with their `d_type`, `.` and `..`
+/// left out. `None` when a record does not fit the buffer (never from a correct kernel).
+fn parse_dirents_typed(mut b: &[u8], names: &mut Vec<(OsString, u8)>) -> Option<()> {
+    const NAME_AT: usize = 19;
+    while !b.is_empty() {
+        let reclen = usize::from(u16::from_ne_bytes([*b.get(16)?, *b.get(17)?]));
+        if reclen <= NAME_AT {
+            return None;
+        }
+        let rec = b.get(..reclen)?;
+        let d_type = *rec.get(NAME_AT - 1)?;
+        let raw = rec.get(NAME_AT..)?;
+        let name = &raw[..raw.iter().position(|c| *c == 0)?];
+        if name != b"." && name != b".." {
+            names.push((OsStr::from_bytes(name).to_os_string(), d_type));
+        }
+        b = &b[reclen..];
+    }
+    Some(())
 }
 
 fn fsync_dir(dir: &impl AsFd, display: &Path) -> Result<(), FsError> {

@@ -264,3 +264,66 @@ fn commits_only_a_worktree_head_or_the_stash_reach_are_scanned() {
         );
     }
 }
+
+#[test]
+fn worktree_entries_without_a_head_file_are_skipped_whole() {
+    // git skips an entry without a readable HEAD: no HEAD and none of its per-worktree refs
+    // in the snapshot, whether HEAD is missing or a folder; the other entries are read.
+    for git in gits() {
+        let r = Repo::new(&git);
+        r.sh("echo a > a && $GIT add a && $GIT commit -qm a");
+        r.sh("$GIT worktree add -q ../w1 -b b1 && $GIT -C ../w1 update-ref refs/worktree/x HEAD");
+        r.sh("$GIT worktree add -q ../w2 -b b2 && $GIT -C ../w2 update-ref refs/worktree/y HEAD");
+        r.sh("$GIT worktree add -q ../w3 -b b3");
+        let wts = r.git_dir().join("worktrees");
+        std::fs::remove_file(wts.join("w1/HEAD")).unwrap();
+        std::fs::remove_file(wts.join("w2/HEAD")).unwrap();
+        std::fs::create_dir(wts.join("w2/HEAD")).unwrap();
+        let s = RefSnapshot::take(&r.git_dir()).unwrap();
+        let names: Vec<&str> = s.refs.keys().map(String::as_str).collect();
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.starts_with("worktrees/w1/") || n.starts_with("worktrees/w2/")),
+            "{} {names:?}",
+            git.display()
+        );
+        assert!(names.contains(&"worktrees/w3/HEAD"), "{names:?}");
+    }
+}
+
+#[test]
+fn a_linked_worktrees_private_refs_are_its_own_plus_packed_ones() {
+    // Per-worktree refs of a linked worktree: those in its own folder, and packed ones under
+    // the same prefixes; never the main worktree's loose ones in the common dir.
+    for git in gits() {
+        let r = Repo::new(&git);
+        r.sh("echo a > a && $GIT add a && $GIT commit -qm a");
+        r.sh("$GIT update-ref refs/bisect/main-bad HEAD && $GIT update-ref refs/worktree/main-own HEAD");
+        r.sh("$GIT worktree add -q ../wt -b side");
+        r.sh("$GIT -C ../wt update-ref refs/worktree/mine HEAD && $GIT -C ../wt update-ref refs/bisect/wt-bad HEAD");
+        r.sh("$GIT -C ../wt update-ref refs/rewritten/x HEAD");
+        // A packed ref under a per-worktree prefix (git itself does not pack these).
+        r.sh("echo \"$($GIT rev-parse HEAD) refs/bisect/packed\" >> \"$($GIT rev-parse --git-common-dir)/packed-refs\"");
+        let s = RefSnapshot::take(&r.git_dir()).unwrap();
+        let wt: Vec<&str> = s
+            .refs
+            .keys()
+            .filter_map(|k| k.strip_prefix("worktrees/wt/"))
+            .collect();
+        assert_eq!(
+            wt,
+            [
+                "HEAD",
+                "refs/bisect/packed",
+                "refs/bisect/wt-bad",
+                "refs/rewritten/x",
+                "refs/worktree/mine"
+            ],
+            "{}",
+            git.display()
+        );
+        assert!(s.refs.contains_key("main-worktree/refs/bisect/main-bad"));
+        assert!(s.refs.contains_key("main-worktree/refs/worktree/main-own"));
+    }
+}

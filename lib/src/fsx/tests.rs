@@ -441,3 +441,156 @@ fn race_swapping_a_folder_for_a_link_never_escapes() {
     assert_eq!(files_in(&root_path.join("a/b")), vec!["f"]);
     drop(t);
 }
+
+#[test]
+fn list_names_reads_every_name_across_several_getdents_calls() {
+    // More names than one 32 KiB getdents64 buffer holds (each record is ~24 + name bytes),
+    // with bytes that are not UTF-8, compared with std's readdir.
+    let (t, root, _) = setup();
+    let d = t.path().join("root/many");
+    std::fs::create_dir(&d).unwrap();
+    let mut want: Vec<OsString> = Vec::new();
+    for i in 0..1500 {
+        let mut n = format!("entry-with-a-longish-name-{i:05}").into_bytes();
+        if i % 100 == 0 {
+            n.push(0xff);
+        }
+        let n = OsString::from(OsStr::from_bytes(&n));
+        std::fs::write(d.join(&n), b"").unwrap();
+        want.push(n);
+    }
+    std::fs::create_dir(d.join("sub")).unwrap();
+    symlink("/etc", d.join("link")).unwrap();
+    want.push("sub".into());
+    want.push("link".into());
+    want.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    let got = root.list_names("many").unwrap();
+    assert_eq!(got, want);
+    let listed: Vec<OsString> = root
+        .list("many")
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(listed, want);
+    // The kinds from the listing (d_type) are the lstat's.
+    let kinds = root.list_kinds("many").unwrap();
+    assert_eq!(kinds.len(), want.len());
+    for (name, kind) in &kinds {
+        let st = std::fs::symlink_metadata(d.join(name)).unwrap();
+        let expected = if st.is_symlink() {
+            EntryKind::Symlink
+        } else if st.is_dir() {
+            EntryKind::Dir
+        } else {
+            EntryKind::File
+        };
+        assert_eq!(*kind, expected, "{name:?}");
+    }
+    assert!(root.list_kinds("many/link").unwrap_err().is_link());
+    // Opened and listed through one descriptor: the same listing, and a usable root.
+    let (many, same) = root.open_dir_listed(OsStr::new("many")).unwrap();
+    assert_eq!(same, kinds);
+    assert!(many.stat("sub").unwrap().unwrap().is_dir());
+    assert_eq!(many.list_kinds("").unwrap(), kinds);
+    assert!(many
+        .open_dir_listed(OsStr::new("link"))
+        .unwrap_err()
+        .is_link());
+    assert!(matches!(
+        root.open_dir_listed(OsStr::new("a/b")),
+        Err(FsError::Escape { .. })
+    ));
+    assert!(root.list_names("").unwrap().contains(&OsString::from("a")));
+    assert!(root.list_names("many/link").unwrap_err().is_link());
+}
+
+#[test]
+fn dirent_records_that_do_not_fit_are_refused() {
+    let mut names = Vec::new();
+    // d_reclen 0 would loop forever; a record longer than the buffer is cut.
+    let mut rec = vec![0u8; 24];
+    assert_eq!(parse_dirents_typed(&rec, &mut names), None);
+    rec[16] = 200;
+    assert_eq!(parse_dirents_typed(&rec, &mut names), None);
+    rec[16] = 24;
+    rec[18] = nix::libc::DT_REG;
+    rec[19] = b'x';
+    assert_eq!(parse_dirents_typed(&rec, &mut names), Some(()));
+    assert_eq!(names, vec![(OsString::from("x"), nix::libc::DT_REG)]);
+}
+
+#[test]
+fn read_child_regular_refuses_links_fifos_and_folders_without_blocking() {
+    let (t, root, outside) = setup();
+    let base = t.path().join("root");
+    symlink(outside.join("f"), base.join("l")).unwrap();
+    nix::unistd::mkfifo(&base.join("p"), Mode::from_bits_truncate(0o600)).unwrap();
+    std::fs::write(base.join("f"), b"abc").unwrap();
+    std::fs::set_permissions(base.join("f"), std::fs::Permissions::from_mode(0o751)).unwrap();
+    assert_eq!(
+        root.read_child_regular(OsStr::new("f"), 10).unwrap(),
+        (b"abc".to_vec(), 0o751)
+    );
+    assert!(root
+        .read_child_regular(OsStr::new("l"), 10)
+        .unwrap_err()
+        .is_link());
+    assert!(matches!(
+        root.read_child_regular(OsStr::new("p"), 10),
+        Err(FsError::NotRegular { kind: "fifo", .. })
+    ));
+    assert!(matches!(
+        root.read_child_regular(OsStr::new("a"), 10),
+        Err(FsError::NotRegular { .. })
+    ));
+    assert!(matches!(
+        root.read_child_regular(OsStr::new("f"), 2),
+        Err(FsError::TooLarge { .. })
+    ));
+    assert!(root
+        .read_child_regular(OsStr::new("nope"), 2)
+        .unwrap_err()
+        .is_not_found());
+    for bad in ["", ".", "..", "a/b"] {
+        assert!(matches!(
+            root.read_child_regular(OsStr::new(bad), 2),
+            Err(FsError::Escape { .. })
+        ));
+    }
+}
+
+#[test]
+fn reads_whole_files_of_every_size_and_files_that_report_no_size() {
+    let (t, root, _) = setup();
+    for len in [0usize, 1, 4095, 4096, 4097, 100_000] {
+        let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        std::fs::write(t.path().join("root/sized"), &bytes).unwrap();
+        assert_eq!(root.read("sized", 1 << 20).unwrap(), bytes, "{len}");
+        assert_eq!(
+            root.read_child_regular(OsStr::new("sized"), 1 << 20)
+                .unwrap()
+                .0,
+            bytes
+        );
+    }
+    std::fs::write(t.path().join("root/sized"), b"12345").unwrap();
+    assert!(root.read("sized", 5).is_ok());
+    assert!(matches!(
+        root.read("sized", 4),
+        Err(FsError::TooLarge { .. })
+    ));
+    // procfs reports size 0 for files with content: read on to the end.
+    let proc_self = Root::open("/proc/self").unwrap();
+    let status = proc_self.read("status", 1 << 20).unwrap();
+    assert!(
+        status.starts_with(b"Name:"),
+        "{}",
+        String::from_utf8_lossy(&status)
+    );
+    assert!(status.len() > 100);
+    assert!(matches!(
+        proc_self.read("status", 10),
+        Err(FsError::TooLarge { .. })
+    ));
+}

@@ -30,6 +30,7 @@ pub mod state;
 pub mod tool;
 
 use crate::events::{Event, EventKind, Tool};
+use crate::fsx::FileType;
 use crate::layout::{LayoutError, Problem as LayoutProblem, WorktreeEntry};
 use nf::{Dir, Kind, NfError};
 use state::{Content, Node, State, WorktreeBaseline};
@@ -73,7 +74,7 @@ pub enum IntegrityError {
     StateRead(PathBuf, std::io::Error),
     #[error("{0}: not a wt-check state file: {1}")]
     StateParse(PathBuf, serde_json::Error),
-    #[error("{0}: state file format {1} is not supported (this build writes {f})", f = state::FORMAT)]
+    #[error("{0}: state file format {1} is not supported (this build reads formats 1 and 2 and writes {f}); pin again with `wt-check pin`", f = state::FORMAT)]
     StateFormat(PathBuf, u32),
     #[error("{0}: cannot write the state file: {1}")]
     StateWrite(PathBuf, String),
@@ -286,17 +287,85 @@ struct Collector<'a> {
     /// The baseline's entries (at check time): a file whose bytes equal the baseline's text
     /// takes the baseline's object id instead of being hashed again (see [`read_node_known`]).
     known: Option<&'a BTreeMap<String, Node>>,
+    /// The worktree entries as `crate::layout::worktree_entries` read them, by id: their
+    /// admin-dir files are taken from there instead of being read a second time (see
+    /// [`Collector::shared_entry`]).
+    shared: Option<&'a BTreeMap<String, WorktreeEntry>>,
 }
 
 impl<'a> Collector<'a> {
-    fn new(root: &'a Dir, known: Option<&'a BTreeMap<String, Node>>) -> Self {
+    fn new(
+        root: &'a Dir,
+        known: Option<&'a BTreeMap<String, Node>>,
+        shared: Option<&'a BTreeMap<String, WorktreeEntry>>,
+    ) -> Self {
         Collector {
             root,
             entries: BTreeMap::new(),
             problems: Vec::new(),
             dirs: crate::layout::FastMap::default(),
             known,
+            shared,
         }
+    }
+
+    /// Record `node` at `rel` unless the entry limit is reached (then a problem, `false`).
+    fn put(&mut self, rel: &str, node: Node) -> bool {
+        if self.full() {
+            self.problems.push(Problem {
+                path: self.root.path().join(rel),
+                reason: format!("more than {ENTRY_LIMIT} entries; stopped"),
+                link: false,
+            });
+            return false;
+        }
+        self.entries.insert(rel.to_owned(), node);
+        true
+    }
+
+    /// Record the worktree entry `worktrees/<id>` and its files from what
+    /// `crate::layout::worktree_entries` read (no-follow, each file once, see
+    /// `layout::AdminFile`), instead of reading them again; the names of its admin dir, or
+    /// `None` when the layout read has nothing for this id as a folder (the caller reads
+    /// the entry itself). The nodes are those [`read_node_known`] builds from the same lstat
+    /// and bytes; a file the layout read could not hold (unreadable, too large for it) is
+    /// read here, so its error is met and reported as before.
+    fn shared_entry(&mut self, id: &str, base: &str) -> Option<Vec<OsString>> {
+        let e = self.shared.and_then(|l| l.get(id))?;
+        let FileType::Dir { mode } = e.admin_type else {
+            return None;
+        };
+        if self.entries.contains_key(base) || !self.put(base, Node::Dir { mode }) {
+            return Some(Vec::new());
+        }
+        for f in WORKTREE_FILES {
+            let rel = format!("{base}/{f}");
+            let node = match e.files.iter().find(|a| a.name == *f) {
+                None => Node::Absent,
+                Some(a) => match (&a.file_type, &a.bytes) {
+                    (FileType::File { mode, .. }, Some(bytes)) => {
+                        file_node(bytes, *mode, self.known.and_then(|k| k.get(&rel)))
+                    }
+                    (FileType::File { .. }, None) => {
+                        self.file(&rel);
+                        continue;
+                    }
+                    (FileType::Dir { mode }, _) => Node::Dir { mode: *mode },
+                    (FileType::Symlink { target }, _) => Node::Link {
+                        target: target.to_string_lossy().into_owned(),
+                    },
+                    (FileType::Fifo, _) => Node::Special { kind: Kind::Fifo },
+                    (FileType::Socket, _) => Node::Special { kind: Kind::Socket },
+                    (FileType::CharDev | FileType::BlockDev, _) => {
+                        Node::Special { kind: Kind::Device }
+                    }
+                },
+            };
+            if !self.put(&rel, node) {
+                return Some(Vec::new());
+            }
+        }
+        Some(e.listed.clone())
     }
 
     /// The folder `rel` (`""` is the root), opened once per pass.
@@ -327,10 +396,17 @@ impl<'a> Collector<'a> {
         self.entries.len() >= ENTRY_LIMIT
     }
 
-    /// Record the node at `rel` (its parent must be a folder already recorded or the root).
-    fn node(&mut self, rel: &str) -> Option<Node> {
+    /// Record the node at `rel` (its parent must be a folder already recorded or the root);
+    /// its shape, `None` when it could not be read.
+    fn node(&mut self, rel: &str) -> Option<Shape> {
+        self.node_listed(rel, false)
+    }
+
+    /// [`Collector::node`]; `listed_file`: its folder's listing showed a regular file (see
+    /// [`read_node_known`]).
+    fn node_listed(&mut self, rel: &str, listed_file: bool) -> Option<Shape> {
         if let Some(n) = self.entries.get(rel) {
-            return Some(n.clone());
+            return Some(Shape::of(n));
         }
         if self.full() {
             self.problems.push(Problem {
@@ -349,10 +425,11 @@ impl<'a> Collector<'a> {
             }
         };
         let known = self.known.and_then(|k| k.get(rel));
-        match read_node_known(&dir, OsStr::new(name), known) {
+        match read_node_known(&dir, OsStr::new(name), known, listed_file) {
             Ok(n) => {
-                self.entries.insert(rel.to_owned(), n.clone());
-                Some(n)
+                let shape = Shape::of(&n);
+                self.entries.insert(rel.to_owned(), n);
+                Some(shape)
             }
             Err(e) => {
                 self.problem(&e);
@@ -374,8 +451,8 @@ impl<'a> Collector<'a> {
             let last = i + 1 == parts.len();
             if !last {
                 match n {
-                    Node::Dir { .. } => {}
-                    Node::Absent => {
+                    Shape::Dir => {}
+                    Shape::Absent => {
                         // Parent missing: the file is absent too (recorded, so a later plant shows).
                         self.entries.insert(rel.to_owned(), Node::Absent);
                         return;
@@ -400,14 +477,14 @@ impl<'a> Collector<'a> {
             });
             return;
         }
-        let names = match self.dir(rel).and_then(|d| d.list()) {
+        let names = match self.dir(rel).and_then(|d| d.list_kinds()) {
             Ok(n) => n,
             Err(e) => {
                 self.problem(&e);
                 return;
             }
         };
-        for n in names {
+        for (n, kind) in names {
             let Some(n) = n.to_str() else {
                 self.problems.push(Problem {
                     path: self.root.path().join(rel).join(&n),
@@ -416,7 +493,12 @@ impl<'a> Collector<'a> {
                 });
                 continue;
             };
-            self.tree(&format!("{rel}/{n}"), depth + 1);
+            let child = format!("{rel}/{n}");
+            if kind == crate::fsx::EntryKind::File && !self.entries.contains_key(&child) {
+                // The listing says a regular file: read it without an lstat first.
+                self.node_listed(&child, true);
+            }
+            self.tree(&child, depth + 1);
         }
     }
 
@@ -460,7 +542,7 @@ impl<'a> Collector<'a> {
         for n in names {
             let Some(n) = n.to_str() else { continue };
             let child = format!("{rel}/{n}");
-            let Some(Node::Dir { .. }) = self.node(&child) else {
+            let Some(Shape::Dir) = self.node(&child) else {
                 continue;
             };
             // A submodule git dir holds HEAD or config; otherwise it is a folder of a name
@@ -468,7 +550,7 @@ impl<'a> Collector<'a> {
             let looks_git = ["HEAD", "config"].iter().any(|f| {
                 !matches!(
                     self.node(&format!("{child}/{f}")),
-                    Some(Node::Absent) | None
+                    Some(Shape::Absent) | None
                 )
             });
             if depth >= MODULE_DEPTH {
@@ -507,17 +589,21 @@ impl<'a> Collector<'a> {
         for id in ids {
             let Some(id) = id.to_str() else { continue };
             let base = format!("worktrees/{id}");
-            let Some(Node::Dir { .. }) = self.node(&base) else {
-                continue;
-            };
-            for f in WORKTREE_FILES {
-                self.file(&format!("{base}/{f}"));
-            }
-            let names = match self.dir(&base).and_then(|d| d.list()) {
-                Ok(n) => n,
-                Err(e) => {
-                    self.problem(&e);
+            let names = if let Some(names) = self.shared_entry(id, &base) {
+                names
+            } else {
+                let Some(Shape::Dir) = self.node(&base) else {
                     continue;
+                };
+                for f in WORKTREE_FILES {
+                    self.file(&format!("{base}/{f}"));
+                }
+                match self.dir(&base).and_then(|d| d.list()) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        self.problem(&e);
+                        continue;
+                    }
                 }
             };
             for n in names {
@@ -532,6 +618,24 @@ impl<'a> Collector<'a> {
                 }
                 self.tree(&format!("{base}/{n}"), 1);
             }
+        }
+    }
+}
+
+/// What a recorded node is, for the walk's decisions (the node itself stays in the map).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Absent,
+    Dir,
+    Other,
+}
+
+impl Shape {
+    fn of(n: &Node) -> Shape {
+        match n {
+            Node::Absent => Shape::Absent,
+            Node::Dir { .. } => Shape::Dir,
+            _ => Shape::Other,
         }
     }
 }
@@ -554,7 +658,7 @@ fn split(rel: &str) -> (&str, &str) {
 }
 
 fn read_node(dir: &Dir, name: &OsStr) -> Result<Node, NfError> {
-    read_node_known(dir, name, None)
+    read_node_known(dir, name, None, false)
 }
 
 /// [`read_node`], given what the baseline holds for this entry. Every file is still read
@@ -562,25 +666,33 @@ fn read_node(dir: &Dir, name: &OsStr) -> Result<Node, NfError> {
 /// from the baseline's object id and text instead of hashing the bytes again — the same
 /// node `Node::file` builds, since the id is the blob hash of those very bytes (the state
 /// file is written by `pin`, outside the sandbox). Any other case hashes as before.
-fn read_node_known(dir: &Dir, name: &OsStr, known: Option<&Node>) -> Result<Node, NfError> {
+///
+/// `listed_file`: the folder's listing (`d_type`) showed a regular file, so the file is opened
+/// straight away — no-follow and non-blocking, its type checked on the descriptor before any
+/// byte is read (a fifo never blocks, a device or folder is never read). When it is no longer
+/// a regular file (a link, fifo, folder swapped in since the listing, or gone), the entry is
+/// judged by its `lstat` as without the hint.
+fn read_node_known(
+    dir: &Dir,
+    name: &OsStr,
+    known: Option<&Node>,
+    listed_file: bool,
+) -> Result<Node, NfError> {
+    if listed_file {
+        match dir.read_stated(name, FILE_LIMIT) {
+            Ok((bytes, mode)) => return Ok(file_node(&bytes, mode, known)),
+            Err(NfError::NotRegular { .. } | NfError::Link { .. } | NfError::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
     let Some(st) = dir.stat(name)? else {
         return Ok(Node::Absent);
     };
     Ok(match st.kind {
         Kind::File => {
-            let bytes = dir.read_bytes(name, FILE_LIMIT)?;
-            match known {
-                Some(Node::File {
-                    oid,
-                    content: content @ Content::Text(text),
-                    ..
-                }) if text.as_bytes() == bytes.as_slice() => Node::File {
-                    mode: st.mode & 0o7777,
-                    oid: oid.clone(),
-                    content: content.clone(),
-                },
-                _ => Node::file(&bytes, st.mode),
-            }
+            // The mode of the file actually read (its descriptor's `fstat`).
+            let (bytes, mode) = dir.read_stated(name, FILE_LIMIT)?;
+            file_node(&bytes, mode, known)
         }
         Kind::Dir => Node::Dir { mode: st.mode },
         Kind::Link => Node::Link {
@@ -588,6 +700,23 @@ fn read_node_known(dir: &Dir, name: &OsStr, known: Option<&Node>) -> Result<Node
         },
         k => Node::Special { kind: k },
     })
+}
+
+/// The node of a file read with `bytes` and permission bits `mode`, given the baseline's
+/// node for it (see [`read_node_known`]).
+fn file_node(bytes: &[u8], mode: u32, known: Option<&Node>) -> Node {
+    match known {
+        Some(Node::File {
+            oid,
+            content: content @ Content::Text(text),
+            ..
+        }) if text.as_bytes() == bytes => Node::File {
+            mode: mode & 0o7777,
+            oid: oid.clone(),
+            content: content.clone(),
+        },
+        _ => Node::file(bytes, mode),
+    }
 }
 
 /// Read an absolute path's node without following links on the way.
@@ -642,8 +771,13 @@ fn is_config_key(rel: &str) -> bool {
 /// skipped when it cannot give another answer: the include targets are a function of the
 /// config files' bytes, so when every config file and every known include target is byte-equal
 /// to the baseline, the targets are the baseline's.
-fn collect(root: &Dir, common_dir: &Path, baseline: Option<&State>) -> Snapshot {
-    let mut c = Collector::new(root, baseline.map(|b| &b.entries));
+fn collect(
+    root: &Dir,
+    common_dir: &Path,
+    baseline: Option<&State>,
+    layout: &BTreeMap<String, WorktreeEntry>,
+) -> Snapshot {
+    let mut c = Collector::new(root, baseline.map(|b| &b.entries), Some(layout));
     c.git_dir("", 0);
     c.worktrees();
     let mut includes = BTreeMap::new();
@@ -833,14 +967,22 @@ pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityE
     let loc = locate(&opts.repo)?;
     let session_dir = session_dir(opts, &loc);
     let root = Dir::open_abs(&loc.common_dir)?;
-    let snap = collect(&root, &loc.common_dir, None);
+    // The worktree entries are read first: the collector takes their admin-dir files from
+    // this read instead of reading each again.
+    let layout = layout_entries(&loc.common_dir);
+    let snap = collect(
+        &root,
+        &loc.common_dir,
+        None,
+        layout.as_ref().unwrap_or(&BTreeMap::new()),
+    );
     if let Some(p) = snap.problems.first() {
         return Err(IntegrityError::Unreadable {
             path: p.path.clone(),
             reason: p.reason.clone(),
         });
     }
-    let layout = layout_entries(&loc.common_dir).map_err(|e| IntegrityError::Unreadable {
+    let layout = layout.map_err(|e| IntegrityError::Unreadable {
         path: e.path().to_path_buf(),
         reason: e.to_string(),
     })?;
@@ -902,17 +1044,19 @@ pub fn read_state(path: &Path) -> Result<State, IntegrityError> {
     // One parse into the typed state; on failure, a second look tells a state file of
     // another format from a damaged one.
     match serde_json::from_slice::<State>(&bytes) {
-        Ok(s) if s.format == state::FORMAT => Ok(s),
+        Ok(s) if state::FORMATS_READ.contains(&s.format) => Ok(s),
         Ok(s) => Err(IntegrityError::StateFormat(path.to_path_buf(), s.format)),
         Err(e) => {
             let f = serde_json::from_slice::<serde_json::Value>(&bytes)
                 .ok()
                 .and_then(|v| v.get("format").and_then(serde_json::Value::as_u64));
             match f {
-                Some(f) if f != u64::from(state::FORMAT) => Err(IntegrityError::StateFormat(
-                    path.to_path_buf(),
-                    u32::try_from(f).unwrap_or(u32::MAX),
-                )),
+                Some(f) if !state::FORMATS_READ.iter().any(|r| u64::from(*r) == f) => {
+                    Err(IntegrityError::StateFormat(
+                        path.to_path_buf(),
+                        u32::try_from(f).unwrap_or(u32::MAX),
+                    ))
+                }
                 _ => Err(IntegrityError::StateParse(path.to_path_buf(), e)),
             }
         }
@@ -997,7 +1141,14 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
             return Outcome::Incomplete;
         }
     };
-    let snap = collect(&root, common, Some(state));
+    // The worktree entries first: the collector takes their admin-dir files from this read.
+    let layout = layout_entries(common);
+    let snap = collect(
+        &root,
+        common,
+        Some(state),
+        layout.as_ref().unwrap_or(&BTreeMap::new()),
+    );
     for p in &snap.problems {
         outcome = Outcome::Incomplete;
         if p.link {
@@ -1016,7 +1167,7 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
             emit(mk(EventKind::CheckIncomplete, p.reason.clone()).path(&p.path));
         }
     }
-    let layout = match layout_entries(common) {
+    let layout = match layout {
         Ok(l) => l,
         Err(e) => {
             outcome = Outcome::Incomplete;
@@ -1203,6 +1354,39 @@ fn change_word(before: &Node, after: &Node) -> &'static str {
     }
 }
 
+/// The keys of two sorted maps in order, each once, with its node in each (a merge join).
+fn merged<'a>(
+    a: &'a BTreeMap<String, Node>,
+    b: &'a BTreeMap<String, Node>,
+) -> Vec<(&'a String, Option<&'a Node>, Option<&'a Node>)> {
+    let mut out = Vec::with_capacity(a.len().max(b.len()));
+    let (mut ia, mut ib) = (a.iter().peekable(), b.iter().peekable());
+    loop {
+        let step = match (ia.peek(), ib.peek()) {
+            (None, None) => break,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some((ka, _)), Some((kb, _))) => ka.cmp(kb),
+        };
+        match step {
+            std::cmp::Ordering::Less => {
+                let (k, n) = ia.next().expect("peeked");
+                out.push((k, Some(n), None));
+            }
+            std::cmp::Ordering::Greater => {
+                let (k, n) = ib.next().expect("peeked");
+                out.push((k, None, Some(n)));
+            }
+            std::cmp::Ordering::Equal => {
+                let (k, n) = ia.next().expect("peeked");
+                let (_, m) = ib.next().expect("peeked");
+                out.push((k, Some(n), Some(m)));
+            }
+        }
+    }
+    out
+}
+
 /// The id of the worktree entry a key belongs to.
 fn worktree_id(rel: &str) -> Option<&str> {
     rel.strip_prefix("worktrees/")
@@ -1227,20 +1411,18 @@ fn compare(
             None => has_session && now_wt.get(id).is_some_and(|w| w.own),
         }
     };
-    let keys: BTreeSet<&String> = state.entries.keys().chain(snap.entries.keys()).collect();
-    for k in keys {
-        let before = state.entries.get(k).cloned().unwrap_or(Node::Absent);
+    let absent = Node::Absent;
+    // Every key of the baseline and of now, in order: one merge of the two sorted maps.
+    for (k, before, now) in merged(&state.entries, &snap.entries) {
+        let before: &Node = before.unwrap_or(&absent);
         // Not recorded now: removed when its folder was listed, else hidden (a parent is not
         // a folder, or could not be read).
-        let parent_listed = {
+        let after: Option<&Node> = now.or_else(|| {
             let parent = split(k).0;
-            parent.is_empty() || matches!(snap.entries.get(parent), Some(Node::Dir { .. }))
-        };
-        let after = snap
-            .entries
-            .get(k)
-            .cloned()
-            .or_else(|| parent_listed.then_some(Node::Absent));
+            let parent_listed =
+                parent.is_empty() || matches!(snap.entries.get(parent), Some(Node::Dir { .. }));
+            parent_listed.then_some(&absent)
+        });
         let own_skip = worktree_id(k).is_some_and(|id| {
             own(id) && !k.ends_with("/config.worktree") && {
                 let rest = &k[("worktrees/".len() + id.len())..];
@@ -1254,7 +1436,7 @@ fn compare(
             // Extra names (hooks/, config) are still planted.
             continue;
         }
-        let Some(after_n) = &after else {
+        let Some(after_n) = after else {
             if matches!(before, Node::Absent) {
                 continue; // nothing was there; the parent's own difference says it all
             }
@@ -1262,7 +1444,7 @@ fn compare(
                 key: Key::Rel(k.clone()),
                 kind: event_kinds(k, "unreadable"),
                 change: "unreadable",
-                before,
+                before: before.clone(),
                 after: None,
                 why: None,
                 plan: Plan::Restore,
@@ -1270,17 +1452,19 @@ fn compare(
             continue;
         };
         if let Some(id) = worktree_id(k) {
-            if k == &format!("worktrees/{id}") && !state.worktrees.contains_key(id) {
+            // `worktrees/<id>` itself (not a file below it).
+            let is_entry = k.len() == "worktrees/".len() + id.len();
+            if is_entry && !state.worktrees.contains_key(id) {
                 if own(id) {
                     continue;
                 }
-                if !same(k, &before, after_n) {
+                if !same(k, before, after_n) {
                     diffs.push(Diff {
                         key: Key::Rel(k.clone()),
                         kind: EventKind::WorktreeEntryPlanted,
                         change: "created",
-                        before,
-                        after,
+                        before: before.clone(),
+                        after: Some(after_n.clone()),
                         why: Some(format!(
                             "new worktree entry `{id}` that is not the session's (its gitdir names {})",
                             now_wt.get(id).and_then(|w| w.path.as_ref()).map_or("nothing".into(), |p| p.display().to_string())
@@ -1297,16 +1481,16 @@ fn compare(
         {
             continue;
         }
-        if same(k, &before, after_n) {
+        if same(k, before, after_n) {
             continue;
         }
         let created_dir = matches!(before, Node::Absent) && after_n.is_dir();
         diffs.push(Diff {
             key: Key::Rel(k.clone()),
-            kind: event_kinds(k, change_word(&before, after_n)),
-            change: change_word(&before, after_n),
-            before,
-            after,
+            kind: event_kinds(k, change_word(before, after_n)),
+            change: change_word(before, after_n),
+            before: before.clone(),
+            after: Some(after_n.clone()),
             why: None,
             plan: if created_dir {
                 Plan::Quarantine
@@ -1599,4 +1783,187 @@ fn restore_one(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    /// A common dir with worktree entries in every shape the collector must record: an
+    /// honest entry, one whose files are a link, a fifo, a folder and a file of another mode,
+    /// one with names git does not keep there (a hooks folder, a name that is not UTF-8),
+    /// an entry that is a link and one that is a file.
+    fn odd_common_dir() -> (tempfile::TempDir, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        let common = base.join("proj/.git");
+        let wts = common.join("worktrees");
+        for id in ["honest", "odd", "extra"] {
+            let a = wts.join(id);
+            std::fs::create_dir_all(&a).unwrap();
+            std::fs::create_dir_all(base.join(id)).unwrap();
+            std::fs::write(a.join("gitdir"), format!("{}/{id}/.git\n", base.display())).unwrap();
+            std::fs::write(a.join("commondir"), "../..\n").unwrap();
+            std::fs::write(a.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+            std::fs::write(
+                base.join(id).join(".git"),
+                format!("gitdir: {}\n", a.display()),
+            )
+            .unwrap();
+        }
+        let odd = wts.join("odd");
+        std::fs::remove_file(odd.join("HEAD")).unwrap();
+        symlink("refs/heads/main", odd.join("HEAD")).unwrap();
+        std::fs::remove_file(odd.join("commondir")).unwrap();
+        std::fs::create_dir(odd.join("commondir")).unwrap();
+        nix::unistd::mkfifo(
+            &odd.join("locked"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        std::fs::set_permissions(odd.join("gitdir"), std::fs::Permissions::from_mode(0o751))
+            .unwrap();
+        std::fs::write(odd.join("config.worktree"), [0xffu8, 0, 1]).unwrap();
+        let extra = wts.join("extra");
+        std::fs::create_dir(extra.join("hooks")).unwrap();
+        std::fs::write(extra.join("hooks/post-checkout"), "#!/bin/sh\n").unwrap();
+        std::fs::write(extra.join("index"), "not compared").unwrap();
+        use std::os::unix::ffi::OsStrExt;
+        std::fs::write(extra.join(OsStr::from_bytes(b"bad\xffname")), "x").unwrap();
+        symlink(base.join("honest"), wts.join("linked")).unwrap();
+        std::fs::write(wts.join("plain"), "a file").unwrap();
+        (t, common)
+    }
+
+    #[test]
+    fn worktree_files_taken_from_the_layout_read_equal_a_second_read() {
+        let (_t, common) = odd_common_dir();
+        let root = Dir::open_abs(&common).unwrap();
+        let layout = layout_entries(&common).unwrap();
+        // The layout read holds the files' bytes (read once) …
+        let odd = &layout["odd"];
+        let gitdir = odd.files.iter().find(|f| f.name == "gitdir").unwrap();
+        assert!(gitdir.bytes.is_some());
+        assert!(matches!(
+            gitdir.file_type,
+            FileType::File { mode: 0o751, .. }
+        ));
+        // … and the snapshot built from it is the one the collector reads itself.
+        let shared = collect(&root, &common, None, &layout);
+        let own = collect(&root, &common, None, &BTreeMap::new());
+        assert_eq!(shared.entries, own.entries);
+        assert_eq!(shared.problems.len(), own.problems.len());
+        let e = &shared.entries;
+        assert!(
+            matches!(&e["worktrees/odd/HEAD"], Node::Link { target } if target == "refs/heads/main")
+        );
+        assert!(matches!(e["worktrees/odd/commondir"], Node::Dir { .. }));
+        assert!(matches!(
+            e["worktrees/odd/locked"],
+            Node::Special { kind: Kind::Fifo }
+        ));
+        assert!(matches!(
+            e["worktrees/odd/gitdir"],
+            Node::File { mode: 0o751, .. }
+        ));
+        assert!(matches!(
+            &e["worktrees/odd/config.worktree"],
+            Node::File {
+                content: Content::Hex(_),
+                ..
+            }
+        ));
+        assert!(matches!(e["worktrees/honest/locked"], Node::Absent));
+        assert!(matches!(
+            e["worktrees/extra/hooks/post-checkout"],
+            Node::File { .. }
+        ));
+        assert!(!e.contains_key("worktrees/extra/index"));
+        assert!(matches!(e["worktrees/linked"], Node::Link { .. }));
+        assert!(matches!(e["worktrees/plain"], Node::File { .. }));
+        assert!(!e.keys().any(|k| k.contains("bad")));
+    }
+
+    #[test]
+    fn a_file_the_layout_could_not_hold_is_read_by_the_collector() {
+        // A layout record without bytes (as for a file too large for it) is read again by
+        // the collector, not taken as absent or empty.
+        let (_t, common) = odd_common_dir();
+        let root = Dir::open_abs(&common).unwrap();
+        let mut layout = layout_entries(&common).unwrap();
+        for f in &mut layout.get_mut("honest").unwrap().files {
+            f.bytes = None;
+        }
+        let shared = collect(&root, &common, None, &layout);
+        let own = collect(&root, &common, None, &BTreeMap::new());
+        assert_eq!(shared.entries, own.entries);
+        assert!(matches!(
+            &shared.entries["worktrees/honest/commondir"],
+            Node::File { content: Content::Text(t), .. } if t == "../..\n"
+        ));
+    }
+
+    #[test]
+    fn a_file_hint_from_the_listing_gives_the_lstat_verdict_when_it_is_stale() {
+        // An entry listed as a regular file that is now a fifo, a link, a folder or gone is
+        // recorded as what it is now (the fifo neither blocks nor is read).
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::write(base.join("f"), "x").unwrap();
+        nix::unistd::mkfifo(
+            &base.join("p"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        symlink("/etc/passwd", base.join("l")).unwrap();
+        std::fs::create_dir(base.join("d")).unwrap();
+        let dir = Dir::open_abs(&base).unwrap();
+        for name in ["f", "p", "l", "d", "missing"] {
+            let n = OsStr::new(name);
+            assert_eq!(
+                read_node_known(&dir, n, None, true).unwrap(),
+                read_node_known(&dir, n, None, false).unwrap(),
+                "{name}"
+            );
+        }
+        assert!(matches!(
+            read_node_known(&dir, OsStr::new("p"), None, true).unwrap(),
+            Node::Special { kind: Kind::Fifo }
+        ));
+    }
+
+    #[test]
+    fn merged_yields_every_key_once_in_order() {
+        let n = |m: u32| Node::Dir { mode: m };
+        let a: BTreeMap<String, Node> = [("a", 1), ("c", 2), ("e", 3)]
+            .into_iter()
+            .map(|(k, m)| (k.to_owned(), n(m)))
+            .collect();
+        let b: BTreeMap<String, Node> = [("b", 4), ("c", 5), ("f", 6)]
+            .into_iter()
+            .map(|(k, m)| (k.to_owned(), n(m)))
+            .collect();
+        let got: Vec<(&str, Option<u32>, Option<u32>)> = merged(&a, &b)
+            .into_iter()
+            .map(|(k, x, y)| {
+                let mode = |o: Option<&Node>| match o {
+                    Some(Node::Dir { mode }) => Some(*mode),
+                    _ => None,
+                };
+                (k.as_str(), mode(x), mode(y))
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", Some(1), None),
+                ("b", None, Some(4)),
+                ("c", Some(2), Some(5)),
+                ("e", Some(3), None),
+                ("f", None, Some(6)),
+            ]
+        );
+        assert!(merged(&BTreeMap::new(), &BTreeMap::new()).is_empty());
+    }
 }

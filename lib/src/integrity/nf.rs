@@ -119,6 +119,15 @@ impl Dir {
         self.0.read(name, limit)
     }
 
+    /// Read a regular file child the caller has already seen as one (its `lstat`,
+    /// [`Dir::stat`], or its folder listing's type, [`Dir::list_kinds`]), without another
+    /// `lstat`: `fsx::Root::read_child_regular` (opened no-follow and non-blocking, its type
+    /// checked on the opened descriptor before any byte is read). The bytes and the
+    /// permission bits of the file read.
+    pub fn read_stated(&self, name: &OsStr, limit: u64) -> Result<(Vec<u8>, u32), NfError> {
+        self.0.read_child_regular(name, limit)
+    }
+
     /// The target of a symbolic link child (read, not followed).
     pub fn read_link(&self, name: &OsStr) -> Result<OsString, NfError> {
         self.0.read_link(name).map(PathBuf::into_os_string)
@@ -126,9 +135,13 @@ impl Dir {
 
     /// Names in this folder, sorted.
     pub fn list(&self) -> Result<Vec<OsString>, NfError> {
-        let mut v: Vec<OsString> = self.0.list("")?.into_iter().map(|e| e.name).collect();
-        v.sort();
-        Ok(v)
+        self.0.list_names("")
+    }
+
+    /// Names in this folder with their type from the listing (`d_type`), sorted: a hint
+    /// taken at listing time (see `fsx::Root::list_kinds`).
+    pub fn list_kinds(&self) -> Result<Vec<(OsString, crate::fsx::EntryKind)>, NfError> {
+        self.0.list_kinds("")
     }
 
     /// Create a child folder (an existing one is fine).

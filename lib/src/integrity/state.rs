@@ -6,13 +6,22 @@
 //! linked worktree entries with whom they belong to; the ref snapshot for the commit scan.
 //! Files are stored whole (UTF-8 as `text`, anything else as `hex`) with git's blob id, so a
 //! restore needs nothing but this file.
+//!
+//! Format 2 stores each distinct file content once, in a blob table keyed by its blob id
+//! (`blobs`); a file entry names its content by `oid` (21 git dirs with git's sample hooks
+//! hold one copy of each sample, not 21). A file whose content the table cannot hold under
+//! its id (no id: the hash refused the bytes; or the table already holds other bytes under
+//! that id) keeps its content inline, as in format 1. Format 1 (every content inline, no
+//! `blobs`) is still read: it is format 2 with an empty table.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The version of the state file format written by this build.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
+/// The state file formats this build reads (1: every file content inline; 2: blob table).
+pub const FORMATS_READ: &[u32] = &[1, 2];
 
 /// One protected entry as `lstat` saw it (links never followed).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,8 +119,10 @@ pub struct WorktreeBaseline {
     pub problems: Vec<String>,
 }
 
-/// The whole state file.
+/// The whole state file. (De)serialised through [`StateFile`], which holds each file content
+/// once; in memory every file node carries its content.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(into = "StateFile", try_from = "StateFile")]
 pub struct State {
     pub format: u32,
     pub pinned_at: String,
@@ -133,6 +144,287 @@ pub struct State {
     /// Ref snapshot for the commit scan (`scan::RefSnapshot`, serialised).
     #[serde(default)]
     pub refs: serde_json::Value,
+}
+
+/// A node as stored in the state file: a file's content may be left in the blob table.
+/// Deserialised by hand (see the `Deserialize` impl): serde's derive for an internally
+/// tagged enum with a flattened field buffers every entry before reading it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StoredNode {
+    Absent,
+    File {
+        mode: u32,
+        oid: String,
+        /// Inline content (format 1, or a content the blob table cannot hold); absent when
+        /// the content is `blobs[oid]`.
+        #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+        content: Option<Content>,
+    },
+    Dir {
+        mode: u32,
+    },
+    Link {
+        target: String,
+    },
+    Special {
+        kind: super::nf::Kind,
+    },
+}
+
+impl<'de> Deserialize<'de> for StoredNode {
+    /// The shape the derived `Serialize` writes — `{"type": …, field: …}`, fields in any
+    /// order, `text` / `hex` optional on a file — read in one pass. Unknown fields are
+    /// ignored (as the derive did); a missing field is an error naming it.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<StoredNode, D::Error> {
+        use serde::de::{Error, IgnoredAny, MapAccess, Visitor};
+
+        #[derive(Deserialize)]
+        #[serde(field_identifier, rename_all = "snake_case")]
+        enum Field {
+            Type,
+            Mode,
+            Oid,
+            Text,
+            Hex,
+            Target,
+            Kind,
+            #[serde(other)]
+            Other,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        enum Tag {
+            Absent,
+            File,
+            Dir,
+            Link,
+            Special,
+        }
+
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StoredNode;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an entry: an object with a `type`")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<StoredNode, A::Error> {
+                let mut tag: Option<Tag> = None;
+                let mut mode: Option<u32> = None;
+                let mut oid: Option<String> = None;
+                let mut content: Option<Content> = None;
+                let mut target: Option<String> = None;
+                let mut kind: Option<super::nf::Kind> = None;
+                while let Some(k) = m.next_key::<Field>()? {
+                    match k {
+                        Field::Type => tag = Some(m.next_value()?),
+                        Field::Mode => mode = Some(m.next_value()?),
+                        Field::Oid => oid = Some(m.next_value()?),
+                        Field::Text | Field::Hex if content.is_some() => {
+                            return Err(A::Error::custom("both `text` and `hex`"))
+                        }
+                        Field::Text => content = Some(Content::Text(m.next_value()?)),
+                        Field::Hex => content = Some(Content::Hex(m.next_value()?)),
+                        Field::Target => target = Some(m.next_value()?),
+                        Field::Kind => kind = Some(m.next_value()?),
+                        Field::Other => {
+                            m.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                let tag = tag.ok_or_else(|| A::Error::missing_field("type"))?;
+                Ok(match tag {
+                    Tag::Absent => StoredNode::Absent,
+                    Tag::File => StoredNode::File {
+                        mode: mode.ok_or_else(|| A::Error::missing_field("mode"))?,
+                        oid: oid.ok_or_else(|| A::Error::missing_field("oid"))?,
+                        content,
+                    },
+                    Tag::Dir => StoredNode::Dir {
+                        mode: mode.ok_or_else(|| A::Error::missing_field("mode"))?,
+                    },
+                    Tag::Link => StoredNode::Link {
+                        target: target.ok_or_else(|| A::Error::missing_field("target"))?,
+                    },
+                    Tag::Special => StoredNode::Special {
+                        kind: kind.ok_or_else(|| A::Error::missing_field("kind"))?,
+                    },
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A JSON object as a list of its (key, value) pairs in file order, and back: the state's
+/// maps are then built in one pass from sorted input rather than one insert per key.
+mod pairs {
+    use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+    use serde::ser::{SerializeMap, Serializer};
+    use serde::Serialize;
+
+    pub fn serialize<K: Serialize, V: Serialize, S: Serializer>(
+        v: &[(K, V)],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(v.len()))?;
+        for (k, x) in v {
+            m.serialize_entry(k, x)?;
+        }
+        m.end()
+    }
+
+    pub fn deserialize<'de, K, V, D>(d: D) -> Result<Vec<(K, V)>, D::Error>
+    where
+        K: Deserialize<'de>,
+        V: Deserialize<'de>,
+        D: Deserializer<'de>,
+    {
+        struct P<K, V>(std::marker::PhantomData<(K, V)>);
+        impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Visitor<'de> for P<K, V> {
+            type Value = Vec<(K, V)>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(m.size_hint().unwrap_or(0));
+                while let Some(kv) = m.next_entry()? {
+                    out.push(kv);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(P(std::marker::PhantomData))
+    }
+}
+
+/// The state file as written: [`State`] with file contents in `blobs`, once per blob id.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct StateFile {
+    format: u32,
+    pinned_at: String,
+    repo: PathBuf,
+    git_dir: PathBuf,
+    common_dir: PathBuf,
+    work_tree: Option<PathBuf>,
+    session: Option<String>,
+    session_dir: Option<PathBuf>,
+    /// A JSON object; read into a list in file order (the map is built once, from it).
+    #[serde(with = "pairs")]
+    entries: Vec<(String, StoredNode)>,
+    #[serde(with = "pairs")]
+    includes: Vec<(PathBuf, StoredNode)>,
+    worktrees: BTreeMap<String, WorktreeBaseline>,
+    #[serde(default)]
+    refs: serde_json::Value,
+    /// File contents by git blob id (format 2; absent in format 1).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    blobs: BTreeMap<String, Content>,
+}
+
+impl From<State> for StateFile {
+    fn from(s: State) -> StateFile {
+        let mut blobs: BTreeMap<String, Content> = BTreeMap::new();
+        let mut store = |n: Node| -> StoredNode {
+            match n {
+                Node::Absent => StoredNode::Absent,
+                Node::File { mode, oid, content } => {
+                    // Into the table under its id, unless there is no id or the table holds
+                    // other bytes under it: then inline (restore stays byte-exact).
+                    let inline = oid.is_empty()
+                        || match blobs.get(&oid) {
+                            Some(c) => c != &content,
+                            None => {
+                                blobs.insert(oid.clone(), content.clone());
+                                false
+                            }
+                        };
+                    StoredNode::File {
+                        mode,
+                        oid,
+                        content: inline.then_some(content),
+                    }
+                }
+                Node::Dir { mode } => StoredNode::Dir { mode },
+                Node::Link { target } => StoredNode::Link { target },
+                Node::Special { kind } => StoredNode::Special { kind },
+            }
+        };
+        let entries = s.entries.into_iter().map(|(k, n)| (k, store(n))).collect();
+        let includes = s.includes.into_iter().map(|(k, n)| (k, store(n))).collect();
+        // (Both in key order: from the BTreeMaps.)
+        StateFile {
+            format: FORMAT,
+            pinned_at: s.pinned_at,
+            repo: s.repo,
+            git_dir: s.git_dir,
+            common_dir: s.common_dir,
+            work_tree: s.work_tree,
+            session: s.session,
+            session_dir: s.session_dir,
+            entries,
+            includes,
+            worktrees: s.worktrees,
+            refs: s.refs,
+            blobs,
+        }
+    }
+}
+
+impl TryFrom<StateFile> for State {
+    type Error = String;
+
+    /// Every file entry gets its content back: inline, or from the blob table. An entry
+    /// whose content is in neither makes the state file unusable (a restore could not
+    /// rewrite it): refused, never taken as empty.
+    fn try_from(f: StateFile) -> Result<State, String> {
+        let blobs = &f.blobs;
+        let load = |key: &dyn std::fmt::Display, n: StoredNode| -> Result<Node, String> {
+            Ok(match n {
+                StoredNode::Absent => Node::Absent,
+                StoredNode::File { mode, oid, content } => {
+                    let content = match content {
+                        Some(c) => c,
+                        None => blobs.get(&oid).cloned().ok_or_else(|| {
+                            format!(
+                                "entry {key}: its content (blob {oid}) is not in the state file"
+                            )
+                        })?,
+                    };
+                    Node::File { mode, oid, content }
+                }
+                StoredNode::Dir { mode } => Node::Dir { mode },
+                StoredNode::Link { target } => Node::Link { target },
+                StoredNode::Special { kind } => Node::Special { kind },
+            })
+        };
+        // Collected in one pass (BTreeMap's bulk build: sorted, a key given twice keeps its
+        // last value, as inserting one by one would).
+        let entries = f
+            .entries
+            .into_iter()
+            .map(|(k, n)| load(&k, n).map(|n| (k, n)))
+            .collect::<Result<BTreeMap<_, _>, _>>()?;
+        let includes = f
+            .includes
+            .into_iter()
+            .map(|(k, n)| load(&k.display(), n).map(|n| (k, n)))
+            .collect::<Result<BTreeMap<_, _>, _>>()?;
+        Ok(State {
+            format: f.format,
+            pinned_at: f.pinned_at,
+            repo: f.repo,
+            git_dir: f.git_dir,
+            common_dir: f.common_dir,
+            work_tree: f.work_tree,
+            session: f.session,
+            session_dir: f.session_dir,
+            entries,
+            includes,
+            worktrees: f.worktrees,
+            refs: f.refs,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -157,5 +449,214 @@ mod tests {
             Node::File { oid, .. } => assert_eq!(oid, "ce013625030ba8dba906f756967f9e9ca394464a"),
             n => panic!("{n:?}"),
         }
+    }
+
+    fn state(entries: Vec<(&str, Node)>) -> State {
+        State {
+            format: FORMAT,
+            pinned_at: "2026-11-30T00:00:00Z".into(),
+            repo: "/r".into(),
+            git_dir: "/r/.git".into(),
+            common_dir: "/r/.git".into(),
+            work_tree: Some("/r".into()),
+            session: None,
+            session_dir: None,
+            entries: entries
+                .into_iter()
+                .map(|(k, n)| (k.to_owned(), n))
+                .collect(),
+            includes: [(PathBuf::from("/inc.cfg"), Node::file(b"[core]\n", 0o644))].into(),
+            worktrees: BTreeMap::new(),
+            refs: serde_json::Value::Null,
+        }
+    }
+
+    fn bytes_of(n: &Node) -> Vec<u8> {
+        match n {
+            Node::File { content, .. } => content.bytes().unwrap(),
+            n => panic!("{n:?}"),
+        }
+    }
+
+    #[test]
+    fn identical_files_are_stored_once_and_come_back_byte_exact() {
+        let sample = b"#!/bin/sh\n# \"sample\" hook\n\texit 0\n".to_vec();
+        let binary = vec![0u8, 0xff, b'\n', 0x80];
+        let mut entries = Vec::new();
+        let keys: Vec<String> = (0..21)
+            .map(|i| format!("modules/m{i}/hooks/pre-commit.sample"))
+            .collect();
+        for k in &keys {
+            entries.push((k.as_str(), Node::file(&sample, 0o755)));
+        }
+        entries.push(("a.bin", Node::file(&binary, 0o600)));
+        entries.push(("b.bin", Node::file(&binary, 0o644)));
+        entries.push(("empty", Node::file(b"", 0o644)));
+        entries.push(("hooks", Node::Dir { mode: 0o755 }));
+        entries.push(("gone", Node::Absent));
+        entries.push((
+            "l",
+            Node::Link {
+                target: "/x".into(),
+            },
+        ));
+        let st = state(entries);
+        let json = serde_json::to_string(&st).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["format"], 2);
+        // One copy of the sample, one of the binary, one of the empty file, one include.
+        assert_eq!(v["blobs"].as_object().unwrap().len(), 4, "{json}");
+        assert_eq!(json.matches("sample\\\" hook").count(), 1, "{json}");
+        assert!(v["entries"]["a.bin"].get("hex").is_none());
+        let back: State = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.entries, st.entries);
+        assert_eq!(back.includes, st.includes);
+        for k in &keys {
+            assert_eq!(bytes_of(&back.entries[k]), sample);
+        }
+        assert_eq!(bytes_of(&back.entries["a.bin"]), binary);
+        assert!(matches!(
+            back.entries["b.bin"],
+            Node::File { mode: 0o644, .. }
+        ));
+        assert_eq!(bytes_of(&back.entries["empty"]), b"");
+    }
+
+    #[test]
+    fn contents_the_table_cannot_hold_stay_inline() {
+        // No blob id (the hash refused the bytes), and other bytes under an id already in the
+        // table: both kept inline, both restored byte-exact.
+        let a = Node::file(b"first\n", 0o644);
+        let Node::File { oid, .. } = a.clone() else {
+            unreachable!()
+        };
+        let clash = Node::File {
+            mode: 0o644,
+            oid: oid.clone(),
+            content: Content::new(b"other bytes\n"),
+        };
+        let no_id = Node::File {
+            mode: 0o644,
+            oid: String::new(),
+            content: Content::new(b"unhashed\n"),
+        };
+        let st = state(vec![("a", a), ("b", clash.clone()), ("c", no_id.clone())]);
+        let json = serde_json::to_string(&st).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert!(v["entries"]["a"].get("text").is_none());
+        assert_eq!(v["entries"]["b"]["text"], "other bytes\n");
+        assert_eq!(v["entries"]["c"]["text"], "unhashed\n");
+        let back: State = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.entries, st.entries);
+        assert_eq!(bytes_of(&back.entries["b"]), b"other bytes\n");
+    }
+
+    #[test]
+    fn format_1_with_every_content_inline_still_loads() {
+        let v1 = r#"{"format": 1, "pinned_at": "t", "repo": "/r", "git_dir": "/r/.git",
+            "common_dir": "/r/.git", "work_tree": "/r", "session": "s1", "session_dir": null,
+            "entries": {
+              "HEAD": {"type": "file", "mode": 420, "oid": "x1", "text": "ref: refs/heads/main\n"},
+              "hooks/b": {"type": "file", "mode": 493, "oid": "x2", "hex": "00ff"},
+              "commondir": {"type": "absent"},
+              "hooks": {"type": "dir", "mode": 493}},
+            "includes": {"/i": {"type": "file", "mode": 420, "oid": "x3", "text": "[a]\n"}},
+            "worktrees": {"wt1": {"path": "/w/wt1", "own": true}},
+            "refs": {}}"#;
+        let st: State = serde_json::from_str(v1).unwrap();
+        assert_eq!(st.format, 1);
+        assert_eq!(bytes_of(&st.entries["HEAD"]), b"ref: refs/heads/main\n");
+        assert_eq!(bytes_of(&st.entries["hooks/b"]), [0u8, 0xff]);
+        assert_eq!(bytes_of(&st.includes[&PathBuf::from("/i")]), b"[a]\n");
+        // Written again, it is format 2.
+        let again: serde_json::Value = serde_json::to_value(&st).unwrap();
+        assert_eq!(again["format"], 2);
+        assert!(again["blobs"].get("x1").is_some());
+    }
+
+    #[test]
+    fn an_entry_whose_blob_is_missing_is_refused() {
+        let st = state(vec![("HEAD", Node::file(b"ref: refs/heads/main\n", 0o644))]);
+        let mut v = serde_json::to_value(&st).unwrap();
+        v["blobs"].as_object_mut().unwrap().retain(|_, c| {
+            c.get("text").and_then(|t| t.as_str()) != Some("ref: refs/heads/main\n")
+        });
+        let e = serde_json::from_value::<State>(v).unwrap_err().to_string();
+        assert!(
+            e.contains("entry HEAD") && e.contains("is not in the state file"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn stored_nodes_read_in_any_field_order_and_refuse_missing_fields() {
+        let ok = |j: &str| serde_json::from_str::<StoredNode>(j).unwrap();
+        assert!(matches!(
+            ok(r#"{"oid": "x", "text": "a", "mode": 420, "type": "file", "new_field": [1]}"#),
+            StoredNode::File {
+                mode: 420,
+                content: Some(Content::Text(_)),
+                ..
+            }
+        ));
+        assert!(matches!(
+            ok(r#"{"type": "file", "mode": 420, "oid": "x"}"#),
+            StoredNode::File { content: None, .. }
+        ));
+        assert!(matches!(
+            ok(r#"{"kind": "fifo", "type": "special"}"#),
+            StoredNode::Special {
+                kind: super::super::nf::Kind::Fifo
+            }
+        ));
+        assert!(matches!(ok(r#"{"type": "absent"}"#), StoredNode::Absent));
+        for (j, why) in [
+            (r#"{"type": "file", "oid": "x"}"#, "mode"),
+            (r#"{"type": "file", "mode": 1}"#, "oid"),
+            (r#"{"mode": 1}"#, "type"),
+            (r#"{"type": "link"}"#, "target"),
+            (r#"{"type": "special"}"#, "kind"),
+            (r#"{"type": "dir"}"#, "mode"),
+            (
+                r#"{"type": "file", "mode": 1, "oid": "x", "text": "a", "hex": "00"}"#,
+                "both",
+            ),
+            (r#"{"type": "pipe"}"#, "unknown variant"),
+        ] {
+            let e = serde_json::from_str::<StoredNode>(j)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(why), "{j}: {e}");
+        }
+        // Every kind written by Serialize reads back.
+        for n in [
+            StoredNode::Absent,
+            StoredNode::Dir { mode: 0o755 },
+            StoredNode::Link { target: "t".into() },
+            StoredNode::Special {
+                kind: super::super::nf::Kind::Device,
+            },
+            StoredNode::File {
+                mode: 0o644,
+                oid: "o".into(),
+                content: Some(Content::Hex("00".into())),
+            },
+        ] {
+            let j = serde_json::to_string(&n).unwrap();
+            assert_eq!(serde_json::to_string(&ok(&j)).unwrap(), j);
+        }
+    }
+
+    #[test]
+    fn entries_in_any_order_and_a_key_given_twice_keeps_its_last_value() {
+        let j = r#"{"format": 2, "pinned_at": "t", "repo": "/r", "git_dir": "/r/.git",
+            "common_dir": "/r/.git", "work_tree": null, "session": null, "session_dir": null,
+            "entries": {"b": {"type": "absent"}, "a": {"type": "dir", "mode": 1},
+                        "b": {"type": "dir", "mode": 2}},
+            "includes": {}, "worktrees": {}}"#;
+        let st: State = serde_json::from_str(j).unwrap();
+        let keys: Vec<&str> = st.entries.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["a", "b"]);
+        assert_eq!(st.entries["b"], Node::Dir { mode: 2 });
     }
 }

@@ -39,14 +39,15 @@ mod worktrees;
 
 pub use nested::{nested_repositories, NestedFinding, NestedKind, NestedLimits, NestedReport};
 pub use worktrees::{
-    submodule_git_dirs, worktree_entries, ModuleStatus, Problem, SubmoduleGitDir, WorktreeEntry,
+    submodule_git_dirs, worktree_entries, AdminFile, ModuleStatus, Problem, SubmoduleGitDir,
+    WorktreeEntry,
 };
 
 use crate::fsx::{FileType, FsError, Root};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::rc::Rc;
@@ -255,7 +256,11 @@ impl LayoutError {
 /// opened, never at the link's target.
 pub(crate) struct Sys {
     root: Root,
-    dirs: RefCell<FastMap<PathBuf, Rc<Root>>>,
+    /// Folder handles by absolute path, keyed by the path's bytes (hashed and compared as
+    /// bytes, not component by component as `Path` does): every key is built by pushing
+    /// plain components onto `/`, so one folder has one spelling; another spelling of a
+    /// path only misses the cache and is walked again.
+    dirs: RefCell<FastMap<OsString, Rc<Root>>>,
 }
 
 /// A `HashMap` with [`FxHasher`]: for the per-pass caches of opened folders, looked up once
@@ -305,6 +310,10 @@ impl std::hash::Hasher for FxHasher {
     }
 }
 
+/// The `lstat` [`Sys::resolve_last`] took of a resolved path's last component, if it took
+/// one (`Some(None)`: missing).
+pub(crate) type LastStat = Option<Option<crate::fsx::Stat>>;
+
 /// Folder handles kept open at most by one [`Sys`] (each is a file descriptor).
 const SYS_DIR_CACHE_MAX: usize = 256;
 
@@ -312,7 +321,7 @@ impl Sys {
     pub(crate) fn new() -> Result<Sys, LayoutError> {
         let root = Root::system()?;
         let mut dirs = FastMap::default();
-        dirs.insert(PathBuf::from("/"), Rc::new(root.try_clone()?));
+        dirs.insert(OsString::from("/"), Rc::new(root.try_clone()?));
         Ok(Sys {
             root,
             dirs: RefCell::new(dirs),
@@ -321,7 +330,7 @@ impl Sys {
 
     /// The no-follow handle of the folder `abs`.
     fn dir(&self, abs: &Path) -> Result<Rc<Root>, FsError> {
-        if let Some(r) = self.dirs.borrow().get(abs) {
+        if let Some(r) = self.dirs.borrow().get(abs.as_os_str()) {
             return Ok(r.clone());
         }
         let escape = || FsError::Escape {
@@ -331,7 +340,11 @@ impl Sys {
             let cache = self.dirs.borrow();
             abs.ancestors()
                 .skip(1)
-                .find_map(|a| cache.get(a).map(|r| (a.to_path_buf(), r.clone())))
+                .find_map(|a| {
+                    cache
+                        .get(a.as_os_str())
+                        .map(|r| (a.to_path_buf(), r.clone()))
+                })
                 .map(Ok)
                 .unwrap_or_else(|| {
                     self.root
@@ -342,7 +355,7 @@ impl Sys {
         let rest = abs.strip_prefix(&cur_path).map_err(|_| escape())?;
         let mut cache = self.dirs.borrow_mut();
         if cache.len() > SYS_DIR_CACHE_MAX {
-            cache.retain(|p, _| p == Path::new("/"));
+            cache.retain(|p, _| p == "/");
         }
         for c in rest.components() {
             let Component::Normal(name) = c else {
@@ -350,10 +363,27 @@ impl Sys {
             };
             let next = Rc::new(cur.open_dir(name)?);
             cur_path.push(name);
-            cache.insert(cur_path.clone(), next.clone());
+            cache.insert(cur_path.clone().into_os_string(), next.clone());
             cur = next;
         }
         Ok(cur)
+    }
+
+    /// The folder `abs` opened once for both uses — a cached no-follow handle (as
+    /// [`Sys::dir`]) and its listing with `d_type` kinds (`fsx::Root::open_dir_listed`).
+    pub(crate) fn dir_listed(
+        &self,
+        abs: &Path,
+    ) -> Result<(Rc<Root>, crate::fsx::Listing), FsError> {
+        let (parent, name) = self.split(abs)?;
+        let (root, kinds) = parent.open_dir_listed(name)?;
+        let root = Rc::new(root);
+        let mut cache = self.dirs.borrow_mut();
+        if cache.len() > SYS_DIR_CACHE_MAX {
+            cache.retain(|p, _| p == "/");
+        }
+        cache.insert(abs.as_os_str().to_os_string(), root.clone());
+        Ok((root, kinds))
     }
 
     /// The parent folder's handle and the leaf name of `abs` (not `/`).
@@ -400,13 +430,26 @@ impl Sys {
     /// missing trailing components are kept lexically (`strbuf_realpath_forgiving`);
     /// otherwise a missing component is an error.
     pub(crate) fn resolve(&self, path: &Path, forgiving: bool) -> Result<PathBuf, LayoutError> {
+        self.resolve_last(path, forgiving).map(|(p, _)| p)
+    }
+
+    /// [`Sys::resolve`], with the `lstat` it took of the resolved path's last component when
+    /// it took one (`Some(None)`: missing); `None` when it did not (the last component was a
+    /// folder opened earlier, or `..`): a caller that needs it stats the path itself.
+    pub(crate) fn resolve_last(
+        &self,
+        path: &Path,
+        forgiving: bool,
+    ) -> Result<(PathBuf, LastStat), LayoutError> {
         // Each step is one no-follow lookup relative to the (cached) handle of its parent.
         // `here` is the path resolved so far, kept in step with `depth` (its component count).
+        let mut last: LastStat = None;
         let mut here = PathBuf::from("/");
         let mut depth = 0usize;
         let mut missing_at: Option<usize> = None;
         let mut after_non_dir = false;
-        for c in path.components() {
+        let mut comps = path.components().peekable();
+        while let Some(c) = comps.next() {
             match c {
                 Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
                 Component::ParentDir | Component::Normal(_) if after_non_dir => {
@@ -416,6 +459,7 @@ impl Sys {
                     });
                 }
                 Component::ParentDir => {
+                    last = None;
                     if depth == 0 {
                         continue; // `/..` is `/`
                     }
@@ -428,13 +472,46 @@ impl Sys {
                 Component::Normal(name) => {
                     here.push(name);
                     depth += 1;
+                    last = None;
                     if missing_at.is_some() {
+                        // Below a missing folder: missing too.
+                        last = Some(None);
                         continue;
                     }
-                    if self.dirs.borrow().contains_key(&here) {
+                    if self.dirs.borrow().contains_key(here.as_os_str()) {
                         continue; // opened no-follow earlier: a real folder
                     }
-                    match self.stat(&here)? {
+                    if comps.peek().is_some() {
+                        // Not the last component: it must be a folder to go on, and the next
+                        // lookup needs its handle. Opened no-follow as a folder (and cached)
+                        // in one call rather than an lstat now and the open on the next
+                        // lookup; a link, a missing name or a non-folder is told as the lstat
+                        // told it.
+                        match self.dir(&here) {
+                            Ok(_) => continue,
+                            Err(FsError::NotFound { .. }) if forgiving => {
+                                missing_at = Some(depth - 1);
+                                continue;
+                            }
+                            Err(FsError::NotFound { .. }) => {
+                                return Err(LayoutError::Unreadable {
+                                    path: here.clone(),
+                                    source: FsError::NotFound { path: here },
+                                });
+                            }
+                            Err(FsError::Link { .. }) => {
+                                return Err(LayoutError::Link { path: here })
+                            }
+                            Err(FsError::NotDir { .. }) => {
+                                after_non_dir = true;
+                                continue;
+                            }
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    let st = self.stat(&here)?;
+                    last = Some(st.clone());
+                    match st {
                         None if forgiving => missing_at = Some(depth - 1),
                         None => {
                             return Err(LayoutError::Unreadable {
@@ -451,7 +528,7 @@ impl Sys {
                 }
             }
         }
-        Ok(here)
+        Ok((here, last))
     }
 }
 
@@ -570,20 +647,7 @@ pub(crate) fn read_head(sys: &Sys, head_path: &Path) -> Result<Result<Head, Stri
         return Ok(Err("no HEAD".into()));
     };
     match &st.file_type {
-        FileType::Symlink { target } => {
-            // validate_headref: a symbolic link is valid when its target starts with refs/.
-            let t = target.as_os_str().as_bytes();
-            if t.len() >= 5 && t.starts_with(b"refs/") {
-                Ok(Ok(Head::Symref {
-                    target: String::from_utf8_lossy(t).into_owned(),
-                }))
-            } else {
-                Ok(Err(format!(
-                    "HEAD is a symbolic link to {}, not into refs/",
-                    target.display()
-                )))
-            }
-        }
+        FileType::Symlink { target } => Ok(head_link_verdict(target)),
         FileType::File { .. } => match sys.read_prefix(head_path, HEAD_READ_MAX) {
             Ok(bytes) => Ok(validate_head(&bytes).ok_or_else(|| {
                 "HEAD is neither `ref: refs/…` nor a full hex object id".to_string()
@@ -592,6 +656,22 @@ pub(crate) fn read_head(sys: &Sys, head_path: &Path) -> Result<Result<Head, Stri
             Err(e) => Err(e.into()),
         },
         other => Ok(Err(format!("HEAD is a {}", other.name()))),
+    }
+}
+
+/// validate_headref on a HEAD that is a symbolic link: valid when its target starts with
+/// `refs/` (the link is read, never followed).
+pub(crate) fn head_link_verdict(target: &Path) -> Result<Head, String> {
+    let t = target.as_os_str().as_bytes();
+    if t.len() >= 5 && t.starts_with(b"refs/") {
+        Ok(Head::Symref {
+            target: String::from_utf8_lossy(t).into_owned(),
+        })
+    } else {
+        Err(format!(
+            "HEAD is a symbolic link to {}, not into refs/",
+            target.display()
+        ))
     }
 }
 

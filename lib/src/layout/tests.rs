@@ -1342,3 +1342,70 @@ fn duplicate_worktree_paths_name_each_other() {
     );
     assert_eq!(dup("c"), vec![]);
 }
+
+#[test]
+fn resolve_last_hands_out_the_lstat_it_took_of_the_last_component() {
+    let t = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(t.path()).unwrap();
+    std::fs::create_dir_all(base.join("d/e")).unwrap();
+    std::fs::write(base.join("d/f"), "x").unwrap();
+    let sys = Sys::new().unwrap();
+    let (p, last) = sys.resolve_last(&base.join("d/f"), true).unwrap();
+    assert_eq!(p, base.join("d/f"));
+    assert!(last.unwrap().unwrap().is_file());
+    // The same lstat a separate stat gives.
+    assert_eq!(
+        sys.stat(&base.join("d/f")).unwrap().unwrap().ino,
+        sys.resolve_last(&base.join("d/f"), true)
+            .unwrap()
+            .1
+            .unwrap()
+            .unwrap()
+            .ino
+    );
+    let (_, last) = sys.resolve_last(&base.join("d/missing"), true).unwrap();
+    assert!(matches!(last, Some(None)));
+    let (p, last) = sys.resolve_last(&base.join("gone/deeper/x"), true).unwrap();
+    assert_eq!(p, base.join("gone/deeper/x"));
+    assert!(matches!(last, Some(None)), "below a missing folder");
+    // Ending in `..`: no lstat of the result taken.
+    let (p, last) = sys.resolve_last(&base.join("d/e/.."), true).unwrap();
+    assert_eq!(p, base.join("d"));
+    assert!(last.is_none());
+    std::os::unix::fs::symlink(base.join("d"), base.join("l")).unwrap();
+    assert!(matches!(
+        sys.resolve_last(&base.join("l/f"), true),
+        Err(LayoutError::Link { .. })
+    ));
+    // A link as the last component is refused too; a file in a folder's place is an error;
+    // a missing folder on the way is an error unless forgiving.
+    assert!(matches!(
+        sys.resolve_last(&base.join("l"), true),
+        Err(LayoutError::Link { .. })
+    ));
+    assert!(matches!(
+        sys.resolve_last(&base.join("d/f/x"), true),
+        Err(LayoutError::Unreadable {
+            source: FsError::NotDir { .. },
+            ..
+        })
+    ));
+    assert!(matches!(
+        sys.resolve_last(&base.join("d/f/.."), true),
+        Err(LayoutError::Unreadable {
+            source: FsError::NotDir { .. },
+            ..
+        })
+    ));
+    assert!(matches!(
+        sys.resolve_last(&base.join("gone/x"), false),
+        Err(LayoutError::Unreadable {
+            source: FsError::NotFound { .. },
+            ..
+        })
+    ));
+    assert_eq!(
+        sys.resolve(&base.join("d/e/../f"), false).unwrap(),
+        base.join("d/f")
+    );
+}

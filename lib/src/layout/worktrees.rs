@@ -2,17 +2,18 @@
 //! (`modules/…`), checked against git's own rules.
 
 use super::{
-    absolute_against, check_git_dir_with, parse_gitfile, path_from_bytes, read_head, trim_crlf,
-    until_nul, Head, LayoutError, Sys, SMALL_FILE_MAX,
+    absolute_against, check_git_dir_with, head_link_verdict, parse_gitfile, path_from_bytes,
+    trim_crlf, until_nul, Head, LayoutError, Sys, SMALL_FILE_MAX,
 };
 use crate::catalogue::{
     GitVersion, RELATIVE_WORKTREES_SINCE, WORKTREE_COMMON_ONLY, WORKTREE_PRIVATE_ENTRIES,
     WORKTREE_PRIVATE_SUBPATHS,
 };
-use crate::fsx::{FileType, FsError};
+use crate::fsx::{EntryKind, FileType, FsError, Root};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -231,7 +232,36 @@ pub struct WorktreeEntry {
     /// own working folder, where the path practically never exists): such an entry is pruned
     /// unless locked or within the index grace period.
     pub prune_older_git: Option<String>,
+    /// `worktrees/<id>` itself as the listing of `worktrees/` saw it (`lstat`).
+    #[serde(skip)]
+    pub admin_type: FileType,
+    /// The files git reads here (`gitdir`, `commondir`, `HEAD`, `locked`,
+    /// `config.worktree`) that are present, sorted, with the bytes read: for callers that
+    /// need the same bytes (wt-check compares them with its baseline), each file is read
+    /// once. Empty when `worktrees/<id>` is not a folder.
+    #[serde(skip)]
+    pub files: Vec<AdminFile>,
+    /// Every name of the admin dir as listed, raw and sorted (`names` is their text).
+    #[serde(skip)]
+    pub listed: Vec<std::ffi::OsString>,
 }
+
+/// One of the files git reads in a worktree's admin dir, as [`worktree_entries`] saw it,
+/// without following links.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminFile {
+    pub name: std::ffi::OsString,
+    /// For a file read whole ([`AdminFile::bytes`]), the `fstat` of the descriptor read (the
+    /// type and mode of the very bytes held); otherwise an `lstat` taken after the listing.
+    pub file_type: FileType,
+    /// The whole content when it is a regular file read without error; `None` otherwise (not
+    /// a regular file, or unreadable: a caller that needs the bytes reads again and meets the
+    /// error itself).
+    pub bytes: Option<Vec<u8>>,
+}
+
+/// The files of an admin dir read whole into [`WorktreeEntry::files`].
+const ADMIN_FILES_READ: [&str; 5] = ["gitdir", "commondir", "HEAD", "locked", "config.worktree"];
 
 impl WorktreeEntry {
     /// Whether the worktree path lies strictly below `session_dir` (e.g.
@@ -316,14 +346,6 @@ pub fn worktree_entries(common_dir: &Path) -> Result<Vec<WorktreeEntry>, LayoutE
     Ok(out)
 }
 
-fn read_small(sys: &Sys, path: &Path) -> Result<Option<Vec<u8>>, FsError> {
-    match sys.read(path, SMALL_FILE_MAX) {
-        Ok(b) => Ok(Some(b)),
-        Err(FsError::NotFound { .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 fn read_entry(
     sys: &Sys,
     common: &Path,
@@ -348,6 +370,9 @@ fn read_entry(
         problems: Vec::new(),
         prune: None,
         prune_older_git: None,
+        admin_type: ft.clone(),
+        files: Vec::new(),
+        listed: Vec::new(),
     };
     match ft {
         FileType::Dir { .. } => {}
@@ -367,26 +392,34 @@ fn read_entry(
             return Ok(entry);
         }
     }
-    let listing = sys.list(&admin)?;
+    // One handle on the admin dir (opened no-follow); its listing's types (`d_type`) say
+    // what each name is, and every file is read relative to the handle, once (see
+    // `AdminReads`).
+    let (admin_dir, listing) = sys.dir_listed(&admin)?;
+    let mut read = AdminReads {
+        dir: &admin_dir,
+        listing: &listing,
+        files: Vec::new(),
+    };
     entry.names = listing
         .iter()
-        .map(|e| e.name.to_string_lossy().into_owned())
+        .map(|(n, _)| n.to_string_lossy().into_owned())
         .collect();
-    for e in &listing {
-        if let FileType::Symlink { target } = &e.stat.file_type {
+    for (n, k) in &listing {
+        if *k == EntryKind::Symlink {
             entry.problems.push(Problem::Link {
-                name: e.name.to_string_lossy().into_owned(),
-                target: target.clone(),
+                name: n.to_string_lossy().into_owned(),
+                target: admin_dir.read_link(n).unwrap_or_default(),
             });
         }
     }
-    check_unexpected(sys, &admin, &listing, &mut entry.problems)?;
-    entry.has_config_worktree = listing.iter().any(|e| e.name == "config.worktree");
-    let locked_present = listing.iter().any(|e| e.name == "locked");
+    check_unexpected(&admin_dir, &listing, &mut entry.problems)?;
+    entry.has_config_worktree = listing.iter().any(|(n, _)| n == "config.worktree");
+    let locked_present = listing.iter().any(|(n, _)| n == "locked");
 
     // gitdir
-    let gitdir_entry = listing.iter().find(|e| e.name == "gitdir");
-    let gitdir_raw = match read_small(sys, &admin.join("gitdir")) {
+    let gitdir_entry = listing.iter().find(|(n, _)| n == "gitdir");
+    let gitdir_raw = match read.read("gitdir", SMALL_FILE_MAX) {
         Ok(b) => b,
         Err(FsError::Link { .. }) => None, // reported above as Problem::Link
         Err(e) => {
@@ -397,14 +430,16 @@ fn read_entry(
         }
     };
     let mut prune: Option<String> = None;
+    // The path `gitdir` names, resolved, with its lstat (for the backlink check below).
+    let mut named_seen: Option<(PathBuf, Result<Option<crate::fsx::Stat>, LayoutError>)> = None;
     match &gitdir_raw {
-        None => match gitdir_entry.map(|e| &e.stat.file_type) {
+        None => match gitdir_entry.map(|(_, k)| k) {
             None => {
                 entry.problems.push(Problem::GitdirMissing);
                 prune = Some("gitdir file does not exist".into());
             }
             // should_prune_worktree: open succeeds on a folder, read fails with EISDIR.
-            Some(FileType::Dir { .. }) => {
+            Some(EntryKind::Dir) => {
                 prune = Some("unable to read gitdir file (Is a directory)".into());
             }
             Some(_) => prune = Some("unable to read gitdir file".into()),
@@ -422,8 +457,17 @@ fn read_entry(
                         understood_since: RELATIVE_WORKTREES_SINCE,
                     });
                 }
-                let exists = match sys.resolve(&absolute_against(&admin, &p), true) {
-                    Ok(named) => sys.stat(&named).map(|st| st.is_some()).unwrap_or(true),
+                let exists = match sys.resolve_last(&absolute_against(&admin, &p), true) {
+                    Ok((named, last)) => {
+                        // The resolution's own lstat of the last component, else one now.
+                        let st = match last {
+                            Some(st) => Ok(st),
+                            None => sys.stat(&named),
+                        };
+                        let exists = st.as_ref().map(|st| st.is_some()).unwrap_or(true);
+                        named_seen = Some((named, st));
+                        exists
+                    }
                     // A link on the way: git would follow it; we do not know, so we do not
                     // claim a prune.
                     Err(_) => true,
@@ -441,7 +485,23 @@ fn read_entry(
                     entry.problems.push(Problem::GitdirEmpty);
                 }
             } else {
-                match sys.resolve(&absolute_against(&admin, &path_from_bytes(t)), true) {
+                // When `gitdir` holds `<t>/.git` (as git writes it), `<t>` was resolved above
+                // on the way to `.git`: resolving `<t>/.git` walks the very components of
+                // `<t>` first, so its parent is `<t>` resolved (resolve of `<t>/.git` fails
+                // when `<t>` ends in a non-folder; then `<t>` is resolved on its own).
+                let derived = named_seen.as_ref().and_then(|(named, _)| {
+                    let same = crlf.len() == t.len() + 5
+                        && crlf.starts_with(t)
+                        && crlf.ends_with(b"/.git");
+                    (same && named.file_name() == Some(OsStr::new(".git")))
+                        .then(|| named.parent().map(Path::to_path_buf))
+                        .flatten()
+                });
+                let resolved = match derived {
+                    Some(wt) => Ok(wt),
+                    None => sys.resolve(&absolute_against(&admin, &path_from_bytes(t)), true),
+                };
+                match resolved {
                     Ok(wt) => {
                         entry.dot_git = Some(wt.join(".git"));
                         entry.worktree_path = Some(wt);
@@ -462,7 +522,11 @@ fn read_entry(
     // The backlink: <wt>/.git must be a gitfile whose target is this admin dir
     // (validate_worktree).
     if let Some(dot_git) = entry.dot_git.clone() {
-        match sys.stat(&dot_git) {
+        let st = match named_seen {
+            Some((named, Ok(st))) if named == dot_git => Ok(st),
+            _ => sys.stat(&dot_git),
+        };
+        match st {
             Ok(None) => entry.problems.push(Problem::BacklinkMissing {
                 dot_git: dot_git.clone(),
             }),
@@ -488,9 +552,9 @@ fn read_entry(
     }
 
     // commondir
-    match read_small(sys, &admin.join("commondir")) {
+    match read.read("commondir", SMALL_FILE_MAX) {
         Ok(None) => {
-            if !listing.iter().any(|e| e.name == "commondir") {
+            if !listing.iter().any(|(n, _)| n == "commondir") {
                 entry.problems.push(Problem::CommondirMissing);
             }
         }
@@ -526,13 +590,41 @@ fn read_entry(
     }
 
     // HEAD
-    match read_head(sys, &admin.join("HEAD"))? {
+    // As `read_head` (git's validate_headref), from the listing's type and one whole read:
+    // only the first HEAD_READ_MAX bytes are looked at, so a HEAD too large to hold whole is
+    // still judged by its start.
+    let head_type = listing.iter().find(|(n, _)| n == "HEAD").map(|(_, k)| *k);
+    let head_verdict = match head_type {
+        None => Err("no HEAD".to_string()),
+        Some(EntryKind::Symlink) => match admin_dir.read_link("HEAD") {
+            Ok(target) => head_link_verdict(&target),
+            Err(FsError::NotFound { .. }) => Err("no HEAD".to_string()),
+            Err(e) => return Err(e.into()),
+        },
+        Some(EntryKind::File) => match read.read("HEAD", SMALL_FILE_MAX) {
+            Ok(Some(bytes)) => {
+                let v = head_bytes_verdict(&bytes);
+                entry.head = Some(bytes);
+                v
+            }
+            Ok(None) => Err("no HEAD".to_string()),
+            Err(FsError::TooLarge { .. }) => {
+                match admin_dir.read_prefix("HEAD", super::HEAD_READ_MAX) {
+                    Ok(bytes) => head_bytes_verdict(&bytes),
+                    Err(FsError::NotFound { .. }) => Err("no HEAD".to_string()),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Err(e) => return Err(e.into()),
+        },
+        Some(other) => Err(format!("HEAD is a {}", other.name())),
+    };
+    match head_verdict {
         Ok(_) => {}
         Err(reason) if reason == "no HEAD" => entry.problems.push(Problem::HeadMissing),
         Err(reason) => entry.problems.push(Problem::HeadInvalid { reason }),
     }
-    entry.head = read_small(sys, &admin.join("HEAD")).ok().flatten();
-    entry.locked = match read_small(sys, &admin.join("locked")) {
+    entry.locked = match read.read("locked", SMALL_FILE_MAX) {
         Ok(b) => b,
         // A locked entry that is not a readable file still blocks prune in git
         // (file_exists); keep that verdict.
@@ -551,7 +643,85 @@ fn read_entry(
         prune.clone()
     };
     entry.prune = if locked_present { None } else { prune };
+    // config.worktree is read only for callers that compare it (wt-check); an error here is
+    // theirs to meet when they read it themselves.
+    let _ = read.read("config.worktree", SMALL_FILE_MAX);
+    entry.files = read.into_files()?;
+    entry.listed = listing.into_iter().map(|(n, _)| n).collect();
     Ok(entry)
+}
+
+/// The admin dir's listing with the files read so far (see [`AdminFile`]).
+struct AdminReads<'a> {
+    dir: &'a Root,
+    listing: &'a [(std::ffi::OsString, EntryKind)],
+    files: Vec<AdminFile>,
+}
+
+impl AdminReads<'_> {
+    /// The files read, plus an `lstat` of each other name of [`ADMIN_FILES_READ`] present
+    /// (not a regular file, or unreadable), sorted by name.
+    fn into_files(mut self) -> Result<Vec<AdminFile>, FsError> {
+        for (name, _) in self.listing {
+            let wanted = ADMIN_FILES_READ.iter().any(|f| name == f);
+            if !wanted || self.files.iter().any(|f| &f.name == name) {
+                continue;
+            }
+            if let Some(st) = self.dir.stat(name)? {
+                self.files.push(AdminFile {
+                    name: name.clone(),
+                    file_type: st.file_type,
+                    bytes: None,
+                });
+            }
+        }
+        self.files
+            .sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        Ok(self.files)
+    }
+
+    /// Read `name` as `Root::read` would (`Ok(None)` when missing): a name not listed is
+    /// missing; from the listing's type, a link is [`FsError::Link`] and anything but a
+    /// regular file [`FsError::NotRegular`], without opening it; a regular file is read
+    /// through `Root::read_child_regular` (opened no-follow and non-blocking, its type
+    /// checked on the descriptor before any read). A file read is kept with its bytes.
+    fn read(&mut self, name: &str, max: u64) -> Result<Option<Vec<u8>>, FsError> {
+        let Some((_, kind)) = self.listing.iter().find(|(n, _)| n == name) else {
+            return Ok(None);
+        };
+        let full = self.dir.path().join(name);
+        match kind {
+            EntryKind::File => {}
+            EntryKind::Symlink => return Err(FsError::Link { path: full }),
+            other => {
+                return Err(FsError::NotRegular {
+                    path: full,
+                    kind: other.name(),
+                })
+            }
+        }
+        match self.dir.read_child_regular(OsStr::new(name), max) {
+            Ok((bytes, mode)) => {
+                self.files.push(AdminFile {
+                    name: name.into(),
+                    file_type: FileType::File {
+                        mode,
+                        size: bytes.len() as u64,
+                    },
+                    bytes: Some(bytes.clone()),
+                });
+                Ok(Some(bytes))
+            }
+            Err(FsError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// git's `validate_headref` verdict on HEAD's first bytes.
+fn head_bytes_verdict(bytes: &[u8]) -> Result<super::Head, String> {
+    super::validate_head(bytes)
+        .ok_or_else(|| "HEAD is neither `ref: refs/…` nor a full hex object id".to_string())
 }
 
 /// git's grace rule in `should_prune_worktree`: an entry whose worktree is missing is kept
@@ -569,7 +739,13 @@ fn check_backlink(
     dot_git: &Path,
     problems: &mut Vec<Problem>,
 ) -> Result<(), LayoutError> {
-    let raw = match sys.read(dot_git, super::GITFILE_MAX) {
+    // The caller has just lstat'ed `dot_git` as a regular file: read it without a second
+    // lstat (opened no-follow and non-blocking, type checked on the descriptor).
+    let read = sys.split(dot_git).and_then(|(dir, name)| {
+        dir.read_child_regular(name, super::GITFILE_MAX)
+            .map(|(b, _)| b)
+    });
+    let raw = match read {
         Ok(b) => b,
         Err(e) => {
             problems.push(Problem::BacklinkInvalid {
@@ -616,13 +792,12 @@ fn is_private_name(name: &str) -> bool {
 /// Reports names git does not keep per worktree, including below `refs/`, `logs/` and
 /// `info/`, where only a few subpaths are per worktree.
 fn check_unexpected(
-    sys: &Sys,
-    admin: &Path,
-    listing: &[crate::fsx::DirEntry],
+    admin: &Root,
+    listing: &[(std::ffi::OsString, EntryKind)],
     problems: &mut Vec<Problem>,
 ) -> Result<(), LayoutError> {
-    for e in listing {
-        let name = e.name.to_string_lossy().into_owned();
+    for (n, kind) in listing {
+        let name = n.to_string_lossy().into_owned();
         if !is_private_name(&name) {
             problems.push(Problem::UnexpectedEntry {
                 ignored_by_git: WORKTREE_COMMON_ONLY.contains(&name.as_str()),
@@ -630,29 +805,30 @@ fn check_unexpected(
             });
             continue;
         }
-        if matches!(name.as_str(), "refs" | "logs" | "info") && e.stat.is_dir() {
-            check_container(sys, admin, &name, problems)?;
+        if matches!(name.as_str(), "refs" | "logs" | "info") && *kind == EntryKind::Dir {
+            check_container(admin, &name, problems)?;
         }
     }
     Ok(())
 }
 
+/// Names below the admin dir's folder `rel`, from the folder listing (opened no-follow; a
+/// folder swapped for a link is an error, never followed).
 fn check_container(
-    sys: &Sys,
-    admin: &Path,
+    admin: &Root,
     rel: &str,
     problems: &mut Vec<Problem>,
 ) -> Result<(), LayoutError> {
-    for child in sys.list(&admin.join(rel))? {
-        let sub = format!("{rel}/{}", child.name.to_string_lossy());
+    for (child, kind) in admin.list_kinds(rel)? {
+        let sub = format!("{rel}/{}", child.to_string_lossy());
         let stem = sub.strip_suffix(".lock").unwrap_or(&sub);
         if !WORKTREE_PRIVATE_SUBPATHS.contains(&stem) {
             problems.push(Problem::UnexpectedEntry {
                 name: sub,
                 ignored_by_git: true,
             });
-        } else if sub == "logs/refs" && child.stat.is_dir() {
-            check_container(sys, admin, &sub, problems)?;
+        } else if sub == "logs/refs" && kind == EntryKind::Dir {
+            check_container(admin, &sub, problems)?;
         }
     }
     Ok(())

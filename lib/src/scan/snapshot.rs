@@ -141,10 +141,6 @@ impl RefSnapshot {
         for id in ids {
             let idstr = id.to_string_lossy();
             let dir = wt_root.join(&id);
-            // git skips an entry without a readable HEAD; gix cannot open it either.
-            if !dir.join("HEAD").is_file() {
-                continue;
-            }
             let werr = |what: &str, e: &dyn std::fmt::Display| ScanError::Refs {
                 git_dir: dir.clone(),
                 message: format!("{what}: {e}"),
@@ -160,20 +156,32 @@ impl RefSnapshot {
             key.push_str(&idstr);
             key.push('/');
             let base = key.len();
-            if let Some(head) = store
-                .try_find_packed("HEAD", packed)
-                .map_err(|e| werr("reading HEAD", &e))?
-            {
-                let v =
-                    store_value_of(&store, packed, head).map_err(|e| werr("reading HEAD", &e))?;
-                key.push_str("HEAD");
-                refs.insert(key.clone(), v);
-                key.truncate(base);
+            // git skips an entry without a readable HEAD; gix cannot open it either. Asked
+            // only when the lookup finds nothing or fails (one stat fewer per entry).
+            let skip = || !dir.join("HEAD").is_file();
+            match store.try_find_packed("HEAD", packed) {
+                Ok(Some(head)) => {
+                    let v = store_value_of(&store, packed, head)
+                        .map_err(|e| werr("reading HEAD", &e))?;
+                    key.push_str("HEAD");
+                    refs.insert(key.clone(), v);
+                    key.truncate(base);
+                }
+                Ok(None) => continue,
+                Err(_) if skip() => continue,
+                Err(e) => return Err(werr("reading HEAD", &e)),
             }
+            // Listed through a store of the entry's own folder: the entry's store would also
+            // walk the common dir's folder of each prefix, only to skip every ref there (all
+            // of these prefixes are worktree-private: gix's overlay iteration drops private
+            // refs of the common dir), one stat per prefix and entry. Same refs, same
+            // order; the main worktree's own refs under these prefixes are listed above.
+            // Values are still resolved through the entry's store.
+            let private = gix::refs::file::Store::at_opts(dir.clone(), main.object_hash(), opts);
             for prefix in PER_WORKTREE_PREFIXES {
                 let prefix = <&gix::path::RelativePath>::try_from(*prefix)
                     .map_err(|e| werr("listing refs", &e))?;
-                let it = store
+                let it = private
                     .iter_prefixed_packed(prefix, packed)
                     .map_err(|e| werr("listing refs", &e))?;
                 for r in it {
