@@ -387,17 +387,7 @@ impl Root {
                 })
             }
         }
-        let fd = openat(
-            &parent,
-            leaf,
-            OFlag::O_RDONLY
-                | OFlag::O_NOFOLLOW
-                | OFlag::O_NONBLOCK
-                | OFlag::O_NOCTTY
-                | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| classify(&parent, leaf, e, full.clone(), "open"))?;
+        let fd = open_file_nofollow(&parent, leaf, &full)?;
         Ok((fd, full))
     }
 
@@ -419,17 +409,7 @@ impl Root {
         if name.is_empty() || name == "." || name == ".." || name.as_bytes().contains(&b'/') {
             return Err(FsError::Escape { path: full });
         }
-        let fd = openat(
-            &self.fd,
-            name,
-            OFlag::O_RDONLY
-                | OFlag::O_NOFOLLOW
-                | OFlag::O_NONBLOCK
-                | OFlag::O_NOCTTY
-                | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| classify(&self.fd, name, e, full.clone(), "open"))?;
+        let fd = open_file_nofollow(&self.fd, name, &full)?;
         read_fd_mode(fd, &full, max_bytes)
     }
 
@@ -867,6 +847,23 @@ fn to_stat(st: &FileStat, target: Option<PathBuf>) -> Stat {
 }
 
 /// `lstat` of `name` in `dir`; `Ok(None)` when missing.
+/// Open the child `name` of `dir` for reading, never following a link at `name` and never
+/// blocking on a fifo (`O_NOFOLLOW | O_NONBLOCK`, no controlling tty). The one open every
+/// file read goes through; callers check the opened descriptor's type before reading.
+fn open_file_nofollow(dir: &impl AsFd, name: &OsStr, full: &Path) -> Result<OwnedFd, FsError> {
+    openat(
+        dir,
+        name,
+        OFlag::O_RDONLY
+            | OFlag::O_NOFOLLOW
+            | OFlag::O_NONBLOCK
+            | OFlag::O_NOCTTY
+            | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| classify(dir, name, e, full.to_path_buf(), "open"))
+}
+
 fn lstat_at(dir: &impl AsFd, name: &OsStr, full: &Path) -> Result<Option<Stat>, FsError> {
     let st = match fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
         Ok(st) => st,
@@ -1222,13 +1219,7 @@ fn copy_tree(
     };
     match st.file_type {
         FileType::File { mode, .. } => {
-            let fd = openat(
-                src_dir,
-                src,
-                OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(|e| classify(src_dir, src, e, src_full.to_path_buf(), "open"))?;
+            let fd = open_file_nofollow(src_dir, src, src_full)?;
             let st = fstat(&fd).map_err(|e| FsError::io(src_full.to_path_buf(), "fstat", e))?;
             if file_type_bits(&st) != SFlag::S_IFREG {
                 return Err(FsError::NotRegular {
