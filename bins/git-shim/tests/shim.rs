@@ -1170,3 +1170,35 @@ fn redteam3_worktree_depth() {
         );
     }
 }
+
+/// `git push -u <local path>` stores the path as the branch's remote (positive control with
+/// the real git); through the shim it is refused and nothing is stored, while `push -u` to a
+/// remote's name still works.
+#[test]
+fn push_set_upstream_to_a_local_path_is_refused() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        let target = w.home.join("target.git");
+        w.plain(&w.home, &["init", "-q", "--bare", target.to_str().unwrap()]);
+        let upstream = |w: &World| {
+            let o = w.plain_out(&w.repo, &["config", "--get", "branch.main.remote"]);
+            String::from_utf8_lossy(&o.stdout).trim().to_owned()
+        };
+        // Positive control: plain git stores the path.
+        w.plain(&w.repo, &["push", "-q", "-u", "../../target.git", "main"]);
+        assert_eq!(upstream(&w), "../../target.git", "{}", g.display());
+        w.plain(&w.repo, &["config", "--unset", "branch.main.remote"]);
+        w.plain(&w.repo, &["config", "--unset", "branch.main.merge"]);
+        // Through the shim: refused, nothing stored.
+        w.refused(
+            &w.repo,
+            &["push", "-q", "-u", "../../target.git", "main"],
+            "remote-url",
+        );
+        assert_eq!(upstream(&w), "", "{}", g.display());
+        // A remote's name: allowed (a remote with a local URL is set up by plain git here).
+        w.plain(&w.repo, &["remote", "add", "t", target.to_str().unwrap()]);
+        w.ok(&w.repo, &["push", "-q", "-u", "t", "main"]);
+        assert_eq!(upstream(&w), "t", "{}", g.display());
+    }
+}

@@ -424,6 +424,7 @@ impl Rules<'_> {
             "submodule" | "submodule--helper" => submodule(cmd, args, repo).map(|_| Plan::Exec),
             "maintenance" | "sparse-checkout" => verbs(cmd, args, repo).map(|_| Plan::Exec),
             "clone" => clone(args).map(|_| Plan::Exec),
+            "push" => push(args).map(|_| Plan::Exec),
             "init" | "init-db" => init(args).map(|_| Plan::Exec),
             "worktree" => self.worktree(args, inv, repo),
             _ => Ok(Plan::Exec),
@@ -569,13 +570,7 @@ pub fn key_danger(key: &str, value: Option<&str>) -> Option<String> {
             let url = match at {
                 UrlIn::Value => value,
                 UrlIn::Subsection => parsed.subsection,
-                UrlIn::NameOrUrl => value.filter(|v| {
-                    let nickname = !v.is_empty()
-                        && !v.contains(['/', ':'])
-                        && !v.starts_with('-')
-                        && !v.chars().any(char::is_control);
-                    *v != "." && !nickname
-                }),
+                UrlIn::NameOrUrl => value.filter(|v| !is_remote_name(v)),
             };
             // Unsetting a URL (no value) narrows.
             return url
@@ -589,6 +584,17 @@ pub fn key_danger(key: &str, value: Option<&str>) -> Option<String> {
         e.key.display(),
         e.runs
     ))
+}
+
+/// Is `v`, where git takes a remote's name or else a URL (`branch.<name>.remote`, the
+/// repository argument of `push -u`), a remote's nickname (no `/`, no `:`) or `.` (the
+/// repository itself)? Anything else is judged as a URL ([`catalogue::UrlIn::NameOrUrl`]).
+fn is_remote_name(v: &str) -> bool {
+    v == "."
+        || (!v.is_empty()
+            && !v.contains(['/', ':'])
+            && !v.starts_with('-')
+            && !v.chars().any(char::is_control))
 }
 
 /// A URL the shim will not store, described.
@@ -1090,6 +1096,42 @@ fn clone(args: &[OsString]) -> Result<(), Refusal> {
         }
     }
     Ok(())
+}
+
+/// `git push -u <repository>` (`--set-upstream`) stores `<repository>` as
+/// `branch.<name>.remote`; when that is a URL rather than a remote's name, it is judged as one
+/// (third red-team pass: a local path was stored this way).
+fn push(args: &[OsString]) -> Result<(), Refusal> {
+    let spec = Spec {
+        short_value: "o",
+        long_value: &["--repo", "--receive-pack", "--exec", "--push-option"],
+    };
+    let (opts, pos) = walk(args, &spec);
+    let sets_upstream = opts
+        .iter()
+        .any(|o| o.short == Some('u') || is_long(o, "--set-upstream", ABBREV));
+    if !sets_upstream {
+        return Ok(());
+    }
+    let repo_opt = opts
+        .iter()
+        .rev()
+        .find(|o| is_long(o, "--repo", ABBREV))
+        .and_then(|o| o.value);
+    let Some(target) = pos.first().copied().or(repo_opt) else {
+        return Ok(());
+    };
+    let t = lossy(target);
+    if is_remote_name(&t) {
+        return Ok(());
+    }
+    match url_danger(&t) {
+        Some(d) => Err(refuse(
+            "remote-url",
+            format!("git push -u {t}: {d}, stored as the branch's remote (branch.<name>.remote); push without -u, or add a remote with an https:// or ssh URL and push -u to its name"),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn init(args: &[OsString]) -> Result<(), Refusal> {

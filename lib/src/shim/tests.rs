@@ -804,6 +804,27 @@ fn redteam3_branch_remote_is_a_url_when_it_names_no_remote() {
 }
 
 #[test]
+fn push_set_upstream_to_a_url_is_judged_as_one() {
+    let e = env("");
+    // `push -u <repository>` stores <repository> as branch.<name>.remote (checked on
+    // git 2.39.5 and 2.47.3: `git push -u ../target.git HEAD:main` stores `../target.git`).
+    e.refused(&["push", "-u", "../target.git", "main"], "remote-url");
+    e.refused(&["push", "--set-upstream", "/tmp/r", "main"], "remote-url");
+    e.refused(&["push", "--set-up", "file:///tmp/r", "main"], "remote-url");
+    e.refused(&["push", "-fu", "./r", "main"], "remote-url");
+    // --repo is the repository when no positional names one (a positional wins).
+    e.refused(&["push", "-u", "--repo=/tmp/r"], "remote-url");
+    e.refused(&["push", "-u", "--repo", "/tmp/r"], "remote-url");
+    e.refused(&["push", "-o", "ci.skip", "-u", "/tmp/r"], "remote-url");
+    // A remote's name, the repository itself, an ordinary URL, or no -u: allowed.
+    e.allowed(&["push", "-u", "origin", "main"]);
+    e.allowed(&["push", "--set-upstream", ".", "main"]);
+    e.allowed(&["push", "-u", "https://example.com/r.git", "main"]);
+    e.allowed(&["push", "../target.git", "main"]);
+    e.allowed(&["push", "-o", "-u", "origin"]);
+}
+
+#[test]
 fn redteam3_redirects_for_every_repository() {
     let e = env("");
     // R19: the per-URL form of http.proxy, and TLS switches.
