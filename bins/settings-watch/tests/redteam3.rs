@@ -149,6 +149,38 @@ fn settings_in_a_subfolder_are_guarded() {
     w.stop();
 }
 
+/// R18's mitigation, as docs/threat-model.md gives it: an owner who starts Claude Code in a
+/// subfolder adds that folder's settings files to the shipped rule in the policy; the rule
+/// keeps its keys and judgement, and a widening write there is held.
+#[test]
+fn a_subfolder_named_in_the_policy_is_guarded() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.repo.join("packages/app")).unwrap();
+    let mut text = std::fs::read_to_string(&env.policy).unwrap();
+    text.push_str(
+        "[[settings.rule]]\nname = \"claude-settings\"\npaths = [\".claude/settings.json\", \".claude/settings.local.json\", \"packages/app/.claude/settings.json\"]\n",
+    );
+    std::fs::write(&env.policy, text).unwrap();
+    let mut w = env.start();
+    env.write(
+        "packages/app/.claude/settings.json",
+        br#"{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/x"}]}]}}"#,
+    );
+    let path = env.repo.join("packages/app/.claude/settings.json");
+    let held = w.wait_for(
+        |e| e["event"] == "settings_write_held" && e["path"].as_str() == path.to_str(),
+        Duration::from_secs(6),
+    );
+    assert!(held.is_some(), "not held: {:?}", w.seen);
+    assert!(eventually(Duration::from_secs(3), || state(&path).is_none()));
+    // A narrowing write there (an empty object) is accepted.
+    env.write("packages/app/.claude/settings.json", b"{}");
+    assert!(eventually(Duration::from_secs(3), || state(&path)
+        .as_deref()
+        == Some(&b"{}"[..])));
+    w.stop();
+}
+
 /// R22: a worktree made in one of the policy's `worktree_roots` (git-shim allows it) was
 /// never watched: only the session's worktree folder was.
 #[test]
