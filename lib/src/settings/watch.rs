@@ -24,7 +24,7 @@ use super::{
 };
 use crate::events::{Event, EventKind, Tool};
 use crate::held::nofollow;
-use crate::held::{Content, Store};
+use crate::held::{Content, HeldWrite, Store};
 use crate::policy::{Policy, PolicyError};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use std::collections::{BTreeSet, HashMap};
@@ -280,31 +280,35 @@ impl Watcher {
         };
         emit(&self.event(outcome.event()));
         for d in &outcome.displaced {
-            emit(
-                &self.event(
-                    Event::new(
-                        Tool::SettingsWatch,
-                        EventKind::SettingsWriteHeld,
-                        format!(
-                            "write to {} made during a revert held as {}",
-                            d.new.rel, d.id
-                        ),
-                    )
-                    .path(&d.path)
-                    .with("rel", d.new.rel.clone())
-                    .with("rule", d.new.rule.clone())
-                    .with("id", d.id.clone())
-                    .with("verdict", d.new.verdict.clone())
-                    .with("reasons", d.new.reasons.clone())
-                    .with("diff", d.new.diff.clone()),
+            emit(&self.held_event(
+                d,
+                format!(
+                    "write to {} made during a revert held as {}",
+                    d.new.rel, d.id
                 ),
-            );
+            ));
         }
         Ok(Some(outcome))
     }
 
     fn event(&self, e: Event) -> Event {
         e.session(self.cfg.session.as_deref())
+    }
+
+    /// `settings_write_held` for a write held outside a judged change (displaced during a
+    /// revert, or found after an interrupted one): the held entry carries what the event
+    /// needs.
+    fn held_event(&self, h: &HeldWrite, message: String) -> Event {
+        self.event(
+            Event::new(Tool::SettingsWatch, EventKind::SettingsWriteHeld, message)
+                .path(&h.path)
+                .with("rel", h.new.rel.clone())
+                .with("rule", h.new.rule.clone())
+                .with("id", h.id.clone())
+                .with("verdict", h.new.verdict.clone())
+                .with("reasons", h.new.reasons.clone())
+                .with("diff", h.new.diff.clone()),
+        )
     }
 
     /// Every guarded path of root `ri`: those present now and those with an approved record.
@@ -342,25 +346,13 @@ impl Watcher {
                 let _lock = self.store.lock()?;
                 for h in recover(&self.store, &snap, &self.cfg.rules, self.source)? {
                     sum.recovered += 1;
-                    emit(
-                        &self.event(
-                            Event::new(
-                                Tool::SettingsWatch,
-                                EventKind::SettingsWriteHeld,
-                                format!(
-                                    "write to {} found after an interrupted revert; held as {}",
-                                    h.new.rel, h.id
-                                ),
-                            )
-                            .path(&h.path)
-                            .with("rel", h.new.rel.clone())
-                            .with("rule", h.new.rule.clone())
-                            .with("id", h.id.clone())
-                            .with("verdict", h.new.verdict.clone())
-                            .with("reasons", h.new.reasons.clone())
-                            .with("diff", h.new.diff.clone()),
+                    emit(&self.held_event(
+                        &h,
+                        format!(
+                            "write to {} found after an interrupted revert; held as {}",
+                            h.new.rel, h.id
                         ),
-                    );
+                    ));
                 }
             }
             for rel in self.known_paths(ri, &snap)? {
