@@ -164,27 +164,11 @@ pub enum Status {
 /// A write to hold (what the caller knows).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewHeld {
-    /// The watched root the path is relative to (opened without following links).
-    pub root: PathBuf,
-    /// The guarded file, relative to `root`.
-    pub rel: String,
     /// What the agent wrote.
     pub proposed: Content,
-    /// What it replaced: the approved content the file is put back to.
-    pub replaced: Content,
-    /// The rule that guards the file (`claude-settings`).
-    pub rule: String,
-    /// `widens` or `unparseable`.
-    pub verdict: String,
-    /// One line per finding (`permissions/allow: added "Bash(*)"`).
-    pub reasons: Vec<String>,
-    /// A readable line diff of replaced → proposed.
-    pub diff: String,
-    /// Reasons this write can never be approved as is (a worktree root that fails
-    /// validation); empty when approvable.
-    pub blocked: Vec<String>,
-    /// Who held it (`settings-watch`, `agent-shell`).
-    pub source: String,
+    /// Where, what it replaced, and why it is held: stored with the record as it is.
+    #[serde(flatten)]
+    pub meta: NewHeldMeta,
 }
 
 /// A held write as stored.
@@ -205,17 +189,27 @@ pub struct HeldWrite {
     pub new: NewHeldMeta,
 }
 
-/// The fields of [`NewHeld`] other than the proposed content, as stored.
+/// What a held write is about, besides the agent's bytes: stored as part of its record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewHeldMeta {
+    /// The watched root the path is relative to (opened without following links).
     pub root: PathBuf,
+    /// The guarded file, relative to `root`.
     pub rel: String,
+    /// What it replaced: the approved content the file is put back to.
     pub replaced: Content,
+    /// The rule that guards the file (`claude-settings`).
     pub rule: String,
+    /// `widens` or `unparseable`.
     pub verdict: String,
+    /// One line per finding (`permissions/allow: added "Bash(*)"`).
     pub reasons: Vec<String>,
+    /// A readable line diff of replaced → proposed.
     pub diff: String,
+    /// Reasons this write can never be approved as is (a worktree root that fails
+    /// validation); empty when approvable.
     pub blocked: Vec<String>,
+    /// Who held it (`settings-watch`, `agent-shell`).
     pub source: String,
 }
 
@@ -342,7 +336,7 @@ impl Store {
     /// that record is returned instead (`false`): holding is idempotent, so a hold repeated
     /// after a crash does not duplicate.
     pub fn hold(&self, new: NewHeld) -> Result<(HeldWrite, bool), HeldError> {
-        let path = new.root.join(&new.rel);
+        let path = new.meta.root.join(&new.meta.rel);
         let key = (path.clone(), new.proposed.hash());
         let known = self
             .index
@@ -364,17 +358,7 @@ impl Store {
             resolved_time: None,
             path,
             proposed: Some(new.proposed),
-            new: NewHeldMeta {
-                root: new.root,
-                rel: new.rel,
-                replaced: new.replaced,
-                rule: new.rule,
-                verdict: new.verdict,
-                reasons: new.reasons,
-                diff: new.diff,
-                blocked: new.blocked,
-                source: new.source,
-            },
+            new: new.meta,
         };
         self.write_json(&self.dir.join("pending"), &format!("{}.json", w.id), &w)?;
         self.index
@@ -719,16 +703,18 @@ mod tests {
 
     fn new_held(root: &Path, proposed: Content, replaced: Content) -> NewHeld {
         NewHeld {
-            root: root.to_path_buf(),
-            rel: ".claude/settings.json".into(),
             proposed,
-            replaced,
-            rule: "claude-settings".into(),
-            verdict: "widens".into(),
-            reasons: vec!["permissions/allow: added \"Bash(*)\"".into()],
-            diff: "+x".into(),
-            blocked: vec![],
-            source: "test".into(),
+            meta: NewHeldMeta {
+                root: root.to_path_buf(),
+                rel: ".claude/settings.json".into(),
+                replaced,
+                rule: "claude-settings".into(),
+                verdict: "widens".into(),
+                reasons: vec!["permissions/allow: added \"Bash(*)\"".into()],
+                diff: "+x".into(),
+                blocked: vec![],
+                source: "test".into(),
+            },
         }
     }
 
@@ -806,7 +792,7 @@ mod tests {
         assert_eq!(r.proposed, None);
         assert_eq!(s.get(&w.id).unwrap().status, Status::Rejected);
         let mut n = new_held(ws.path(), file("Q"), Content::Absent);
-        n.blocked = vec!["worktree root ~/.config fails".into()];
+        n.meta.blocked = vec!["worktree root ~/.config fails".into()];
         let (w, _) = s.hold(n).unwrap();
         assert!(matches!(s.approve(&w.id), Err(HeldError::Blocked { .. })));
         assert!(matches!(s.get("../x"), Err(HeldError::BadId(_))));

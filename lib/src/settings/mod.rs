@@ -38,7 +38,7 @@ pub use rules::{
 
 use crate::events::{Event, EventKind, Tool};
 use crate::held::nofollow::{self, Parent};
-use crate::held::{Content, HeldError, HeldWrite, NewHeld, Store};
+use crate::held::{Content, HeldError, HeldWrite, NewHeld, NewHeldMeta, Store};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::{AsFd, OwnedFd};
@@ -384,16 +384,18 @@ fn new_held(c: &Change, proposed: Content, source: &str, extra: Option<&str>) ->
         reasons.insert(0, x.to_owned());
     }
     NewHeld {
-        root: c.root.clone(),
-        rel: c.rel.clone(),
-        diff: text_diff(&c.before, &proposed),
+        meta: NewHeldMeta {
+            root: c.root.clone(),
+            rel: c.rel.clone(),
+            diff: text_diff(&c.before, &proposed),
+            replaced: c.before.clone(),
+            rule: c.rule.clone(),
+            verdict: c.verdict.as_str().into(),
+            reasons,
+            blocked: c.blocked.clone(),
+            source: source.into(),
+        },
         proposed,
-        replaced: c.before.clone(),
-        rule: c.rule.clone(),
-        verdict: c.verdict.as_str().into(),
-        reasons,
-        blocked: c.blocked.clone(),
-        source: source.into(),
     }
 }
 
@@ -771,16 +773,18 @@ pub fn recover(
                 .unwrap_or_else(|| "-".into());
             let before = approved.unwrap_or(Content::Absent);
             let (h, _) = store.hold(NewHeld {
-                root: snap.root.clone(),
-                rel: target_rel.clone(),
-                diff: text_diff(&before, &x),
+                meta: NewHeldMeta {
+                    root: snap.root.clone(),
+                    rel: target_rel.clone(),
+                    diff: text_diff(&before, &x),
+                    replaced: before,
+                    rule,
+                    verdict: Verdict::Widens.as_str().into(),
+                    reasons: vec!["found in a temporary file after an interrupted revert".into()],
+                    blocked: vec![],
+                    source: source.into(),
+                },
                 proposed: x.clone(),
-                replaced: before,
-                rule,
-                verdict: Verdict::Widens.as_str().into(),
-                reasons: vec!["found in a temporary file after an interrupted revert".into()],
-                blocked: vec![],
-                source: source.into(),
             })?;
             held.push(h);
         }
