@@ -86,3 +86,34 @@ fn writer_holding_the_file_open() {
     let (code, _) = w.stop();
     assert_eq!(code, 0);
 }
+
+/// A writer descheduled between its create and its write (CI load did it: the watcher judged
+/// the empty file as unparseable, held it, and then held the honest write that landed during
+/// the revert). The empty file is quiet but unfinished: the watcher waits for the close, and
+/// the narrowing write is accepted, nothing held.
+#[test]
+fn writer_paused_between_create_and_write() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.repo.join(".claude")).unwrap();
+    let mut w = env.start();
+    let path = env.repo.join(FILE);
+    let mut f = std::fs::File::create(&path).unwrap();
+    // Longer than the watcher's quiet time (150 ms), shorter than its bound (2 s).
+    std::thread::sleep(Duration::from_millis(600));
+    f.write_all(BEFORE.as_bytes()).unwrap();
+    drop(f);
+    let shown = path.display().to_string();
+    let accepted = w.wait_for(
+        |e| e["event"] == "settings_write_accepted" && e["path"] == shown.as_str(),
+        Duration::from_secs(10),
+    );
+    assert!(accepted.is_some(), "{:#?}", w.seen);
+    assert!(
+        !w.seen.iter().any(|e| e["event"] == "settings_write_held"),
+        "{:#?}",
+        w.seen
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), BEFORE.as_bytes());
+    assert!(held_texts(&env).is_empty(), "{:?}", held_texts(&env));
+    w.stop();
+}

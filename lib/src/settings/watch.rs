@@ -8,10 +8,14 @@
 //! without following links, under the store lock.
 //!
 //! When to judge: on `IN_CLOSE_WRITE` and `IN_MOVED_TO` at once (the write is complete); on
-//! `IN_DELETE`/`IN_MOVED_FROM` at once (the file is gone); a link created at once. A file
+//! `IN_DELETE`/`IN_MOVED_FROM` at once (the file is gone) — unless a new file already stands
+//! at the name and cannot be parsed yet (the event is older than the file: it waits for its
+//! own close, or for quiet); a link created at once. A file
 //! created or modified but not yet closed, or found in a folder just created, is judged once
 //! it has been quiet for [`QUIET`] (at most [`QUIET_MAX`] after the first event), so a writer
-//! is not reverted half-way through its write. Every guarded file present is judged again
+//! is not reverted half-way through its write; content that cannot be parsed waits for the
+//! writer's close up to [`QUIET_MAX`] (a writer descheduled between its create and its write
+//! leaves an empty file that is quiet but unfinished). Every guarded file present is judged again
 //! every [`RECHECK`] whatever the events: writes through a shared memory mapping raise none.
 //! `IN_Q_OVERFLOW` → a full rescan.
 //!
@@ -234,6 +238,22 @@ impl Watcher {
         rel: &str,
         emit: &mut dyn FnMut(&Event),
     ) -> Result<Option<Outcome>, SettingsError> {
+        match self.evaluate_or_wait(ri, rel, false, emit)? {
+            Judged::Done(o) => Ok(o.map(|o| *o)),
+            Judged::Unfinished => Ok(None),
+        }
+    }
+
+    /// [`Self::evaluate`]; with `wait_if_unparseable`, content that cannot be parsed is left
+    /// as it is ([`Judged::Unfinished`]): the caller judges it later. The decision is taken on
+    /// the one read the judgement uses, under the store lock.
+    fn evaluate_or_wait(
+        &self,
+        ri: usize,
+        rel: &str,
+        wait_if_unparseable: bool,
+        emit: &mut dyn FnMut(&Event),
+    ) -> Result<Judged, SettingsError> {
         let r = &self.roots[ri];
         let _lock = self.store.lock()?;
         let file_rule = self.cfg.rules.lookup(rel).is_some();
@@ -251,8 +271,14 @@ impl Watcher {
         let path = r.path.join(rel);
         let approved = self.store.approved(&path)?.unwrap_or(Content::Absent);
         let Some(change) = change_of(&r.path, rel, &approved, &now, &self.cfg.rules) else {
-            return Ok(None);
+            return Ok(Judged::Done(None));
         };
+        if wait_if_unparseable
+            && change.verdict == super::Verdict::Unparseable
+            && matches!(change.after, Content::File { .. })
+        {
+            return Ok(Judged::Unfinished);
+        }
         let outcome = if change.verdict.is_held() {
             let o = hold_and_revert(&self.store, &change, &self.cfg.rules, self.source)?;
             if let Content::Link { at, .. } = &change.after {
@@ -288,7 +314,7 @@ impl Watcher {
                 ),
             ));
         }
-        Ok(Some(outcome))
+        Ok(Judged::Done(Some(Box::new(outcome))))
     }
 
     fn event(&self, e: Event) -> Event {
@@ -864,13 +890,22 @@ impl Watcher {
             }
             return Ok(());
         }
-        if ev
-            .mask
-            .intersects(F::IN_CLOSE_WRITE | F::IN_MOVED_TO | F::IN_MOVED_FROM | F::IN_DELETE)
-        {
+        if ev.mask.intersects(F::IN_CLOSE_WRITE | F::IN_MOVED_TO) {
+            // A write completed, or a file renamed over the name: judged at once.
             st.deferred.remove(&(ri, rel.clone()));
             self.evaluate(ri, &rel, emit)?;
             self.watch_file(ino, st, ri, &rel);
+        } else if ev.mask.intersects(F::IN_MOVED_FROM | F::IN_DELETE) {
+            // The file at the name went (judged at once: a deletion can widen). The event may
+            // be old news — our own revert's, read after the agent made a new file there —
+            // and the new file may be half-written: content that cannot be parsed is left to
+            // its own events (its close is judged at once) or to the wait for quiet.
+            st.deferred.remove(&(ri, rel.clone()));
+            if let Judged::Unfinished = self.evaluate_or_wait(ri, &rel, true, emit)? {
+                st.defer(ri, &rel);
+            } else {
+                self.watch_file(ino, st, ri, &rel);
+            }
         } else if ev.mask.contains(F::IN_CREATE) {
             let is_regular = matches!(
                 nofollow::read(&self.roots[ri].fd, &rel),
@@ -941,8 +976,22 @@ impl Watcher {
                 );
                 continue;
             }
+            // Quiet, but the content cannot be parsed: most often a writer between its
+            // create/truncate and its write (descheduled past QUIET, or racing this read).
+            // Its close (or a rename over the file) is judged at once; without one, the file
+            // is judged as it stands at the bound.
+            let may_wait = now.duration_since(d.first) < QUIET_MAX;
+            if let Judged::Unfinished = self.evaluate_or_wait(ri, &rel, may_wait, emit)? {
+                st.deferred.insert(
+                    (ri, rel),
+                    Deferred {
+                        first: d.first,
+                        due: d.first + QUIET_MAX,
+                    },
+                );
+                continue;
+            }
             st.deferred.remove(&(ri, rel.clone()));
-            self.evaluate(ri, &rel, emit)?;
             self.watch_file(ino, st, ri, &rel);
         }
         Ok(())
@@ -971,6 +1020,13 @@ impl Watcher {
             .and_then(|t| t.elapsed().ok())
             .unwrap_or(QUIET)
     }
+}
+
+/// What [`Watcher::evaluate_or_wait`] did.
+enum Judged {
+    Done(Option<Box<Outcome>>),
+    /// Unparseable content left for later (a writer may be half-way).
+    Unfinished,
 }
 
 #[derive(Clone)]
