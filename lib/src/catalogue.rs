@@ -886,6 +886,13 @@ pub mod loader {
     };
 }
 
+/// The files `git worktree add` writes into a linked worktree's admin dir
+/// (`worktree.c:add_worktree`; `locked` with `--lock`, `config.worktree` once
+/// `extensions.worktreeConfig` is used): the ones layout reads whole for its checks and
+/// wt-check compares against the baseline.
+pub static WORKTREE_ADMIN_FILES: &[&str] =
+    &["gitdir", "commondir", "HEAD", "locked", "config.worktree"];
+
 /// What a linked worktree's admin dir (`<common>/worktrees/<id>/`) may hold: the files git
 /// keeps per worktree. Every other name there is planted: git either never reads it or takes
 /// it from the common dir instead ([`WORKTREE_COMMON_ONLY`]). Sources: git's

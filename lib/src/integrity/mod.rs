@@ -59,7 +59,7 @@ const GIT_DIR_TREES: &[&str] = &["hooks", "info", "branches", "remotes"];
 /// In a submodule git dir, `info/` is protected as a whole.
 const MODULE_TREES: &[&str] = &["hooks", "info"];
 /// Files of a `worktrees/<id>/` entry compared against the baseline (`HEAD` by form).
-const WORKTREE_FILES: &[&str] = &["gitdir", "commondir", "HEAD", "locked", "config.worktree"];
+const WORKTREE_FILES: &[&str] = crate::catalogue::WORKTREE_ADMIN_FILES;
 
 /// What went wrong before any comparison could start.
 #[derive(Debug, thiserror::Error)]

@@ -261,7 +261,7 @@ pub struct AdminFile {
 }
 
 /// The files of an admin dir read whole into [`WorktreeEntry::files`].
-const ADMIN_FILES_READ: [&str; 5] = ["gitdir", "commondir", "HEAD", "locked", "config.worktree"];
+const ADMIN_FILES_READ: &[&str] = crate::catalogue::WORKTREE_ADMIN_FILES;
 
 impl WorktreeEntry {
     /// Whether the worktree path lies strictly below `session_dir` (e.g.
