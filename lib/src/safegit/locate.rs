@@ -92,24 +92,22 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
         .or_else(|| env_path("GIT_WORK_TREE"))
         .map(|p| start.join(p));
     let explicit_git_dir = git_dir.is_some();
+    let ceilings: Vec<PathBuf> = env_path("GIT_CEILING_DIRECTORIES")
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| p.is_absolute())
+                .collect()
+        })
+        .unwrap_or_default();
     let mut layout: Layout = match git_dir {
         Some(g) => {
             layout::open_git_dir(&g, work_tree.as_deref()).map_err(|e| layout_refusal(&e))?
         }
-        None => {
-            let ceilings: Vec<PathBuf> = env_path("GIT_CEILING_DIRECTORIES")
-                .map(|v| {
-                    std::env::split_paths(&v)
-                        .filter(|p| p.is_absolute())
-                        .collect()
-                })
-                .unwrap_or_default();
-            match layout::discover(start, &ceilings) {
-                Ok(l) => l,
-                Err(layout::LayoutError::NoRepository { .. }) => return Ok(None),
-                Err(e) => return Err(layout_refusal(&e)),
-            }
-        }
+        None => match layout::discover(start, &ceilings) {
+            Ok(l) => l,
+            Err(layout::LayoutError::NoRepository { .. }) => return Ok(None),
+            Err(e) => return Err(layout_refusal(&e)),
+        },
     };
     // The work tree git will use (git's setup): --work-tree / GIT_WORK_TREE wins; with an
     // explicit git dir and none given, git takes the folder it runs in. Gitlinks are looked
@@ -163,7 +161,7 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
         )];
         let mut entered: Vec<PathBuf> = vec![layout.git_dir.clone()];
         while let Some((git_dir, common_dir, work_tree, depth)) = queue.pop() {
-            for sub in gitlink_layouts(&git_dir, &common_dir, &work_tree)? {
+            for sub in gitlink_layouts(&git_dir, &common_dir, &work_tree, &ceilings)? {
                 if depth + 1 > MAX_SUBMODULE_DEPTH {
                     return Err(Refusal {
                         code: exit::LAYOUT,
@@ -222,10 +220,17 @@ const MAX_SUBMODULE_DEPTH: usize = 8;
 /// Each populated submodule folder is discovered the way git does (its `.git` folder, or a
 /// gitfile that must lead into the superproject's `modules/`); a layout that cannot be
 /// vouched for is refused like the superproject's own.
+///
+/// The walk that vouches for a submodule's gitfile climbs from the submodule folder's parent
+/// to the enclosing superproject, which may sit any number of folders up (`vendor/x`,
+/// `a/b/c`, a submodule of a submodule), so it runs under the caller's ceilings only, the
+/// same walk that found the repository: it ends at the latest at the `.git` that walk found.
+/// A gitfile is still vouched for only when it leads into that superproject's `modules/`.
 fn gitlink_layouts(
     git_dir: &Path,
     common_dir: &Path,
     work_tree: &Path,
+    ceilings: &[PathBuf],
 ) -> Result<Vec<Layout>, Refusal> {
     let index_path = git_dir.join("index");
     if !index_path.exists() {
@@ -286,8 +291,7 @@ fn gitlink_layouts(
         if std::fs::symlink_metadata(&dot_git).is_err() {
             continue; // not populated: git does not enter it
         }
-        let l =
-            layout::discover(&sub, &[work_tree.to_path_buf()]).map_err(|e| layout_refusal(&e))?;
+        let l = layout::discover(&sub, ceilings).map_err(|e| layout_refusal(&e))?;
         out.push(l);
     }
     Ok(out)
