@@ -105,6 +105,21 @@ const COMMANDS: &[&[&str]] = &[
     &["symbolic-ref", "HEAD"],
     &["log", "-1", "--format=%s", "--", "no-such-path"],
     &["show", "no-such-rev"],
+    // The read-only commands added for dashboards and destroy scripts.
+    &["reflog"],
+    &["reflog", "show", "-3", "main"],
+    &["reflog", "exists", "refs/heads/main"],
+    &["submodule", "status"],
+    &["submodule"],
+    &["cherry", "-v", "topic"],
+    &["clean", "-n"],
+    &["clean", "-ndx"],
+    &["show-branch", "--all"],
+    &["notes", "list"],
+    &["range-diff", "HEAD~3", "HEAD~1", "HEAD"],
+    &["var", "GIT_EDITOR"],
+    &["var", "GIT_PAGER"],
+    &["var", "-l"],
 ];
 
 #[test]

@@ -41,6 +41,8 @@ const COMMANDS: &[&[&str]] = &[
     &["status", "--porcelain"],
     &["diff", "--submodule=short"],
     &["worktree", "list"],
+    &["submodule", "status", "--recursive"],
+    &["submodule"],
     &[
         "rev-parse",
         "--show-toplevel",

@@ -620,6 +620,12 @@ pub static ENV: &[EnvEntry] = &[
     setenv("GIT_MERGE_AUTOEDIT", "no", "no editor on merge", "§2b"),
 ];
 
+/// Variables of [`ENV`] that `git var` reports (`GIT_EDITOR`, `GIT_SEQUENCE_EDITOR`,
+/// `GIT_PAGER`) and their fallbacks. `git var` formats them and runs none, so safe-git passes
+/// the caller's values through for it instead of its overrides (it would print `:` / `cat`).
+pub static ENV_REPORTED_BY_VAR: &[&str] =
+    &["GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "PAGER"];
+
 /// `GIT_*` variables that run nothing and point nowhere: identity, dates, pathspec and output
 /// switches. A defused environment keeps these and drops every other inherited `GIT_*`
 /// variable, so a variable added by a future git is refused until it is reviewed here.
@@ -867,6 +873,18 @@ pub mod loader {
     pub const DIFF_EXTERNAL: KeyPattern = KeyPattern::Key {
         section: "diff",
         name: "external",
+    };
+    /// `diff.<driver>.textconv`: no `-c` value makes it inert (an empty one makes git die
+    /// "unable to read files to diff"), so safe-git also passes `--no-textconv`.
+    pub const DIFF_TEXTCONV: KeyPattern = KeyPattern::PerName {
+        section: "diff",
+        name: "textconv",
+    };
+    /// `diff.<driver>.command`: like `diff.external`, an empty value makes the diff die, so
+    /// safe-git also passes `--no-ext-diff`.
+    pub const DIFF_COMMAND: KeyPattern = KeyPattern::PerName {
+        section: "diff",
+        name: "command",
     };
     /// `log.showSignature`: log and show run the verification program.
     pub const SHOW_SIGNATURE: KeyPattern = KeyPattern::Key {
