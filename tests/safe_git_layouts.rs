@@ -120,3 +120,73 @@ fn a_gitfile_leading_out_of_the_repository_is_refused_at_any_depth() {
         assert!(String::from_utf8_lossy(&safe.stderr).contains("vendor/mid/deep/er/leaf/.git"));
     }
 }
+
+/// `worktree remove <path>` where `<path>` (or a folder above it) has been swapped for a link
+/// to another worktree (and its own worktree entry is gone): plain git follows the link and removes the other worktree; safe-git
+/// refuses and both worktrees stay.
+#[test]
+fn worktree_remove_never_goes_through_a_link() {
+    let safe_git = bin("safe-git");
+    for git in gits() {
+        for swapped in ["sess-a/wt", "sess-a"] {
+            let sb = Sandbox::new(&git);
+            sb.sh(
+                r#"git init -q repo && ( cd repo && echo a > a && git add . && git commit -qm a )
+                mkdir sess-a sess-b
+                git -C repo worktree add -q ../sess-a/wt -b a
+                git -C repo worktree add -q ../sess-b/wt -b b
+                echo precious > sess-b/wt/work.txt
+                # The agent may write its own worktree entry: it drops it, so git's lookup by
+                # real path can only find session b's entry.
+                rm -rf repo/.git/worktrees/wt"#,
+            );
+            let swap = |root: &Path| {
+                let at = root.join(swapped);
+                std::fs::rename(&at, root.join(format!("{swapped}.moved"))).unwrap();
+                let to = if swapped == "sess-a" {
+                    "sess-b"
+                } else {
+                    "sess-b/wt"
+                };
+                std::os::unix::fs::symlink(root.join(to), &at).unwrap();
+            };
+            swap(sb.root());
+            let victim = sb.root().join("sess-b/wt/work.txt");
+            let target = sb.root().join("sess-a/wt");
+            let target = target.to_str().unwrap();
+            let args = [
+                "--git",
+                git.to_str().unwrap(),
+                "worktree",
+                "remove",
+                "--force",
+                target,
+            ];
+            let safe = sb.run(&safe_git, &args, &sb.root().join("repo"));
+            assert_eq!(
+                safe.status.code(),
+                Some(122),
+                "{} {swapped}: {}",
+                git.display(),
+                String::from_utf8_lossy(&safe.stderr)
+            );
+            assert!(String::from_utf8_lossy(&safe.stderr).contains("symbolic link"));
+            assert!(victim.exists(), "safe-git removed the other worktree");
+            // Control: plain git follows the link and removes session b's worktree.
+            let plain = sb.run(
+                &git,
+                &["worktree", "remove", "--force", target],
+                &sb.root().join("repo"),
+            );
+            assert!(
+                plain.status.success(),
+                "control: {}",
+                String::from_utf8_lossy(&plain.stderr)
+            );
+            assert!(
+                !victim.exists(),
+                "control: git did not follow the link ({swapped})"
+            );
+        }
+    }
+}

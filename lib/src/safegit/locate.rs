@@ -483,6 +483,31 @@ fn check_core_worktree(e: &Enumeration, l: &Located) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// `path` made absolute component by component without following a link: every folder on the
+/// way is examined with `lstat`, so `..` is resolved against real folders only. A link, or a
+/// component that cannot be examined, is an error naming the component.
+fn physical_path(path: &Path) -> Result<PathBuf, (PathBuf, &'static str)> {
+    use std::path::Component;
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => {
+                out.push(name);
+                match std::fs::symlink_metadata(&out) {
+                    Ok(m) if m.file_type().is_symlink() => return Err((out, "is a symbolic link")),
+                    Ok(_) => {}
+                    Err(_) => return Err((out, "cannot be examined (missing or unreadable)")),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// `worktree remove <path>`: the path must be a linked worktree of this repository whose
 /// entry is consistent with git's layout (else git would act on a tampered entry).
 pub fn check_worktree_forms(args: &GitArgs, l: &Located, start: &Path) -> Result<(), Refusal> {
@@ -495,9 +520,18 @@ pub fn check_worktree_forms(args: &GitArgs, l: &Located, start: &Path) -> Result
         .find(|a| !a.starts_with('-'))
         .map(PathBuf::from);
     let Some(target) = target else { return Ok(()) };
-    // git resolves the path from where it runs (after -C), and also accepts a unique suffix
-    // of a worktree's path: only an exact match of a known entry is vouched for.
-    let wanted = crate::policy::resolve(&start.join(&target));
+    // git resolves the path from where it runs (after -C) with realpath, and also accepts a
+    // unique suffix of a worktree's path: only an exact match of a known entry, named
+    // without a link anywhere on the way, is vouched for. A link (the worktree folder, or
+    // any folder above it, swapped for a link to another worktree) would make git remove
+    // the worktree the link points to.
+    let wanted = physical_path(&start.join(&target)).map_err(|(at, why)| Refusal {
+        code: exit::LAYOUT,
+        subject: at.display().to_string(),
+        reason: format!(
+            "{why}; git would remove whatever it leads to: name the worktree by its own path"
+        ),
+    })?;
     let entry = l
         .worktrees
         .iter()
