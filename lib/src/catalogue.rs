@@ -460,6 +460,12 @@ pub static WORKTREE_CONFIG_VERBS: &[(&str, &str)] = &[
     ("sparse-checkout", "disable"),
 ];
 
+/// Keys git reads as one setting under two names (lower-cased). `gpg.program` is the legacy
+/// name of `gpg.openpgp.program`: gpg-interface.c's `git_gpg_config` stores either into the
+/// same field, so the one read last wins. An owner's value under either name is the owner's
+/// value for both, or re-asserting one name and neutralising the other would undo it.
+pub static KEY_ALIASES: &[(&str, &str)] = &[("gpg.program", "gpg.openpgp.program")];
+
 /// Per-scope keys the generic `-c` set always covers, because git reads each scope on its
 /// own: `gpg.program` is only an alias of `gpg.openpgp.program`, and git picks the
 /// verification program by the signature's format (`gpg.x509.program`, `gpg.ssh.program`),

@@ -415,18 +415,32 @@ pub fn enumerate(
                 && !reaching.contains(&(v as *const _)),
         })
         .collect();
-    let mut trusted = BTreeMap::new();
-    for v in values.iter().filter(|v| v.trusted) {
-        trusted.insert(
-            v.key.to_ascii_lowercase(),
-            v.value.clone().unwrap_or_else(|| "true".to_owned()),
-        );
-    }
+    let trusted = trusted_values(&values);
     Ok(ConfigView {
         values,
         files: e.files().iter().map(|f| f.origin.file.clone()).collect(),
         trusted,
     })
+}
+
+/// The last trusted value per lower-cased key, with git's aliases
+/// ([`crate::catalogue::KEY_ALIASES`]) filled in under both names: values come in load order,
+/// so the value git reads last wins under both, as in git.
+pub fn trusted_values(values: &[ViewValue]) -> BTreeMap<String, String> {
+    let mut trusted = BTreeMap::new();
+    for v in values.iter().filter(|v| v.trusted) {
+        let key = v.key.to_ascii_lowercase();
+        let value = v.value.clone().unwrap_or_else(|| "true".to_owned());
+        for (a, b) in crate::catalogue::KEY_ALIASES {
+            if key == *a {
+                trusted.insert((*b).to_owned(), value.clone());
+            } else if key == *b {
+                trusted.insert((*a).to_owned(), value.clone());
+            }
+        }
+        trusted.insert(key, value);
+    }
+    trusted
 }
 
 /// The current user's home folder from the password database (resolved), if any.
@@ -548,5 +562,71 @@ pub fn check_worktree_forms(args: &GitArgs, l: &Located, start: &Path) -> Result
             reason: format!("worktree entry is inconsistent with git's layout: {}", problems.join("; ")),
         }),
         Some(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::GitVersion;
+    use crate::env::{DefuseOptions, Defused};
+
+    fn value(key: &str, v: &str, trusted: bool) -> ViewValue {
+        ViewValue {
+            key: key.into(),
+            value: Some(v.into()),
+            trusted,
+        }
+    }
+
+    /// The last `-c` pair for `key`: the value git uses.
+    fn effective(d: &Defused, key: &str) -> Option<String> {
+        d.config_pairs()
+            .iter()
+            .rev()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v.clone())
+    }
+
+    /// `gpg.program` is the legacy name of `gpg.openpgp.program` (one field in
+    /// gpg-interface.c): the owner's value under either name ends up as both names' value, so
+    /// the neutral `gpg.openpgp.program=` no longer follows the owner's `gpg.program`.
+    #[test]
+    fn the_owners_gpg_program_wins_under_either_name() {
+        for owner_key in ["gpg.program", "gpg.openpgp.program"] {
+            let values = vec![
+                value(owner_key, "/owner/gpg", true),
+                value("gpg.program", "/repo/evil", false),
+            ];
+            let mut d = Defused::new(DefuseOptions::new(GitVersion::new(2, 47, 3)));
+            d.reassert_trusted(&trusted_values(&values));
+            for k in ["gpg.program", "gpg.openpgp.program"] {
+                assert_eq!(
+                    effective(&d, k).as_deref(),
+                    Some("/owner/gpg"),
+                    "{owner_key} -> {k}"
+                );
+            }
+            // gpg.program and gpg.openpgp.program both pass; whichever git reads last, the
+            // owner's program is the one it gets. x509/ssh stay neutral.
+            assert_eq!(effective(&d, "gpg.ssh.program").as_deref(), Some(""));
+        }
+        // Both names set by the owner: the one read last wins, under both names.
+        let values = vec![
+            value("gpg.openpgp.program", "/first", true),
+            value("gpg.program", "/second", true),
+        ];
+        let t = trusted_values(&values);
+        assert_eq!(t["gpg.openpgp.program"], "/second");
+        assert_eq!(t["gpg.program"], "/second");
+        // No owner's value: both stay neutral.
+        let mut d = Defused::new(DefuseOptions::new(GitVersion::new(2, 47, 3)));
+        d.reassert_trusted(&trusted_values(&[value(
+            "gpg.program",
+            "/repo/evil",
+            false,
+        )]));
+        assert_eq!(effective(&d, "gpg.program").as_deref(), Some(""));
+        assert_eq!(effective(&d, "gpg.openpgp.program").as_deref(), Some(""));
     }
 }
