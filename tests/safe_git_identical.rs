@@ -274,6 +274,24 @@ fn output_is_byte_identical_on_real_repositories() {
                 .find(|l| l.ends_with(".md"))
                 .unwrap_or("README.md")
                 .to_owned();
+            // An honest linked worktree loses nothing; a change in it is work.
+            sb.sh("cd r && git worktree add -q ../wt -b wt origin/HEAD");
+            let g = ["--git", git.to_str().unwrap(), "would-lose-work", "wt"];
+            let clean = sb.run(&safe_git, &g, sb.root());
+            assert_eq!(
+                clean.status.code(),
+                Some(0),
+                "{name}: would-lose-work on a clean worktree: {}{}",
+                String::from_utf8_lossy(&clean.stdout),
+                String::from_utf8_lossy(&clean.stderr)
+            );
+            sb.sh("echo change >> wt/README.md");
+            let dirty = sb.run(&safe_git, &g, sb.root());
+            assert_eq!(dirty.status.code(), Some(1), "{name}");
+            assert_eq!(
+                String::from_utf8_lossy(&dirty.stdout),
+                "modified: README.md\n"
+            );
             for dirty in [false, true] {
                 if dirty {
                     sb.sh(&format!(

@@ -20,6 +20,10 @@ const CASES: &[(&str, &str)] = &[
     ("status.showUntrackedFiles=no", "git config status.showUntrackedFiles no && echo new > new.txt"),
     ("info/exclude", "echo 'new.txt' >> \"$(git rev-parse --git-common-dir)/info/exclude\" && echo new > new.txt"),
     ("core.excludesFile", "echo '*' > ../excl && git config core.excludesFile \"$PWD/../excl\" && echo new > new.txt"),
+    ("core.ignoreCase", "git config core.ignoreCase true && echo new > B.TXT"),
+    ("diff.ignoreSubmodules", "git -c protocol.file.allow=always submodule --quiet add \"$PWD/../repo\" sub && git commit -qm sub && git config diff.ignoreSubmodules all && echo hidden >> sub/b.txt"),
+    ("submodule.<name>.ignore in .gitmodules", "git -c protocol.file.allow=always submodule --quiet add \"$PWD/../repo\" sub && git config -f .gitmodules submodule.sub.ignore all && git commit -qam sub && echo hidden > sub/new.txt"),
+    ("assume-unchanged in a submodule", "git -c protocol.file.allow=always submodule --quiet add \"$PWD/../repo\" sub && git config -f .gitmodules submodule.sub.ignore all && git commit -qam sub && echo hidden >> sub/b.txt && git -C sub update-index --assume-unchanged b.txt"),
     ("planted stat data", "printf 'two\\n' > b.txt && git update-index --refresh -q; printf 'TWO\\n' > b.txt && touch -r c.txt b.txt && git update-index --refresh -q || true; cp b.txt /tmp/.x$$; echo two > b.txt; touch -d '2020-01-01' b.txt; git update-index --refresh -q; cp /tmp/.x$$ b.txt; rm /tmp/.x$$; touch -d '2020-01-01' b.txt"),
 ];
 
@@ -63,6 +67,23 @@ fn work_hidden_from_status_is_reported() {
             );
             let v: serde_json::Value = serde_json::from_slice(&safe.stdout).unwrap();
             assert_eq!(v["would_lose_work"], true);
+        }
+        // Honest shapes lose nothing: eol conversion on checkout, a clean submodule.
+        for (name, script) in [
+            ("eol=crlf", "printf '* text eol=crlf\\n' > .gitattributes && git add . && git commit -qm eol && rm b.txt && git checkout -- b.txt && git branch -f keep-eol"),
+            ("clean submodule", "git -c protocol.file.allow=always submodule --quiet add \"$PWD/../repo\" sub && git commit -qm sub && git branch -f keep-sub"),
+        ] {
+            let sb = Sandbox::new(&git);
+            sb.sh(SETUP);
+            sb.sh(&format!("cd wt && {script}"));
+            let safe = sb.run(&safe_git, &[g[0], g[1], "would-lose-work", "wt"], sb.root());
+            assert_eq!(
+                safe.status.code(),
+                Some(0),
+                "{name}: {}{}",
+                String::from_utf8_lossy(&safe.stdout),
+                String::from_utf8_lossy(&safe.stderr)
+            );
         }
         // Ignored files, a stash and commits on no other branch are work too.
         for (name, script) in [

@@ -7,9 +7,12 @@
 //! `core.untrackedCache`, `core.fileMode`, excludes from `info/exclude` or `core.excludesFile`)
 //! all make changes look clean. This check trusts none of them:
 //!
-//! - every tracked file is hashed the way `git add` would (`hash-object --stdin-paths`, under
-//!   the defused config) and compared with its index entry, whatever the entry's flags or stat
-//!   data say; a tracked symbolic link is compared by its target;
+//! - every tracked file is compared byte for byte with what git would check out from its
+//!   index entry (the blob itself, else `cat-file --filters`: eol conversion, the owner's
+//!   smudge filters), whatever the entry's flags or stat data say, so neither
+//!   assume-unchanged / skip-worktree / fsmonitor-valid nor planted stat data nor
+//!   `core.autocrlf` / `eol` / `text` attributes hide a change; a tracked symbolic link is
+//!   compared by its target; a populated submodule is asked the same question, recursively;
 //! - the index is compared with `HEAD` by object ids (`diff-index --cached`);
 //! - untracked **and ignored** files are listed (`status --untracked-files=all
 //!   --ignored=matching --ignore-submodules=none`, the command line beating every config);
@@ -53,6 +56,7 @@ const FORCE: &[(&str, &str)] = &[
     ("status.showUntrackedFiles", "all"),
     ("diff.ignoreSubmodules", "none"),
     ("status.relativePaths", "false"),
+    ("core.ignoreCase", "false"),
 ];
 
 struct Runner {
@@ -107,8 +111,44 @@ impl Runner {
     }
 }
 
+/// How deep submodules are followed (as [`super::locate`] does).
+const MAX_DEPTH: usize = 8;
+
+/// The SHA-1 blob id of `data`, as `git hash-object --no-filters` computes it.
+fn blob_id(data: &[u8]) -> Option<String> {
+    gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, data)
+        .ok()
+        .map(|h| h.to_hex().to_string())
+}
+
+/// A regular file's bytes, opened without following a link and without blocking on a fifo.
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use nix::fcntl::OFlag;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_NOCTTY).bits())
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut v = Vec::new();
+    std::io::Read::read_to_end(&mut f, &mut v)?;
+    Ok(v)
+}
+
 /// Answer the question for `worktree` (a work tree folder, main or linked).
 pub fn would_lose_work(req: &Request, worktree: &Path) -> Result<Vec<Loss>, Unknown> {
+    would_lose_work_at(req, worktree, 0)
+}
+
+fn would_lose_work_at(req: &Request, worktree: &Path, depth: usize) -> Result<Vec<Loss>, Unknown> {
+    if depth > MAX_DEPTH {
+        return Err(Unknown::Git(format!(
+            "{}: submodules nested deeper than {MAX_DEPTH}",
+            worktree.display()
+        )));
+    }
     let worktree = req.cwd.join(worktree);
     let mut sub = req.clone();
     sub.args = vec![
@@ -142,18 +182,24 @@ pub fn would_lose_work(req: &Request, worktree: &Path) -> Result<Vec<Loss>, Unkn
         }
         let full = r.worktree.join(path);
         match mode {
-            "160000" => continue, // submodules: the status below
-            "120000" => {
+            "160000" => {
+                // A populated submodule: asked the same question, recursively (its git dir
+                // may go with this worktree's admin dir).
+                if std::fs::symlink_metadata(full.join(".git")).is_ok() {
+                    for l in would_lose_work_at(req, &full, depth + 1)? {
+                        out.push(Loss {
+                            kind: l.kind,
+                            what: format!("{path}/{}", l.what),
+                        });
+                    }
+                }
+            }
+            "120000" if std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_symlink()) => {
                 let same = std::fs::read_link(&full).ok().is_some_and(|t| {
                     use std::os::unix::ffi::OsStrExt;
-                    gix::objs::compute_hash(
-                        gix::hash::Kind::Sha1,
-                        gix::objs::Kind::Blob,
-                        t.as_os_str().as_bytes(),
-                    )
-                    .is_ok_and(|h| h.to_string() == oid)
+                    blob_id(t.as_os_str().as_bytes()).as_deref() == Some(oid)
                 });
-                if !same && std::fs::symlink_metadata(&full).is_ok() {
+                if !same {
                     out.push(Loss {
                         kind: "modified",
                         what: path.to_owned(),
@@ -171,29 +217,32 @@ pub fn would_lose_work(req: &Request, worktree: &Path) -> Result<Vec<Loss>, Unkn
             },
         }
     }
-    if !files.is_empty() {
-        let mut list = Vec::new();
-        for (p, _) in &files {
-            list.extend_from_slice(p.as_bytes());
-            list.push(b'\n');
+    // Each tracked file against what git would check out from its index entry: the same
+    // bytes as the blob (no conversion), else the same bytes as `cat-file --filters` gives
+    // (eol conversion, the owner's smudge filters). Flags and stat data play no part.
+    for (path, oid) in &files {
+        let full = r.worktree.join(path);
+        let Ok(bytes) = read_regular(&full) else {
+            out.push(Loss {
+                kind: "modified",
+                what: format!("{path} (unreadable)"),
+            });
+            continue;
+        };
+        if blob_id(&bytes).as_deref() == Some(oid.as_str()) {
+            continue;
         }
-        let hashes = r.ok(&["hash-object", "--stdin-paths"], Some(&list))?;
-        let hashes: Vec<&[u8]> = hashes
-            .split(|&b| b == b'\n')
-            .filter(|l| !l.is_empty())
-            .collect();
-        if hashes.len() != files.len() {
-            return Err(Unknown::Git(
-                "hash-object did not hash every tracked file".into(),
-            ));
-        }
-        for ((path, oid), h) in files.iter().zip(hashes) {
-            if h != oid.as_bytes() {
-                out.push(Loss {
-                    kind: "modified",
-                    what: path.clone(),
-                });
-            }
+        let path_arg = format!("--path={path}");
+        let same = match r.git(&["cat-file", "--filters", &path_arg, oid], None)? {
+            (0, checkout) => checkout == bytes,
+            // The index names a blob git cannot produce: the file is the only copy.
+            _ => false,
+        };
+        if !same {
+            out.push(Loss {
+                kind: "modified",
+                what: path.clone(),
+            });
         }
     }
     // Staged changes: index against HEAD by object ids (no stat data involved).
