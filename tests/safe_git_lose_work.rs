@@ -99,3 +99,47 @@ fn work_hidden_from_status_is_reported() {
         }
     }
 }
+
+/// `safe-git status --porcelain` itself takes the owner's view where repository config would
+/// hide work: plain git prints nothing (the control), safe-git prints the work.
+#[test]
+fn status_is_not_steered_by_repository_config() {
+    let safe_git = bin("safe-git");
+    let sub = "git -c protocol.file.allow=always submodule --quiet add \"$PWD/../repo\" sub && git commit -qm sub";
+    let cases: &[(&str, String)] = &[
+        ("status.showUntrackedFiles=no", "git config status.showUntrackedFiles no && echo new > new.txt".into()),
+        ("diff.ignoreSubmodules=all", format!("{sub} && git config diff.ignoreSubmodules all && echo hidden >> sub/b.txt")),
+        (".gitmodules ignore=all", format!("{sub} && git config -f .gitmodules submodule.sub.ignore all && git commit -qam i && echo hidden >> sub/b.txt")),
+        ("submodule.sub.ignore=all in config", format!("{sub} && git config submodule.sub.ignore all && echo hidden >> sub/b.txt")),
+    ];
+    for git in gits() {
+        for (name, script) in cases {
+            let sb = Sandbox::new(&git);
+            sb.sh(SETUP);
+            sb.sh(&format!("cd wt && {script}"));
+            let wt = sb.root().join("wt");
+            let plain = sb.run(&git, &["status", "--porcelain"], &wt);
+            assert!(
+                plain.stdout.is_empty(),
+                "control {name}: {}",
+                String::from_utf8_lossy(&plain.stdout)
+            );
+            let safe = sb.run(
+                &safe_git,
+                &["--git", git.to_str().unwrap(), "status", "--porcelain"],
+                &wt,
+            );
+            assert_eq!(
+                safe.status.code(),
+                Some(0),
+                "{name}: {}",
+                String::from_utf8_lossy(&safe.stderr)
+            );
+            assert!(
+                !safe.stdout.is_empty(),
+                "{} {name}: safe-git status hid the work",
+                git.display()
+            );
+        }
+    }
+}

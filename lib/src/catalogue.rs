@@ -425,6 +425,26 @@ pub static BUILTIN_MACROS: &[(&str, &str)] = &[("binary", "-diff -merge -text")]
 /// `-c protocol.allow=never` does not (research §1b).
 pub static ALWAYS_SET: &[(&str, &str)] = &[("protocol.ext.allow", "never")];
 
+/// Config that makes `status` and `diff` show less than the work tree holds (wt-status.c,
+/// read-cache.c, diff-lib.c, submodule.c), with the value safe-git passes instead when an
+/// untrusted file sets it and the owner's config does not: git's default where `-c` can
+/// express it, else the value that shows everything (`diff.ignoreSubmodules=none`).
+/// `submodule.<name>.ignore` (config and `.gitmodules`) is handled per name the same way.
+/// Not here, because git's own `init` writes them for the file system it found:
+/// `core.fileMode`, `core.ignoreCase`, `core.symlinks` (see docs/safe-git.md).
+pub static WORK_HIDING_KEYS: &[(&str, &str)] = &[
+    ("status.showUntrackedFiles", "normal"),
+    ("diff.ignoreSubmodules", "none"),
+    ("core.ignoreStat", "false"),
+    ("core.checkStat", "default"),
+    ("core.trustctime", "true"),
+];
+
+/// Set on every safe-git call: the untracked cache is an index extension the agent can
+/// write, and a crafted one marks folders as holding no untracked files. Off, git walks the
+/// folders itself; the output is the same (it is only a cache).
+pub static SAFE_GIT_ALWAYS_SET: &[(&str, &str)] = &[("core.untrackedCache", "false")];
+
 /// Options of `git clone` and `git init` that plant code or redirect the new repository
 /// (research §1g), with what they do: the shim refuses them.
 pub static NEW_REPOSITORY_OPTIONS: &[(&str, &str)] = &[

@@ -429,6 +429,80 @@ fn diff_drivers(
     Ok(())
 }
 
+/// The repository cannot make `status` or `diff` hide work: every key of
+/// [`crate::catalogue::WORK_HIDING_KEYS`] an untrusted file sets gets the owner's value, else
+/// the catalogue's; every `submodule.<name>.ignore` the repository sets (its config, or the
+/// work tree's `.gitmodules`) gets the owner's value, else `none`; the untracked cache is
+/// never trusted. On a repository that sets none of these, git's output is unchanged.
+fn owner_view(defused: &mut Defused, view: &super::locate::ConfigView, work_tree: Option<&Path>) {
+    use crate::catalogue::{ConfigKey, SAFE_GIT_ALWAYS_SET, WORK_HIDING_KEYS};
+    for (k, v) in SAFE_GIT_ALWAYS_SET {
+        defused.set_config(*k, *v);
+    }
+    let owner_or = |key: &str, fallback: &str| {
+        view.trusted
+            .get(&key.to_ascii_lowercase())
+            .cloned()
+            .unwrap_or_else(|| fallback.to_owned())
+    };
+    for (key, fallback) in WORK_HIDING_KEYS {
+        if view
+            .values
+            .iter()
+            .any(|v| !v.trusted && v.key.eq_ignore_ascii_case(key))
+        {
+            defused.set_config(*key, owner_or(key, fallback));
+        }
+    }
+    let is_ignore = |k: &str| {
+        ConfigKey::parse(k).is_some_and(|c| {
+            c.section.eq_ignore_ascii_case("submodule")
+                && c.subsection.is_some()
+                && c.name.eq_ignore_ascii_case("ignore")
+        })
+    };
+    let mut keys: Vec<String> = view
+        .values
+        .iter()
+        .filter(|v| !v.trusted && is_ignore(&v.key))
+        .map(|v| v.key.clone())
+        .collect();
+    // `.gitmodules` in the work tree (git reads it before the index or HEAD copy).
+    if let Some(bytes) = work_tree.and_then(|w| read_gitmodules(&w.join(".gitmodules"))) {
+        let meta = gix::config::file::Metadata::from(gix::config::Source::Local);
+        if let Ok(f) = gix::config::File::from_bytes_no_includes(&bytes, meta, Default::default()) {
+            for section in f.sections() {
+                let header = section.header();
+                if !header.name().eq_ignore_ascii_case(b"submodule") {
+                    continue;
+                }
+                let Some(name) = header.subsection_name() else {
+                    continue;
+                };
+                if section.value("ignore").is_some() {
+                    keys.push(format!("submodule.{name}.ignore"));
+                }
+            }
+        }
+    }
+    for key in keys {
+        if key.contains(['\n', '\0']) {
+            continue;
+        }
+        let value = owner_or(&key, "none");
+        defused.set_config(key, value);
+    }
+}
+
+/// `.gitmodules` read without following a link (git refuses a `.gitmodules` link too).
+fn read_gitmodules(path: &Path) -> Option<Vec<u8>> {
+    let md = std::fs::symlink_metadata(path).ok()?;
+    if !md.is_file() {
+        return None;
+    }
+    std::fs::read(path).ok()
+}
+
 /// Build the plan for a request, or refuse.
 pub fn plan(req: &Request) -> Result<Plan, Refusal> {
     let parsed = args::parse(&req.args).map_err(|e| {
@@ -524,6 +598,11 @@ pub fn plan(req: &Request) -> Result<Plan, Refusal> {
     defused.reassert_trusted(&view.trusted);
     let mut parsed = parsed;
     diff_drivers(&mut defused, &mut parsed, &view)?;
+    owner_view(
+        &mut defused,
+        &view,
+        located.as_ref().and_then(|l| l.work_tree.as_deref()),
+    );
     if defused.config_pairs().len() > MAX_CONFIG_PAIRS {
         return Err(Refusal::new(
             exit::CONFIG,
