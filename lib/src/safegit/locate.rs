@@ -539,7 +539,14 @@ pub fn check_worktree_forms(args: &GitArgs, l: &Located, start: &Path) -> Result
     // without a link anywhere on the way, is vouched for. A link (the worktree folder, or
     // any folder above it, swapped for a link to another worktree) would make git remove
     // the worktree the link points to.
-    let wanted = physical_path(&start.join(&target)).map_err(|(at, why)| Refusal {
+    // A relative path starts in the folder git runs in, which git reaches with chdir (links
+    // in `-C` are followed there, as by the caller's shell); from there, no link.
+    let base = if target.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        crate::policy::resolve(start)
+    };
+    let wanted = physical_path(&base.join(&target)).map_err(|(at, why)| Refusal {
         code: exit::LAYOUT,
         subject: at.display().to_string(),
         reason: format!(
