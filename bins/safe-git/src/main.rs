@@ -12,13 +12,15 @@ const EXAMPLES: &str = "\
 EXAMPLES:
   safe-git status --porcelain                 status of the repository in this folder
   safe-git -C /work/agent-1 log -p -3         the last three commits with patches
+  safe-git would-lose-work ../wt              exit 0 if removing ../wt would lose nothing
   safe-git worktree remove --force ../wt      remove a session's worktree
   safe-git --explain -C repo diff             show the environment and -c set, run nothing
   safe-git --git /usr/bin/git status          pick the real git explicitly
 
 EXIT STATUS:
   git's own status when git ran; 120 usage, 121 not allowed, 122 layout cannot be vouched
-  for, 123 config cannot be parsed or neutralised, 124 setup error (see docs/exit-codes.md).";
+  for, 123 config cannot be parsed or neutralised, 124 setup error (see docs/exit-codes.md).
+  would-lose-work: 0 nothing would be lost, 1 work would be lost (listed), 2 cannot tell.";
 
 /// Run git over an untrusted repository without running anything the repository, its
 /// includes, its submodules, its worktree config, a redirect or the caller's git

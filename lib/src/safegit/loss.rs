@@ -157,7 +157,17 @@ fn would_lose_work_at(req: &Request, worktree: &Path, depth: usize) -> Result<Ve
         "status".into(),
     ];
     let plan = plan(&sub).map_err(Unknown::Refused)?;
-    let r = Runner { plan, worktree };
+    // The whole work tree, whichever folder of it was named.
+    let Some(top) = plan.location.as_ref().and_then(|l| l.work_tree.clone()) else {
+        return Err(Unknown::Git(format!(
+            "{}: not in a work tree of a git repository",
+            worktree.display()
+        )));
+    };
+    let r = Runner {
+        plan,
+        worktree: top,
+    };
     let mut out = Vec::new();
 
     // Tracked files, hashed as `git add` would hash them, against the index.
