@@ -105,6 +105,21 @@ const COMMANDS: &[&[&str]] = &[
     &["symbolic-ref", "HEAD"],
     &["log", "-1", "--format=%s", "--", "no-such-path"],
     &["show", "no-such-rev"],
+    // The read-only commands added for dashboards and destroy scripts.
+    &["reflog"],
+    &["reflog", "show", "-3", "main"],
+    &["reflog", "exists", "refs/heads/main"],
+    &["submodule", "status"],
+    &["submodule"],
+    &["cherry", "-v", "topic"],
+    &["clean", "-n"],
+    &["clean", "-ndx"],
+    &["show-branch", "--all"],
+    &["notes", "list"],
+    &["range-diff", "HEAD~3", "HEAD~1", "HEAD"],
+    &["var", "GIT_EDITOR"],
+    &["var", "GIT_PAGER"],
+    &["var", "-l"],
 ];
 
 #[test]
@@ -197,4 +212,113 @@ fn only_the_uncommitted_date_is_masked() {
     );
     let committed = b"3960bed0 (Test              2026-01-02 00:00:00 +0000 4) delta\n00000000 (Not Committed Yet 2026-11-30 06:56:25 +0000 5) staged\n";
     assert_ne!(mask_uncommitted_dates(a), mask_uncommitted_dates(committed));
+}
+
+/// Real repositories (ripgrep, pre-commit from `../shared/realrepos`), each with a submodule
+/// at `vendor/x`, clean and then dirty: safe-git's output is git's, byte for byte. Without
+/// the bundles the test fails under `CI=true` and is skipped with the reason otherwise
+/// (`cargo test -- --ignored` runs it; it is also run by default when the bundles exist).
+#[test]
+fn output_is_byte_identical_on_real_repositories() {
+    // `GITWARD_REALREPOS` names another folder (a worktree checked out elsewhere).
+    let bundles = std::env::var_os("GITWARD_REALREPOS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/realrepos"));
+    let names = ["ripgrep.bundle", "pre-commit.bundle"];
+    if !names.iter().all(|n| bundles.join(n).exists()) {
+        let why = format!(
+            "{} is missing the ripgrep and pre-commit bundles",
+            bundles.display()
+        );
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true: {why}"
+        );
+        eprintln!("SKIPPED output_is_byte_identical_on_real_repositories: {why}");
+        return;
+    }
+    const REAL: &[&[&str]] = &[
+        &["status"],
+        &["status", "--porcelain"],
+        &["log", "--oneline", "-20"],
+        &["log", "-p", "-3"],
+        &["show"],
+        &["diff"],
+        &["diff", "HEAD~3"],
+        &["ls-files"],
+        &["rev-parse", "HEAD", "--show-toplevel"],
+        &["worktree", "list"],
+        &["reflog", "-5"],
+        &["submodule", "status"],
+        &["clean", "-n"],
+        &["show-branch", "--all"],
+        &["cherry", "-v", "HEAD~5"],
+        &["notes", "list"],
+        &["var", "GIT_EDITOR"],
+    ];
+    let safe_git = bin("safe-git");
+    for git in gits() {
+        for name in names {
+            let sb = Sandbox::new(&git);
+            sb.sh(&format!(
+                r#"git clone -q "{}" r
+                git init -q x && ( cd x && echo x > x && git add . && git commit -qm x )
+                cd r && git -c protocol.file.allow=always submodule --quiet add "$PWD/../x" vendor/x
+                git commit -qm "vendor x""#,
+                bundles.join(name).display()
+            ));
+            let r = sb.root().join("r");
+            let blame_file = String::from_utf8(sb.run(&git, &["ls-files"], &r).stdout)
+                .unwrap()
+                .lines()
+                .find(|l| l.ends_with(".md"))
+                .unwrap_or("README.md")
+                .to_owned();
+            // An honest linked worktree loses nothing; a change in it is work.
+            sb.sh("cd r && git worktree add -q ../wt -b wt origin/HEAD");
+            let g = ["--git", git.to_str().unwrap(), "would-lose-work", "wt"];
+            let clean = sb.run(&safe_git, &g, sb.root());
+            assert_eq!(
+                clean.status.code(),
+                Some(0),
+                "{name}: would-lose-work on a clean worktree: {}{}",
+                String::from_utf8_lossy(&clean.stdout),
+                String::from_utf8_lossy(&clean.stderr)
+            );
+            sb.sh("echo change >> wt/README.md");
+            let dirty = sb.run(&safe_git, &g, sb.root());
+            assert_eq!(dirty.status.code(), Some(1), "{name}");
+            assert_eq!(
+                String::from_utf8_lossy(&dirty.stdout),
+                "modified: README.md\n"
+            );
+            for dirty in [false, true] {
+                if dirty {
+                    sb.sh(&format!(
+                        "cd r && echo change >> {blame_file} && echo new > untracked.txt && echo y >> vendor/x/x"
+                    ));
+                }
+                let blame = ["blame", "--", blame_file.as_str()];
+                for cmd in REAL.iter().copied().chain([&blame[..]]) {
+                    let mut plain = sb.run(&git, cmd, &r);
+                    let mut args = vec!["--git", git.to_str().unwrap()];
+                    args.extend_from_slice(cmd);
+                    let mut safe = sb.run(&safe_git, &args, &r);
+                    if cmd[0] == "blame" {
+                        plain.stdout = mask_uncommitted_dates(&plain.stdout);
+                        safe.stdout = mask_uncommitted_dates(&safe.stdout);
+                    }
+                    assert!(
+                        plain.stdout == safe.stdout
+                            && plain.stderr == safe.stderr
+                            && plain.status.code() == safe.status.code(),
+                        "{} {name} (dirty: {dirty}) git {}: outputs differ:\n{}",
+                        git.display(),
+                        cmd.join(" "),
+                        String::from_utf8_lossy(&safe.stderr)
+                    );
+                }
+            }
+        }
+    }
 }

@@ -425,6 +425,26 @@ pub static BUILTIN_MACROS: &[(&str, &str)] = &[("binary", "-diff -merge -text")]
 /// `-c protocol.allow=never` does not (research §1b).
 pub static ALWAYS_SET: &[(&str, &str)] = &[("protocol.ext.allow", "never")];
 
+/// Config that makes `status` and `diff` show less than the work tree holds (wt-status.c,
+/// read-cache.c, diff-lib.c, submodule.c), with the value safe-git passes instead when an
+/// untrusted file sets it and the owner's config does not: git's default where `-c` can
+/// express it, else the value that shows everything (`diff.ignoreSubmodules=none`).
+/// `submodule.<name>.ignore` (config and `.gitmodules`) is handled per name the same way.
+/// Not here, because git's own `init` writes them for the file system it found:
+/// `core.fileMode`, `core.ignoreCase`, `core.symlinks` (see docs/safe-git.md).
+pub static WORK_HIDING_KEYS: &[(&str, &str)] = &[
+    ("status.showUntrackedFiles", "normal"),
+    ("diff.ignoreSubmodules", "none"),
+    ("core.ignoreStat", "false"),
+    ("core.checkStat", "default"),
+    ("core.trustctime", "true"),
+];
+
+/// Set on every safe-git call: the untracked cache is an index extension the agent can
+/// write, and a crafted one marks folders as holding no untracked files. Off, git walks the
+/// folders itself; the output is the same (it is only a cache).
+pub static SAFE_GIT_ALWAYS_SET: &[(&str, &str)] = &[("core.untrackedCache", "false")];
+
 /// Options of `git clone` and `git init` that plant code or redirect the new repository
 /// (research §1g), with what they do: the shim refuses them.
 pub static NEW_REPOSITORY_OPTIONS: &[(&str, &str)] = &[
@@ -459,6 +479,12 @@ pub static WORKTREE_CONFIG_VERBS: &[(&str, &str)] = &[
     ("sparse-checkout", "reapply"),
     ("sparse-checkout", "disable"),
 ];
+
+/// Keys git reads as one setting under two names (lower-cased). `gpg.program` is the legacy
+/// name of `gpg.openpgp.program`: gpg-interface.c's `git_gpg_config` stores either into the
+/// same field, so the one read last wins. An owner's value under either name is the owner's
+/// value for both, or re-asserting one name and neutralising the other would undo it.
+pub static KEY_ALIASES: &[(&str, &str)] = &[("gpg.program", "gpg.openpgp.program")];
 
 /// Per-scope keys the generic `-c` set always covers, because git reads each scope on its
 /// own: `gpg.program` is only an alias of `gpg.openpgp.program`, and git picks the
@@ -619,6 +645,12 @@ pub static ENV: &[EnvEntry] = &[
     setenv("GIT_PROTOCOL_FROM_USER", "0", "no user-policy protocols", "§2b"),
     setenv("GIT_MERGE_AUTOEDIT", "no", "no editor on merge", "§2b"),
 ];
+
+/// Variables of [`ENV`] that `git var` reports (`GIT_EDITOR`, `GIT_SEQUENCE_EDITOR`,
+/// `GIT_PAGER`) and their fallbacks. `git var` formats them and runs none, so safe-git passes
+/// the caller's values through for it instead of its overrides (it would print `:` / `cat`).
+pub static ENV_REPORTED_BY_VAR: &[&str] =
+    &["GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "PAGER"];
 
 /// `GIT_*` variables that run nothing and point nowhere: identity, dates, pathspec and output
 /// switches. A defused environment keeps these and drops every other inherited `GIT_*`
@@ -867,6 +899,18 @@ pub mod loader {
     pub const DIFF_EXTERNAL: KeyPattern = KeyPattern::Key {
         section: "diff",
         name: "external",
+    };
+    /// `diff.<driver>.textconv`: no `-c` value makes it inert (an empty one makes git die
+    /// "unable to read files to diff"), so safe-git also passes `--no-textconv`.
+    pub const DIFF_TEXTCONV: KeyPattern = KeyPattern::PerName {
+        section: "diff",
+        name: "textconv",
+    };
+    /// `diff.<driver>.command`: like `diff.external`, an empty value makes the diff die, so
+    /// safe-git also passes `--no-ext-diff`.
+    pub const DIFF_COMMAND: KeyPattern = KeyPattern::PerName {
+        section: "diff",
+        name: "command",
     };
     /// `log.showSignature`: log and show run the verification program.
     pub const SHOW_SIGNATURE: KeyPattern = KeyPattern::Key {

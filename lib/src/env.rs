@@ -427,6 +427,13 @@ impl Defused {
         self.config.push((key.into(), value.into()));
     }
 
+    /// Pass the caller's values of `names` through instead of this environment's overrides
+    /// (for a command that only reports them, `git var`).
+    pub fn pass_through(&mut self, names: &[&str]) {
+        self.set_env.retain(|(k, _)| !names.contains(&k.as_str()));
+        self.opts.keep.extend(names.iter().map(|n| (*n).to_owned()));
+    }
+
     /// Drop the command-scope config entirely (for `git config` reads, which would list it).
     pub fn without_config(mut self) -> Self {
         self.config.clear();

@@ -12,13 +12,15 @@ const EXAMPLES: &str = "\
 EXAMPLES:
   safe-git status --porcelain                 status of the repository in this folder
   safe-git -C /work/agent-1 log -p -3         the last three commits with patches
+  safe-git would-lose-work ../wt              exit 0 if removing ../wt would lose nothing
   safe-git worktree remove --force ../wt      remove a session's worktree
   safe-git --explain -C repo diff             show the environment and -c set, run nothing
   safe-git --git /usr/bin/git status          pick the real git explicitly
 
 EXIT STATUS:
   git's own status when git ran; 120 usage, 121 not allowed, 122 layout cannot be vouched
-  for, 123 config cannot be parsed or neutralised, 124 setup error (see docs/exit-codes.md).";
+  for, 123 config cannot be parsed or neutralised, 124 setup error (see docs/exit-codes.md).
+  would-lose-work: 0 nothing would be lost, 1 work would be lost (listed), 2 cannot tell.";
 
 /// Run git over an untrusted repository without running anything the repository, its
 /// includes, its submodules, its worktree config, a redirect or the caller's git
@@ -56,6 +58,10 @@ fn main() {
         }
         return;
     }
+    if cli.args.first().is_some_and(|a| a == "would-lose-work") {
+        would_lose_work(cli);
+        return;
+    }
     let req = gitward::safegit::Request::from_process(cli.git, cli.args, cli.events);
     match gitward::safegit::plan(&req) {
         Err(refusal) => {
@@ -80,4 +86,57 @@ fn main() {
             gitward::exit::SETUP.exit();
         }
     }
+}
+
+/// `safe-git would-lose-work [--format human|json] <worktree>`: exit 0 when removing the
+/// worktree would lose nothing, 1 with the list of what it would lose, 2 when a git step
+/// failed, or safe-git's refusal code.
+fn would_lose_work(cli: Cli) {
+    let mut json = matches!(cli.format, Format::Json);
+    let mut worktree = None;
+    let mut it = cli.args.iter().skip(1);
+    while let Some(a) = it.next() {
+        match a.to_str() {
+            Some("--format") => match it.next().and_then(|v| v.to_str()) {
+                Some("json") => json = true,
+                Some("human") => json = false,
+                _ => usage("--format takes human or json"),
+            },
+            Some("--format=json") => json = true,
+            Some("--format=human") => json = false,
+            Some(o) if o.starts_with('-') => usage("unknown option"),
+            _ if worktree.is_none() => worktree = Some(PathBuf::from(a)),
+            _ => usage("one worktree only"),
+        }
+    }
+    let Some(worktree) = worktree else {
+        usage("name the worktree")
+    };
+    let req = gitward::safegit::Request::from_process(cli.git, Vec::new(), cli.events);
+    use gitward::safegit::loss::{render, would_lose_work, Unknown};
+    match would_lose_work(&req, &worktree) {
+        Ok(losses) => {
+            print!("{}", render(&worktree, &losses, json));
+            if !losses.is_empty() {
+                std::process::exit(1);
+            }
+        }
+        Err(Unknown::Refused(r)) => {
+            eprintln!("safe-git: {r}");
+            r.log(&req);
+            r.code.exit();
+        }
+        Err(Unknown::Git(why)) => {
+            eprintln!(
+                "safe-git: would-lose-work: {}: cannot tell: {why}",
+                worktree.display()
+            );
+            std::process::exit(2);
+        }
+    }
+}
+
+fn usage(why: &str) -> ! {
+    eprintln!("safe-git: would-lose-work [--format human|json] <worktree>: {why}");
+    gitward::exit::USAGE.exit();
 }

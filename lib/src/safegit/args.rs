@@ -214,6 +214,14 @@ pub const ALLOWED: &[&str] = &[
     "stash",
     "remote",
     "version",
+    "reflog",
+    "submodule",
+    "cherry",
+    "clean",
+    "show-branch",
+    "notes",
+    "range-diff",
+    "var",
 ];
 
 /// Long options refused everywhere in a subcommand's arguments (before `--`), with why.
@@ -329,8 +337,147 @@ fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
             Ok(())
         }
         "config" => check_config(a),
+        "reflog" => {
+            // `git reflog <log options> expire` still runs expire on git ≥ 2.40 (subcommands
+            // are found after unknown options), so the writing modes are refused anywhere.
+            for opt in options(&a.rest) {
+                if matches!(opt, "expire" | "delete" | "drop") {
+                    return Err(ArgsError::Form(sub.into(), "only the reading forms (`reflog`, `reflog show`, `reflog list`, `reflog exists`) are allowed"));
+                }
+            }
+            Ok(())
+        }
+        "submodule" => check_submodule(a),
+        "cherry" => {
+            for opt in options(&a.rest).filter(|o| o.starts_with('-')) {
+                if !matches!(opt_name(opt), "-v" | "--abbrev") {
+                    return refuse(opt, "only -v and --abbrev are allowed with cherry");
+                }
+            }
+            Ok(())
+        }
+        "clean" => check_clean(a),
+        "notes" => {
+            // `notes [--ref <ref>] [list [<object>]]`: the first word must be `list`.
+            let mut it = options(&a.rest);
+            while let Some(opt) = it.next() {
+                if opt == "--ref" {
+                    it.next();
+                } else if opt.starts_with("--ref=") {
+                } else if opt.starts_with('-') {
+                    return refuse(opt, "only --ref is allowed with `notes list`");
+                } else if opt == "list" {
+                    break;
+                } else {
+                    return Err(ArgsError::Form(sub.into(), "only `notes list` is allowed"));
+                }
+            }
+            Ok(())
+        }
+        "var" => {
+            for opt in options(&a.rest).filter(|o| o.starts_with('-')) {
+                if !matches!(opt, "-l") {
+                    return refuse(opt, "only -l is allowed with var");
+                }
+            }
+            Ok(())
+        }
         _ => Ok(()),
     }
+}
+
+/// `git submodule` in its reading form: `submodule [-q] [status [--cached] [--recursive]
+/// [--] [<path>…]]` (no subcommand means `status`). It runs `git submodule--helper status`,
+/// which runs `git describe` / `git rev-parse` (and itself, `--recursive`) in each populated
+/// submodule under the same defused config (git passes the `-c` set on to the children).
+fn check_submodule(a: &GitArgs) -> Result<(), ArgsError> {
+    let sub = "submodule";
+    let mut seen_status = false;
+    for opt in options(&a.rest) {
+        if !opt.starts_with('-') {
+            if !seen_status && opt != "status" {
+                return Err(ArgsError::Form(
+                    sub.into(),
+                    "only `submodule status` (or `submodule` alone) is allowed",
+                ));
+            }
+            seen_status = true;
+            continue;
+        }
+        let ok = matches!(opt, "-q" | "--quiet")
+            || (seen_status && matches!(opt, "--cached" | "--recursive"));
+        if !ok {
+            return Err(ArgsError::Option(
+                sub.into(),
+                opt.into(),
+                "only -q, and --cached / --recursive after status, are allowed",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `git clean` only as a dry run: `-n` / `--dry-run` must be given (alone or in a bundle of
+/// short options), and only the options that choose what would be listed are allowed.
+fn check_clean(a: &GitArgs) -> Result<(), ArgsError> {
+    let sub = "clean";
+    let mut dry = false;
+    let mut it = options(&a.rest);
+    while let Some(opt) = it.next() {
+        if !opt.starts_with('-') {
+            continue;
+        }
+        if opt.starts_with("--") {
+            match opt_name(opt) {
+                "--dry-run" => dry = true,
+                "--quiet" | "--force" => {}
+                "--exclude" => {
+                    if !opt.contains('=') {
+                        it.next();
+                    }
+                }
+                _ => {
+                    return Err(ArgsError::Option(
+                        sub.into(),
+                        opt.into(),
+                        "clean is allowed only as a dry run (-n) with -d, -x, -X, -q, -f, -e",
+                    ))
+                }
+            }
+            continue;
+        }
+        let letters = &opt[1..];
+        if let Some(at) = letters.find('e') {
+            // `-e <pattern>` / `-e<pattern>`: the rest of the bundle is the pattern.
+            if !letters[..at].chars().all(|c| "ndxXqf".contains(c)) {
+                return Err(ArgsError::Option(
+                    sub.into(),
+                    opt.into(),
+                    "clean is allowed only as a dry run (-n) with -d, -x, -X, -q, -f, -e",
+                ));
+            }
+            dry |= letters[..at].contains('n');
+            if at + 1 == letters.len() {
+                it.next();
+            }
+            continue;
+        }
+        if !letters.chars().all(|c| "ndxXqf".contains(c)) {
+            return Err(ArgsError::Option(
+                sub.into(),
+                opt.into(),
+                "clean is allowed only as a dry run (-n) with -d, -x, -X, -q, -f, -e",
+            ));
+        }
+        dry |= letters.contains('n');
+    }
+    if !dry {
+        return Err(ArgsError::Form(
+            sub.into(),
+            "clean is allowed only as a dry run: add -n / --dry-run",
+        ));
+    }
+    Ok(())
 }
 
 const BRANCH_LIST_FLAGS: &[&str] = &[
@@ -544,8 +691,12 @@ fn check_config(a: &GitArgs) -> Result<(), ArgsError> {
 
 /// Does the subcommand read config only (and so must not get the `-c` set, which
 /// `config --list` would print)?
+///
+/// `git var` is in the same class: it prints the editor, pager and config git would use and
+/// runs none of them (builtin/var.c only formats strings), so it gets neither the `-c` set
+/// nor the pager and editor overrides, or it would print safe-git's values instead of git's.
 pub fn reads_config_only(sub: &str) -> bool {
-    sub == "config"
+    sub == "config" || sub == "var"
 }
 
 /// Convenience for tests and callers holding `&str`s.
@@ -658,13 +809,11 @@ mod tests {
             "am",
             "gc",
             "st",
-            "submodule",
             "help",
             "difftool",
             "archive",
             "interpret-trailers",
             "hook",
-            "var",
         ] {
             assert!(matches!(refused(&[s]), ArgsError::Subcommand(_)), "{s}");
         }
@@ -777,6 +926,62 @@ mod tests {
             refused(&["symbolic-ref", "HEAD", "refs/heads/x"]),
             ArgsError::Form(..)
         ));
+    }
+
+    #[test]
+    fn read_only_forms_of_the_added_commands() {
+        for a in [
+            &["reflog"][..],
+            &["reflog", "show", "-5"],
+            &["reflog", "main"],
+            &["reflog", "list"],
+            &["reflog", "exists", "refs/heads/main"],
+            &["submodule"],
+            &["submodule", "status", "--recursive"],
+            &[
+                "submodule",
+                "--quiet",
+                "status",
+                "--cached",
+                "--",
+                "vendor/x",
+            ],
+            &["cherry", "-v", "main"],
+            &["clean", "-n"],
+            &["clean", "-ndx"],
+            &["clean", "--dry-run", "-d", "-e", "keep"],
+            &["clean", "-fnd"],
+            &["show-branch", "--all"],
+            &["notes"],
+            &["notes", "list"],
+            &["notes", "--ref", "review", "list", "HEAD"],
+            &["range-diff", "a...b"],
+            &["var", "GIT_EDITOR"],
+            &["var", "-l"],
+        ] {
+            ok(a);
+        }
+        for a in [
+            &["reflog", "expire", "--all"][..],
+            &["reflog", "-n1", "expire"],
+            &["reflog", "delete", "HEAD@{1}"],
+            &["reflog", "drop", "main"],
+            &["submodule", "update"],
+            &["submodule", "foreach", "sh"],
+            &["submodule", "status", "--foo"],
+            &["cherry", "--exec=x"],
+            &["clean"],
+            &["clean", "-f"],
+            &["clean", "-fd"],
+            &["clean", "-i"],
+            &["clean", "-ni"],
+            &["notes", "add", "-m", "x"],
+            &["notes", "edit"],
+            &["notes", "--ref=x", "remove"],
+            &["var", "--frob"],
+        ] {
+            assert!(parse_strs(a).is_err(), "{a:?} must be refused");
+        }
     }
 
     #[test]

@@ -92,24 +92,22 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
         .or_else(|| env_path("GIT_WORK_TREE"))
         .map(|p| start.join(p));
     let explicit_git_dir = git_dir.is_some();
+    let ceilings: Vec<PathBuf> = env_path("GIT_CEILING_DIRECTORIES")
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| p.is_absolute())
+                .collect()
+        })
+        .unwrap_or_default();
     let mut layout: Layout = match git_dir {
         Some(g) => {
             layout::open_git_dir(&g, work_tree.as_deref()).map_err(|e| layout_refusal(&e))?
         }
-        None => {
-            let ceilings: Vec<PathBuf> = env_path("GIT_CEILING_DIRECTORIES")
-                .map(|v| {
-                    std::env::split_paths(&v)
-                        .filter(|p| p.is_absolute())
-                        .collect()
-                })
-                .unwrap_or_default();
-            match layout::discover(start, &ceilings) {
-                Ok(l) => l,
-                Err(layout::LayoutError::NoRepository { .. }) => return Ok(None),
-                Err(e) => return Err(layout_refusal(&e)),
-            }
-        }
+        None => match layout::discover(start, &ceilings) {
+            Ok(l) => l,
+            Err(layout::LayoutError::NoRepository { .. }) => return Ok(None),
+            Err(e) => return Err(layout_refusal(&e)),
+        },
     };
     // The work tree git will use (git's setup): --work-tree / GIT_WORK_TREE wins; with an
     // explicit git dir and none given, git takes the folder it runs in. Gitlinks are looked
@@ -163,7 +161,7 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
         )];
         let mut entered: Vec<PathBuf> = vec![layout.git_dir.clone()];
         while let Some((git_dir, common_dir, work_tree, depth)) = queue.pop() {
-            for sub in gitlink_layouts(&git_dir, &common_dir, &work_tree)? {
+            for sub in gitlink_layouts(&git_dir, &common_dir, &work_tree, &ceilings)? {
                 if depth + 1 > MAX_SUBMODULE_DEPTH {
                     return Err(Refusal {
                         code: exit::LAYOUT,
@@ -222,10 +220,17 @@ const MAX_SUBMODULE_DEPTH: usize = 8;
 /// Each populated submodule folder is discovered the way git does (its `.git` folder, or a
 /// gitfile that must lead into the superproject's `modules/`); a layout that cannot be
 /// vouched for is refused like the superproject's own.
+///
+/// The walk that vouches for a submodule's gitfile climbs from the submodule folder's parent
+/// to the enclosing superproject, which may sit any number of folders up (`vendor/x`,
+/// `a/b/c`, a submodule of a submodule), so it runs under the caller's ceilings only, the
+/// same walk that found the repository: it ends at the latest at the `.git` that walk found.
+/// A gitfile is still vouched for only when it leads into that superproject's `modules/`.
 fn gitlink_layouts(
     git_dir: &Path,
     common_dir: &Path,
     work_tree: &Path,
+    ceilings: &[PathBuf],
 ) -> Result<Vec<Layout>, Refusal> {
     let index_path = git_dir.join("index");
     if !index_path.exists() {
@@ -286,8 +291,7 @@ fn gitlink_layouts(
         if std::fs::symlink_metadata(&dot_git).is_err() {
             continue; // not populated: git does not enter it
         }
-        let l =
-            layout::discover(&sub, &[work_tree.to_path_buf()]).map_err(|e| layout_refusal(&e))?;
+        let l = layout::discover(&sub, ceilings).map_err(|e| layout_refusal(&e))?;
         out.push(l);
     }
     Ok(out)
@@ -411,18 +415,32 @@ pub fn enumerate(
                 && !reaching.contains(&(v as *const _)),
         })
         .collect();
-    let mut trusted = BTreeMap::new();
-    for v in values.iter().filter(|v| v.trusted) {
-        trusted.insert(
-            v.key.to_ascii_lowercase(),
-            v.value.clone().unwrap_or_else(|| "true".to_owned()),
-        );
-    }
+    let trusted = trusted_values(&values);
     Ok(ConfigView {
         values,
         files: e.files().iter().map(|f| f.origin.file.clone()).collect(),
         trusted,
     })
+}
+
+/// The last trusted value per lower-cased key, with git's aliases
+/// ([`crate::catalogue::KEY_ALIASES`]) filled in under both names: values come in load order,
+/// so the value git reads last wins under both, as in git.
+pub fn trusted_values(values: &[ViewValue]) -> BTreeMap<String, String> {
+    let mut trusted = BTreeMap::new();
+    for v in values.iter().filter(|v| v.trusted) {
+        let key = v.key.to_ascii_lowercase();
+        let value = v.value.clone().unwrap_or_else(|| "true".to_owned());
+        for (a, b) in crate::catalogue::KEY_ALIASES {
+            if key == *a {
+                trusted.insert((*b).to_owned(), value.clone());
+            } else if key == *b {
+                trusted.insert((*a).to_owned(), value.clone());
+            }
+        }
+        trusted.insert(key, value);
+    }
+    trusted
 }
 
 /// The current user's home folder from the password database (resolved), if any.
@@ -479,6 +497,31 @@ fn check_core_worktree(e: &Enumeration, l: &Located) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// `path` made absolute component by component without following a link: every folder on the
+/// way is examined with `lstat`, so `..` is resolved against real folders only. A link, or a
+/// component that cannot be examined, is an error naming the component.
+fn physical_path(path: &Path) -> Result<PathBuf, (PathBuf, &'static str)> {
+    use std::path::Component;
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => {
+                out.push(name);
+                match std::fs::symlink_metadata(&out) {
+                    Ok(m) if m.file_type().is_symlink() => return Err((out, "is a symbolic link")),
+                    Ok(_) => {}
+                    Err(_) => return Err((out, "cannot be examined (missing or unreadable)")),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// `worktree remove <path>`: the path must be a linked worktree of this repository whose
 /// entry is consistent with git's layout (else git would act on a tampered entry).
 pub fn check_worktree_forms(args: &GitArgs, l: &Located, start: &Path) -> Result<(), Refusal> {
@@ -491,9 +534,25 @@ pub fn check_worktree_forms(args: &GitArgs, l: &Located, start: &Path) -> Result
         .find(|a| !a.starts_with('-'))
         .map(PathBuf::from);
     let Some(target) = target else { return Ok(()) };
-    // git resolves the path from where it runs (after -C), and also accepts a unique suffix
-    // of a worktree's path: only an exact match of a known entry is vouched for.
-    let wanted = crate::policy::resolve(&start.join(&target));
+    // git resolves the path from where it runs (after -C) with realpath, and also accepts a
+    // unique suffix of a worktree's path: only an exact match of a known entry, named
+    // without a link anywhere on the way, is vouched for. A link (the worktree folder, or
+    // any folder above it, swapped for a link to another worktree) would make git remove
+    // the worktree the link points to.
+    // A relative path starts in the folder git runs in, which git reaches with chdir (links
+    // in `-C` are followed there, as by the caller's shell); from there, no link.
+    let base = if target.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        crate::policy::resolve(start)
+    };
+    let wanted = physical_path(&base.join(&target)).map_err(|(at, why)| Refusal {
+        code: exit::LAYOUT,
+        subject: at.display().to_string(),
+        reason: format!(
+            "{why}; git would remove whatever it leads to: name the worktree by its own path"
+        ),
+    })?;
     let entry = l
         .worktrees
         .iter()
@@ -510,5 +569,71 @@ pub fn check_worktree_forms(args: &GitArgs, l: &Located, start: &Path) -> Result
             reason: format!("worktree entry is inconsistent with git's layout: {}", problems.join("; ")),
         }),
         Some(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::GitVersion;
+    use crate::env::{DefuseOptions, Defused};
+
+    fn value(key: &str, v: &str, trusted: bool) -> ViewValue {
+        ViewValue {
+            key: key.into(),
+            value: Some(v.into()),
+            trusted,
+        }
+    }
+
+    /// The last `-c` pair for `key`: the value git uses.
+    fn effective(d: &Defused, key: &str) -> Option<String> {
+        d.config_pairs()
+            .iter()
+            .rev()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v.clone())
+    }
+
+    /// `gpg.program` is the legacy name of `gpg.openpgp.program` (one field in
+    /// gpg-interface.c): the owner's value under either name ends up as both names' value, so
+    /// the neutral `gpg.openpgp.program=` no longer follows the owner's `gpg.program`.
+    #[test]
+    fn the_owners_gpg_program_wins_under_either_name() {
+        for owner_key in ["gpg.program", "gpg.openpgp.program"] {
+            let values = vec![
+                value(owner_key, "/owner/gpg", true),
+                value("gpg.program", "/repo/evil", false),
+            ];
+            let mut d = Defused::new(DefuseOptions::new(GitVersion::new(2, 47, 3)));
+            d.reassert_trusted(&trusted_values(&values));
+            for k in ["gpg.program", "gpg.openpgp.program"] {
+                assert_eq!(
+                    effective(&d, k).as_deref(),
+                    Some("/owner/gpg"),
+                    "{owner_key} -> {k}"
+                );
+            }
+            // gpg.program and gpg.openpgp.program both pass; whichever git reads last, the
+            // owner's program is the one it gets. x509/ssh stay neutral.
+            assert_eq!(effective(&d, "gpg.ssh.program").as_deref(), Some(""));
+        }
+        // Both names set by the owner: the one read last wins, under both names.
+        let values = vec![
+            value("gpg.openpgp.program", "/first", true),
+            value("gpg.program", "/second", true),
+        ];
+        let t = trusted_values(&values);
+        assert_eq!(t["gpg.openpgp.program"], "/second");
+        assert_eq!(t["gpg.program"], "/second");
+        // No owner's value: both stay neutral.
+        let mut d = Defused::new(DefuseOptions::new(GitVersion::new(2, 47, 3)));
+        d.reassert_trusted(&trusted_values(&[value(
+            "gpg.program",
+            "/repo/evil",
+            false,
+        )]));
+        assert_eq!(effective(&d, "gpg.program").as_deref(), Some(""));
+        assert_eq!(effective(&d, "gpg.openpgp.program").as_deref(), Some(""));
     }
 }

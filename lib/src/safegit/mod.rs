@@ -3,6 +3,7 @@
 pub mod args;
 pub mod gitlinks;
 pub mod locate;
+pub mod loss;
 pub mod plan;
 
 pub use plan::{plan, Plan, Refusal, Request};

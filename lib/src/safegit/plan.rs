@@ -267,8 +267,9 @@ impl Plan {
 /// dozen.
 const MAX_CONFIG_PAIRS: usize = 2048;
 
-/// Subcommands that take `--no-ext-diff` (for `stash`, its `show` mode).
-const EXT_DIFF_COMMANDS: &[&str] = &[
+/// Subcommands that take git's diff options (`--no-ext-diff`, `--no-textconv`) right after
+/// the subcommand.
+const DIFF_OPTION_COMMANDS: &[&str] = &[
     "diff",
     "diff-files",
     "diff-index",
@@ -277,20 +278,80 @@ const EXT_DIFF_COMMANDS: &[&str] = &[
     "show",
 ];
 
-/// `diff.external` cannot be emptied with `-c` (git then fails every diff trying to run ""),
-/// so it is handled here rather than by the generic set:
-/// - the repository sets it → the owner's value is re-asserted if the owner has one;
-/// - the owner configures no external diff (`diff.external`, `diff.<driver>.command`) and the
-///   caller did not ask for `--ext-diff` → `--no-ext-diff` goes right after the subcommand.
-///   With nothing configured that changes no output, and it holds even if an agent plants a
-///   `diff.external` after safe-git read the config.
-fn external_diff(defused: &mut Defused, args: &mut GitArgs, view: &super::locate::ConfigView) {
+/// Subcommands that take `--no-textconv` but not `--no-ext-diff`.
+const TEXTCONV_ONLY_COMMANDS: &[&str] = &["blame", "annotate", "grep"];
+
+/// Where in the subcommand's arguments git's diff options go (`stash show`, `reflog show`
+/// take them after the mode word), or `None` when the form takes none.
+fn diff_options_at(args: &GitArgs) -> Option<usize> {
+    match (args.subcommand.as_str(), args.mode()) {
+        (s, _) if DIFF_OPTION_COMMANDS.contains(&s) => Some(0),
+        ("stash", Some("show" | "list")) => Some(1),
+        ("reflog", Some("show")) => Some(1),
+        ("reflog", Some("list" | "exists")) => None,
+        ("reflog", _) => Some(0),
+        _ => None,
+    }
+}
+
+/// Is `arg` (before `--`) git's `--<full>` or an abbreviation parse-options would expand to it
+/// (at least `--<min>`, so `--text`, an option of its own, is not taken for `--textconv`)?
+fn names_option(arg: &str, full: &str, min: usize) -> bool {
+    arg.len() >= min && full.starts_with(arg)
+}
+
+/// Remove the caller's `--<full>` (and its abbreviations) before `--`.
+fn strip_option(rest: &mut Vec<OsString>, full: &str, min: usize) {
+    let end = rest
+        .iter()
+        .position(|a| a == "--" || a == "--end-of-options")
+        .unwrap_or(rest.len());
+    let mut i = 0;
+    let mut stop = end;
+    while i < stop {
+        if rest[i].to_str().is_some_and(|a| names_option(a, full, min)) {
+            rest.remove(i);
+            stop -= 1;
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// Diff drivers the repository defines and safe-git empties (`diff.<driver>.textconv`,
+/// `diff.<driver>.command`, `diff.external`) have no inert `-c` value: git takes an empty one
+/// as a program to run and dies ("unable to read files to diff", "external diff died"). So
+/// where a driver is emptied, safe-git also passes `--no-textconv` / `--no-ext-diff` and drops
+/// the caller's `--textconv` / `--ext-diff`: git then shows exactly what it shows without
+/// those drivers (`cat-file --textconv` becomes `cat-file -p`, which is what git prints for a
+/// blob without a driver). A driver the owner's config defines keeps its value and needs no
+/// flag. The two forms that run a diff with textconv internally and take no such flag
+/// (`range-diff`'s own `git log -p`, `status -v`) are refused instead of left to die.
+///
+/// `diff.external` is handled here too: the repository sets it → the owner's value is
+/// re-asserted if the owner has one; with no owner's value, or nothing configured by the
+/// owner at all (then the flag changes no output, and it holds even if an agent plants a
+/// `diff.external` after safe-git read the config), `--no-ext-diff` is passed.
+fn diff_drivers(
+    defused: &mut Defused,
+    args: &mut GitArgs,
+    view: &super::locate::ConfigView,
+) -> Result<(), Refusal> {
+    use crate::catalogue::ConfigKey;
     let external = loader::DIFF_EXTERNAL.display();
     let is_ext = |k: &str| {
-        let k = k.to_ascii_lowercase();
-        k == loader::DIFF_EXTERNAL.display().to_ascii_lowercase()
-            || (k.starts_with("diff.") && k.ends_with(".command") && k.matches('.').count() >= 2)
+        ConfigKey::parse(k)
+            .is_some_and(|c| loader::DIFF_EXTERNAL.matches(&c) || loader::DIFF_COMMAND.matches(&c))
     };
+    // A per-driver key the repository sets and the owner's config does not: emptied.
+    let emptied = |pattern: &crate::catalogue::KeyPattern| {
+        view.values.iter().any(|v| {
+            !v.trusted
+                && ConfigKey::parse(&v.key).is_some_and(|c| pattern.matches(&c))
+                && !view.trusted.contains_key(&v.key.to_ascii_lowercase())
+        })
+    };
+    let textconv_off = emptied(&loader::DIFF_TEXTCONV);
     let untrusted_external = view
         .values
         .iter()
@@ -299,27 +360,147 @@ fn external_diff(defused: &mut Defused, args: &mut GitArgs, view: &super::locate
     if let (true, Some(owner)) = (untrusted_external, owner_external) {
         defused.set_config(external.clone(), owner.clone());
     }
+    let ext_off =
+        (untrusted_external && owner_external.is_none()) || emptied(&loader::DIFF_COMMAND);
     let owner_configures = view.values.iter().any(|v| v.trusted && is_ext(&v.key));
-    let asked = args.rest.iter().any(|a| a == "--ext-diff");
-    let at = match args.subcommand.as_str() {
-        s if EXT_DIFF_COMMANDS.contains(&s) => Some(0),
-        "stash" if matches!(args.mode(), Some("show") | Some("list")) => Some(1),
-        _ => None,
+    let sub = args.subcommand.clone();
+    let refuse = |what: &str| {
+        Err(Refusal::new(
+            exit::CONFIG,
+            "config",
+            format!("the repository defines a diff.<driver>.textconv that safe-git empties, and {what}; run `log -p` or `diff` instead (safe-git passes --no-textconv there)"),
+        ))
     };
-    let Some(at) = at else { return };
-    let repository_only = untrusted_external && owner_external.is_none();
-    if asked {
-        if repository_only {
-            // The caller asked for the external diff and only the repository names one: git
-            // fails on the empty value instead of running it.
-            defused.set_config(external.clone(), "");
+    if textconv_off {
+        match sub.as_str() {
+            "range-diff" => {
+                return refuse("range-diff runs its own `git log -p`, which would die on it")
+            }
+            "status" => {
+                let verbose = args
+                    .rest
+                    .iter()
+                    .filter_map(|a| a.to_str())
+                    .take_while(|a| *a != "--")
+                    .any(|a| {
+                        names_option(a, "--verbose", 5)
+                            || (a.starts_with('-') && !a.starts_with("--") && a.contains('v'))
+                    });
+                if verbose {
+                    return refuse(
+                        "status -v shows the staged diff through it and takes no --no-textconv",
+                    );
+                }
+            }
+            "cat-file" => {
+                let asks =
+                    |a: &OsString| a.to_str().is_some_and(|a| names_option(a, "--textconv", 7));
+                if args.rest.iter().any(asks) {
+                    if args
+                        .rest
+                        .iter()
+                        .any(|a| a.to_str().is_some_and(|a| a.starts_with("--batch")))
+                    {
+                        return refuse("cat-file --batch --textconv has no form without it");
+                    }
+                    for a in args.rest.iter_mut() {
+                        if asks(a) {
+                            *a = OsString::from("-p");
+                        }
+                    }
+                }
+            }
+            _ => {}
         }
-    } else if repository_only || !owner_configures {
-        // The repository's diff.external with no owner's value to put in its place (the
-        // owner's own driver commands do not count: they do not replace diff.external), or
-        // nothing configured by the owner at all (then the flag changes no output).
+    }
+    let at = diff_options_at(args);
+    let textconv_at = at.or_else(|| TEXTCONV_ONLY_COMMANDS.contains(&sub.as_str()).then_some(0));
+    if let (true, Some(at)) = (textconv_off, textconv_at) {
+        strip_option(&mut args.rest, "--textconv", 7);
+        args.rest.insert(at, OsString::from("--no-textconv"));
+    }
+    let Some(at) = at else { return Ok(()) };
+    if ext_off {
+        strip_option(&mut args.rest, "--ext-diff", 5);
+        args.rest.insert(at, OsString::from("--no-ext-diff"));
+    } else if !owner_configures && !args.rest.iter().any(|a| a == "--ext-diff") {
         args.rest.insert(at, OsString::from("--no-ext-diff"));
     }
+    Ok(())
+}
+
+/// The repository cannot make `status` or `diff` hide work: every key of
+/// [`crate::catalogue::WORK_HIDING_KEYS`] an untrusted file sets gets the owner's value, else
+/// the catalogue's; every `submodule.<name>.ignore` the repository sets (its config, or the
+/// work tree's `.gitmodules`) gets the owner's value, else `none`; the untracked cache is
+/// never trusted. On a repository that sets none of these, git's output is unchanged.
+fn owner_view(defused: &mut Defused, view: &super::locate::ConfigView, work_tree: Option<&Path>) {
+    use crate::catalogue::{ConfigKey, SAFE_GIT_ALWAYS_SET, WORK_HIDING_KEYS};
+    for (k, v) in SAFE_GIT_ALWAYS_SET {
+        defused.set_config(*k, *v);
+    }
+    let owner_or = |key: &str, fallback: &str| {
+        view.trusted
+            .get(&key.to_ascii_lowercase())
+            .cloned()
+            .unwrap_or_else(|| fallback.to_owned())
+    };
+    for (key, fallback) in WORK_HIDING_KEYS {
+        if view
+            .values
+            .iter()
+            .any(|v| !v.trusted && v.key.eq_ignore_ascii_case(key))
+        {
+            defused.set_config(*key, owner_or(key, fallback));
+        }
+    }
+    let is_ignore = |k: &str| {
+        ConfigKey::parse(k).is_some_and(|c| {
+            c.section.eq_ignore_ascii_case("submodule")
+                && c.subsection.is_some()
+                && c.name.eq_ignore_ascii_case("ignore")
+        })
+    };
+    let mut keys: Vec<String> = view
+        .values
+        .iter()
+        .filter(|v| !v.trusted && is_ignore(&v.key))
+        .map(|v| v.key.clone())
+        .collect();
+    // `.gitmodules` in the work tree (git reads it before the index or HEAD copy).
+    if let Some(bytes) = work_tree.and_then(|w| read_gitmodules(&w.join(".gitmodules"))) {
+        let meta = gix::config::file::Metadata::from(gix::config::Source::Local);
+        if let Ok(f) = gix::config::File::from_bytes_no_includes(&bytes, meta, Default::default()) {
+            for section in f.sections() {
+                let header = section.header();
+                if !header.name().eq_ignore_ascii_case(b"submodule") {
+                    continue;
+                }
+                let Some(name) = header.subsection_name() else {
+                    continue;
+                };
+                if section.value("ignore").is_some() {
+                    keys.push(format!("submodule.{name}.ignore"));
+                }
+            }
+        }
+    }
+    for key in keys {
+        if key.contains(['\n', '\0']) {
+            continue;
+        }
+        let value = owner_or(&key, "none");
+        defused.set_config(key, value);
+    }
+}
+
+/// `.gitmodules` read without following a link (git refuses a `.gitmodules` link too).
+fn read_gitmodules(path: &Path) -> Option<Vec<u8>> {
+    let md = std::fs::symlink_metadata(path).ok()?;
+    if !md.is_file() {
+        return None;
+    }
+    std::fs::read(path).ok()
 }
 
 /// Build the plan for a request, or refuse.
@@ -416,7 +597,12 @@ pub fn plan(req: &Request) -> Result<Plan, Refusal> {
         .map_err(|e| Refusal::new(exit::CONFIG, "config", e))?;
     defused.reassert_trusted(&view.trusted);
     let mut parsed = parsed;
-    external_diff(&mut defused, &mut parsed, &view);
+    diff_drivers(&mut defused, &mut parsed, &view)?;
+    owner_view(
+        &mut defused,
+        &view,
+        located.as_ref().and_then(|l| l.work_tree.as_deref()),
+    );
     if defused.config_pairs().len() > MAX_CONFIG_PAIRS {
         return Err(Refusal::new(
             exit::CONFIG,
@@ -430,6 +616,22 @@ pub fn plan(req: &Request) -> Result<Plan, Refusal> {
     if args::reads_config_only(&parsed.subcommand) {
         // `git config` reads files and runs nothing; the -c set would show up in its output.
         defused = defused.without_config();
+        if parsed.subcommand == "var" {
+            defused.pass_through(crate::catalogue::ENV_REPORTED_BY_VAR);
+            // The pager variables are the caller's now, so a repository's `pager.var` with its
+            // `core.pager` would start that pager on a terminal. `--no-pager` cannot stop it
+            // without changing the output (git then sets GIT_PAGER=cat, which `git var
+            // GIT_PAGER` prints); `pager.var=false` is passed only where the repository
+            // sets either key, so honest repositories see git's own output.
+            let untrusted_pager = view.values.iter().any(|v| {
+                !v.trusted
+                    && (v.key.eq_ignore_ascii_case("pager.var")
+                        || v.key.eq_ignore_ascii_case("core.pager"))
+            });
+            if untrusted_pager {
+                defused.set_config("pager.var", "false");
+            }
+        }
     }
     Ok(Plan {
         git,

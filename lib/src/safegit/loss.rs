@@ -1,0 +1,363 @@
+//! `safe-git would-lose-work <worktree>`: would removing this worktree lose work?
+//!
+//! `git status --porcelain` is not that answer over a repository an agent wrote: index flags
+//! (assume-unchanged, skip-worktree, fsmonitor-valid), stat data planted in the index, and
+//! config (`status.showUntrackedFiles=no`, `diff.ignoreSubmodules`,
+//! `submodule.<name>.ignore`, `core.ignoreStat`, `core.checkStat`, `core.trustctime`,
+//! `core.untrackedCache`, `core.fileMode`, excludes from `info/exclude` or `core.excludesFile`)
+//! all make changes look clean. This check trusts none of them:
+//!
+//! - every tracked file is compared byte for byte with what git would check out from its
+//!   index entry (the blob itself, else `cat-file --filters`: eol conversion, the owner's
+//!   smudge filters), whatever the entry's flags or stat data say, so neither
+//!   assume-unchanged / skip-worktree / fsmonitor-valid nor planted stat data nor
+//!   `core.autocrlf` / `eol` / `text` attributes hide a change; a tracked symbolic link is
+//!   compared by its target; a populated submodule is asked the same question, recursively;
+//! - the index is compared with `HEAD` by object ids (`diff-index --cached`);
+//! - untracked **and ignored** files are listed (`status --untracked-files=all
+//!   --ignored=matching --ignore-submodules=none`, the command line beating every config);
+//!   submodules with changes are listed by the same status;
+//! - a stash, and commits reachable from this worktree's `HEAD` and from no branch (other
+//!   than its own), tag or remote-tracking ref, count as work.
+//!
+//! Exit: 0 nothing would be lost, 1 work would be lost (listed), 2 a git step failed (cannot
+//! tell); the layout and config refusals of safe-git (120–124) come first.
+
+use super::plan::{plan, Plan, Refusal, Request};
+use serde_json::json;
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+/// One piece of work that removing the worktree would lose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loss {
+    /// `modified`, `staged`, `untracked`, `ignored`, `submodule`, `stash`, `commits`.
+    pub kind: &'static str,
+    pub what: String,
+}
+
+/// Why the question could not be answered.
+#[derive(Debug)]
+pub enum Unknown {
+    Refused(Refusal),
+    Git(String),
+}
+
+/// Config forced for every step: the owner's view, not the repository's.
+const FORCE: &[(&str, &str)] = &[
+    ("core.ignoreStat", "false"),
+    ("core.checkStat", "default"),
+    ("core.trustctime", "true"),
+    ("core.untrackedCache", "false"),
+    ("core.fileMode", "true"),
+    ("core.splitIndex", "false"),
+    ("status.showUntrackedFiles", "all"),
+    ("diff.ignoreSubmodules", "none"),
+    ("status.relativePaths", "false"),
+    ("core.ignoreCase", "false"),
+];
+
+struct Runner {
+    plan: Plan,
+    worktree: PathBuf,
+}
+
+impl Runner {
+    fn git(&self, args: &[&str], stdin: Option<&[u8]>) -> Result<(i32, Vec<u8>), Unknown> {
+        let mut argv: Vec<OsString> = Vec::new();
+        for (k, v) in FORCE {
+            argv.push("-c".into());
+            argv.push(format!("{k}={v}").into());
+        }
+        argv.extend(args.iter().map(OsString::from));
+        let mut cmd =
+            self.plan
+                .defused
+                .command(&self.plan.git, self.plan.inherited.iter().cloned(), argv);
+        cmd.current_dir(&self.worktree)
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| Unknown::Git(format!("cannot run git: {e}")))?;
+        if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            let data = data.to_vec();
+            std::thread::spawn(move || {
+                let _ = pipe.write_all(&data);
+            });
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| Unknown::Git(format!("git: {e}")))?;
+        let code = out.status.code().unwrap_or(-1);
+        Ok((code, out.stdout))
+    }
+
+    fn ok(&self, args: &[&str], stdin: Option<&[u8]>) -> Result<Vec<u8>, Unknown> {
+        match self.git(args, stdin)? {
+            (0, out) => Ok(out),
+            (code, _) => Err(Unknown::Git(format!(
+                "git {} exited with {code}",
+                args.join(" ")
+            ))),
+        }
+    }
+}
+
+/// How deep submodules are followed (as [`super::locate`] does).
+const MAX_DEPTH: usize = 8;
+
+/// The SHA-1 blob id of `data`, as `git hash-object --no-filters` computes it.
+fn blob_id(data: &[u8]) -> Option<String> {
+    gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, data)
+        .ok()
+        .map(|h| h.to_hex().to_string())
+}
+
+/// A regular file's bytes, opened without following a link and without blocking on a fifo.
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use nix::fcntl::OFlag;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_NOCTTY).bits())
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut v = Vec::new();
+    std::io::Read::read_to_end(&mut f, &mut v)?;
+    Ok(v)
+}
+
+/// Answer the question for `worktree` (a work tree folder, main or linked).
+pub fn would_lose_work(req: &Request, worktree: &Path) -> Result<Vec<Loss>, Unknown> {
+    would_lose_work_at(req, worktree, 0)
+}
+
+fn would_lose_work_at(req: &Request, worktree: &Path, depth: usize) -> Result<Vec<Loss>, Unknown> {
+    if depth > MAX_DEPTH {
+        return Err(Unknown::Git(format!(
+            "{}: submodules nested deeper than {MAX_DEPTH}",
+            worktree.display()
+        )));
+    }
+    let worktree = req.cwd.join(worktree);
+    let mut sub = req.clone();
+    sub.args = vec![
+        "-C".into(),
+        worktree.clone().into_os_string(),
+        "status".into(),
+    ];
+    let plan = plan(&sub).map_err(Unknown::Refused)?;
+    // The whole work tree, whichever folder of it was named.
+    let Some(top) = plan.location.as_ref().and_then(|l| l.work_tree.clone()) else {
+        return Err(Unknown::Git(format!(
+            "{}: not in a work tree of a git repository",
+            worktree.display()
+        )));
+    };
+    let r = Runner {
+        plan,
+        worktree: top,
+    };
+    let mut out = Vec::new();
+
+    // Tracked files, hashed as `git add` would hash them, against the index.
+    let entries = r.ok(&["ls-files", "-s", "-z"], None)?;
+    let mut files: Vec<(String, String)> = Vec::new();
+    for rec in entries.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+        let rec = String::from_utf8_lossy(rec);
+        let Some((meta, path)) = rec.split_once('\t') else {
+            return Err(Unknown::Git(format!("ls-files printed {rec:?}")));
+        };
+        let mut m = meta.split(' ');
+        let (mode, oid, stage) = (m.next(), m.next(), m.next());
+        let (Some(mode), Some(oid), Some(stage)) = (mode, oid, stage) else {
+            return Err(Unknown::Git(format!("ls-files printed {rec:?}")));
+        };
+        if stage != "0" {
+            out.push(Loss {
+                kind: "modified",
+                what: format!("{path} (unmerged)"),
+            });
+            continue;
+        }
+        let full = r.worktree.join(path);
+        match mode {
+            "160000" => {
+                // A populated submodule: asked the same question, recursively (its git dir
+                // may go with this worktree's admin dir).
+                if std::fs::symlink_metadata(full.join(".git")).is_ok() {
+                    for l in would_lose_work_at(req, &full, depth + 1)? {
+                        out.push(Loss {
+                            kind: l.kind,
+                            what: format!("{path}/{}", l.what),
+                        });
+                    }
+                }
+            }
+            "120000" if std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_symlink()) => {
+                let same = std::fs::read_link(&full).ok().is_some_and(|t| {
+                    use std::os::unix::ffi::OsStrExt;
+                    blob_id(t.as_os_str().as_bytes()).as_deref() == Some(oid)
+                });
+                if !same {
+                    out.push(Loss {
+                        kind: "modified",
+                        what: path.to_owned(),
+                    });
+                }
+            }
+            _ => match std::fs::symlink_metadata(&full) {
+                Ok(md) if md.is_file() => files.push((path.to_owned(), oid.to_owned())),
+                Ok(_) => out.push(Loss {
+                    kind: "modified",
+                    what: format!("{path} (type changed)"),
+                }),
+                // A tracked file that is gone: its content is in the index or HEAD.
+                Err(_) => {}
+            },
+        }
+    }
+    // Each tracked file against what git would check out from its index entry: the same
+    // bytes as the blob (no conversion), else the same bytes as `cat-file --filters` gives
+    // (eol conversion, the owner's smudge filters). Flags and stat data play no part.
+    for (path, oid) in &files {
+        let full = r.worktree.join(path);
+        let Ok(bytes) = read_regular(&full) else {
+            out.push(Loss {
+                kind: "modified",
+                what: format!("{path} (unreadable)"),
+            });
+            continue;
+        };
+        if blob_id(&bytes).as_deref() == Some(oid.as_str()) {
+            continue;
+        }
+        let path_arg = format!("--path={path}");
+        let same = match r.git(&["cat-file", "--filters", &path_arg, oid], None)? {
+            (0, checkout) => checkout == bytes,
+            // The index names a blob git cannot produce: the file is the only copy.
+            _ => false,
+        };
+        if !same {
+            out.push(Loss {
+                kind: "modified",
+                what: path.clone(),
+            });
+        }
+    }
+    // Staged changes: index against HEAD by object ids (no stat data involved).
+    let head = r.git(&["rev-parse", "--verify", "-q", "HEAD"], None)?.0 == 0;
+    if head {
+        let staged = r.ok(
+            &[
+                "diff-index",
+                "--cached",
+                "--name-only",
+                "-z",
+                "--no-renames",
+                "--ignore-submodules=none",
+                "HEAD",
+            ],
+            None,
+        )?;
+        for p in staged.split(|&b| b == 0).filter(|p| !p.is_empty()) {
+            out.push(Loss {
+                kind: "staged",
+                what: String::from_utf8_lossy(p).into_owned(),
+            });
+        }
+    }
+    // Untracked and ignored files, submodules with changes.
+    let status = r.ok(
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--ignored=matching",
+            "--ignore-submodules=none",
+            "--no-renames",
+        ],
+        None,
+    )?;
+    for rec in status.split(|&b| b == 0).filter(|r| r.len() > 3) {
+        let rec = String::from_utf8_lossy(rec);
+        let (xy, path) = rec.split_at(3);
+        let kind = match xy.trim() {
+            "??" => "untracked",
+            "!!" => "ignored",
+            _ => {
+                let is_sub = r.worktree.join(path).join(".git").exists();
+                if !is_sub {
+                    continue; // tracked files: compared by content above
+                }
+                "submodule"
+            }
+        };
+        out.push(Loss {
+            kind,
+            what: path.to_owned(),
+        });
+    }
+    // Stashes (shared by every worktree, listed because a destroy script asks about them).
+    if r.git(&["rev-parse", "--verify", "-q", "refs/stash"], None)?
+        .0
+        == 0
+    {
+        let n = r.ok(
+            &["rev-list", "--walk-reflogs", "--count", "refs/stash"],
+            None,
+        )?;
+        out.push(Loss {
+            kind: "stash",
+            what: format!("{} stash entries", String::from_utf8_lossy(&n).trim()),
+        });
+    }
+    // Commits only this worktree's HEAD reaches.
+    if head {
+        let branch = r.git(&["symbolic-ref", "-q", "--short", "HEAD"], None)?;
+        let mut args = vec!["rev-list", "--count", "HEAD", "--not"];
+        let exclude;
+        if branch.0 == 0 {
+            exclude = format!("--exclude={}", String::from_utf8_lossy(&branch.1).trim());
+            args.push(&exclude);
+        }
+        args.extend(["--branches", "--tags", "--remotes"]);
+        let n = r.ok(&args, None)?;
+        let n = String::from_utf8_lossy(&n).trim().to_owned();
+        if n != "0" {
+            out.push(Loss {
+                kind: "commits",
+                what: format!("{n} commits reachable from HEAD only"),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Human or JSON report.
+pub fn render(worktree: &Path, losses: &[Loss], json_format: bool) -> String {
+    if json_format {
+        let v = json!({
+            "worktree": worktree,
+            "would_lose_work": !losses.is_empty(),
+            "work": losses.iter().map(|l| json!({"kind": l.kind, "path": l.what})).collect::<Vec<_>>(),
+        });
+        return format!("{v}\n");
+    }
+    let mut s = String::new();
+    for l in losses {
+        s.push_str(&format!("{}: {}\n", l.kind, l.what));
+    }
+    s
+}

@@ -1,0 +1,192 @@
+//! safe-git works on every layout git accepts — submodules at any depth of path and nesting,
+//! absorbed or not, linked worktrees of superprojects — with git's own output, and stays
+//! fail-closed for a gitfile git would follow out of the repository.
+
+mod common;
+
+use common::{bin, gits, Sandbox};
+use std::path::Path;
+
+/// A superproject with a submodule two folders down (`vendor/mid`), which has its own
+/// submodule three folders down (`deep/er/leaf`), an unabsorbed submodule (`third/party/leaf2`,
+/// its `.git` a folder), and a linked worktree of the superproject with its submodules
+/// checked out (their git dirs under `worktrees/<id>/modules/`).
+const SETUP: &str = r#"
+git config --global protocol.file.allow always
+git init -q leaf && ( cd leaf && echo l > l && git add . && git commit -qm l )
+git init -q mid && ( cd mid && echo m > m && git add . && git commit -qm m \
+  && git submodule --quiet add ../leaf deep/er/leaf && git commit -qm s )
+git init -q sup && cd sup && echo y > a && git add . && git commit -qm a
+git submodule --quiet add ../mid vendor/mid && git submodule --quiet update --init --recursive
+git commit -qm sub
+git clone -q ../leaf third/party/leaf2 && git submodule --quiet add ../leaf third/party/leaf2
+git commit -qm s2
+git worktree add -q ../sup-wt && ( cd ../sup-wt && git submodule --quiet update --init --recursive )
+echo dirty >> vendor/mid/deep/er/leaf/l
+echo new > vendor/mid/untracked
+"#;
+
+const PLACES: &[&str] = &[
+    "sup",
+    "sup/vendor",
+    "sup/vendor/mid",
+    "sup/vendor/mid/deep/er/leaf",
+    "sup/third/party/leaf2",
+    "sup-wt",
+    "sup-wt/vendor/mid/deep/er/leaf",
+];
+
+const COMMANDS: &[&[&str]] = &[
+    &["status"],
+    &["status", "--porcelain"],
+    &["diff", "--submodule=short"],
+    &["worktree", "list"],
+    &["submodule", "status", "--recursive"],
+    &["submodule"],
+    &[
+        "rev-parse",
+        "--show-toplevel",
+        "--git-dir",
+        "--show-superproject-working-tree",
+    ],
+];
+
+#[test]
+fn submodules_at_any_depth_and_worktrees_of_superprojects_match_git() {
+    let safe_git = bin("safe-git");
+    for git in gits() {
+        let sb = Sandbox::new(&git);
+        sb.sh(SETUP);
+        assert!(sb
+            .root()
+            .join("sup/.git/worktrees/sup-wt/modules/vendor/mid/HEAD")
+            .exists());
+        for place in PLACES {
+            let cwd = sb.root().join(place);
+            for cmd in COMMANDS {
+                let plain = sb.run(&git, cmd, &cwd);
+                let mut args = vec!["--git", git.to_str().unwrap()];
+                args.extend_from_slice(cmd);
+                let safe = sb.run(&safe_git, &args, &cwd);
+                assert!(
+                    plain.status.success(),
+                    "control: git {cmd:?} in {place} failed"
+                );
+                assert_eq!(
+                    (plain.status.code(), &plain.stdout, &plain.stderr),
+                    (safe.status.code(), &safe.stdout, &safe.stderr),
+                    "{} {cmd:?} in {place}: safe-git differs from git:\n{}",
+                    git.display(),
+                    String::from_utf8_lossy(&safe.stderr)
+                );
+            }
+        }
+    }
+}
+
+/// A submodule folder whose gitfile leads outside the superproject's `modules/`: git follows
+/// it (and so would run that repository's drivers); safe-git refuses at every depth.
+#[test]
+fn a_gitfile_leading_out_of_the_repository_is_refused_at_any_depth() {
+    let safe_git = bin("safe-git");
+    for git in gits() {
+        let sb = Sandbox::new(&git);
+        sb.sh(SETUP);
+        sb.sh(
+            r#"git init -q foreign && ( cd foreign && echo f > f && git add . && git commit -qm f )
+            rm -rf sup/vendor/mid/deep/er/leaf/.git
+            echo "gitdir: $PWD/foreign/.git" > sup/vendor/mid/deep/er/leaf/.git"#,
+        );
+        let cwd = sb.root().join("sup");
+        // Control: git follows the gitfile into the foreign repository.
+        let plain = sb.run(
+            &git,
+            &["-C", "vendor/mid/deep/er/leaf", "rev-parse", "--git-dir"],
+            &cwd,
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&plain.stdout).trim(),
+            sb.root().join("foreign/.git").to_str().unwrap(),
+            "control: git must follow the planted gitfile"
+        );
+        let args = ["--git", git.to_str().unwrap(), "status", "--porcelain"];
+        let safe = sb.run(&safe_git, &args, &cwd);
+        assert_eq!(
+            safe.status.code(),
+            Some(122),
+            "{}",
+            Path::new(&git).display()
+        );
+        assert!(String::from_utf8_lossy(&safe.stderr).contains("vendor/mid/deep/er/leaf/.git"));
+    }
+}
+
+/// `worktree remove <path>` where `<path>` (or a folder above it) has been swapped for a link
+/// to another worktree (and its own worktree entry is gone): plain git follows the link and removes the other worktree; safe-git
+/// refuses and both worktrees stay.
+#[test]
+fn worktree_remove_never_goes_through_a_link() {
+    let safe_git = bin("safe-git");
+    for git in gits() {
+        for swapped in ["sess-a/wt", "sess-a"] {
+            let sb = Sandbox::new(&git);
+            sb.sh(
+                r#"git init -q repo && ( cd repo && echo a > a && git add . && git commit -qm a )
+                mkdir sess-a sess-b
+                git -C repo worktree add -q ../sess-a/wt -b a
+                git -C repo worktree add -q ../sess-b/wt -b b
+                echo precious > sess-b/wt/work.txt
+                # The agent may write its own worktree entry: it drops it, so git's lookup by
+                # real path can only find session b's entry.
+                rm -rf repo/.git/worktrees/wt"#,
+            );
+            let swap = |root: &Path| {
+                let at = root.join(swapped);
+                std::fs::rename(&at, root.join(format!("{swapped}.moved"))).unwrap();
+                let to = if swapped == "sess-a" {
+                    "sess-b"
+                } else {
+                    "sess-b/wt"
+                };
+                std::os::unix::fs::symlink(root.join(to), &at).unwrap();
+            };
+            swap(sb.root());
+            let victim = sb.root().join("sess-b/wt/work.txt");
+            let target = sb.root().join("sess-a/wt");
+            let target = target.to_str().unwrap();
+            let args = [
+                "--git",
+                git.to_str().unwrap(),
+                "worktree",
+                "remove",
+                "--force",
+                target,
+            ];
+            let safe = sb.run(&safe_git, &args, &sb.root().join("repo"));
+            assert_eq!(
+                safe.status.code(),
+                Some(122),
+                "{} {swapped}: {}",
+                git.display(),
+                String::from_utf8_lossy(&safe.stderr)
+            );
+            assert!(String::from_utf8_lossy(&safe.stderr).contains("symbolic link"));
+            assert!(victim.exists(), "safe-git removed the other worktree");
+            // Control: plain git follows the link and removes session b's worktree.
+            let plain = sb.run(
+                &git,
+                &["worktree", "remove", "--force", target],
+                &sb.root().join("repo"),
+            );
+            assert!(
+                plain.status.success(),
+                "control: {}",
+                String::from_utf8_lossy(&plain.stderr)
+            );
+            assert!(
+                !victim.exists(),
+                "control: git did not follow the link ({swapped})"
+            );
+        }
+    }
+}
