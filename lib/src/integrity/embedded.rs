@@ -51,7 +51,7 @@ pub fn armed(indexes: &[(PathBuf, PathBuf)], common_dir: &Path) -> Embedded {
             if meta.is_file() && gitfile_into_modules(&dot_git, &sub, common_dir) {
                 continue;
             }
-            let report = crate::audit::audit(&[sub.clone()]);
+            let report = crate::audit::audit(std::slice::from_ref(&sub));
             for f in report.findings {
                 if f.rule == crate::audit::rules::INCOMPLETE.id {
                     out.problems.push((f.path.clone(), f.message.clone()));

@@ -392,9 +392,12 @@ fn judge_opts_sheet(bytes: &[u8]) -> Vec<(String, String, Severity)> {
     out
 }
 
+/// One config value: `(section, subsection, name, value)`.
+type ConfigValue = (String, Option<String>, String, String);
+
 /// `(section, subsection, name, value)` of a config file's bytes, in order; `None` when it
 /// does not parse.
-fn config_values(bytes: &[u8]) -> Option<Vec<(String, Option<String>, String, String)>> {
+fn config_values(bytes: &[u8]) -> Option<Vec<ConfigValue>> {
     use gix::bstr::{ByteSlice, ByteVec};
     use gix::config::parse::{EventRef, Events};
     let events = Events::from_bytes(bytes, None).ok()?;
@@ -456,7 +459,7 @@ pub fn tracking_only(before: &[u8], after: &[u8]) -> bool {
     let (Some(b), Some(a)) = (config_values(before), config_values(after)) else {
         return false;
     };
-    let is_tracking = |v: &(String, Option<String>, String, String)| {
+    let is_tracking = |v: &ConfigValue| {
         let key = match &v.1 {
             Some(sub) => format!("{}.{sub}.{}", v.0, v.2),
             None => format!("{}.{}", v.0, v.2),
@@ -467,10 +470,17 @@ pub fn tracking_only(before: &[u8], after: &[u8]) -> bool {
                 .any(|p| p.matches(&k))
         })
     };
-    let rest = |v: &[(String, Option<String>, String, String)]| -> Vec<(String, Option<String>, String, String)> {
+    let rest = |v: &[ConfigValue]| -> Vec<ConfigValue> {
         v.iter()
             .filter(|x| !is_tracking(x))
-            .map(|(s, sub, n, val)| (s.to_ascii_lowercase(), sub.clone(), n.to_ascii_lowercase(), val.clone()))
+            .map(|(s, sub, n, val)| {
+                (
+                    s.to_ascii_lowercase(),
+                    sub.clone(),
+                    n.to_ascii_lowercase(),
+                    val.clone(),
+                )
+            })
             .collect()
     };
     if rest(&b) != rest(&a) {
