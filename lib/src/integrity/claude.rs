@@ -164,7 +164,7 @@ pub fn claude_stop(input: &str, a: &CheckArgs, repo_given: bool) -> Answer {
         },
         Outcome::Found => {
             let reason = format!(
-                "wt-check found changes to protected parts of the git folder (hooks, config, includes, worktree entries, submodule git dirs) or flagged commits. Git-folder changes were undone; your versions are kept for the owner in {}. Do not write there again; if you need such a change, ask the owner.\n{list}",
+                "wt-check found changes to protected parts of the git folder (hooks, config, includes, worktree entries, submodule git dirs), an in-progress operation that names a program, an armed embedded repository, or flagged commits. Git-folder changes were undone; your versions are kept for the owner in {}. Do not write there again; if you need such a change, ask the owner.\n{list}",
                 qdir.display()
             );
             let system = format!("wt-check restored the git folder after this turn:\n{list}");

@@ -1511,9 +1511,16 @@ fn in_progress_diffs(
                 .walk(Path::new(if base.is_empty() { "" } else { base.as_str() }))
                 .and_then(|d| read_node(&d, OsStr::new(a.op_dir)))
                 .ok();
-            let at = match a.line {
-                Some(l) => format!("{}:{l}", file.display()),
-                None => file.display().to_string(),
+            // The message starts with the operation's folder; name the file inside it.
+            let inside = a
+                .file
+                .strip_prefix(a.op_dir)
+                .map(|r| r.trim_start_matches('/'))
+                .unwrap_or(&a.file);
+            let why = match (inside.is_empty(), a.line) {
+                (true, _) => a.why.clone(),
+                (false, Some(l)) => format!("{inside}:{l}: {}", a.why),
+                (false, None) => format!("{inside}: {}", a.why),
             };
             diffs.push(Diff {
                 key: Key::Rel(op),
@@ -1521,7 +1528,7 @@ fn in_progress_diffs(
                 change: "armed",
                 before: Node::Absent,
                 after,
-                why: Some(format!("{at}: {}", a.why)),
+                why: Some(why),
                 plan: Plan::Quarantine,
             });
         }
