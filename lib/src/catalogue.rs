@@ -1220,6 +1220,275 @@ pub static TAG_SIGNATURE_MARKERS: &[&str] = &[
     "-----BEGIN SIGNED MESSAGE-----",
 ];
 
+/// Something git itself writes into a git dir during ordinary work (gc, repack, fetch,
+/// maintenance, rebase, rerere, …), judged by whether it can arm the owner's git. wt-check
+/// `check` compares the protected trees (`info/`, `hooks/`, …) of every git dir; a row with
+/// `reported: false` that lies inside one is left out of that comparison, because git writes
+/// it on its own and nothing reads it to run or redirect anything. A row with
+/// `reported: true` stays compared: what it names can redirect the owner's git. Rows outside
+/// the protected trees are listed so a reviewer can see each was judged (wt-check never
+/// reads them). Sources: git's `builtin/gc.c`, `builtin/repack.c`, `server-info.c`,
+/// `commit-graph.c`, `midx.c`, `builtin/fetch.c`, `rerere.c`, `shallow.c`, `path.c`.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct GitWrittenEntry {
+    /// Path relative to the git dir it lives in.
+    pub path: &'static str,
+    /// Which git commands write it.
+    pub by: &'static str,
+    /// Compared by `check` (true), or left out (false).
+    pub reported: bool,
+    pub why: &'static str,
+}
+
+const fn gw(
+    path: &'static str,
+    by: &'static str,
+    reported: bool,
+    why: &'static str,
+) -> GitWrittenEntry {
+    GitWrittenEntry {
+        path,
+        by,
+        reported,
+        why,
+    }
+}
+
+pub static GIT_WRITTEN_ENTRIES: &[GitWrittenEntry] = &[
+    gw("info/refs", "update-server-info (run by repack and gc unless repack.updateServerInfo=false, by maintenance, by receive-pack with receive.updateServerInfo)", false, "read only by a dumb-HTTP server answering someone's fetch; git never reads it to run, load or redirect anything"),
+    gw("info/sparse-checkout", "git sparse-checkout set|add|init|reapply, clone --sparse", false, "path patterns that choose which tracked files are checked out; names no program and no other folder"),
+    gw("objects/info/packs", "update-server-info", false, "dumb-HTTP pack list; read by dumb-HTTP clients only"),
+    gw("objects/info/commit-graph", "commit-graph write, gc (gc.writeCommitGraph), fetch (fetch.writeCommitGraph), maintenance", false, "an index of commits git reads to walk history faster; names nothing"),
+    gw("objects/info/commit-graphs", "commit-graph write --split, maintenance", false, "split commit-graph chain; names nothing"),
+    gw("objects/pack/multi-pack-index", "multi-pack-index write, repack --write-midx, maintenance", false, "an index over packs; names nothing"),
+    gw("packed-refs", "pack-refs, gc, clone, fetch", false, "refs; the commit scan compares them with the pin"),
+    gw("logs", "every ref update (core.logAllRefUpdates)", false, "reflogs; names nothing"),
+    gw("FETCH_HEAD", "fetch, pull", false, "what was fetched; read by pull and merge as revisions"),
+    gw("ORIG_HEAD", "reset, rebase, merge, am", false, "a revision"),
+    gw("AUTO_MERGE", "merge-ort when it stops with conflicts", false, "a tree id"),
+    gw("gc.log", "gc --auto in the background", false, "the last auto-gc's error output; only stops the next auto-gc"),
+    gw("gc.pid", "gc", false, "host name and pid of a running gc; a lock"),
+    gw("rr-cache", "rerere (rerere.enabled, merge, rebase, am)", false, "recorded conflict resolutions; replayed as file content, names no program"),
+    gw("MERGE_RR", "rerere", false, "conflicts being recorded"),
+    gw("shallow", "fetch/clone --depth, --shallow-since, --unshallow", false, "the shallow boundary (commit ids)"),
+    gw("index", "add, commit, status, checkout, …", false, "staged content; its gitlinks are checked separately (embedded repositories)"),
+    gw("objects/info/alternates", "clone --reference / --shared / --local of an alternate, repack -a removes", true, "extra object stores: objects (and `core.alternateRefsCommand` on fetch) come from folders the agent may choose"),
+    gw("info/attributes", "nothing (git never writes it)", true, "highest-precedence attributes: select filter, diff and merge drivers"),
+    gw("info/grafts", "nothing (deprecated; git never writes it)", true, "fake parents rewrite the history the owner (and the commit scan) sees"),
+    gw("info/exclude", "init (from the template), never afterwards", true, "hides planted untracked files from status"),
+];
+
+/// Config keys git writes into the repository's own `config` during ordinary work: the
+/// tracking configuration of `git branch -u` / `--set-upstream-to`, `branch --track`,
+/// `checkout -b <b> <remote>/<b>` (branch.autoSetupMerge), `push -u`, `fetch
+/// --set-upstream`, `switch -c … --track`. wt-check `check` does not report a change of
+/// `config` that only adds, changes or removes these, when every value they hold names a
+/// remote by its nickname or a URL class that runs nothing (`branch.<name>.remote` can be a
+/// URL, [`URL_KEYS`]); any other change of the file is reported as before. Sources: git's
+/// `branch.c:install_branch_config`, `builtin/push.c`, `builtin/fetch.c`.
+pub static TRACKING_CONFIG_KEYS: &[KeyPattern] = &[per!("branch"."remote"), per!("branch"."merge")];
+
+/// What a state file of an in-progress operation names, and so what the owner's
+/// `--continue` (or `--skip`) runs or passes with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateNames {
+    /// A rebase todo list: every `exec` line runs through `sh -c` (`sequencer.c:parse_insn_line`).
+    TodoExec,
+    /// A merge strategy: git runs `git merge-<strategy>` for it (`merge.c:try_merge_command`,
+    /// no check against the known strategies); a strategy with a `/` is run as a path.
+    Strategy,
+    /// Options given to the strategy program (`--<option>`); git's in-process `ort` and
+    /// `recursive` parse them themselves. Judged with the strategy.
+    StrategyOptions,
+    /// `-S<key>`: the owner's `gpg.program` / ssh-keygen signs the continued commits with
+    /// this key. `-S` alone (the owner's default key, written for `commit.gpgSign`) names none.
+    SigningKey,
+    /// One argument `rebase --continue` passes whole to `git am` (the apply backend's
+    /// `gpg_sign_opt`): git writes `-S` or `-S<key>` only.
+    AmArgument,
+    /// `git apply` options, shell-quoted (`rebase-apply/apply-opt`); git am writes only
+    /// [`AM_APPLY_OPTIONS`].
+    ApplyOptions,
+    /// The cherry-pick/revert options sheet (`sequencer/opts`, config syntax):
+    /// `options.strategy`, `options.strategy-option`, `options.gpg-sign`.
+    OptionsSheet,
+    /// `--trailer` arguments (git ≥ 2.51): each selects a `trailer.<token>.*` the owner
+    /// configured, with its value as the argument of `trailer.<token>.cmd`.
+    Trailers,
+    /// Names no program, option or folder (listed so the judgement is visible).
+    Nothing,
+}
+
+/// One state file of an in-progress operation, relative to the git dir that holds it (the
+/// common dir for the main worktree, `worktrees/<id>/` for a linked one, `modules/<name>/`
+/// for a submodule). Sources: `sequencer.c` (`read_populate_opts`, `read_strategy_opts`,
+/// `read_populate_todo`, `populate_opts_cb`), `builtin/rebase.c` (`read_basic_state`,
+/// `run_am`), `builtin/am.c` (`am_load`), `builtin/merge.c`, `builtin/bisect.c`.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SequencerStateFile {
+    pub path: &'static str,
+    /// The operation that keeps it, and the command of the owner's that reads it.
+    pub read_by: &'static str,
+    pub names: StateNames,
+    pub why: &'static str,
+}
+
+const fn sq(
+    path: &'static str,
+    read_by: &'static str,
+    names: StateNames,
+    why: &'static str,
+) -> SequencerStateFile {
+    SequencerStateFile {
+        path,
+        read_by,
+        names,
+        why,
+    }
+}
+
+pub static SEQUENCER_STATE: &[SequencerStateFile] = &[
+    sq("rebase-merge/git-rebase-todo", "rebase --continue / --skip", StateNames::TodoExec, "`exec`/`x` lines (any leading blanks, a space or tab after the word, CRLF endings) run through the shell outside the sandbox"),
+    sq("rebase-merge/strategy", "rebase --continue (every pick: `git merge-<strategy>`)", StateNames::Strategy, "a strategy other than git's own names a program; one with `/` is run as a path (`git-merge-/../x`)"),
+    sq("rebase-merge/strategy_opts", "rebase --continue", StateNames::StrategyOptions, "options passed to the strategy program"),
+    sq("rebase-merge/gpg_sign_opt", "rebase --continue (`git commit -S<key>`)", StateNames::SigningKey, "the owner's signing program signs the agent's commits with the key the agent chose"),
+    sq("rebase-merge/trailer", "rebase --continue (git ≥ 2.51)", StateNames::Trailers, "selects the owner's trailer commands and their arguments"),
+    sq("rebase-apply/gpg_sign_opt", "rebase --continue, apply backend (`git am --resolved <it>`)", StateNames::AmArgument, "passed whole as one argument of git am"),
+    sq("rebase-apply/apply-opt", "am --continue, rebase --continue (apply backend)", StateNames::ApplyOptions, "options of the in-process `git apply` (`--build-fake-ancestor=<file>` writes an index anywhere)"),
+    sq("sequencer/opts", "cherry-pick / revert --continue", StateNames::OptionsSheet, "`options.strategy` runs `git merge-<strategy>` (a `/` runs a path), `options.gpg-sign` picks the signing key"),
+    sq("sequencer/todo", "cherry-pick / revert --continue", StateNames::Nothing, "git parses it like a rebase todo but refuses every line that is not the operation's own pick/revert, so an `exec` line never runs"),
+    sq("rebase-merge/done", "rebase --continue", StateNames::Nothing, "parsed to count progress only; never run"),
+    sq("rebase-merge/git-rebase-todo.backup", "rebase --edit-todo", StateNames::Nothing, "compared with the edited todo; never run"),
+    sq("rebase-merge/allow_rerere_autoupdate", "rebase --continue", StateNames::Nothing, "`--rerere-autoupdate` or `--no-rerere-autoupdate`; anything else is ignored"),
+    sq("rebase-merge/autostash", "rebase --continue / --abort (`stash apply <id>`)", StateNames::Nothing, "an object id"),
+    sq("rebase-merge/author-script", "rebase --continue", StateNames::Nothing, "author identity, parsed (not sourced) since git 2.19"),
+    sq("rebase-merge/reschedule-failed-exec", "rebase --continue", StateNames::Nothing, "re-queues failed `exec` lines; runs only what the todo names"),
+    sq("MERGE_MODE", "commit / merge --continue", StateNames::Nothing, "`no-ff`"),
+    sq("MERGE_HEAD", "commit / merge --continue", StateNames::Nothing, "commit ids"),
+    sq("MERGE_MSG", "commit", StateNames::Nothing, "a commit message"),
+    sq("BISECT_NAMES", "bisect visualize (`git log --bisect -- <names>`)", StateNames::Nothing, "pathspecs, after `--`"),
+    sq("BISECT_START", "bisect reset (`git checkout <rev> --`)", StateNames::Nothing, "a revision"),
+];
+
+/// The folders of the in-progress operations whose state files can name a program:
+/// `check --restore` moves the whole folder aside when one of them does.
+pub static SEQUENCER_DIRS: &[&str] = &["rebase-merge", "rebase-apply", "sequencer"];
+
+/// git's own merge strategies (`builtin/merge.c:all_strategy`): a strategy state file naming
+/// one of these selects a program of the owner's git installation.
+pub static BUILTIN_MERGE_STRATEGIES: &[&str] =
+    &["ort", "recursive", "resolve", "octopus", "ours", "subtree"];
+
+/// The strategies the sequencer runs in-process (their options too): never `git merge-<it>`.
+pub static IN_PROCESS_STRATEGIES: &[&str] = &["ort", "recursive"];
+
+/// The `git apply` options git am itself writes into `rebase-apply/apply-opt` (its
+/// pass-through options): an argument with one of these prefixes is git's own.
+pub static AM_APPLY_OPTIONS: &[&str] = &[
+    "--whitespace=",
+    "--ignore-space-change",
+    "--ignore-whitespace",
+    "--directory=",
+    "--exclude=",
+    "--include=",
+    "--reject",
+    "-C",
+    "-p",
+];
+
+/// The options of sequencer commands that write a program, a strategy, its options or a
+/// signing key into an in-progress operation's state, where the owner's `--continue` reads
+/// them outside the sandbox. git-shim refuses them (rule `sequencer-option`) unless the
+/// policy sets `shim.allow_sequencer_options`. `(command, long option, short option, why)`;
+/// a long option with `=KEY` matters only with a value (`-S` alone is the owner's key).
+pub static SEQUENCER_OPTIONS: &[(&str, &str, Option<char>, &str)] = &[
+    (
+        "rebase",
+        "--exec",
+        Some('x'),
+        "writes `exec` lines into the todo list: the owner's `rebase --continue` runs them",
+    ),
+    (
+        "rebase",
+        "--strategy",
+        Some('s'),
+        "stored in rebase-merge/strategy: the owner's `--continue` runs `git merge-<strategy>`",
+    ),
+    (
+        "rebase",
+        "--strategy-option",
+        Some('X'),
+        "stored in rebase-merge/strategy_opts: passed to the strategy program",
+    ),
+    (
+        "rebase",
+        "--gpg-sign=KEY",
+        Some('S'),
+        "stored in gpg_sign_opt: the owner's `--continue` signs with that key",
+    ),
+    (
+        "rebase",
+        "--trailer",
+        None,
+        "stored in rebase-merge/trailer: selects the owner's trailer commands",
+    ),
+    (
+        "cherry-pick",
+        "--strategy",
+        None,
+        "stored in sequencer/opts: the owner's `--continue` runs `git merge-<strategy>`",
+    ),
+    (
+        "cherry-pick",
+        "--strategy-option",
+        Some('X'),
+        "stored in sequencer/opts",
+    ),
+    (
+        "cherry-pick",
+        "--gpg-sign=KEY",
+        Some('S'),
+        "stored in sequencer/opts: the owner's `--continue` signs with that key",
+    ),
+    (
+        "revert",
+        "--strategy",
+        None,
+        "stored in sequencer/opts: the owner's `--continue` runs `git merge-<strategy>`",
+    ),
+    (
+        "revert",
+        "--strategy-option",
+        Some('X'),
+        "stored in sequencer/opts",
+    ),
+    (
+        "revert",
+        "--gpg-sign=KEY",
+        Some('S'),
+        "stored in sequencer/opts: the owner's `--continue` signs with that key",
+    ),
+    (
+        "pull",
+        "--strategy",
+        Some('s'),
+        "with --rebase, stored in rebase-merge/strategy",
+    ),
+    (
+        "pull",
+        "--strategy-option",
+        Some('X'),
+        "with --rebase, stored in rebase-merge/strategy_opts",
+    ),
+    (
+        "pull",
+        "--gpg-sign=KEY",
+        Some('S'),
+        "with --rebase, stored in gpg_sign_opt",
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -83,6 +83,12 @@ pub enum EventKind {
     RestoreFailed,
     /// Audit finding (no baseline).
     AuditFinding,
+    /// An in-progress operation's state (`rebase-merge/`, `rebase-apply/`, `sequencer/`) names
+    /// a program, a strategy, options or a signing key the owner's `--continue` would use.
+    SequencerStateArmed,
+    /// A repository behind a gitlink of the index (an embedded repository the owner's
+    /// `git status` recurses into) is armed: a hook, a program-running key, a redirect.
+    EmbeddedRepositoryArmed,
     // wt-check: commit scans
     /// A new commit changes a path that a scan rule flags.
     CommitFlagged,

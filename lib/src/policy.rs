@@ -40,6 +40,12 @@ pub struct Shim {
     /// Transports the agent's git may use (`GIT_ALLOW_PROTOCOL`, colon-separated).
     #[serde(default = "default_protocols")]
     pub allow_protocols: String,
+    /// Let the agent give sequencer commands the options whose values the owner's
+    /// `--continue` would run or use outside the sandbox (`rebase --exec`, `--strategy`,
+    /// `-X`, `-S<key>`, …; `catalogue::SEQUENCER_OPTIONS`). Off by default; wt-check `check`
+    /// sets such state aside at turn end either way.
+    #[serde(default)]
+    pub allow_sequencer_options: bool,
 }
 
 fn default_protocols() -> String {
@@ -51,6 +57,7 @@ impl Default for Shim {
         Shim {
             hooks: false,
             allow_protocols: default_protocols(),
+            allow_sequencer_options: false,
         }
     }
 }

@@ -23,7 +23,7 @@ EXAMPLES:
   wt-check audit --format sarif ~/src > gitward.sarif
 
 EXIT STATUS:
-  0 nothing found · 1 findings (restored or not) · 2 cannot check (never reads as clean)
+  0 nothing found · 1 findings (restored or not; pin: already armed) · 2 cannot check (never reads as clean)
   120 bad arguments";
 
 #[derive(Parser)]
@@ -82,6 +82,12 @@ enum Cmd {
         /// The session's worktree folder, if not `<repo>-worktrees/<session>/`.
         #[arg(long, value_name = "DIR")]
         worktree_dir: Option<PathBuf>,
+        /// Pin even if the repository is already armed (a planted hook, an armed config key,
+        /// an in-progress operation that names a program): what is armed is recorded in the
+        /// state file as accepted and not reported by `check` while it stays the same.
+        /// Without it, pin refuses (exit 1) and lists what is armed.
+        #[arg(long)]
+        accept_armed: bool,
         /// `human` or `json` summary.
         #[arg(long, value_enum, default_value_t = gitward::cli::Format::Human)]
         format: gitward::cli::Format,
@@ -152,6 +158,7 @@ fn main() -> std::process::ExitCode {
             state,
             session,
             worktree_dir,
+            accept_armed,
             format,
             repo,
         } => tool::pin(&PinArgs {
@@ -159,6 +166,7 @@ fn main() -> std::process::ExitCode {
             state,
             session,
             worktree_dir,
+            accept_armed,
             format,
         }),
         Cmd::Check {

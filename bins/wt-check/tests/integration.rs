@@ -185,3 +185,49 @@ fn generic_orchestrator_recipe() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("lies inside"));
 }
+
+#[test]
+fn claude_stop_hook_checks_on_empty_or_unparseable_input_and_never_passes_unknown() {
+    let w = common::world();
+    w.pin();
+    let log = w.root().join("state/audit.jsonl");
+    for input in ["", "not json {"] {
+        // A planted hook is found and moved aside whatever the input.
+        let h = plant_hook(&w);
+        let (code, out) = stop_hook(&w, input, &log);
+        assert_eq!(code, 0);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["decision"], "block", "{input:?}: {v}");
+        assert!(!h.exists(), "{input:?}: the planted hook stayed");
+        // Clean now: the owner is still told about the input.
+        let (code, out) = stop_hook(&w, input, &log);
+        assert_eq!(code, 0);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert!(v.get("decision").is_none(), "{v}");
+        assert!(
+            v["systemMessage"]
+                .as_str()
+                .unwrap()
+                .contains("checked anyway"),
+            "{v}"
+        );
+    }
+    // Cannot check: the turn must not end as if clean.
+    std::fs::write(w.state(), "not json").unwrap();
+    let (_, out) = stop_hook(&w, "", &log);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["decision"], "block", "{v}");
+    assert!(
+        v["reason"].as_str().unwrap().contains("could not check"),
+        "{v}"
+    );
+    // … and when a Stop hook is already active, Claude Code is stopped instead (no loop).
+    let (_, out) = stop_hook(
+        &w,
+        r#"{"hook_event_name":"Stop","stop_hook_active":true}"#,
+        &log,
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["continue"], false, "{v}");
+    assert!(v.get("decision").is_none(), "{v}");
+}

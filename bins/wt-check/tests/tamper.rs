@@ -297,3 +297,448 @@ fn tamper_cases() {
         failed.join("\n")
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// In-progress operations, embedded repositories, git's own writes, armed pins: each with a
+// positive control under plain git, on every git of the machine.
+
+/// The gits to run the positive controls on. With `CI=true` a missing one fails.
+fn gits() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for g in ["/usr/bin/git", "/usr/local/bin/git"] {
+        if Path::new(g).exists() {
+            out.push(PathBuf::from(g));
+        } else if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{g} is missing (CI=true: every git must be tested)");
+        } else {
+            eprintln!("skipped on {g}: not installed");
+        }
+    }
+    out
+}
+
+/// A small repository for one git: `main` with two commits, a side commit to pick, a remote
+/// `origin` (https) with its tracking ref, and a state folder outside it.
+struct Small {
+    t: tempfile::TempDir,
+    git: PathBuf,
+}
+
+impl Small {
+    fn new(git: &Path) -> Small {
+        let s = Small {
+            t: tempfile::tempdir().unwrap(),
+            git: git.to_path_buf(),
+        };
+        std::fs::create_dir_all(s.root().join("home")).unwrap();
+        std::fs::write(s.root().join("home/.gitconfig"), "").unwrap();
+        std::fs::create_dir_all(s.root().join("state")).unwrap();
+        s.run(&s.root(), &["init", "-q", "-b", "main", "r"]);
+        let r = s.repo();
+        std::fs::write(r.join("a"), "a\n").unwrap();
+        s.run(&r, &["add", "a"]);
+        s.run(&r, &["commit", "-qm", "a"]);
+        std::fs::write(r.join("b"), "b\n").unwrap();
+        s.run(&r, &["add", "b"]);
+        s.run(&r, &["commit", "-qm", "b"]);
+        s.run(&r, &["checkout", "-q", "-b", "side", "HEAD~1"]);
+        std::fs::write(r.join("s"), "s\n").unwrap();
+        s.run(&r, &["add", "s"]);
+        s.run(&r, &["commit", "-qm", "s"]);
+        s.run(&r, &["checkout", "-q", "main"]);
+        s.run(
+            &r,
+            &["remote", "add", "origin", "https://example.invalid/r.git"],
+        );
+        s.run(&r, &["update-ref", "refs/remotes/origin/main", "HEAD"]);
+        s
+    }
+    fn root(&self) -> PathBuf {
+        std::fs::canonicalize(self.t.path()).unwrap()
+    }
+    fn repo(&self) -> PathBuf {
+        self.root().join("r")
+    }
+    fn canary(&self) -> PathBuf {
+        self.root().join("canary")
+    }
+    fn state(&self) -> PathBuf {
+        self.root().join("state/s.json")
+    }
+    fn env(&self, c: &mut std::process::Command) {
+        c.env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", self.root().join("home"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+            .env("LC_ALL", "C");
+    }
+    /// Plain git, which must succeed.
+    fn run(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.try_run(dir, args);
+        assert!(
+            out.status.success(),
+            "{} {args:?}: {}",
+            self.git.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+    fn try_run(&self, dir: &Path, args: &[&str]) -> std::process::Output {
+        let mut c = std::process::Command::new(&self.git);
+        self.env(&mut c);
+        c.current_dir(dir).args(args).output().unwrap()
+    }
+    fn wt_check(&self, args: &[&str]) -> (i32, String, String) {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_wt-check"));
+        self.env(&mut c);
+        let out = c.args(args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+    fn pin(&self, extra: &[&str]) -> (i32, String, String) {
+        let st = self.state();
+        let r = self.repo();
+        let mut a = vec!["pin", "--state", st.to_str().unwrap()];
+        a.extend_from_slice(extra);
+        a.push(r.to_str().unwrap());
+        self.wt_check(&a)
+    }
+    fn check(&self, restore: bool) -> (i32, Vec<serde_json::Value>) {
+        let st = self.state();
+        let r = self.repo();
+        let mut a = vec!["check", "--no-scan", "--state", st.to_str().unwrap()];
+        if restore {
+            a.push("--restore");
+        }
+        a.push(r.to_str().unwrap());
+        let (code, out, _) = self.wt_check(&a);
+        let ev = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (code, ev)
+    }
+    fn audit(&self, path: &Path) -> i32 {
+        self.wt_check(&["audit", "--format", "json", path.to_str().unwrap()])
+            .0
+    }
+    fn head(&self) -> String {
+        self.run(&self.repo(), &["rev-parse", "HEAD"])
+            .trim()
+            .to_owned()
+    }
+    fn side(&self) -> String {
+        self.run(&self.repo(), &["rev-parse", "side"])
+            .trim()
+            .to_owned()
+    }
+    /// A stopped interactive rebase of `main` onto itself, as git leaves it.
+    fn plant_rebase(&self, git_dir: &Path, todo: &str) {
+        let d = git_dir.join("rebase-merge");
+        std::fs::create_dir_all(&d).unwrap();
+        let h = self.head();
+        std::fs::write(d.join("head-name"), "refs/heads/main\n").unwrap();
+        std::fs::write(d.join("onto"), format!("{h}\n")).unwrap();
+        std::fs::write(d.join("orig-head"), format!("{h}\n")).unwrap();
+        std::fs::write(d.join("interactive"), "").unwrap();
+        std::fs::write(d.join("git-rebase-todo"), todo).unwrap();
+    }
+    /// `git-merge-/../evil` resolves to `<work tree>/evil` from the work tree.
+    fn plant_strategy_program(&self) {
+        let r = self.repo();
+        std::fs::create_dir_all(r.join("git-merge-")).unwrap();
+        std::fs::write(
+            r.join("evil"),
+            format!(
+                "#!/bin/sh\necho fired >> '{}'\nexit 1\n",
+                self.canary().display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(r.join("evil"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    /// A copy of the whole world (repository, state) for a positive control that consumes it.
+    fn copy(&self) -> Small {
+        let c = Small {
+            t: tempfile::tempdir().unwrap(),
+            git: self.git.clone(),
+        };
+        let st = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", self.root().display()))
+            .arg(c.root())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        c
+    }
+    fn fired(&self) -> bool {
+        self.canary().exists()
+    }
+    /// Run the positive control on a copy of the world (the planted program writes this
+    /// world's canary): true when it fired. The canary is removed again.
+    fn control(&self, args: &[&str]) -> bool {
+        let ctl = self.copy();
+        let _ = ctl.try_run(&ctl.repo(), args);
+        let fired = self.fired();
+        let _ = std::fs::remove_file(self.canary());
+        fired
+    }
+}
+
+fn events_of<'a>(ev: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    ev.iter().filter(|e| e["event"] == kind).collect()
+}
+
+#[test]
+fn a_planted_todo_exec_in_every_parser_form_is_reported_and_set_aside() {
+    for git in gits() {
+        for (form, todo) in [
+            ("exec", "exec echo fired >> {c}\n"),
+            ("x", "x echo fired >> {c}\n"),
+            ("tab", "exec\techo fired >> {c}\n"),
+            ("blanks-crlf", " \t x \t echo fired >> {c}\r\n"),
+            ("no-newline", "exec echo fired >> {c}"),
+        ] {
+            let s = Small::new(&git);
+            assert_eq!(s.pin(&[]).0, 0);
+            let todo = todo.replace("{c}", &format!("'{}'", s.canary().display()));
+            s.plant_rebase(&s.repo().join(".git"), &todo);
+            // Positive control: the owner's plain `git rebase --continue` runs it.
+            assert!(
+                s.control(&["rebase", "--continue"]),
+                "{}: {form}: the control did not fire",
+                git.display()
+            );
+            // The audit flags it.
+            assert_eq!(s.audit(&s.repo()), 1, "{form}");
+            // check reports and moves the operation aside; nothing is deleted.
+            let (code, ev) = s.check(true);
+            assert_eq!(code, 1, "{form}: {ev:?}");
+            let armed = events_of(&ev, "sequencer_state_armed");
+            assert_eq!(armed.len(), 1, "{form}: {ev:?}");
+            assert!(armed[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("git-rebase-todo:1"));
+            let q = events_of(&ev, "quarantined");
+            assert_eq!(q.len(), 1, "{form}: {ev:?}");
+            let kept = PathBuf::from(q[0]["quarantine"].as_str().unwrap());
+            assert!(
+                kept.join("git-rebase-todo").is_file(),
+                "kept in {}",
+                kept.display()
+            );
+            assert!(!s.repo().join(".git/rebase-merge").exists());
+            // The owner's continue now has nothing to run.
+            let _ = s.try_run(&s.repo(), &["rebase", "--continue"]);
+            assert!(!s.fired(), "{form}: fired after the restore");
+            assert_eq!(s.check(false).0, 0);
+        }
+    }
+}
+
+#[test]
+fn a_strategy_with_a_slash_is_reported_for_rebase_and_cherry_pick() {
+    for git in gits() {
+        // rebase-merge/strategy
+        let s = Small::new(&git);
+        s.plant_strategy_program();
+        s.run(&s.repo(), &["add", "evil"]);
+        s.run(&s.repo(), &["commit", "-qm", "evil"]);
+        assert_eq!(s.pin(&[]).0, 0);
+        s.plant_rebase(&s.repo().join(".git"), &format!("pick {} s\n", s.side()));
+        std::fs::write(s.repo().join(".git/rebase-merge/strategy"), "/../evil\n").unwrap();
+        assert!(
+            s.control(&["rebase", "--continue"]),
+            "{}: rebase strategy control",
+            git.display()
+        );
+        assert_eq!(s.audit(&s.repo()), 1);
+        let (code, ev) = s.check(true);
+        assert_eq!(code, 1, "{ev:?}");
+        assert!(events_of(&ev, "sequencer_state_armed")
+            .iter()
+            .any(|e| e["message"]
+                .as_str()
+                .unwrap()
+                .contains("git-merge-/../evil")));
+        let _ = s.try_run(&s.repo(), &["rebase", "--continue"]);
+        assert!(!s.fired());
+
+        // sequencer/opts of a cherry-pick (the first todo line is the stopped pick).
+        let s = Small::new(&git);
+        s.plant_strategy_program();
+        s.run(&s.repo(), &["add", "evil"]);
+        s.run(&s.repo(), &["commit", "-qm", "evil"]);
+        assert_eq!(s.pin(&[]).0, 0);
+        let seq = s.repo().join(".git/sequencer");
+        std::fs::create_dir_all(&seq).unwrap();
+        std::fs::write(seq.join("head"), format!("{}\n", s.head())).unwrap();
+        std::fs::write(seq.join("abort-safety"), format!("{}\n", s.head())).unwrap();
+        let pick = s.side();
+        std::fs::write(seq.join("todo"), format!("pick {pick} s\npick {pick} s\n")).unwrap();
+        std::fs::write(seq.join("opts"), "[options]\n\tstrategy = /../evil\n").unwrap();
+        assert!(
+            s.control(&["cherry-pick", "--continue"]),
+            "{}: cherry-pick strategy control",
+            git.display()
+        );
+        assert_eq!(s.audit(&s.repo()), 1);
+        let (code, ev) = s.check(true);
+        assert_eq!(code, 1, "{ev:?}");
+        assert_eq!(events_of(&ev, "sequencer_state_armed").len(), 1, "{ev:?}");
+        assert!(!seq.exists());
+        let _ = s.try_run(&s.repo(), &["cherry-pick", "--continue"]);
+        assert!(!s.fired());
+    }
+}
+
+#[test]
+fn an_honest_stopped_rebase_and_git_s_own_writes_are_not_reported() {
+    for git in gits() {
+        let s = Small::new(&git);
+        let r = s.repo();
+        assert_eq!(s.pin(&[]).0, 0);
+        // gc, repack, update-server-info, commit-graph, pack-refs, maintenance, branch -u.
+        s.run(&r, &["gc", "-q"]);
+        s.run(&r, &["repack", "-adq"]);
+        s.run(&r, &["update-server-info"]);
+        s.run(&r, &["commit-graph", "write", "--reachable"]);
+        s.run(&r, &["pack-refs", "--all"]);
+        s.run(
+            &r,
+            &[
+                "maintenance",
+                "run",
+                "--task=commit-graph",
+                "--task=incremental-repack",
+            ],
+        );
+        s.run(&r, &["branch", "-u", "origin/main"]);
+        assert!(r.join(".git/info/refs").is_file());
+        // A rebase stopped on a conflict (no exec, git's own strategy).
+        std::fs::write(r.join("a"), "main\n").unwrap();
+        s.run(&r, &["commit", "-qam", "main a"]);
+        s.run(&r, &["checkout", "-q", "side"]);
+        std::fs::write(r.join("a"), "side\n").unwrap();
+        s.run(&r, &["commit", "-qam", "side a"]);
+        let out = s.try_run(&r, &["rebase", "main"]);
+        assert!(
+            !out.status.success(),
+            "the rebase should stop on the conflict"
+        );
+        assert!(r.join(".git/rebase-merge").is_dir());
+        let (code, ev) = s.check(false);
+        assert_eq!((code, ev.len()), (0, 0), "{}: {ev:?}", git.display());
+        let (_, out, _) = s.wt_check(&["audit", "--format", "json", r.to_str().unwrap()]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert!(
+            v["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|f| f["rule"] != "GW013" && f["rule"] != "GW017" && f["level"] != "error"),
+            "{}: the audit flags an honest state: {v}",
+            git.display()
+        );
+        // Tracking config naming a URL that runs a command is reported.
+        s.run(&r, &["config", "branch.main.remote", "ext::sh -c true"]);
+        let (code, ev) = s.check(false);
+        assert_eq!(code, 1);
+        assert_eq!(events_of(&ev, "config_changed").len(), 1, "{ev:?}");
+    }
+}
+
+#[test]
+fn a_staged_embedded_repository_that_is_armed_is_reported() {
+    for git in gits() {
+        let s = Small::new(&git);
+        let r = s.repo();
+        assert_eq!(s.pin(&[]).0, 0);
+        let sub = r.join("sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        s.run(&sub, &["init", "-q", "-b", "main"]);
+        std::fs::write(sub.join("x"), "x\n").unwrap();
+        s.run(&sub, &["add", "x"]);
+        s.run(&sub, &["commit", "-qm", "x"]);
+        let _ = s.try_run(&r, &["add", "sub"]);
+        s.run(
+            &sub,
+            &[
+                "config",
+                "core.fsmonitor",
+                &format!("echo fired >> '{}'; false", s.canary().display()),
+            ],
+        );
+        // Positive control: the owner's plain `git status` runs the nested fsmonitor.
+        assert!(
+            s.control(&["status"]),
+            "{}: embedded status control",
+            git.display()
+        );
+        let (code, ev) = s.check(true);
+        assert_eq!(code, 1, "{ev:?}");
+        let e = events_of(&ev, "embedded_repository_armed");
+        assert!(
+            e.iter()
+                .any(|e| e["message"].as_str().unwrap().contains("core.fsmonitor")),
+            "{ev:?}"
+        );
+        // Reported, not moved: it lives in the work tree.
+        assert!(sub.join(".git/config").is_file());
+    }
+}
+
+#[test]
+fn pin_refuses_an_armed_repository_unless_accepted() {
+    for git in gits() {
+        let s = Small::new(&git);
+        let hook = s.repo().join(".git/hooks/pre-commit");
+        std::fs::write(&hook, "#!/bin/sh\ntrue\n").unwrap();
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (code, _, err) = s.pin(&[]);
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.contains("already armed") && err.contains("GW001"),
+            "{err}"
+        );
+        assert!(!s.state().exists(), "nothing written");
+        let (code, out, err) = s.pin(&["--accept-armed", "--format", "json"]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert!(v["accepted"].as_u64().unwrap() >= 1, "{v}");
+        let st: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(s.state()).unwrap()).unwrap();
+        assert!(st["accepted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["rule"] == "GW001"));
+        // Accepted and unchanged: clean. Changed: reported.
+        assert_eq!(s.check(false).0, 0);
+        std::fs::write(&hook, "#!/bin/sh\necho changed\n").unwrap();
+        assert_eq!(s.check(false).0, 1);
+        // An armed in-progress operation blocks a pin too.
+        let s = Small::new(&git);
+        s.plant_rebase(&s.repo().join(".git"), "x true\n");
+        let (code, _, err) = s.pin(&[]);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("in-progress operation"), "{err}");
+        assert_eq!(s.pin(&["--accept-armed"]).0, 0);
+        assert_eq!(s.check(false).0, 0, "accepted");
+        s.plant_rebase(&s.repo().join(".git"), "x true\nx echo other\n");
+        assert_eq!(
+            s.check(false).0,
+            1,
+            "a new exec line is not the accepted one"
+        );
+    }
+}

@@ -711,8 +711,10 @@ fn config(
     }
 }
 
-/// `rebase-merge/git-rebase-todo` exec lines, `objects/info/alternates`, `info/attributes`
-/// driver selections, in one git dir.
+/// In-progress operations whose state names a program, strategy, options or signing key
+/// (`crate::integrity::inprogress`, the same judgement `wt-check check` makes: `exec` lines
+/// in every form git's todo parser accepts, strategies, `-S<key>`, `git apply` options),
+/// `objects/info/alternates`, `info/attributes` driver selections, in one git dir.
 fn state_files(r: &mut Report, d: &Dir, git_dir: &Path, repo: Option<&Path>) {
     let read = |rel: &str| -> Result<Option<Vec<u8>>, NfError> {
         let (parent, name) = match rel.rfind('/') {
@@ -729,35 +731,29 @@ fn state_files(r: &mut Report, d: &Dir, git_dir: &Path, repo: Option<&Path>) {
             Some(_) => dir.read(OsStr::new(name), 16 << 20).map(|(b, _)| Some(b)),
         }
     };
-    for todo in [
-        "rebase-merge/git-rebase-todo",
-        "rebase-merge/git-rebase-todo.backup",
-        "rebase-merge/done",
-    ] {
-        let p = git_dir.join(todo);
-        match read(todo) {
-            Ok(Some(b)) if todo.ends_with("git-rebase-todo") => {
-                for (i, line) in String::from_utf8_lossy(&b).lines().enumerate() {
-                    let l = line.trim_start();
-                    if l.starts_with("exec ") || l.starts_with("x ") || l == "exec" {
-                        r.add(
-                            &rules::REBASE_EXEC,
-                            &p,
-                            repo,
-                            format!(
-                                "{}:{}: `{}` runs on `git rebase --continue`",
-                                p.display(),
-                                i + 1,
-                                l
-                            ),
-                            details!("line" => i + 1, "command" => l),
-                        );
-                    }
-                }
-            }
-            Ok(_) => {}
-            Err(e) => r.incomplete_at(&p, repo, e),
-        }
+    let (armed, errors) = crate::integrity::inprogress::judge(d);
+    for e in errors {
+        r.incomplete_at(e.path(), repo, &e);
+    }
+    for a in armed {
+        let p = git_dir.join(&a.file);
+        let at = match a.line {
+            Some(l) => format!("{}:{l}", p.display()),
+            None => p.display().to_string(),
+        };
+        let rule = if a.names == catalogue::StateNames::TodoExec {
+            &rules::REBASE_EXEC
+        } else {
+            &rules::SEQUENCER_STATE
+        };
+        r.add_level(
+            rule,
+            a.severity,
+            &p,
+            repo,
+            format!("{at}: {}", a.why),
+            details!("file" => a.file, "line" => a.line, "value" => a.value, "names" => a.names),
+        );
     }
     let p = git_dir.join("objects/info/alternates");
     match read("objects/info/alternates") {

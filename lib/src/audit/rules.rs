@@ -116,8 +116,8 @@ rule!(
     "GW013",
     "rebase-todo-exec",
     Error,
-    "An `exec` line in a rebase todo list.",
-    "It runs on `git rebase --continue`, also from a fabricated rebase-merge/ folder.",
+    "An `exec` line in a rebase todo list (any form git's todo parser accepts: `exec`, `x`, blanks and tabs, CRLF).",
+    "It runs through the shell on the owner's `git rebase --continue`, also from a fabricated rebase-merge/ folder.",
     "§3.3"
 );
 rule!(
@@ -138,6 +138,10 @@ rule!(
     "A driver configured anywhere runs on checkout, diff or merge of matching paths.",
     "§3.3"
 );
+rule!(SEQUENCER_STATE, "GW017", "sequencer-state-names-program", Error,
+    "An in-progress rebase, cherry-pick, revert or am keeps a strategy, signing key or options git would not have written.",
+    "The owner's `--continue` runs `git merge-<strategy>` (a strategy with `/` as a path), signs with the stored key, or passes the stored options. Abort the operation (`git rebase --abort`, `git cherry-pick --abort`, `git am --abort`) unless the owner started it that way.",
+    "§3.3");
 rule!(
     INCOMPLETE,
     "GW016",
@@ -166,6 +170,7 @@ pub static RULES: &[Rule] = &[
     ALTERNATES,
     ATTRIBUTES_DRIVER,
     INCOMPLETE,
+    SEQUENCER_STATE,
 ];
 
 #[cfg(test)]

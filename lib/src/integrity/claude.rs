@@ -10,8 +10,11 @@
 //!   so the agent learns that its changes to the git folder were undone and why — unless
 //!   `stop_hook_active` is true (the agent is already continuing because of a Stop hook),
 //!   then only `systemMessage`, so the hook never loops;
-//! - cannot check: `systemMessage` telling the owner, exit 0 (a Stop hook cannot make the
-//!   state checkable; failing loudly to the owner is what it can do).
+//! - cannot check (the state file unreadable, an entry unreadable, a walk cut short):
+//!   `decision: block` with the reason, so the turn never ends as if clean; when a Stop hook
+//!   is already active, `continue: false` with the reason (stops instead of looping);
+//! - empty or unparseable stdin: the check runs anyway (it needs nothing from the input);
+//!   the owner is told about the input.
 //!
 //! The hook's own exit code is 0 in every case where it produced its answer: Claude Code
 //! treats other codes as hook errors and would drop the message.
@@ -22,8 +25,9 @@ use crate::events::{Event, EventKind, Sink};
 use serde::Deserialize;
 use std::path::PathBuf;
 
-/// The fields of Claude Code's Stop hook input that wt-check uses.
-#[derive(Debug, Clone, Deserialize)]
+/// The fields of Claude Code's Stop hook input that wt-check uses. The check itself needs
+/// none of them: they label events (`session_id`) and prevent a loop (`stop_hook_active`).
+#[derive(Debug, Clone, Default, Deserialize)]
 pub struct StopInput {
     #[serde(default)]
     pub session_id: Option<String>,
@@ -42,27 +46,53 @@ pub struct Answer {
     pub code: u8,
 }
 
+/// The answer when the git folder could not be (fully) checked: never the silence of a clean
+/// turn. The agent is stopped from ending the turn as if clean (`decision: block` with the
+/// reason); when it is already continuing because of a Stop hook, Claude Code is stopped
+/// (`continue: false`, the reason shown to the owner) instead of blocking again, so the hook
+/// never loops.
+fn cannot_check(why: &str, stop_hook_active: bool) -> Answer {
+    let reason = format!(
+        "wt-check could not check the git folder after this turn (unknown is not clean), so the turn must not end as if it were: {why}. Tell the owner; do not retry changes to the git folder."
+    );
+    let system = format!("wt-check: the git folder was NOT checked after this turn: {why}");
+    let v = if stop_hook_active {
+        serde_json::json!({ "continue": false, "stopReason": reason, "systemMessage": system })
+    } else {
+        serde_json::json!({ "decision": "block", "reason": reason, "systemMessage": system })
+    };
+    Answer {
+        stdout: format!("{v}\n"),
+        code: 0,
+    }
+}
+
 /// Handle one Stop hook call. `repo` defaults to the repository named in the state file.
+/// Empty or unparseable input does not skip the check: it runs anyway (it needs nothing from
+/// the input), and the input's problem is added to what the owner is told.
 pub fn claude_stop(input: &str, a: &CheckArgs, repo_given: bool) -> Answer {
     let msg = |v: serde_json::Value| Answer {
         stdout: format!("{v}\n"),
         code: 0,
     };
-    let hook: StopInput = match serde_json::from_str(input) {
-        Ok(h) => h,
-        Err(e) => {
-            return msg(serde_json::json!({
-                "systemMessage": format!("wt-check: the Stop hook input is not JSON ({e}); the git folder was NOT checked"),
-            }))
-        }
+    let (hook, input_note): (StopInput, Option<String>) = match serde_json::from_str(input) {
+        Ok(h) => (h, None),
+        Err(e) if input.trim().is_empty() => (
+            StopInput::default(),
+            Some(format!(
+                "the Stop hook input was empty ({e}); checked anyway"
+            )),
+        ),
+        Err(e) => (
+            StopInput::default(),
+            Some(format!(
+                "the Stop hook input is not JSON ({e}); checked anyway"
+            )),
+        ),
     };
     let state = match read_state(&a.state) {
         Ok(s) => s,
-        Err(e) => {
-            return msg(serde_json::json!({
-                "systemMessage": format!("wt-check: {e}; the git folder was NOT checked"),
-            }))
-        }
+        Err(e) => return cannot_check(&e.to_string(), hook.stop_hook_active),
     };
     let repo = if repo_given {
         a.repo.clone()
@@ -75,6 +105,7 @@ pub fn claude_stop(input: &str, a: &CheckArgs, repo_given: bool) -> Answer {
         session: a.session.clone(),
         session_dir: None,
         restore: true,
+        accept_armed: false,
     };
     let log = a.audit_log.clone().map(Sink::File);
     let mut lines: Vec<String> = Vec::new();
@@ -122,13 +153,18 @@ pub fn claude_stop(input: &str, a: &CheckArgs, repo_given: bool) -> Answer {
         a.state.with_file_name(n)
     };
     match outcome {
-        Outcome::Clean => Answer {
-            stdout: String::new(),
-            code: 0,
+        Outcome::Clean => match input_note {
+            None => Answer {
+                stdout: String::new(),
+                code: 0,
+            },
+            Some(n) => {
+                msg(serde_json::json!({ "systemMessage": format!("wt-check: {n}; nothing found") }))
+            }
         },
         Outcome::Found => {
             let reason = format!(
-                "wt-check found changes to protected parts of the git folder (hooks, config, includes, worktree entries, submodule git dirs) or flagged commits. Git-folder changes were undone; your versions are kept for the owner in {}. Do not write there again; if you need such a change, ask the owner.\n{list}",
+                "wt-check found changes to protected parts of the git folder (hooks, config, includes, worktree entries, submodule git dirs), an in-progress operation that names a program, an armed embedded repository, or flagged commits. Git-folder changes were undone; your versions are kept for the owner in {}. Do not write there again; if you need such a change, ask the owner.\n{list}",
                 qdir.display()
             );
             let system = format!("wt-check restored the git folder after this turn:\n{list}");
@@ -140,8 +176,9 @@ pub fn claude_stop(input: &str, a: &CheckArgs, repo_given: bool) -> Answer {
                 )
             }
         }
-        Outcome::Incomplete => msg(serde_json::json!({
-            "systemMessage": format!("wt-check could not fully check the git folder after this turn (unknown is not clean):\n{list}"),
-        })),
+        Outcome::Incomplete => cannot_check(
+            &format!("the check was incomplete:\n{list}"),
+            hook.stop_hook_active,
+        ),
     }
 }

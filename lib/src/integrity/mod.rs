@@ -24,6 +24,8 @@
 //!   that folder. Everyone else's entries must not change.
 
 pub mod claude;
+pub mod embedded;
+pub mod inprogress;
 pub mod nf;
 pub mod scanlink;
 pub mod state;
@@ -82,6 +84,11 @@ pub enum IntegrityError {
     BadSession(String),
     #[error("{path}: cannot pin: {reason}")]
     Unreadable { path: PathBuf, reason: String },
+    #[error("{repo}: cannot pin: the repository is already armed, and the baseline would take that as its normal state; remove what is listed (see `wt-check audit`) or pin with --accept-armed to record it as accepted:\n  {}", findings.join("\n  "))]
+    Armed {
+        repo: PathBuf,
+        findings: Vec<String>,
+    },
     #[error(transparent)]
     Fs(#[from] NfError),
 }
@@ -97,6 +104,8 @@ pub struct Options {
     pub session_dir: Option<PathBuf>,
     /// `check` only: put every protected entry back.
     pub restore: bool,
+    /// `pin` only: record what is armed as accepted instead of refusing (`--accept-armed`).
+    pub accept_armed: bool,
 }
 
 /// The result of a check.
@@ -494,6 +503,9 @@ impl<'a> Collector<'a> {
                 continue;
             };
             let child = format!("{rel}/{n}");
+            if git_written_unreported(&child) {
+                continue; // written by git itself, arms nothing (catalogue::GIT_WRITTEN_ENTRIES)
+            }
             if kind == crate::fsx::EntryKind::File && !self.entries.contains_key(&child) {
                 // The listing says a regular file: read it without an lstat first.
                 self.node_listed(&child, true);
@@ -648,6 +660,46 @@ fn is_worktree_state_name(n: &str) -> bool {
     n != "modules"
         && (crate::catalogue::WORKTREE_PRIVATE_ENTRIES.contains(&stem)
             || stem.starts_with("sharedindex."))
+}
+
+/// Is `rel` (relative to the common dir) something git writes on its own inside a protected
+/// tree and that arms nothing ([`crate::catalogue::GIT_WRITTEN_ENTRIES`] with
+/// `reported: false`), in the common dir or a submodule git dir? Left out of the comparison.
+fn git_written_unreported(rel: &str) -> bool {
+    crate::catalogue::GIT_WRITTEN_ENTRIES
+        .iter()
+        .filter(|e| !e.reported)
+        .any(|e| {
+            rel == e.path
+                || (rel.starts_with("modules/")
+                    && rel.strip_suffix(e.path).is_some_and(|p| p.ends_with('/')))
+        })
+}
+
+/// A change of a config file that only touches the tracking keys git writes itself
+/// (`inprogress::tracking_only`), with the file's mode unchanged.
+fn tracking_only_change(rel: &str, before: &Node, after: &Node) -> bool {
+    if split(rel).1 != "config" {
+        return false;
+    }
+    match (before, after) {
+        (
+            Node::File {
+                mode: m1,
+                content: c1,
+                ..
+            },
+            Node::File {
+                mode: m2,
+                content: c2,
+                ..
+            },
+        ) if (m1 & 0o777) == (m2 & 0o777) => match (c1.bytes(), c2.bytes()) {
+            (Some(b), Some(a)) => inprogress::tracking_only(&b, &a),
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 fn split(rel: &str) -> (&str, &str) {
@@ -994,6 +1046,20 @@ pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityE
     );
     let wt_paths: Vec<PathBuf> = worktrees.values().filter_map(|w| w.path.clone()).collect();
     let state_path = check_state_location(&opts.state, &loc, &wt_paths, session_dir.as_deref())?;
+    // An armed repository must not become the baseline unnoticed.
+    let found = armed_at_pin(&loc, &root, &snap.entries)?;
+    let blocking: Vec<String> = found
+        .iter()
+        .filter(|(_, _, blocks)| *blocks)
+        .map(|(_, m, _)| m.clone())
+        .collect();
+    if !blocking.is_empty() && !opts.accept_armed {
+        return Err(IntegrityError::Armed {
+            repo: loc.repo.clone(),
+            findings: blocking,
+        });
+    }
+    let accepted: Vec<state::Accepted> = found.into_iter().map(|(a, _, _)| a).collect();
     let state = State {
         format: state::FORMAT,
         pinned_at: crate::events::rfc3339_now(),
@@ -1007,12 +1073,77 @@ pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityE
         includes: snap.includes,
         worktrees,
         refs,
+        accepted,
     };
     write_state(&state_path, &state)?;
     Ok(Pinned {
         state,
         path: state_path,
     })
+}
+
+/// Everything armed in the repository at pin time, each with the record `check` compares
+/// against, a one-line description, and whether it blocks the pin without `--accept-armed`:
+/// `wt-check audit`'s findings of error level (and its `incomplete`: unknown is not clean),
+/// and every in-progress operation that names a program, strategy, options or key. Findings
+/// below error level are recorded without asking (a nested repository, an include outside
+/// the repository), so `check` does not report them again.
+fn armed_at_pin(
+    loc: &Located,
+    root: &Dir,
+    entries: &BTreeMap<String, Node>,
+) -> Result<Vec<(state::Accepted, String, bool)>, IntegrityError> {
+    let mut out = Vec::new();
+    let report = crate::audit::audit(std::slice::from_ref(&loc.repo));
+    for f in report.findings {
+        let blocks = f.level == crate::catalogue::Severity::Error;
+        let line = format!("{} {}: {}", f.rule, f.name, f.message);
+        out.push((
+            state::Accepted {
+                kind: "audit".into(),
+                rule: f.rule.into(),
+                path: f.path,
+                key: f.message,
+            },
+            line,
+            blocks,
+        ));
+    }
+    let mut problems = Vec::new();
+    let to_problem = |e: &NfError| Problem {
+        path: e.path().to_path_buf(),
+        reason: e.to_string(),
+        link: e.is_link(),
+    };
+    let armed = in_progress(root, entries, &mut problems, &to_problem);
+    if let Some(p) = problems.first() {
+        return Err(IntegrityError::Unreadable {
+            path: p.path.clone(),
+            reason: p.reason.clone(),
+        });
+    }
+    for (base, list) in armed {
+        for a in list {
+            let rel = if base.is_empty() {
+                a.file.clone()
+            } else {
+                format!("{base}/{}", a.file)
+            };
+            let path = loc.common_dir.join(&rel);
+            let line = format!("in-progress operation: {}: {}", path.display(), a.why);
+            out.push((
+                state::Accepted {
+                    kind: "sequencer".into(),
+                    rule: a.file.clone(),
+                    path,
+                    key: a.key(),
+                },
+                line,
+                true,
+            ));
+        }
+    }
+    Ok(out)
 }
 
 fn session_dir(opts: &Options, loc: &Located) -> Option<PathBuf> {
@@ -1181,7 +1312,41 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
             BTreeMap::new()
         }
     };
-    let diffs = compare(state, &snap, &layout, session.is_some());
+    let mut diffs = compare(state, &snap, &layout, session.is_some());
+    // In-progress operations that name a program: reported and set aside whole.
+    let (armed, problems) = in_progress_diffs(state, &root, &snap.entries);
+    diffs.extend(armed);
+    for p in problems {
+        outcome = Outcome::Incomplete;
+        emit(mk(EventKind::CheckIncomplete, p.reason.clone()).path(&p.path));
+    }
+    // Repositories behind the index's gitlinks (what the owner's `git status` enters).
+    let emb = embedded::armed(&index_work_trees(state, &snap.entries), common);
+    for (path, why) in &emb.problems {
+        outcome = Outcome::Incomplete;
+        emit(
+            mk(
+                EventKind::CheckIncomplete,
+                format!("{}: {why}", path.display()),
+            )
+            .path(path),
+        );
+    }
+    for f in &emb.findings {
+        if accepted(state, "audit", f.rule, &f.path, &f.message) {
+            continue;
+        }
+        if outcome == Outcome::Clean {
+            outcome = Outcome::Found;
+        }
+        emit(
+            mk(EventKind::EmbeddedRepositoryArmed, f.message.clone())
+                .path(&f.path)
+                .with("rule", f.rule)
+                .with("level", format!("{:?}", f.level).to_ascii_lowercase())
+                .with("action", "reported"),
+        );
+    }
     let suppressed = suppressed_keys(&diffs);
     let mut q = Quarantine::new(&opts.state);
     for d in &diffs {
@@ -1277,6 +1442,147 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
         }
     }
     outcome
+}
+
+/// Was this finding present at pin time and recorded as accepted (`pin --accept-armed`,
+/// or a finding below error level, which pin records without asking)?
+fn accepted(state: &State, kind: &str, rule: &str, path: &Path, key: &str) -> bool {
+    state
+        .accepted
+        .iter()
+        .any(|a| a.kind == kind && a.rule == rule && a.path == path && a.key == key)
+}
+
+/// The git dirs of a snapshot, as keys relative to the common dir: `""` (the common dir),
+/// every `worktrees/<id>`, every submodule git dir (a folder below a `modules` folder that
+/// holds `HEAD` or `config`).
+fn git_dir_bases(entries: &BTreeMap<String, Node>) -> BTreeSet<String> {
+    let mut out = BTreeSet::from([String::new()]);
+    for (k, n) in entries {
+        if let Some(id) = k.strip_prefix("worktrees/") {
+            if !id.contains('/') && n.is_dir() {
+                out.insert(k.clone());
+            }
+        }
+        let (parent, name) = split(k);
+        let in_modules = parent.starts_with("modules/") || parent.contains("/modules/");
+        if in_modules
+            && (name == "HEAD" || name == "config")
+            && !matches!(n, Node::Absent)
+            && entries.get(parent).is_some_and(Node::is_dir)
+        {
+            out.insert(parent.to_owned());
+        }
+    }
+    out
+}
+
+/// The in-progress operations of every git dir that name a program, strategy, options or
+/// signing key (`inprogress::judge`), not accepted at pin time: one finding each, the
+/// operation's folder set aside whole on restore. The owner's git then sees no operation in
+/// progress; the agent's state stays in the quarantine.
+fn in_progress_diffs(
+    state: &State,
+    root: &Dir,
+    entries: &BTreeMap<String, Node>,
+) -> (Vec<Diff>, Vec<Problem>) {
+    let mut diffs = Vec::new();
+    let mut problems = Vec::new();
+    let to_problem = |e: &NfError| Problem {
+        path: e.path().to_path_buf(),
+        reason: e.to_string(),
+        link: e.is_link(),
+    };
+    for (base, armed) in in_progress(root, entries, &mut problems, &to_problem) {
+        for a in armed {
+            let j = |n: &str| {
+                if base.is_empty() {
+                    n.to_owned()
+                } else {
+                    format!("{base}/{n}")
+                }
+            };
+            let file = state.common_dir.join(j(&a.file));
+            if accepted(state, "sequencer", a.file.as_str(), &file, &a.key()) {
+                continue;
+            }
+            let op = j(a.op_dir);
+            let after = root
+                .walk(Path::new(if base.is_empty() { "" } else { base.as_str() }))
+                .and_then(|d| read_node(&d, OsStr::new(a.op_dir)))
+                .ok();
+            // The message starts with the operation's folder; name the file inside it.
+            let inside = a
+                .file
+                .strip_prefix(a.op_dir)
+                .map(|r| r.trim_start_matches('/'))
+                .unwrap_or(&a.file);
+            let why = match (inside.is_empty(), a.line) {
+                (true, _) => a.why.clone(),
+                (false, Some(l)) => format!("{inside}:{l}: {}", a.why),
+                (false, None) => format!("{inside}: {}", a.why),
+            };
+            diffs.push(Diff {
+                key: Key::Rel(op),
+                kind: EventKind::SequencerStateArmed,
+                change: "armed",
+                before: Node::Absent,
+                after,
+                why: Some(why),
+                plan: Plan::Quarantine,
+            });
+        }
+    }
+    (diffs, problems)
+}
+
+/// `inprogress::judge` over every git dir of the snapshot: `(base, findings)`.
+fn in_progress(
+    root: &Dir,
+    entries: &BTreeMap<String, Node>,
+    problems: &mut Vec<Problem>,
+    to_problem: &dyn Fn(&NfError) -> Problem,
+) -> Vec<(String, Vec<inprogress::Armed>)> {
+    let mut out = Vec::new();
+    for base in git_dir_bases(entries) {
+        let dir = match root.walk(Path::new(&base)) {
+            Ok(d) => d,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => {
+                problems.push(to_problem(&e));
+                continue;
+            }
+        };
+        let (armed, errors) = inprogress::judge(&dir);
+        problems.extend(errors.iter().map(to_problem));
+        if !armed.is_empty() {
+            out.push((base, armed));
+        }
+    }
+    out
+}
+
+/// Every index of the repository with the work tree it stages: the main work tree's
+/// (`<common>/index`) and each linked worktree's (`worktrees/<id>/index`, its work tree as
+/// the entry's `gitdir` names it).
+fn index_work_trees(state: &State, entries: &BTreeMap<String, Node>) -> Vec<(PathBuf, PathBuf)> {
+    let common = &state.common_dir;
+    let mut out = Vec::new();
+    if let Some(wt) = &state.work_tree {
+        out.push((common.join("index"), wt.clone()));
+    }
+    for (k, n) in entries {
+        let Some(id) = k.strip_prefix("worktrees/") else {
+            continue;
+        };
+        if id.contains('/') || !n.is_dir() {
+            continue;
+        }
+        if let Some(p) = gitdir_path(common, id, entries.get(&format!("{k}/gitdir"))) {
+            out.push((common.join(k).join("index"), p));
+        }
+    }
+    out
 }
 
 /// Keys whose finding is implied by an ancestor's (a folder turned into a link or file, or a
@@ -1414,6 +1720,9 @@ fn compare(
     let absent = Node::Absent;
     // Every key of the baseline and of now, in order: one merge of the two sorted maps.
     for (k, before, now) in merged(&state.entries, &snap.entries) {
+        if git_written_unreported(k) {
+            continue; // recorded by an older pin; git writes it on its own
+        }
         let before: &Node = before.unwrap_or(&absent);
         // Not recorded now: removed when its folder was listed, else hidden (a parent is not
         // a folder, or could not be read).
@@ -1481,7 +1790,7 @@ fn compare(
         {
             continue;
         }
-        if same(k, before, after_n) {
+        if same(k, before, after_n) || tracking_only_change(k, before, after_n) {
             continue;
         }
         let created_dir = matches!(before, Node::Absent) && after_n.is_dir();

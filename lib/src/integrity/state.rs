@@ -119,6 +119,20 @@ pub struct WorktreeBaseline {
     pub problems: Vec<String>,
 }
 
+/// An armed finding the owner accepted at pin time (`wt-check pin --accept-armed`): `check`
+/// does not report it again while it stays the same.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Accepted {
+    /// `audit` (a finding of `wt-check audit`: rule id) or `sequencer` (an in-progress
+    /// operation's state file).
+    pub kind: String,
+    /// The rule id (`GW013`) or the state file's catalogue name.
+    pub rule: String,
+    pub path: PathBuf,
+    /// What identifies the finding: the audit's message, or the state file's value.
+    pub key: String,
+}
+
 /// The whole state file. (De)serialised through [`StateFile`], which holds each file content
 /// once; in memory every file node carries its content.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -144,6 +158,9 @@ pub struct State {
     /// Ref snapshot for the commit scan (`scan::RefSnapshot`, serialised).
     #[serde(default)]
     pub refs: serde_json::Value,
+    /// Armed findings the owner accepted at pin time (empty unless `--accept-armed`).
+    #[serde(default)]
+    pub accepted: Vec<Accepted>,
 }
 
 /// A node as stored in the state file: a file's content may be left in the blob table.
@@ -317,6 +334,8 @@ struct StateFile {
     worktrees: BTreeMap<String, WorktreeBaseline>,
     #[serde(default)]
     refs: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    accepted: Vec<Accepted>,
     /// File contents by git blob id (format 2; absent in format 1).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     blobs: BTreeMap<String, Content>,
@@ -366,6 +385,7 @@ impl From<State> for StateFile {
             includes,
             worktrees: s.worktrees,
             refs: s.refs,
+            accepted: s.accepted,
             blobs,
         }
     }
@@ -423,6 +443,7 @@ impl TryFrom<StateFile> for State {
             includes,
             worktrees: f.worktrees,
             refs: f.refs,
+            accepted: f.accepted,
         })
     }
 }
@@ -468,6 +489,7 @@ mod tests {
             includes: [(PathBuf::from("/inc.cfg"), Node::file(b"[core]\n", 0o644))].into(),
             worktrees: BTreeMap::new(),
             refs: serde_json::Value::Null,
+            accepted: Vec::new(),
         }
     }
 

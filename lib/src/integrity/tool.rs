@@ -14,6 +14,8 @@ pub struct PinArgs {
     pub state: PathBuf,
     pub session: Option<String>,
     pub worktree_dir: Option<PathBuf>,
+    /// Record what is armed as accepted instead of refusing.
+    pub accept_armed: bool,
     pub format: Format,
 }
 
@@ -43,6 +45,7 @@ pub fn pin(a: &PinArgs) -> Code {
         session: a.session.clone(),
         session_dir: a.worktree_dir.clone(),
         restore: false,
+        accept_armed: a.accept_armed,
     };
     let loc = match super::locate(&a.repo) {
         Ok(l) => l,
@@ -69,6 +72,7 @@ pub fn pin(a: &PinArgs) -> Code {
                 "worktrees": p.state.worktrees.len(),
                 "own_worktrees": own,
                 "session_dir": p.state.session_dir,
+                "accepted": p.state.accepted.len(),
             });
             match a.format {
                 Format::Json => println!("{summary}"),
@@ -83,6 +87,10 @@ pub fn pin(a: &PinArgs) -> Code {
                 ),
             }
             crate::exit::CLEAN
+        }
+        Err(e @ IntegrityError::Armed { .. }) => {
+            eprintln!("wt-check: {e}");
+            crate::exit::FOUND
         }
         Err(e) => fail(&e),
     }
@@ -163,6 +171,7 @@ pub fn check(a: &CheckArgs) -> Code {
         session: a.session.clone(),
         session_dir: None,
         restore: a.restore,
+        accept_armed: false,
     };
     let mut outcome = super::check(&opts, &st, &mut |e| out.emit(e));
     if a.scan {

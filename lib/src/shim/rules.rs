@@ -418,6 +418,9 @@ impl Rules<'_> {
         if TRANSPORT_COMMANDS.contains(&cmd) {
             transport_programs(cmd, args)?;
         }
+        if !self.policy.shim.allow_sequencer_options {
+            sequencer_options(cmd, args)?;
+        }
         match cmd {
             "config" => config(args).map(|_| Plan::Exec),
             "remote" => remote(args).map(|_| Plan::Exec),
@@ -733,6 +736,105 @@ fn transport_programs(cmd: &str, args: &[OsString]) -> Result<(), Refusal> {
                 "transport-program",
                 format!("git {cmd} {name} names a program to run for the transport; drop it (git's own upload-pack/receive-pack are used)"),
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Options of sequencer commands (`rebase`, `cherry-pick`, `revert`, `pull`) that store a
+/// program, strategy, its options or a signing key in the in-progress operation's state,
+/// where the owner's `--continue` reads them outside the sandbox
+/// ([`catalogue::SEQUENCER_OPTIONS`]). `-S`/`--gpg-sign` without a key (the owner's default
+/// key) is allowed; so is `cherry-pick -x` (a message trailer, not `--exec`).
+fn sequencer_options(cmd: &str, args: &[OsString]) -> Result<(), Refusal> {
+    let rows: Vec<_> = catalogue::SEQUENCER_OPTIONS
+        .iter()
+        .filter(|(c, ..)| *c == cmd)
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    // Options of these commands that take a separate value (so the value is not read as an
+    // option of its own): strategy, strategy option, exec, onto, and the like.
+    let (short_value, long_value): (&str, &[&str]) = match cmd {
+        "rebase" => (
+            "sxX",
+            &[
+                "--strategy",
+                "--strategy-option",
+                "--exec",
+                "--onto",
+                "--trailer",
+                "--whitespace",
+                "--empty",
+                "--rebase-merges",
+            ],
+        ),
+        "pull" => (
+            "sX",
+            &[
+                "--strategy",
+                "--strategy-option",
+                "--depth",
+                "--deepen",
+                "--shallow-since",
+                "--shallow-exclude",
+                "--upload-pack",
+                "--recurse-submodules",
+                "--negotiation-tip",
+                "--server-option",
+                "--refmap",
+                "--cleanup",
+            ],
+        ),
+        _ => (
+            "mX",
+            &[
+                "--strategy",
+                "--strategy-option",
+                "--mainline",
+                "--cleanup",
+                "--empty",
+            ],
+        ),
+    };
+    let spec = Spec {
+        short_value,
+        long_value,
+    };
+    let (opts, _) = walk(args, &spec);
+    for o in &opts {
+        for (_, long, short, why) in &rows {
+            let (name, needs_value) = match long.strip_suffix("=KEY") {
+                Some(n) => (n, true),
+                None => (*long, false),
+            };
+            let hit = match o.short {
+                // `-S<key>`: an optional value, stuck only (`-S` alone is the owner's key).
+                Some(c) if needs_value => {
+                    Some(c) == *short && {
+                        let b = o.arg.as_bytes();
+                        b.iter()
+                            .skip(1)
+                            .position(|&x| x == c as u8)
+                            .is_some_and(|p| p + 2 < b.len())
+                    }
+                }
+                Some(c) => Some(c) == *short,
+                None => {
+                    is_long(o, name, ABBREV)
+                        && (!needs_value || o.value.is_some_and(|v| !v.is_empty()))
+                }
+            };
+            if hit {
+                let shown = o.arg.to_string_lossy();
+                return Err(refuse(
+                    "sequencer-option",
+                    format!(
+                        "git {cmd} {shown}: {why}, outside the sandbox; drop it (policy: shim.allow_sequencer_options = true allows it)"
+                    ),
+                ));
+            }
         }
     }
     Ok(())

@@ -888,3 +888,51 @@ fn redteam3_worktrees_directly_in_the_session_folder() {
     e.refused(&["worktree", "move", &a, &nested], "worktree-location");
     e.allowed(&["worktree", "add", &format!("{}/feat", e.wt().display())]);
 }
+
+#[test]
+fn sequencer_options_that_the_owners_continue_would_run() {
+    let e = env("");
+    for bad in [
+        &["rebase", "-x", "make test", "main"][..],
+        &["rebase", "--exec=make test", "main"],
+        &["rebase", "--exec", "make", "main"],
+        &["rebase", "-ixmake", "main"],
+        &["rebase", "--ex", "make", "main"],
+        &["rebase", "-s", "/../evil", "main"],
+        &["rebase", "--strategy=resolve", "main"],
+        &["rebase", "-Xtheirs", "main"],
+        &["rebase", "--strategy-option", "theirs", "main"],
+        &["rebase", "-SKEYID", "main"],
+        &["rebase", "--gpg-sign=KEYID", "main"],
+        &["cherry-pick", "--strategy=x", "abc"],
+        &["cherry-pick", "-X", "ours", "abc"],
+        &["cherry-pick", "-SKEY", "abc"],
+        &["revert", "--strategy", "x", "abc"],
+        &["pull", "--rebase", "-s", "x"],
+        &["pull", "-SKEY"],
+    ] {
+        let m = e.refused(bad, "sequencer-option");
+        assert!(m.contains("allow_sequencer_options"), "{m}");
+    }
+    for ok in [
+        &["rebase", "main"][..],
+        &["rebase", "-i", "main"],
+        &["rebase", "-S", "main"],
+        &["rebase", "--gpg-sign", "main"],
+        &["rebase", "--continue"],
+        &["rebase", "--onto", "x", "main"],
+        &["cherry-pick", "-x", "abc"],
+        &["cherry-pick", "-s", "abc"],
+        &["cherry-pick", "-S", "abc"],
+        &["cherry-pick", "-m", "1", "abc"],
+        &["merge", "-s", "ours", "x"],
+        &["merge", "-Xtheirs", "x"],
+        &["am", "--directory=a", "p.patch"],
+        &["pull", "--rebase"],
+    ] {
+        e.allowed(ok);
+    }
+    let allow = env("[shim]\nallow_sequencer_options = true");
+    allow.allowed(&["rebase", "-x", "make", "main"]);
+    allow.allowed(&["cherry-pick", "--strategy=x", "abc"]);
+}

@@ -1,0 +1,136 @@
+//! Repositories behind the index's gitlinks: what the owner's `git status` recurses into.
+//!
+//! A repository the agent creates in the work tree and stages (`git add sub`: a gitlink in
+//! the index, no commit needed) is a submodule to git from then on: the owner's next
+//! `git status` runs `git status` inside it, with its own config (`core.fsmonitor`, filters)
+//! and hooks. Its git dir lies in the work tree, not under the common dir's `modules/`, so
+//! the baseline comparison never sees it. `check` reads every index's gitlinks (main work
+//! tree and linked worktrees) with safe-git's scanner (`crate::safegit::gitlinks`), and
+//! audits each populated gitlink whose git dir is not one of the common dir's submodule git
+//! dirs (those are compared with the baseline) with `crate::audit` — the same judgement the
+//! audit and safe-git make.
+//!
+//! Unknown is not clean: an index that cannot be read or that the scanner cannot vouch for
+//! (another object format, a sparse-directory entry, sizes that do not add up) is a problem.
+
+use super::nf::Dir;
+use crate::audit::Finding;
+use std::path::{Path, PathBuf};
+
+/// Largest index read (a 1,000,000-file index is about 100 MiB).
+pub const INDEX_LIMIT: u64 = 1 << 30;
+
+/// What was found behind the gitlinks of the indexes given.
+#[derive(Debug, Default)]
+pub struct Embedded {
+    /// Audit findings (any level but notes) of repositories behind gitlinks.
+    pub findings: Vec<Finding>,
+    /// What could not be read, and why.
+    pub problems: Vec<(PathBuf, String)>,
+}
+
+/// Audit the repositories behind the gitlinks of each `(index file, work tree)`.
+/// `common_dir`: gitlinks whose `.git` file leads into its `modules/` are skipped (compared
+/// with the baseline instead).
+pub fn armed(indexes: &[(PathBuf, PathBuf)], common_dir: &Path) -> Embedded {
+    let mut out = Embedded::default();
+    for (index, work_tree) in indexes {
+        let paths = match gitlink_paths(index) {
+            Ok(p) => p,
+            Err(why) => {
+                out.problems.push((index.clone(), why));
+                continue;
+            }
+        };
+        for rel in paths {
+            let sub = work_tree.join(&rel);
+            let dot_git = sub.join(".git");
+            let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
+                continue; // not populated: git does not enter it
+            };
+            if meta.is_file() && gitfile_into_modules(&dot_git, &sub, common_dir) {
+                continue;
+            }
+            let report = crate::audit::audit(std::slice::from_ref(&sub));
+            for f in report.findings {
+                if f.rule == crate::audit::rules::INCOMPLETE.id {
+                    out.problems.push((f.path.clone(), f.message.clone()));
+                } else if f.level > crate::catalogue::Severity::Note
+                    && f.rule != crate::audit::rules::NESTED_REPOSITORY.id
+                {
+                    out.findings.push(f);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Does the gitfile at `dot_git` name a git dir inside `common_dir/modules/`?
+fn gitfile_into_modules(dot_git: &Path, sub: &Path, common_dir: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(dot_git) else {
+        return false;
+    };
+    let Some(target) = text.lines().next().and_then(|l| l.strip_prefix("gitdir: ")) else {
+        return false;
+    };
+    let t = Path::new(target.trim_end());
+    let abs = super::normalize(&if t.is_absolute() {
+        t.to_path_buf()
+    } else {
+        sub.join(t)
+    });
+    abs.starts_with(common_dir.join("modules"))
+}
+
+/// The gitlink paths of an index file (no index: none), read without following links.
+fn gitlink_paths(index: &Path) -> Result<Vec<PathBuf>, String> {
+    let (Some(parent), Some(name)) = (index.parent(), index.file_name()) else {
+        return Err("not a file path".into());
+    };
+    let bytes = match Dir::open_abs(parent).and_then(|d| match d.stat(name)? {
+        None => Ok(None),
+        Some(_) => d.read_bytes(name, INDEX_LIMIT).map(Some),
+    }) {
+        Ok(Some(b)) => b,
+        Ok(None) => return Ok(Vec::new()),
+        Err(e) if e.is_not_found() => return Ok(Vec::new()),
+        Err(e) => return Err(format!("cannot read the index: {e}")),
+    };
+    use crate::safegit::gitlinks::{scan, Scan};
+    let raw: Vec<Vec<u8>> = match scan(&bytes) {
+        Some(Scan::Gitlinks(p)) => p,
+        Some(Scan::SparseDirectory(d)) => {
+            return Err(format!(
+                "sparse-directory entry {:?}: git expands it from a tree whose gitlinks the index does not list",
+                String::from_utf8_lossy(&d)
+            ))
+        }
+        Some(Scan::Split) => {
+            let options = gix::index::decode::Options {
+                thread_limit: Some(1),
+                ..Default::default()
+            };
+            let file = gix::index::File::at(index, gix::hash::Kind::Sha1, true, options)
+                .map_err(|e| format!("cannot read the split index: {e}"))?;
+            file.entries()
+                .iter()
+                .filter(|e| e.mode == gix::index::entry::Mode::COMMIT)
+                .map(|e| e.path(&file).to_vec())
+                .collect()
+        }
+        None => {
+            return Err(
+                "the index is not laid out as git reads it (version, object format or sizes)"
+                    .into(),
+            )
+        }
+    };
+    raw.into_iter()
+        .map(|p| {
+            gix::path::from_bstr(gix::bstr::BStr::new(&p))
+                .map(|c| c.into_owned())
+                .map_err(|e| format!("gitlink path is not a valid path: {e}"))
+        })
+        .collect()
+}
