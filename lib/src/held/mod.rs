@@ -12,7 +12,8 @@
 //! and what `approve` moves forward.
 //!
 //! Layout below the store folder (the policy's `state_dir/held`, 0700):
-//! `pending/<id>.json`, `resolved/<id>.json`, `approved/<hash>.json`, `tmp/`, `.lock`.
+//! `pending/<id>.json`, `resolved/<id>.json`, `approved/<hash>.json`, `kept/<id>-<n>.bytes`
+//! (bytes too large for a record), `tmp/`, `.lock`.
 //! Invariants: a pending record is never removed except by [`Store::approve`] or
 //! [`Store::reject`] (the owner's word); every record write runs under [`Store::lock`], an
 //! exclusive `flock` shared by every process using the same store ([`Store::hold`] and
@@ -185,6 +186,10 @@ pub struct HeldWrite {
     pub path: PathBuf,
     /// `None` once rejected (the owner's word discards the bytes).
     pub proposed: Option<Content>,
+    /// Files in the store (`kept/`) holding the agent's bytes that do not fit a record: a
+    /// file over [`nofollow::MAX_BYTES`] (`proposed` then says its size), streamed in whole.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<PathBuf>,
     #[serde(flatten)]
     pub new: NewHeldMeta,
 }
@@ -272,7 +277,7 @@ impl Store {
     /// Open (creating, 0700) the store in `dir`: normally `Policy::held_dir()`.
     pub fn open(dir: &Path) -> Result<Store, HeldError> {
         use std::os::unix::fs::DirBuilderExt;
-        for sub in ["", "pending", "resolved", "approved", "tmp"] {
+        for sub in ["", "pending", "resolved", "approved", "tmp", "kept"] {
             let p = dir.join(sub);
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -358,6 +363,7 @@ impl Store {
             resolved_time: None,
             path,
             proposed: Some(new.proposed),
+            kept: Vec::new(),
             new: new.meta,
         };
         self.write_json(&self.dir.join("pending"), &format!("{}.json", w.id), &w)?;
@@ -366,6 +372,51 @@ impl Store {
             .unwrap_or_else(|p| p.into_inner())
             .insert(key, w.id.clone());
         Ok((w, true))
+    }
+
+    /// Stream `src` whole into the store as bytes of the pending write `id` (a file too large
+    /// for a record): `tmp/`, fsync, then linked to a name no other call has taken
+    /// (`kept/<id>-<n>.bytes`, the first free `n`: a link never replaces an entry, so a
+    /// second write kept for the same record cannot overwrite the first), folder fsynced, and
+    /// the name added to the record's `kept`. The caller holds the lock.
+    pub fn keep(&self, id: &str, src: &mut dyn std::io::Read) -> Result<PathBuf, HeldError> {
+        check_id(id)?;
+        let tmp = self
+            .dir
+            .join("tmp")
+            .join(format!("keep-{}", nofollow::tmp_name(id)));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(io(&tmp, "create"))?;
+        std::io::copy(src, &mut f).map_err(io(&tmp, "copy"))?;
+        f.sync_all().map_err(io(&tmp, "fsync"))?;
+        drop(f);
+        let kept_dir = self.dir.join("kept");
+        let mut n = 0u32;
+        let dest = loop {
+            let dest = kept_dir.join(format!("{id}-{n}.bytes"));
+            match std::fs::hard_link(&tmp, &dest) {
+                Ok(()) => break dest,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+                Err(e) => {
+                    let _ = std::fs::remove_file(&tmp);
+                    return Err(HeldError::Io {
+                        path: dest,
+                        op: "link into kept/",
+                        source: e,
+                    });
+                }
+            }
+        };
+        let _ = std::fs::remove_file(&tmp);
+        sync_path(&kept_dir)?;
+        let rec = self.dir.join("pending").join(format!("{id}.json"));
+        let mut w = self.read_record(&rec)?;
+        w.kept.push(dest.clone());
+        self.write_json(&self.dir.join("pending"), &format!("{id}.json"), &w)?;
+        Ok(dest)
     }
 
     /// Pending held writes, oldest first.

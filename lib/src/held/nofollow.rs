@@ -11,7 +11,7 @@ use nix::errno::Errno;
 use nix::fcntl::{openat, readlinkat, renameat, AtFlags, OFlag};
 use nix::sys::stat::{fstatat, Mode, SFlag};
 use std::ffi::OsStr;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
@@ -126,24 +126,96 @@ pub fn read_at(dir: &impl AsFd, name: &str, rel: &str) -> std::io::Result<Conten
         Err(Errno::ELOOP) => return read_at(dir, name, rel),
         Err(e) => return Err(e.into()),
     };
-    let mut f = std::fs::File::from(fd);
-    let meta = f.metadata()?;
-    if !meta.is_file() {
+    let f = std::fs::File::from(fd);
+    if !f.metadata()?.is_file() {
         return read_at(dir, name, rel);
     }
-    let mut bytes = Vec::new();
-    (&mut f).take(MAX_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Ok(Content::Other {
-            at: rel.to_owned(),
-            what: format!("a file over {MAX_BYTES} bytes"),
-        });
+    read_file(&f, rel)
+}
+
+/// The content of the regular file open at `f`, read from its start (`pread`, the file
+/// offset is left alone): its bytes, or [`oversized`] past [`MAX_BYTES`].
+pub fn read_file(f: &std::fs::File, rel: &str) -> std::io::Result<Content> {
+    use std::os::unix::fs::{FileExt, PermissionsExt};
+    let meta = f.metadata()?;
+    let mut bytes = Vec::with_capacity(meta.len().min(MAX_BYTES + 1) as usize);
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        let n = f.read_at(&mut buf, bytes.len() as u64)?;
+        if n == 0 {
+            break;
+        }
+        bytes.extend_from_slice(&buf[..n]);
+        if bytes.len() as u64 > MAX_BYTES {
+            let size = f.metadata()?.len().max(bytes.len() as u64);
+            return Ok(oversized(rel, size));
+        }
     }
-    use std::os::unix::fs::PermissionsExt;
     Ok(Content::File {
         bytes,
         mode: meta.permissions().mode() & 0o7777,
     })
+}
+
+/// What stands for a regular file over [`MAX_BYTES`]: too large for a record, its bytes are
+/// streamed into the held store whole ([`crate::held::Store::keep`]) once it has been moved
+/// out of the agent's reach.
+pub fn oversized(rel: &str, size: u64) -> Content {
+    Content::Other {
+        at: rel.to_owned(),
+        what: format!("{OVERSIZED} ({size} bytes; the limit is {MAX_BYTES})"),
+    }
+}
+
+/// The start of [`oversized`]'s description.
+pub const OVERSIZED: &str = "a file too large to read whole";
+
+/// Is `c` a regular file over [`MAX_BYTES`]?
+pub fn is_oversized(c: &Content) -> bool {
+    matches!(c, Content::Other { what, .. } if what.starts_with(OVERSIZED))
+}
+
+/// Does any process have the regular file open at `f` open for writing (a write descriptor,
+/// a shared writable mapping)? Asked the kernel through a read lease (`fcntl(F_SETLEASE,
+/// F_RDLCK)`, fcntl(2)): it is refused with `EAGAIN` exactly when the inode is open for
+/// writing, whoever holds it and whatever their mount namespace. The lease is dropped at
+/// once; a writer that opened the file in that instant was held back until then (its
+/// break signal is `SIGURG`, ignored by default, so no handler is needed). `None` when the
+/// kernel cannot say: a filesystem without leases, a file owned by another user.
+pub fn open_for_writing(f: &impl AsFd) -> Option<bool> {
+    use nix::libc;
+    use std::os::fd::AsRawFd;
+    /// `F_SETSIG` (linux/fcntl.h; not exported by the libc crate for every target).
+    const F_SETSIG: libc::c_int = 10;
+    let fd = f.as_fd().as_raw_fd();
+    // SAFETY: plain fcntl calls on a descriptor we own; no memory is passed.
+    unsafe {
+        if libc::fcntl(fd, F_SETSIG, libc::SIGURG) == -1 {
+            return None;
+        }
+        if libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) == 0 {
+            libc::fcntl(fd, libc::F_SETLEASE, libc::F_UNLCK);
+            return Some(false);
+        }
+    }
+    match Errno::last() {
+        Errno::EAGAIN => Some(true),
+        _ => None,
+    }
+}
+
+/// Open the regular file `name` in `dir` for reading, without following a link (`None` when
+/// it is not a regular file, or gone).
+pub fn open_file(dir: &impl AsFd, name: &str) -> Option<std::fs::File> {
+    let fd = openat(
+        dir.as_fd(),
+        name,
+        OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK,
+        Mode::empty(),
+    )
+    .ok()?;
+    let f = std::fs::File::from(fd);
+    f.metadata().ok()?.is_file().then_some(f)
 }
 
 fn kind_name(k: SFlag) -> &'static str {

@@ -29,6 +29,7 @@ mod compare;
 pub mod glob;
 pub mod parse;
 mod rules;
+pub mod tail;
 pub mod watch;
 
 pub use compare::{judge, text_diff, Effect, Finding, Judgement, Verdict};
@@ -433,7 +434,15 @@ pub fn hold_and_revert(
     // The agent may remove or replace the folder between our walk and the swap: walk again.
     let mut attempt = 0;
     let displaced = loop {
-        match put_back_prepared(store, change, &change.before, rules, source, prepared) {
+        match put_back_prepared(
+            store,
+            change,
+            &change.before,
+            rules,
+            source,
+            prepared,
+            Some(&held.id),
+        ) {
             Err(SettingsError::Io { source: e, .. })
                 if attempt < 3 && e.kind() == std::io::ErrorKind::NotFound =>
             {
@@ -490,9 +499,11 @@ fn put_back(
     source: &str,
 ) -> Result<Vec<HeldWrite>, SettingsError> {
     let prepared = prepare(change, target)?;
-    put_back_prepared(store, change, target, rules, source, prepared)
+    put_back_prepared(store, change, target, rules, source, prepared, None)
 }
 
+/// `held_id`: the record already holding `change.after` (a revert), to which a file too large
+/// for a record is added whole when it is what the swap displaced.
 fn put_back_prepared(
     store: &Store,
     change: &Change,
@@ -500,6 +511,7 @@ fn put_back_prepared(
     rules: &Rules,
     source: &str,
     prepared: Prepared,
+    held_id: Option<&str>,
 ) -> Result<Vec<HeldWrite>, SettingsError> {
     let Prepared {
         root,
@@ -521,16 +533,23 @@ fn put_back_prepared(
             };
             crate::held::crash_point("revert-swapped");
             if moved {
-                let mut x = nofollow::read_at(&dir, &tmp, &change.rel)
-                    .map_err(io_err(p(), "read displaced"))?;
+                // The displaced entry, opened once: a regular file is read (and followed)
+                // through this descriptor, whatever later happens to its name.
+                let file = nofollow::open_file(&dir, &tmp);
+                let read = |f: &Option<std::fs::File>| match f {
+                    Some(f) => nofollow::read_file(f, &change.rel),
+                    None => nofollow::read_at(&dir, &tmp, &change.rel),
+                };
+                let mut x = read(&file).map_err(io_err(p(), "read displaced"))?;
                 if matches!(x, Content::File { .. }) && !x.same_as(&change.after) {
                     // Not what we judged: a writer got in between, and may still hold the
                     // file open (its remaining writes land in the inode now at `tmp`). Wait
-                    // until the inode is quiet, then take what it holds.
-                    wait_quiet(&dir, &tmp);
-                    x = nofollow::read_at(&dir, &tmp, &change.rel)
-                        .map_err(io_err(p(), "read displaced"))?;
+                    // until no writer has it open and it is quiet (bounded), then take what
+                    // it holds; later writes are followed ([`tail`]).
+                    wait_writers(&dir, &tmp, file.as_ref());
+                    x = read(&file).map_err(io_err(p(), "read displaced"))?;
                 }
+                let mut owner = held_id.map(str::to_owned);
                 if !x.same_as(&change.after) && !x.same_as(target) && x != Content::Absent {
                     // Judged on its own, but held whatever the verdict: it was already
                     // replaced by the approved state, and only the owner brings it back.
@@ -542,18 +561,48 @@ fn put_back_prepared(
                         source,
                         Some("written again while the previous write was being reverted"),
                     ))?;
+                    owner = Some(h.id.clone());
                     displaced.push(h);
                 }
-                if let Content::Other { .. } = x {
-                    // A folder or fifo: kept, under a name that says why.
-                    let keep = format!(
-                        ".{name}.gitward-held-{}",
-                        displaced.first().map_or("x", |h| h.id.as_str())
-                    );
-                    let _ =
-                        nix::fcntl::renameat(dir.as_fd(), tmp.as_str(), dir.as_fd(), keep.as_str());
-                } else {
-                    nofollow::remove(&dir, &tmp).map_err(io_err(p(), "remove temporary file"))?;
+                match (&x, &file) {
+                    (Content::Other { .. }, Some(f)) if nofollow::is_oversized(&x) => {
+                        // Too large for a record: streamed into the store whole, under a
+                        // name of its own, before the temporary name goes.
+                        let id = match owner {
+                            Some(id) => id,
+                            None => {
+                                let (h, _) =
+                                    store.hold(new_held(change, x.clone(), source, None))?;
+                                let id = h.id.clone();
+                                displaced.push(h);
+                                id
+                            }
+                        };
+                        tail::keep_whole(store, &id, f, &change.path)?;
+                        nofollow::remove(&dir, &tmp)
+                            .map_err(io_err(p(), "remove temporary file"))?;
+                    }
+                    (Content::Other { .. }, _) => {
+                        // A folder or fifo: kept beside the file, under a name no other
+                        // revert takes (the held id; a link never replaces an entry).
+                        set_aside(&dir, &tmp, &name, owner.as_deref())
+                            .map_err(io_err(p(), "set aside"))?;
+                    }
+                    _ => {
+                        nofollow::remove(&dir, &tmp)
+                            .map_err(io_err(p(), "remove temporary file"))?;
+                    }
+                }
+                if let (Some(f), Content::File { .. } | Content::Other { .. }) = (file, &x) {
+                    tail::follow(tail::Tail {
+                        file: f,
+                        change: Change {
+                            before: target.clone(),
+                            ..change.clone()
+                        },
+                        last: x,
+                        changed: std::time::Instant::now(),
+                    });
                 }
             }
             crate::held::crash_point("revert-tmp-removed");
@@ -605,9 +654,9 @@ fn put_back_prepared(
     Ok(displaced)
 }
 
-/// Wait (at most [`watch::QUIET_MAX`]) until the file `name` in `dir` has not been modified
-/// for [`watch::QUIET`].
-fn wait_quiet(dir: &impl AsFd, name: &str) {
+/// Wait (at most [`watch::QUIET_MAX`]) until no process has the file `name` in `dir` (open
+/// as `f`) open for writing and it has not been modified for [`watch::QUIET`].
+fn wait_writers(dir: &impl AsFd, name: &str, f: Option<&std::fs::File>) {
     let start = std::time::Instant::now();
     loop {
         let age =
@@ -622,11 +671,50 @@ fn wait_quiet(dir: &impl AsFd, name: &str) {
                     m.elapsed().ok()
                 })
                 .unwrap_or(watch::QUIET);
-        if age >= watch::QUIET || start.elapsed() >= watch::QUIET_MAX {
+        let writing = f.and_then(nofollow::open_for_writing) == Some(true);
+        if (age >= watch::QUIET && !writing) || start.elapsed() >= watch::QUIET_MAX {
             return;
         }
-        std::thread::sleep((watch::QUIET - age).min(std::time::Duration::from_millis(50)));
+        std::thread::sleep((watch::QUIET.saturating_sub(age)).clamp(
+            std::time::Duration::from_millis(10),
+            std::time::Duration::from_millis(50),
+        ));
     }
+}
+
+/// Move the displaced entry `tmp` (a folder, a fifo) to `.<name>.gitward-held-<id>` beside
+/// the guarded file, with `-<n>` added until the name is free: never over another entry
+/// (`RENAME_NOREPLACE`), so nothing set aside earlier is replaced.
+fn set_aside(dir: &impl AsFd, tmp: &str, name: &str, id: Option<&str>) -> std::io::Result<()> {
+    use nix::fcntl::{renameat2, RenameFlags};
+    let base = match id {
+        Some(id) => format!(".{name}.gitward-held-{id}"),
+        None => format!(
+            ".{name}.gitward-held-{}",
+            nofollow::tmp_name("x").trim_start_matches(".x")
+        ),
+    };
+    for n in 0..1000u32 {
+        let keep = if n == 0 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        match renameat2(
+            dir.as_fd(),
+            tmp,
+            dir.as_fd(),
+            keep.as_str(),
+            RenameFlags::RENAME_NOREPLACE,
+        ) {
+            Ok(()) => return Ok(()),
+            Err(nix::errno::Errno::EEXIST) => continue,
+            // No RENAME_NOREPLACE here: the temporary name is unique already; leave it.
+            Err(nix::errno::Errno::EINVAL) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// The file's folder is gone (or was a link, now removed): create it and put the approved
@@ -657,7 +745,7 @@ fn recreate_and_put_back(
             ),
         });
     }
-    put_back_prepared(store, change, target, rules, source, prepared)
+    put_back_prepared(store, change, target, rules, source, prepared, None)
 }
 
 /// Put the approved content `target` back at `rel` below `root` (a file below a folder link
@@ -738,6 +826,14 @@ pub fn enforce(
             out.push(accept(store, &c, source)?);
         }
     }
+    drop(_lock);
+    // Writers still in the inodes the reverts swapped out: what they write is held too.
+    let late = tail::settle(store, rules, source, watch::QUIET_MAX)?;
+    if !late.is_empty() {
+        if let Some(o) = out.iter_mut().find(|o| o.action == Action::Held) {
+            o.displaced.extend(late);
+        }
+    }
     Ok(out)
 }
 
@@ -771,7 +867,7 @@ pub fn recover(
                 .lookup(&target_rel)
                 .map(|r| r.name.clone())
                 .unwrap_or_else(|| "-".into());
-            let before = approved.unwrap_or(Content::Absent);
+            let before = approved.clone().unwrap_or(Content::Absent);
             let (h, _) = store.hold(NewHeld {
                 meta: NewHeldMeta {
                     root: snap.root.clone(),
@@ -788,7 +884,38 @@ pub fn recover(
             })?;
             held.push(h);
         }
-        if !matches!(x, Content::Other { .. }) {
+        if nofollow::is_oversized(&x) {
+            // Too large for a record: held, and streamed into the store whole.
+            if let Some(f) = nofollow::open_file(&dir, name) {
+                let x =
+                    nofollow::read_file(&f, rel).map_err(io_err(snap.root.join(rel), "read"))?;
+                let before = approved.clone().unwrap_or(Content::Absent);
+                let rule = rules
+                    .lookup(&target_rel)
+                    .map(|r| r.name.clone())
+                    .unwrap_or_else(|| "-".into());
+                let (h, _) = store.hold(NewHeld {
+                    meta: NewHeldMeta {
+                        root: snap.root.clone(),
+                        rel: target_rel.clone(),
+                        diff: text_diff(&before, &x),
+                        replaced: before,
+                        rule,
+                        verdict: Verdict::Widens.as_str().into(),
+                        reasons: vec![
+                            "found in a temporary file after an interrupted revert".into()
+                        ],
+                        blocked: vec![],
+                        source: source.into(),
+                    },
+                    proposed: x,
+                })?;
+                tail::keep_whole(store, &h.id, &f, &snap.root.join(rel))?;
+                held.push(h);
+                nofollow::remove(&dir, name)
+                    .map_err(io_err(snap.root.join(rel), "remove leftover"))?;
+            }
+        } else if !matches!(x, Content::Other { .. }) {
             nofollow::remove(&dir, name).map_err(io_err(snap.root.join(rel), "remove leftover"))?;
         }
     }

@@ -244,14 +244,17 @@ impl Watcher {
         }
     }
 
-    /// [`Self::evaluate`]; with `wait_if_unparseable`, content that cannot be parsed is left
-    /// as it is ([`Judged::Unfinished`]): the caller judges it later. The decision is taken on
-    /// the one read the judgement uses, under the store lock.
+    /// [`Self::evaluate`]; with `may_wait`, a write that would be held is left as it is
+    /// ([`Judged::Unfinished`]) when its content cannot be parsed or when a process still has
+    /// the file open for writing ([`nofollow::open_for_writing`]): a second writer that
+    /// truncated it right after the first one closed it has not written yet. The caller
+    /// judges it later (its close, or the wait for quiet, within [`QUIET_MAX`]). The decision
+    /// is taken on the one read the judgement uses, under the store lock.
     fn evaluate_or_wait(
         &self,
         ri: usize,
         rel: &str,
-        wait_if_unparseable: bool,
+        may_wait: bool,
         emit: &mut dyn FnMut(&Event),
     ) -> Result<Judged, SettingsError> {
         let r = &self.roots[ri];
@@ -273,9 +276,10 @@ impl Watcher {
         let Some(change) = change_of(&r.path, rel, &approved, &now, &self.cfg.rules) else {
             return Ok(Judged::Done(None));
         };
-        if wait_if_unparseable
-            && change.verdict == super::Verdict::Unparseable
+        if may_wait
+            && change.verdict.is_held()
             && matches!(change.after, Content::File { .. })
+            && (change.verdict == super::Verdict::Unparseable || self.being_written(ri, rel))
         {
             return Ok(Judged::Unfinished);
         }
@@ -315,6 +319,39 @@ impl Watcher {
             ));
         }
         Ok(Judged::Done(Some(Box::new(outcome))))
+    }
+
+    /// Does a process have the guarded file `rel` of root `ri` open for writing? (`false`
+    /// when it is not a regular file or the kernel cannot say.)
+    fn being_written(&self, ri: usize, rel: &str) -> bool {
+        match nofollow::parent(&self.roots[ri].fd, rel) {
+            Ok(nofollow::Parent::Dir(dir, name)) => nofollow::open_file(&dir, &name)
+                .and_then(|f| nofollow::open_for_writing(&f))
+                .unwrap_or(false),
+            _ => false,
+        }
+    }
+
+    /// Read again the inodes earlier reverts swapped out while a writer may still have them
+    /// open ([`super::tail`]); hold what was written into them.
+    fn poll_tails(&self, emit: &mut dyn FnMut(&Event)) -> Result<(), SettingsError> {
+        if !super::tail::following() {
+            return Ok(());
+        }
+        let held = {
+            let _lock = self.store.lock()?;
+            super::tail::poll(&self.store, &self.cfg.rules, self.source)?
+        };
+        for h in held {
+            emit(&self.held_event(
+                &h,
+                format!(
+                    "write into {} after its revert (the writer still had it open) held as {}",
+                    h.new.rel, h.id
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn event(&self, e: Event) -> Event {
@@ -390,6 +427,18 @@ impl Watcher {
                 }
             }
         }
+        // Writers still in the inodes this pass swapped out: followed for a while (`run`
+        // goes on following them in its loop).
+        for h in super::tail::settle(&self.store, &self.cfg.rules, self.source, QUIET_MAX)? {
+            sum.held += 1;
+            emit(&self.held_event(
+                &h,
+                format!(
+                    "write into {} after its revert (the writer still had it open) held as {}",
+                    h.new.rel, h.id
+                ),
+            ));
+        }
         Ok(sum)
     }
 
@@ -454,6 +503,7 @@ impl Watcher {
                 .map(|d| d.due)
                 .chain(st.retry_due)
                 .chain(Some(st.recheck_due))
+                .chain(super::tail::following().then(|| Instant::now() + QUIET / 3))
                 .min()
                 .map(|due| {
                     let ms = due
@@ -498,6 +548,9 @@ impl Watcher {
                 }
             }
             if let Err(e) = self.run_deferred(&ino, &mut st, emit) {
+                failed = Some(e);
+            }
+            if let Err(e) = self.poll_tails(emit) {
                 failed = Some(e);
             }
             if st.recheck_due <= Instant::now() {
@@ -891,10 +944,15 @@ impl Watcher {
             return Ok(());
         }
         if ev.mask.intersects(F::IN_CLOSE_WRITE | F::IN_MOVED_TO) {
-            // A write completed, or a file renamed over the name: judged at once.
+            // A write completed, or a file renamed over the name: judged at once — unless
+            // another writer has the file open (it truncated it right after this close, say):
+            // then it waits for that writer's close, or for quiet.
             st.deferred.remove(&(ri, rel.clone()));
-            self.evaluate(ri, &rel, emit)?;
-            self.watch_file(ino, st, ri, &rel);
+            if let Judged::Unfinished = self.evaluate_or_wait(ri, &rel, true, emit)? {
+                st.defer(ri, &rel);
+            } else {
+                self.watch_file(ino, st, ri, &rel);
+            }
         } else if ev.mask.intersects(F::IN_MOVED_FROM | F::IN_DELETE) {
             // The file at the name went (judged at once: a deletion can widen). The event may
             // be old news — our own revert's, read after the agent made a new file there —

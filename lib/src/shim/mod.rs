@@ -387,6 +387,35 @@ impl Repository for GitRepo<'_> {
         }
     }
 
+    fn prunable_worktrees(&self) -> Result<Vec<PathBuf>, String> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut all: Vec<OsString> = self.inv.globals.clone();
+        all.extend(["worktree", "list", "--porcelain", "-z"].map(OsString::from));
+        let out = self
+            .session
+            .command(&all, self.keep_config_env)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .map_err(|e| format!("git worktree list: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("git worktree list exited {}", out.status));
+        }
+        // Records of NUL-terminated fields, each ended by an empty field.
+        let mut prunable = Vec::new();
+        let mut path: Option<PathBuf> = None;
+        for field in out.stdout.split(|&b| b == 0) {
+            if field.is_empty() {
+                path = None;
+            } else if let Some(p) = field.strip_prefix(b"worktree ") {
+                path = Some(PathBuf::from(std::ffi::OsStr::from_bytes(p)));
+            } else if field == b"prunable" || field.starts_with(b"prunable ") {
+                prunable.push(path.clone().unwrap_or_default());
+            }
+        }
+        Ok(prunable)
+    }
+
     fn local_bool(&self, key: &str) -> Option<bool> {
         match self.ask(&["config", "--local", "--type=bool", "--get", key]) {
             Some((true, out)) => Some(out.trim() == "true"),

@@ -62,6 +62,10 @@ pub trait Repository {
     fn is_external(&self, name: &str) -> bool;
     /// The repository's worktree paths (`git worktree list --porcelain`).
     fn worktrees(&self) -> Vec<PathBuf>;
+    /// The worktree entries git would prune now (`git worktree list --porcelain -z`, the
+    /// entries with a `prunable` line: folder missing, `gitdir` file missing or broken), as
+    /// the path each entry names; `Err` with the reason when git could not list them.
+    fn prunable_worktrees(&self) -> Result<Vec<PathBuf>, String>;
     /// A key of the repository's own config file (`git config --local`), as a boolean.
     fn local_bool(&self, key: &str) -> Option<bool>;
     /// The `submodule.<name>.url` values of the `.gitmodules` git reads (the work tree's
@@ -425,7 +429,14 @@ impl Rules<'_> {
             "config" => config(args).map(|_| Plan::Exec),
             "remote" => remote(args).map(|_| Plan::Exec),
             "submodule" | "submodule--helper" => submodule(cmd, args, repo).map(|_| Plan::Exec),
-            "maintenance" | "sparse-checkout" => verbs(cmd, args, repo).map(|_| Plan::Exec),
+            "maintenance" | "sparse-checkout" => {
+                verbs(cmd, args, repo)?;
+                if cmd == "maintenance" && verb_of(args).is_some_and(|(_, v)| v == "run") {
+                    self.prune_guard("git maintenance run (its gc task)", repo)?;
+                }
+                Ok(Plan::Exec)
+            }
+            "gc" => self.prune_guard("git gc", repo).map(|_| Plan::Exec),
             "clone" => clone(args).map(|_| Plan::Exec),
             "push" => push(args).map(|_| Plan::Exec),
             "init" | "init-db" => init(args).map(|_| Plan::Exec),
@@ -452,7 +463,20 @@ impl Rules<'_> {
             "add" => pos.first(),
             "move" => pos.get(1),
             "remove" => pos.first(),
-            "prune" => return Ok(Plan::ChildThenTidy),
+            "prune" => {
+                let spec = Spec {
+                    short_value: "",
+                    long_value: &["--expire"],
+                };
+                let (opts, _) = walk(&args[1..], &spec);
+                let dry = opts
+                    .iter()
+                    .any(|o| o.short == Some('n') || is_long(o, "--dry-run", 1));
+                if !dry {
+                    self.prune_guard("git worktree prune", repo)?;
+                }
+                return Ok(Plan::ChildThenTidy);
+            }
             "repair" => return self.repair(&pos, repo),
             _ => return Ok(Plan::Exec),
         };
@@ -537,6 +561,39 @@ impl Rules<'_> {
 }
 
 impl Rules<'_> {
+    /// `git worktree prune`, `git gc` and `git maintenance run` delete every worktree entry
+    /// (`<common dir>/worktrees/<id>`: the worktree's `HEAD`, index, refs, logs) whose folder
+    /// git cannot see. In a sandbox another session's worktree folder is not visible, so git
+    /// takes it for deleted: the call is refused when an entry git would prune is not one of
+    /// this session's worktrees (the same test as `worktree remove`, which is refused for
+    /// them too). gc and maintenance prune only entries older than `gc.worktreePruneExpire`
+    /// (or without an index), but no value of that key turns the pruning off, so every entry
+    /// git lists as prunable counts. Fail closed: when git cannot list them, refused.
+    fn prune_guard(&self, what: &str, repo: &dyn Repository) -> Result<(), Refusal> {
+        let p = self.policy;
+        let foreign: Vec<PathBuf> = match repo.prunable_worktrees() {
+            Ok(v) => v.into_iter().filter(|w| !p.worktree_allowed(w)).collect(),
+            Err(why) => {
+                return Err(refuse(
+                    "worktree-prune",
+                    format!("{what} prunes worktree entries, and git could not list them ({why}); run it where git can"),
+                ))
+            }
+        };
+        if foreign.is_empty() {
+            return Ok(());
+        }
+        let shown = foreign
+            .iter()
+            .map(|w| w.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        Err(refuse(
+            "worktree-prune",
+            format!("{what} would delete the worktree entry of {shown}, whose folder this session cannot see (not one of its worktrees under {}/); git worktree remove this session's own worktrees instead", p.worktree_dir.display()),
+        ))
+    }
+
     /// `git worktree repair [<path>…]` points a worktree entry's `gitdir` at each path whose
     /// `.git` file names it — any entry, another session's too — and, without paths, at the
     /// folder the call runs in: a worktree moved by hand is registered where it now is. So

@@ -15,6 +15,7 @@ struct Fake {
     aliases: BTreeMap<String, String>,
     worktree_config: Option<bool>,
     gitmodules: Result<Vec<(String, String)>, String>,
+    prunable: Result<Vec<PathBuf>, String>,
 }
 
 impl Repository for Fake {
@@ -38,6 +39,9 @@ impl Repository for Fake {
     }
     fn gitmodules_urls(&self) -> Result<Vec<(String, String)>, String> {
         self.gitmodules.clone()
+    }
+    fn prunable_worktrees(&self) -> Result<Vec<PathBuf>, String> {
+        self.prunable.clone()
     }
     fn worktrees(&self) -> Vec<PathBuf> {
         vec![
@@ -70,6 +74,7 @@ fn env(extra: &str) -> Env {
         aliases: BTreeMap::new(),
         worktree_config: None,
         gitmodules: Ok(Vec::new()),
+        prunable: Ok(Vec::new()),
     };
     Env {
         _t: t,
@@ -935,4 +940,48 @@ fn sequencer_options_that_the_owners_continue_would_run() {
     let allow = env("[shim]\nallow_sequencer_options = true");
     allow.allowed(&["rebase", "-x", "make", "main"]);
     allow.allowed(&["cherry-pick", "--strategy=x", "abc"]);
+}
+
+#[test]
+fn pruning_touches_only_the_sessions_own_worktree_entries() {
+    let mut e = env("");
+    let own = e.fake.top.with_file_name("proj-worktrees/s1/feat");
+    let other = e.fake.top.with_file_name("proj-worktrees/s2/other");
+    let prune_all = ["worktree", "prune"];
+    // Nothing prunable, or only this session's own entries: allowed.
+    assert_eq!(e.allowed(&prune_all), Plan::ChildThenTidy);
+    e.fake.prunable = Ok(vec![own.clone()]);
+    assert_eq!(e.allowed(&["worktree", "prune", "-v"]), Plan::ChildThenTidy);
+    assert_eq!(e.allowed(&["gc"]), Plan::Exec);
+    // Another session's entry (its folder is not visible here): every command that prunes
+    // entries is refused, naming it; a dry run only prints.
+    e.fake.prunable = Ok(vec![own, other.clone()]);
+    for args in [
+        &prune_all[..],
+        &["worktree", "prune", "--expire", "now"],
+        &["worktree", "prune", "--expire=1.day.ago", "-v"],
+        &["gc"],
+        &["gc", "--prune=now"],
+        &["gc", "--auto"],
+        &["maintenance", "run"],
+        &["maintenance", "run", "--task=gc"],
+        &["-C", ".", "worktree", "prune"],
+    ] {
+        let m = e.refused(args, "worktree-prune");
+        assert!(m.contains(&other.display().to_string()), "{m}");
+        assert!(!m.contains("s1/feat"), "{m}");
+    }
+    assert_eq!(e.allowed(&["worktree", "prune", "-n"]), Plan::ChildThenTidy);
+    assert_eq!(
+        e.allowed(&["worktree", "prune", "--dry-run", "-v"]),
+        Plan::ChildThenTidy
+    );
+    assert_eq!(
+        e.allowed(&["worktree", "prune", "-nv"]),
+        Plan::ChildThenTidy
+    );
+    // git could not list the entries: fail closed.
+    e.fake.prunable = Err("git worktree list exited 128".into());
+    e.refused(&prune_all, "worktree-prune");
+    e.refused(&["gc"], "worktree-prune");
 }
