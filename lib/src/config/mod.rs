@@ -721,6 +721,87 @@ impl Enumeration {
     }
 }
 
+/// A variable of one file read on its own (no includes) by [`parse_bytes`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawEntry {
+    /// Lower-cased, as git reads it (empty for a variable before any section header).
+    pub section: String,
+    /// As git assembles it (any bytes; `diff.a` for `[diff.a "b"]`'s … see [`parse_bytes`]).
+    pub subsection: Option<BString>,
+    /// Lower-cased.
+    pub name: String,
+    pub value: Option<BString>,
+    pub line: usize,
+}
+
+impl RawEntry {
+    /// The key split as the catalogue splits it, when the subsection is UTF-8.
+    pub fn config_key(&self) -> Option<ConfigKey<'_>> {
+        let subsection = match &self.subsection {
+            None => None,
+            Some(s) => Some(std::str::from_utf8(s).ok()?),
+        };
+        Some(ConfigKey {
+            section: &self.section,
+            subsection,
+            name: &self.name,
+        })
+    }
+}
+
+/// One config file's bytes as git reads them (`config.c`'s parser; no includes followed):
+/// every section header `(section, subsection, line)` and every variable, in order, up to
+/// `bad_line` when git stops there ("bad config line N") — everything before it is what git
+/// has read when it dies. For the few readers that need a single file the way git reads it
+/// without the whole enumeration: the repository format (`extensions.*` from the common
+/// dir's `config` alone), a nested repository's `config`, a `.gitmodules` blob.
+/// `[diff.a "b"]` is the section `diff` with the subsection `a.b`, as git reads it.
+pub fn parse_bytes(bytes: &[u8], dialect: Dialect) -> RawFile {
+    let (events, bad) = match parse::parse(bytes) {
+        Ok(ev) => (ev, None),
+        Err((ev, b)) => (ev, Some(b.line)),
+    };
+    let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let mut out = RawFile {
+        sections: Vec::new(),
+        entries: Vec::new(),
+        bad_line: bad,
+    };
+    for ev in events {
+        match ev {
+            parse::Event::Section { stem, line } => {
+                let (sec, sub) = parse::split_stem(&stem);
+                out.sections
+                    .push((lossy(sec), sub.map(|s| BString::from(s.to_vec())), line));
+            }
+            parse::Event::Entry(e) => {
+                let (sec, sub, name) = parse::split_key(&e.key);
+                let value = match (dialect, e.squashed) {
+                    (Dialect::SquashInnerWhitespace, Some(old)) => Some(old),
+                    _ => e.value,
+                };
+                out.entries.push(RawEntry {
+                    section: lossy(sec),
+                    subsection: sub.map(|s| BString::from(s.to_vec())),
+                    name: lossy(name),
+                    value: value.map(BString::from),
+                    line: e.line,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// What [`parse_bytes`] read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawFile {
+    pub sections: Vec<(String, Option<BString>, usize)>,
+    pub entries: Vec<RawEntry>,
+    /// git's "bad config line N": git refuses the file there.
+    pub bad_line: Option<usize>,
+}
+
 /// Is `key` (a value's key) one of the loader's include keys? Returns the `includeIf`
 /// condition for conditional includes.
 pub(crate) fn include_condition(key: &ConfigKey<'_>) -> Option<Option<String>> {

@@ -157,7 +157,7 @@ impl Source<'_> {
                 continue;
             }
             trim_len = 0;
-            old.extend(std::iter::repeat(b' ').take(space));
+            old.extend(std::iter::repeat_n(b' ', space));
             space = 0;
             let mut c = c;
             if c == b'\\' as i32 {
@@ -399,7 +399,10 @@ mod tests {
     #[test]
     fn git_corners() {
         let kv = |k: &str, v: &str| (k.to_owned(), Some(v.to_owned()));
-        assert_eq!(entries(b"k = v\n[a]\nb = c\n"), [kv("k", "v"), kv("a.b", "c")]);
+        assert_eq!(
+            entries(b"k = v\n[a]\nb = c\n"),
+            [kv("k", "v"), kv("a.b", "c")]
+        );
         assert_eq!(
             entries(b"[diff.A \"B\"]\ntextconv = x\n"),
             [kv("diff.a.B.textconv", "x")]
@@ -431,9 +434,15 @@ mod tests {
 
     #[test]
     fn keys_split_like_parse_config_key() {
-        assert_eq!(split_key(b"a.b.c.d"), (&b"a"[..], Some(&b"b.c"[..]), &b"d"[..]));
+        assert_eq!(
+            split_key(b"a.b.c.d"),
+            (&b"a"[..], Some(&b"b.c"[..]), &b"d"[..])
+        );
         assert_eq!(split_key(b"a.b"), (&b"a"[..], None, &b"b"[..]));
         assert_eq!(split_key(b"k"), (&b""[..], None, &b"k"[..]));
-        assert_eq!(split_key(b"diff...x"), (&b"diff"[..], Some(&b"."[..]), &b"x"[..]));
+        assert_eq!(
+            split_key(b"diff...x"),
+            (&b"diff"[..], Some(&b"."[..]), &b"x"[..])
+        );
     }
 }

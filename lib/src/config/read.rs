@@ -523,7 +523,13 @@ impl<'a> Loader<'a> {
         chain.lexical.push(path.to_path_buf());
         chain.conditional |= condition.is_some();
         let unsure = self.git_reads_surely(&scope, chain.conditional);
-        match self.load_file(path, scope.clone(), chain.clone(), condition, record_missing) {
+        match self.load_file(
+            path,
+            scope.clone(),
+            chain.clone(),
+            condition,
+            record_missing,
+        ) {
             Err(error) if error.git_fails_too() && unsure.is_some() => {
                 self.out.tolerated.push(Arc::new(Tolerated {
                     chain: chain.lexical,
@@ -621,13 +627,26 @@ impl<'a> Loader<'a> {
                 line,
             })
         };
+        // A subsection that is not UTF-8: a refusal only where the name would have to be
+        // neutralised (a section with per-name program keys); elsewhere it can run nothing
+        // and is kept lossily (U+FFFD), so it can match no catalogue key either.
+        let sub_utf8 = |section: &[u8], b: &[u8], line: usize| -> Result<String, ConfigError> {
+            match std::str::from_utf8(b) {
+                Ok(s) => Ok(s.to_owned()),
+                Err(_) if names_programs(section) => Err(ConfigError::NonUtf8Name {
+                    file: path.to_path_buf(),
+                    line,
+                }),
+                Err(_) => Ok(String::from_utf8_lossy(b).into_owned()),
+            }
+        };
         for ev in events {
             match ev {
                 Event::Section { stem, line } => {
                     let (section, sub) = parse::split_stem(&stem);
                     self.out.sections.push(SectionHeader {
                         section: utf8(section, line)?,
-                        subsection: sub.map(|s| utf8(s, line)).transpose()?,
+                        subsection: sub.map(|s| sub_utf8(section, s, line)).transpose()?,
                         line,
                         origin: Arc::clone(origin),
                     });
@@ -641,7 +660,7 @@ impl<'a> Loader<'a> {
                     };
                     let v = Value {
                         section: utf8(section, e.line)?,
-                        subsection: sub.map(|s| utf8(s, e.line)).transpose()?,
+                        subsection: sub.map(|s| sub_utf8(section, s, e.line)).transpose()?,
                         name: utf8(name, e.line)?,
                         value: value.map(BString::from),
                         line: e.line,
@@ -747,6 +766,18 @@ impl<'a> Loader<'a> {
             Ok(from.parent().unwrap_or(Path::new("")).join(expanded))
         }
     }
+}
+
+/// Does the catalogue name programs per subsection of `section` (`filter.<name>.clean`,
+/// `hook.<name>.command`, …)? Then every subsection name must be neutralisable by name.
+fn names_programs(section: &[u8]) -> bool {
+    use crate::catalogue::{KeyPattern, KEYS};
+    KEYS.iter().any(|e| match e.key {
+        KeyPattern::PerName { section: s, .. }
+        | KeyPattern::AnyScope { section: s, .. }
+        | KeyPattern::Section { section: s } => s.as_bytes().eq_ignore_ascii_case(section),
+        KeyPattern::Key { .. } => false,
+    })
 }
 
 /// git's `interpolate_path()` for pathname values (`include.path`, `core.attributesFile`,
