@@ -79,16 +79,18 @@ pub struct Refusal {
 }
 
 impl std::fmt::Display for Refusal {
+    /// `refused (<code>): [<subject>: ]<reason>`, with the userinfo of any URL in it removed
+    /// ([`crate::url::redact_userinfo`]).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.subject.is_empty() {
-            write!(f, "refused ({}): {}", self.code.name, self.reason)
+        let s = if self.subject.is_empty() {
+            format!("refused ({}): {}", self.code.name, self.reason)
         } else {
-            write!(
-                f,
+            format!(
                 "refused ({}): {}: {}",
                 self.code.name, self.subject, self.reason
             )
-        }
+        };
+        f.write_str(&crate::url::redact_userinfo(&s))
     }
 }
 
@@ -441,4 +443,23 @@ pub fn plan(req: &Request) -> Result<Plan, Refusal> {
         inherited: req.env.clone(),
         args: parsed,
     })
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::Refusal;
+
+    #[test]
+    fn a_refusal_prints_no_credential() {
+        let r = Refusal::new(
+            crate::exit::SETUP,
+            "remote.o.url",
+            "https://alice:s3cr3t@host/r is refused",
+        );
+        let s = r.to_string();
+        assert!(
+            !s.contains("s3cr3t") && s.contains("https://***@host/r"),
+            "{s}"
+        );
+    }
 }
