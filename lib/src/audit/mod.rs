@@ -958,6 +958,12 @@ fn config(
             return;
         }
     };
+    // The main work tree of a repository with a `.git` folder: a linked worktree's
+    // repository has its work tree there too.
+    let main_wt = (common_dir.file_name() == Some(OsStr::new(".git")))
+        .then(|| common_dir.parent())
+        .flatten();
+    let work_trees: Vec<&Path> = [work_tree, main_wt].into_iter().flatten().collect();
     let mut roots = vec![root, git_dir, common_dir];
     roots.extend(work_tree);
     let reach = Reach {
@@ -1027,9 +1033,6 @@ fn config(
             };
             let t = normalize(&base.join(v.text().as_ref()));
             // The main work tree of a repository with a `.git` folder.
-            let main_wt = (common_dir.file_name() == Some(OsStr::new(".git")))
-                .then(|| common_dir.parent())
-                .flatten();
             let own = match &v.origin.scope {
                 crate::config::Scope::Submodule { git_dir: m } => {
                     !t.starts_with(common_dir)
@@ -1113,9 +1116,9 @@ fn config(
             continue;
         }
         let t = normalize(&f.origin.file);
-        let in_wt = work_tree.is_some_and(|w| {
-            t.starts_with(w) && !t.starts_with(git_dir) && !t.starts_with(common_dir)
-        });
+        let in_wt = work_trees
+            .iter()
+            .any(|w| t.starts_with(w) && !t.starts_with(git_dir) && !t.starts_with(common_dir));
         let in_git = t.starts_with(common_dir) || t.starts_with(git_dir);
         let chain: Vec<String> = f
             .origin
@@ -1169,8 +1172,9 @@ fn config(
             work_tree.unwrap_or(git_dir).join(&raw)
         };
         let target = normalize(&target);
-        let in_wt =
-            work_tree.is_some_and(|w| target.starts_with(w) && !target.starts_with(git_dir));
+        let in_wt = work_trees.iter().any(|w| {
+            target.starts_with(w) && !target.starts_with(git_dir) && !target.starts_with(common_dir)
+        });
         let writable = in_wt || reach.contains(&target);
         let rule = if in_wt {
             &rules::HOOKS_PATH_IN_WORK_TREE
