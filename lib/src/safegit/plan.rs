@@ -195,7 +195,8 @@ impl Plan {
             .filter(|(k, _)| !self.defused.keeps(k))
             .map(|(k, _)| k.to_string_lossy().into_owned())
             .collect();
-        json!({
+        // `--explain` output: URLs (in -c pairs, argv) lose their userinfo.
+        let mut v = json!({
             "git": self.git,
             "git_version": self.version.to_string(),
             "cwd": self.cwd,
@@ -205,7 +206,9 @@ impl Plan {
             "env_set": env,
             "env_removed": removed,
             "argv": cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
-        })
+        });
+        crate::url::redact_json(&mut v);
+        v
     }
 
     fn inherited_value(&self, k: &OsStr) -> Option<&OsString> {
@@ -259,7 +262,7 @@ impl Plan {
         for e in v["env_removed"].as_array().into_iter().flatten() {
             let _ = writeln!(s, "  {}", e.as_str().unwrap_or(""));
         }
-        s
+        crate::url::redact_userinfo(&s).into_owned()
     }
 }
 
