@@ -128,7 +128,14 @@ pub struct Event {
 }
 
 impl Event {
+    /// The message, like every detail added with [`Event::with`], loses the userinfo of the
+    /// URLs it carries ([`crate::url::redact_userinfo`]): no event logs a credential.
     pub fn new(tool: Tool, event: EventKind, message: impl Into<String>) -> Self {
+        let message: String = message.into();
+        let message = match crate::url::redact_userinfo(&message) {
+            std::borrow::Cow::Owned(r) => r,
+            std::borrow::Cow::Borrowed(_) => message,
+        };
         Event {
             time: rfc3339_now(),
             tool,
@@ -136,7 +143,7 @@ impl Event {
             session: None,
             repo: None,
             path: None,
-            message: message.into(),
+            message,
             details: Map::new(),
         }
     }
@@ -166,7 +173,9 @@ impl Event {
             !FIXED.contains(&key),
             "detail key {key:?} shadows a fixed field"
         );
-        self.details.insert(key.to_owned(), value.into());
+        let mut value = value.into();
+        crate::url::redact_json(&mut value);
+        self.details.insert(key.to_owned(), value);
         self
     }
 
@@ -297,6 +306,24 @@ mod tests {
     #[should_panic(expected = "shadows a fixed field")]
     fn details_cannot_shadow_fixed_fields() {
         let _ = Event::new(Tool::WtCheck, EventKind::HookPlanted, "x").with("event", "ok");
+    }
+
+    #[test]
+    fn urls_lose_their_userinfo() {
+        let e = Event::new(
+            Tool::GitShim,
+            EventKind::GitAllowed,
+            "remote.o.url = https://alice:s3cr3t@host/r",
+        )
+        .with("url", "https://ghp_s3cr3t@host/r")
+        .with(
+            "urls",
+            serde_json::json!(["git@host:r", {"u": "http://u:s3cr3t@h/"}]),
+        );
+        let line = e.to_line();
+        assert!(!line.contains("s3cr3t"), "{line}");
+        assert!(line.contains("https://***@host/r"), "{line}");
+        assert!(line.contains("git@host:r"), "{line}");
     }
 
     #[test]

@@ -24,6 +24,7 @@
 //! | [`integrity`] | wt-check pin / check / restore |
 //! | [`audit`] | wt-check audit, JSON and SARIF |
 //! | [`shim`] | git-shim rules |
+//! | [`url`] | URLs in output: userinfo redaction |
 //! | [`shell`] | agent-shell |
 //! | [`safegit`] | safe-git |
 
@@ -45,3 +46,4 @@ pub mod scan;
 pub mod settings;
 pub mod shell;
 pub mod shim;
+pub mod url;

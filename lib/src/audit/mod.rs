@@ -5,6 +5,15 @@
 //! tree, promisors with local transports, `exec` lines in a rebase todo list, alternates,
 //! attributes that select drivers. Output for people, as JSON, or as SARIF 2.1.0.
 //!
+//! What is audited is what git would use there: the repository git discovers above a folder
+//! (also past a `.git` it skips), the repository behind a linked worktree or a submodule
+//! checkout. Precision is designed in, not patched per case: every finding says what would
+//! run on which of the owner's commands, at one of three levels — error (something in the
+//! agent's reach names a program git runs), warning (something else must also be in place
+//! that the agent could plausibly arrange), note (worth knowing, nothing runs; no effect on
+//! the exit status) — and one root cause is one finding. The owner's own files are never
+//! findings. No output carries a URL's userinfo ([`crate::url::redact_userinfo`]).
+//!
 //! Unknown is not clean: a part that cannot be read, or a walk cut short, is a finding of
 //! its own ([`rules::INCOMPLETE`]) and makes the exit status 2.
 
@@ -61,6 +70,11 @@ pub struct Report {
     /// Repositories found (work tree or bare git dir).
     pub repositories: Vec<PathBuf>,
     pub findings: Vec<Finding>,
+    /// Common dirs (and submodule git dirs) already audited: a repository reached twice (a
+    /// linked worktree next to its main work tree, a submodule checkout next to its
+    /// superproject) is audited once.
+    #[serde(skip)]
+    audited: Vec<PathBuf>,
 }
 
 impl Report {
@@ -69,6 +83,17 @@ impl Report {
         self.findings.iter().any(|f| f.rule == rules::INCOMPLETE.id)
     }
 
+    /// Findings that count for the exit status (warning and error; a note does not).
+    pub fn counted(&self) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.level > Severity::Note)
+            .count()
+    }
+
+    /// Every finding goes through here: the message and every string of the details lose
+    /// the userinfo of the URLs they carry ([`crate::url::redact_userinfo`]), so no output
+    /// format (human, JSON, SARIF) prints a credential.
     fn add(
         &mut self,
         rule: &'static Rule,
@@ -77,13 +102,18 @@ impl Report {
         message: String,
         details: Map<String, Value>,
     ) {
+        let mut details = Value::Object(details);
+        crate::url::redact_json(&mut details);
+        let Value::Object(details) = details else {
+            unreachable!("an object stays an object")
+        };
         self.findings.push(Finding {
             rule: rule.id,
             name: rule.name,
             level: rule.level,
             path: path.to_path_buf(),
             repo: repo.map(Path::to_path_buf),
-            message,
+            message: crate::url::redact_userinfo(&message).into_owned(),
             details,
         });
     }
@@ -113,11 +143,12 @@ impl Report {
         );
     }
 
-    /// The exit code: 0 clean, 1 findings, 2 when some part could not be read.
+    /// The exit code: 0 clean (notes only), 1 a warning or an error, 2 when some part could
+    /// not be read.
     pub fn code(&self) -> crate::exit::Code {
         if self.incomplete() {
             crate::exit::INCOMPLETE
-        } else if self.findings.is_empty() {
+        } else if self.counted() == 0 {
             crate::exit::CLEAN
         } else {
             crate::exit::FOUND
@@ -135,6 +166,9 @@ macro_rules! details {
 }
 
 /// Audit every path (a repository's work tree, a workspace folder, or a bare git dir).
+///
+/// What is audited is what git would use: a folder inside a repository's work tree (or whose
+/// own `.git` git skips) also gets the repository git finds above it ([`discover`]).
 pub fn audit(paths: &[PathBuf]) -> Report {
     let mut r = Report::default();
     for p in paths {
@@ -148,9 +182,24 @@ pub fn audit(paths: &[PathBuf]) -> Report {
         r.paths.push(abs.clone());
         if looks_like_git_dir(&abs) {
             audit_repository(&mut r, None, &abs, &abs);
-        } else {
-            walk_workspace(&mut r, &abs);
+            continue;
         }
+        let found = discover(&abs);
+        for (dot_git, why) in &found.skipped {
+            if dot_git.parent() != Some(abs.as_path()) {
+                skipped_note(&mut r, dot_git, why);
+            }
+        }
+        if let Some((wt, git_dir)) = &found.repository {
+            if wt.as_deref() != Some(abs.as_path()) {
+                let at = wt.as_deref().unwrap_or(git_dir);
+                r.add(&rules::ENCLOSING, &abs, Some(at), format!(
+                    "{}: git run here uses the repository at {} (its config and hooks are audited with it)",
+                    abs.display(), at.display()), details!("repository" => at, "git_dir" => git_dir));
+                audit_repository(&mut r, wt.as_deref(), git_dir, &abs);
+            }
+        }
+        walk_workspace(&mut r, &abs);
     }
     r.findings
         .sort_by(|a, b| (b.level, &a.path, a.rule).cmp(&(a.level, &b.path, b.rule)));
@@ -159,18 +208,161 @@ pub fn audit(paths: &[PathBuf]) -> Report {
     r
 }
 
-/// `HEAD` + `objects/` + `refs/` (git's `is_git_directory`, with `commondir` honoured).
+/// The note for a `.git` that git skips on its way up.
+fn skipped_note(r: &mut Report, dot_git: &Path, why: &str) {
+    r.add(
+        &rules::GIT_DIR_SKIPPED,
+        dot_git,
+        None,
+        format!(
+            "{}: {why}: git skips it and uses the repository above",
+            dot_git.display()
+        ),
+        details!("why" => why),
+    );
+}
+
+/// git's `is_git_directory` (setup.c): a valid `HEAD` ([`valid_head`]) and `objects/` and
+/// `refs/` — in the common dir when a `commondir` file names one. git skips a `.git` folder
+/// that fails this and climbs to the parent folder.
 fn looks_like_git_dir(p: &Path) -> bool {
-    let Ok(m) = std::fs::symlink_metadata(p.join("HEAD")) else {
-        return false;
-    };
-    if m.file_type().is_dir() {
+    if !valid_head(&p.join("HEAD")) {
         return false;
     }
     let common = small_file(&p.join("commondir"))
         .map(|c| p.join(c.trim_end_matches(['\n', '\r'])))
         .unwrap_or_else(|| p.to_path_buf());
     common.join("objects").is_dir() && common.join("refs").is_dir()
+}
+
+/// git's `validate_headref`: a symbolic link into `refs/`, or a file holding
+/// `ref: refs/…` or an object id.
+fn valid_head(head: &Path) -> bool {
+    let Ok(m) = std::fs::symlink_metadata(head) else {
+        return false;
+    };
+    if m.file_type().is_symlink() {
+        return std::fs::read_link(head).is_ok_and(|t| t.starts_with("refs"));
+    }
+    if !m.file_type().is_file() {
+        return false;
+    }
+    let Some(text) = small_file(head) else {
+        return false;
+    };
+    if let Some(rest) = text.strip_prefix("ref:") {
+        return rest.trim_start().starts_with("refs/");
+    }
+    let hex = text.trim_end_matches(['\n', '\r']);
+    matches!(hex.len(), 40 | 64) && hex.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// What git makes of `<dir>/.git` while discovering a repository
+/// (`setup_git_directory_gently_1`, `read_gitfile_gently`).
+enum DotGit {
+    /// No `.git` here.
+    Absent,
+    /// The git dir git uses.
+    Repository(PathBuf),
+    /// git skips it and climbs: a folder (or link to one) that is not a git dir, a link to
+    /// nothing, something that is neither file nor folder.
+    Skipped(&'static str),
+    /// git stops with a fatal error (a `.git` file it cannot use).
+    Fatal,
+}
+
+fn dot_git(dir: &Path) -> DotGit {
+    let p = dir.join(".git");
+    let Ok(lm) = std::fs::symlink_metadata(&p) else {
+        return DotGit::Absent;
+    };
+    // git stats through links.
+    let m = match std::fs::metadata(&p) {
+        Ok(m) => m,
+        Err(_) if lm.file_type().is_symlink() => return DotGit::Skipped("a link to nothing"),
+        Err(_) => return DotGit::Skipped("cannot be read"),
+    };
+    if m.is_dir() {
+        return if looks_like_git_dir(&p) {
+            DotGit::Repository(p)
+        } else {
+            DotGit::Skipped("not a git dir (no valid HEAD, objects/ or refs/)")
+        };
+    }
+    if !m.is_file() {
+        return DotGit::Skipped("neither a file nor a folder");
+    }
+    let Some(text) = std::fs::read(&p)
+        .ok()
+        .filter(|b| b.len() < 1 << 20)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+    else {
+        return DotGit::Fatal;
+    };
+    match text.strip_prefix("gitdir: ") {
+        Some(t) => {
+            let target = normalize(&dir.join(t.trim_end_matches(['\n', '\r'])));
+            if looks_like_git_dir(&target) {
+                DotGit::Repository(target)
+            } else {
+                DotGit::Fatal
+            }
+        }
+        None => DotGit::Fatal,
+    }
+}
+
+/// The result of [`discover`].
+#[derive(Default)]
+struct Discovery {
+    /// `.git` entries git skipped on the way, with the reason.
+    skipped: Vec<(PathBuf, &'static str)>,
+    /// The work tree (`None`: bare) and git dir git would use.
+    repository: Option<(Option<PathBuf>, PathBuf)>,
+}
+
+/// git's repository discovery from `start` upwards: at each folder, `.git` ([`dot_git`]),
+/// then the folder itself as a bare git dir; stops at a file system boundary (unless
+/// `GIT_DISCOVERY_ACROSS_FILESYSTEM` is on) and before a folder of
+/// `GIT_CEILING_DIRECTORIES`, as git does.
+fn discover(start: &Path) -> Discovery {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Discovery::default();
+    let across = std::env::var("GIT_DISCOVERY_ACROSS_FILESYSTEM")
+        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"));
+    let ceilings: Vec<PathBuf> = std::env::var_os("GIT_CEILING_DIRECTORIES")
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| p.is_absolute())
+                .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+                .collect()
+        })
+        .unwrap_or_default();
+    let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+    let first_dev = dev(start);
+    let mut dir = start.to_path_buf();
+    loop {
+        match dot_git(&dir) {
+            DotGit::Repository(g) => {
+                out.repository = Some((Some(dir), g));
+                return out;
+            }
+            DotGit::Skipped(why) => out.skipped.push((dir.join(".git"), why)),
+            DotGit::Fatal => return out,
+            DotGit::Absent => {}
+        }
+        if looks_like_git_dir(&dir) {
+            out.repository = Some((None, dir));
+            return out;
+        }
+        let Some(parent) = dir.parent().map(Path::to_path_buf) else {
+            return out;
+        };
+        if ceilings.contains(&parent) || (!across && dev(&parent) != first_dev) {
+            return out;
+        }
+        dir = parent;
+    }
 }
 
 /// A small regular file's text, read without following links and without blocking on a
@@ -228,22 +420,59 @@ fn walk_workspace(r: &mut Report, root: &Path) {
             let ft = ent.file_type();
             if ft.is_dir() {
                 it.skip_current_dir();
+                if !looks_like_git_dir(&path) {
+                    // git skips it: what runs here is the enclosing repository's, audited
+                    // with it (or through discovery above the audited path).
+                    skipped_note(r, &path, "not a git dir (no valid HEAD, objects/ or refs/)");
+                    continue;
+                }
+                let before = r.counted();
+                audit_repository(r, Some(&wt), &path, root);
                 if let Some(outer) = &enclosing {
-                    r.add(&rules::NESTED_REPOSITORY, &wt, Some(outer), format!(
-                        "{}: a repository inside the work tree of {} (git discovers it when run there)",
-                        wt.display(), outer.display()), details!("enclosing" => outer));
+                    // Nothing armed in it (no hook, no program-running config): a note.
+                    let armed = r.counted() > before;
+                    r.add_level(&rules::NESTED_REPOSITORY, if armed { Severity::Warning } else { Severity::Note }, &wt, Some(outer), format!(
+                        "{}: a repository inside the work tree of {} (git discovers it when run there){}",
+                        wt.display(), outer.display(), if armed { "; it arms git (see its findings)" } else { "; its config runs nothing and it has no hooks" }),
+                        details!("enclosing" => outer, "armed" => armed));
                 }
                 work_trees.push(wt.clone());
-                audit_repository(r, Some(&wt), &path, root);
             } else if ft.is_symlink() {
                 let target = std::fs::read_link(&path).unwrap_or_default();
                 let abs = normalize(&wt.join(&target));
                 let leaves = !abs.starts_with(root);
-                r.add_level(&rules::GITFILE_REDIRECT, if leaves { Severity::Error } else { Severity::Warning }, &path, Some(&wt), format!(
-                    "{}: `.git` is a symbolic link to {}{} (git uses whatever git dir it names)",
-                    path.display(), target.display(), if leaves { ", outside the workspace" } else { "" }),
-                    details!("target" => target, "leaves_workspace" => leaves));
-                work_trees.push(wt);
+                // git follows the link: a git dir there is used, anything else is skipped.
+                match std::fs::canonicalize(&path)
+                    .ok()
+                    .filter(|t| looks_like_git_dir(t))
+                {
+                    Some(git_dir) => {
+                        r.add_level(&rules::GITFILE_REDIRECT, if leaves { Severity::Error } else { Severity::Warning }, &path, Some(&wt), format!(
+                            "{}: `.git` is a symbolic link to {}{} (git uses whatever git dir it names)",
+                            path.display(), target.display(), if leaves { ", outside the workspace" } else { "" }),
+                            details!("target" => target, "leaves_workspace" => leaves));
+                        audit_repository(r, Some(&wt), &git_dir, root);
+                        work_trees.push(wt);
+                    }
+                    None => {
+                        skipped_note(
+                            r,
+                            &path,
+                            if abs.exists() {
+                                "a symbolic link to a folder that is not a git dir"
+                            } else {
+                                "a link to nothing"
+                            },
+                        );
+                        // Whoever can write where it points can make it a git dir.
+                        if !abs.starts_with(root) && others_can_write(&abs) {
+                            r.add(&rules::GITFILE_REDIRECT, &path, Some(&wt), format!(
+                                "{}: `.git` is a symbolic link to {}, outside the workspace, where others than the owner can write (a git dir made there would be used)",
+                                path.display(), target.display()),
+                                details!("target" => target, "leaves_workspace" => true));
+                        }
+                    }
+                }
             } else {
                 gitfile(r, root, &wt, &path, enclosing.as_deref(), &mut work_trees);
             }
@@ -251,11 +480,16 @@ fn walk_workspace(r: &mut Report, root: &Path) {
         }
         if ent.file_type().is_dir() && looks_like_git_dir(&path) {
             it.skip_current_dir();
-            match &enclosing {
-                Some(outer) => r.add(&rules::BARE_IN_WORK_TREE, &path, Some(outer), format!(
-                    "{}: a bare repository inside the work tree of {} (git uses its config and hooks when run in it)",
-                    path.display(), outer.display()), details!("enclosing" => outer)),
-                None => audit_repository(r, None, &path, root),
+            let before = r.counted();
+            audit_repository(r, None, &path, root);
+            if let Some(outer) = &enclosing {
+                // A committed fixture (`tests/fixtures/*.git`) runs nothing unless its config
+                // or hooks do: a note then.
+                let armed = r.counted() > before;
+                r.add_level(&rules::BARE_IN_WORK_TREE, if armed { Severity::Warning } else { Severity::Note }, &path, Some(outer), format!(
+                    "{}: a bare repository inside the work tree of {} (git uses its config and hooks when run in it){}",
+                    path.display(), outer.display(), if armed { "; it arms git (see its findings)" } else { "; its config runs nothing and it has no hooks" }),
+                    details!("enclosing" => outer, "armed" => armed));
             }
         }
     }
@@ -294,11 +528,12 @@ fn gitfile(
     let t = t.trim_end_matches(['\n', '\r']);
     let target = normalize(&wt.join(t));
     work_trees.push(wt.to_path_buf());
-    // A submodule checkout (gitdir in <outer>/.git/modules/) or a linked worktree
-    // (<common>/worktrees/<id>) is git's own layout.
-    let own_layout = target
-        .components()
-        .any(|c| c.as_os_str() == "modules" || c.as_os_str() == "worktrees");
+    if own_layout(wt, &target).is_some() {
+        // git's own layout, wherever the git dir lies: what git uses here is the repository
+        // behind it, audited (once) with its hooks and config.
+        audit_repository(r, Some(wt), &target, root);
+        return;
+    }
     if !target.starts_with(root) {
         r.add(
             &rules::GITFILE_REDIRECT,
@@ -311,7 +546,7 @@ fn gitfile(
             ),
             details!("target" => target, "leaves_workspace" => true),
         );
-    } else if enclosing.is_some() && !own_layout {
+    } else if enclosing.is_some() {
         r.add(
             &rules::NESTED_REPOSITORY,
             wt,
@@ -328,18 +563,66 @@ fn gitfile(
         );
     }
     if looks_like_git_dir(&target) {
-        // Audit the git dir it names (a linked worktree's common dir is audited once as a
-        // whole; a separate git dir is audited here).
-        let is_linked = target.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees"));
-        if !is_linked && (!target.starts_with(root) || !own_layout) {
-            audit_repository(r, Some(wt), &target, root);
-        }
+        audit_repository(r, Some(wt), &target, root);
+    }
+}
+
+/// Is `<wt>/.git` → `git_dir` a layout git itself writes, and which? A linked worktree: an
+/// admin dir `<common dir>/worktrees/<id>` whose `gitdir` backlink names this very `.git`
+/// file. A submodule checkout: a git dir below a `modules/` folder whose `core.worktree`
+/// names this very folder. Anything else (a `.git` file naming some other git dir) is a
+/// redirect, judged by [`gitfile`].
+fn own_layout(wt: &Path, git_dir: &Path) -> Option<&'static str> {
+    if !looks_like_git_dir(git_dir) {
+        return None;
+    }
+    let same = |a: &Path, b: &Path| {
+        normalize(a) == normalize(b)
+            || matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
+    };
+    if git_dir.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees")) {
+        let back = small_file(&git_dir.join("gitdir"))?;
+        // Absolute, or (worktree.useRelativePaths) relative to the admin dir.
+        let back = git_dir.join(back.trim_end_matches(['\n', '\r']));
+        return same(&back, &wt.join(".git")).then_some("linked worktree");
+    }
+    // git never writes a `commondir` in a submodule git dir.
+    if git_dir.components().any(|c| c.as_os_str() == "modules")
+        && std::fs::symlink_metadata(git_dir.join("commondir")).is_err()
+    {
+        let o = crate::config::Options::for_repository(None, git_dir, git_dir);
+        let en = crate::config::enumerate(&o).ok()?;
+        let v = en.values().iter().rev().find(|v| {
+            v.origin.depth == 0 && crate::catalogue::loader::CORE_WORKTREE.matches(&v.config_key())
+        })?;
+        return same(&git_dir.join(v.text().as_ref()), wt).then_some("submodule checkout");
+    }
+    None
+}
+
+/// The common dir of a git dir: the one its `commondir` file names, or itself.
+fn common_dir_of(git_dir: &Path) -> PathBuf {
+    match small_file(&git_dir.join("commondir")) {
+        Some(t) => normalize(&git_dir.join(t.trim_end_matches(['\n', '\r']))),
+        None => git_dir.to_path_buf(),
     }
 }
 
 /// One repository: its git dir (and common dir), hooks, config, includes, redirects,
 /// worktree entries, submodule git dirs, state files.
-fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, _root: &Path) {
+fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, root: &Path) {
+    // Once per common dir: a linked worktree's and its main work tree's hooks and config are
+    // the same files.
+    // A main git dir is its own key (a `commondir` there is a finding, not a share).
+    let key = if git_dir.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees")) {
+        common_dir_of(git_dir)
+    } else {
+        git_dir.to_path_buf()
+    };
+    if r.audited.contains(&key) {
+        return;
+    }
+    r.audited.push(key);
     let repo = work_tree.unwrap_or(git_dir).to_path_buf();
     r.repositories.push(repo.clone());
     let repo = Some(repo.as_path());
@@ -352,21 +635,21 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, _r
         let target = normalize(&git_dir.join(text.trim_end_matches(['\n', '\r'])));
         if !in_worktrees {
             r.add(&rules::COMMONDIR_IN_MAIN, &commondir, repo, format!(
-                "{}: `commondir` in a main git dir ({}) takes config, hooks, objects and refs from {}",
+                "{}: `commondir` in a git dir that is not a linked worktree's ({}): git takes config, hooks, objects and refs from {}",
                 commondir.display(), st.kind.name(), target.display()), details!("target" => target));
         }
         common_dir = target;
     }
-    let root = match Dir::open_abs(git_dir) {
+    let gd = match Dir::open_abs(git_dir) {
         Ok(d) => d,
         Err(e) => {
             r.incomplete_at(git_dir, repo, e);
             return;
         }
     };
-    hooks_folder(r, &common_dir.join("hooks"), repo, false);
-    config(r, work_tree, git_dir, &common_dir, repo);
-    state_files(r, &root, git_dir, repo);
+    git_dir_hooks(r, &common_dir.join("hooks"), repo);
+    config(r, work_tree, git_dir, &common_dir, repo, root);
+    state_files(r, &gd, git_dir, repo);
     if common_dir != git_dir {
         if let Ok(c) = Dir::open_abs(&common_dir) {
             state_files(r, &c, &common_dir, repo);
@@ -374,7 +657,14 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, _r
     }
     // Submodule git dirs: their hooks and state (their config is enumerated above).
     for m in module_dirs(r, &common_dir.join("modules"), repo, 0) {
-        hooks_folder(r, &m.join("hooks"), repo, false);
+        if std::fs::symlink_metadata(m.join("commondir")).is_ok() {
+            // git never writes a `commondir` in a submodule git dir: it takes config and
+            // hooks from the folder it names. Audited as the repository it makes.
+            audit_repository(r, None, &m, root);
+            continue;
+        }
+        r.audited.push(m.clone());
+        git_dir_hooks(r, &m.join("hooks"), repo);
         if let Ok(d) = Dir::open_abs(&m) {
             state_files(r, &d, &m, repo);
         }
@@ -471,37 +761,38 @@ fn module_dirs(r: &mut Report, dir: &Path, repo: Option<&Path>, depth: usize) ->
     out
 }
 
-/// Executable, non-sample files in a hooks folder. `in_work_tree` raises the level.
-fn hooks_folder(r: &mut Report, dir: &Path, repo: Option<&Path>, in_work_tree: bool) -> usize {
+/// An executable entry of a hooks folder.
+struct HookFile {
+    name: String,
+    path: PathBuf,
+    /// Named after a hook event: git runs it.
+    event: bool,
+    kind: Kind,
+    mode: u32,
+    /// `executable file (mode 755)` or `symbolic link to …`.
+    what: String,
+}
+
+/// What a hooks folder holds: executable, non-sample files and links. `Err(finding)` when
+/// the folder (or one on its path) is a link; not-found is an empty folder.
+fn hooks_in(r: &mut Report, dir: &Path, repo: Option<&Path>) -> Result<Vec<HookFile>, PathBuf> {
     let d = match Dir::open_abs(dir) {
         Ok(d) => d,
-        Err(e) if e.is_not_found() => return 0,
-        Err(NfError::Link { path: p }) => {
-            r.add(
-                &rules::HOOK_PLANTED,
-                &p,
-                repo,
-                format!(
-                    "{}: the hooks folder (or a folder on its path) is a symbolic link",
-                    p.display()
-                ),
-                Map::new(),
-            );
-            return 1;
-        }
+        Err(e) if e.is_not_found() => return Ok(Vec::new()),
+        Err(NfError::Link { path: p }) => return Err(p),
         Err(e) => {
             r.incomplete_at(dir, repo, e);
-            return 0;
+            return Ok(Vec::new());
         }
     };
     let names = match d.list() {
         Ok(n) => n,
         Err(e) => {
             r.incomplete_at(dir, repo, e);
-            return 0;
+            return Ok(Vec::new());
         }
     };
-    let mut n_found = 0;
+    let mut out = Vec::new();
     for n in names {
         let name = n.to_string_lossy().into_owned();
         let p = dir.join(&n);
@@ -513,7 +804,6 @@ fn hooks_folder(r: &mut Report, dir: &Path, repo: Option<&Path>, in_work_tree: b
                 continue;
             }
         };
-        let event = catalogue::HOOK_EVENTS.contains(&name.as_str());
         let runs = match st.kind {
             Kind::File => st.mode & 0o111 != 0,
             Kind::Link => true,
@@ -522,12 +812,6 @@ fn hooks_folder(r: &mut Report, dir: &Path, repo: Option<&Path>, in_work_tree: b
         if !runs || name.ends_with(".sample") {
             continue;
         }
-        n_found += 1;
-        let level = if event || in_work_tree {
-            Severity::Error
-        } else {
-            Severity::Warning
-        };
         let what = if st.kind == Kind::Link {
             format!(
                 "symbolic link to {}",
@@ -538,22 +822,131 @@ fn hooks_folder(r: &mut Report, dir: &Path, repo: Option<&Path>, in_work_tree: b
         } else {
             format!("executable file (mode {:o})", st.mode)
         };
-        r.add_level(&rules::HOOK_PLANTED, level, &p, repo, format!(
-            "{}: {what}{}", p.display(),
-            if event { format!("; git runs it as the `{name}` hook") } else { "; not a hook event name, but executable in a hooks folder".into() }),
-            details!("hook" => name, "event" => event, "kind" => st.kind.name(), "mode" => format!("{:o}", st.mode)));
+        out.push(HookFile {
+            event: catalogue::HOOK_EVENTS.contains(&name.as_str()),
+            name,
+            path: p,
+            kind: st.kind,
+            mode: st.mode,
+            what,
+        });
     }
-    n_found
+    Ok(out)
 }
 
-/// Armed keys, includes, `core.hooksPath`, promisors.
+/// The hooks folder of a git dir: each executable named after a hook event is an error of
+/// its own (each is a program planted on its own); any other executable is a note (git
+/// never runs it).
+fn git_dir_hooks(r: &mut Report, dir: &Path, repo: Option<&Path>) {
+    let hooks = match hooks_in(r, dir, repo) {
+        Ok(h) => h,
+        Err(p) => {
+            r.add(
+                &rules::HOOK_PLANTED,
+                &p,
+                repo,
+                format!(
+                    "{}: the hooks folder (or a folder on its path) is a symbolic link",
+                    p.display()
+                ),
+                Map::new(),
+            );
+            return;
+        }
+    };
+    for h in hooks {
+        let level = if h.event {
+            Severity::Error
+        } else {
+            Severity::Note
+        };
+        r.add_level(&rules::HOOK_PLANTED, level, &h.path, repo, format!(
+            "{}: {}{}", h.path.display(), h.what,
+            if h.event { format!("; git runs it as the `{}` hook", h.name) } else { "; not a hook event name: git never runs it".into() }),
+            details!("hook" => h.name, "event" => h.event, "kind" => h.kind.name(), "mode" => format!("{:o}", h.mode)));
+    }
+}
+
+/// Can others than the owner write `p` (the file itself, or replace it in its folder), or
+/// create it when it is missing? Such a file is in the agent's reach wherever it lies
+/// (`/tmp/x.cfg`).
+fn others_can_write(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .ok()
+            .map(|m| m.permissions().mode())
+    };
+    if let Some(m) = mode(p) {
+        // The file, or its folder without the sticky bit (anyone may replace it).
+        return m & 0o002 != 0
+            || p.parent()
+                .and_then(mode)
+                .is_some_and(|d| d & 0o002 != 0 && d & 0o1000 == 0);
+    }
+    // Missing: whoever may create it in the nearest folder that exists.
+    p.ancestors()
+        .skip(1)
+        .find_map(mode)
+        .is_some_and(|d| d & 0o002 != 0)
+}
+
+/// Where the agent can write, as far as the audit can tell. The owner's files are those in
+/// the owner's home (`$HOME`) outside every audited path and repository, and files of
+/// another user (root's `/etc`) — in both cases only when others than their owner cannot
+/// write them. Everything else is in the agent's reach: the audit cannot see the sandbox,
+/// so a place it cannot place is not trusted (fail closed).
+struct Reach<'a> {
+    roots: Vec<&'a Path>,
+    home: Option<PathBuf>,
+}
+
+impl Reach<'_> {
+    fn contains(&self, p: &Path) -> bool {
+        self.why(p).is_some()
+    }
+
+    /// Why `p` is in the agent's reach, in words; `None`: the owner's.
+    fn why(&self, p: &Path) -> Option<&'static str> {
+        use std::os::unix::fs::MetadataExt;
+        let p = normalize(p);
+        if self.roots.iter().any(|r| p.starts_with(r)) {
+            return Some("inside the audited path");
+        }
+        if others_can_write(&p) {
+            return Some("others than the owner can write it");
+        }
+        if self.home.as_ref().is_some_and(|h| p.starts_with(h)) {
+            return None;
+        }
+        let ours = nix::unistd::geteuid().as_raw();
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.uid() != ours && ours != 0 => None,
+            _ => Some("outside the owner's home: the audit cannot tell who writes it"),
+        }
+    }
+}
+
+/// Armed keys, includes, `core.hooksPath`, promisors: one finding per root cause.
+///
+/// * An include directive is judged by where its target lies ([`rules::INCLUDE_IN_WORK_TREE`],
+///   [`rules::INCLUDE_OUTSIDE`]), never also as an armed key; `core.hooksPath` likewise
+///   ([`rules::HOOKS_PATH`], with the hooks it runs in its details).
+/// * A value from a file outside the agent's reach ([`Reach`]) is the owner's: listed in the
+///   details of the include that brings it, not a finding of its own.
+/// * Remote URLs are classified as the catalogue does ([`catalogue::classify_url`]): https,
+///   ssh and scp-form URLs are not findings; a local path is a note unless a lazy fetch uses
+///   it (a promisor: [`rules::PROMISOR_TRANSPORT`]).
+/// * `core.worktree` naming the work tree audited is git's own layout.
 fn config(
     r: &mut Report,
     work_tree: Option<&Path>,
     git_dir: &Path,
     common_dir: &Path,
     repo: Option<&Path>,
+    root: &Path,
 ) {
+    use crate::catalogue::loader;
     let mut o = crate::config::Options::for_repository(work_tree, git_dir, common_dir);
     o.linked_worktrees = true;
     o.submodules = crate::config::Submodules::Walk;
@@ -565,6 +958,18 @@ fn config(
             return;
         }
     };
+    // The main work tree of a repository with a `.git` folder: a linked worktree's
+    // repository has its work tree there too.
+    let main_wt = (common_dir.file_name() == Some(OsStr::new(".git")))
+        .then(|| common_dir.parent())
+        .flatten();
+    let work_trees: Vec<&Path> = [work_tree, main_wt].into_iter().flatten().collect();
+    let mut roots = vec![root, git_dir, common_dir];
+    roots.extend(work_tree);
+    let reach = Reach {
+        roots,
+        home: o.home.as_deref().map(normalize),
+    };
     let chain = |v: &crate::config::Value| -> Vec<String> {
         v.origin
             .include_chain
@@ -572,9 +977,27 @@ fn config(
             .map(|p| p.display().to_string())
             .collect()
     };
+    // Partial-clone promisors: a lazy fetch runs their transport.
+    let mut promisors: Vec<String> = Vec::new();
+    for v in en.values() {
+        if v.section.eq_ignore_ascii_case("remote")
+            && v.name.eq_ignore_ascii_case("promisor")
+            && v.as_bool() == Some(true)
+        {
+            promisors.extend(v.subsection.clone());
+        }
+        if loader::PARTIAL_CLONE.matches(&v.config_key()) {
+            promisors.push(v.text().into_owned());
+        }
+    }
+    promisors.sort();
+    promisors.dedup();
+    // Armed values of files outside the agent's reach, by file (the owner's).
+    let mut owners: Vec<(PathBuf, String)> = Vec::new();
     for a in en.armed() {
         let v = a.value;
-        let level = a
+        let key = v.config_key();
+        let mut level = a
             .entries
             .iter()
             .map(|e| e.severity)
@@ -584,15 +1007,76 @@ fn config(
         if level == Severity::Note {
             continue;
         }
-        // git's own layout: a submodule git dir's `core.worktree` naming the submodule's
-        // folder inside the superproject's work tree.
-        if let crate::config::Scope::Submodule { git_dir: m } = &v.origin.scope {
-            if crate::catalogue::loader::CORE_WORKTREE.matches(&v.config_key()) {
-                let t = normalize(&m.join(v.text().as_ref()));
-                if work_tree.is_some_and(|w| t.starts_with(w) && !t.starts_with(common_dir)) {
-                    continue;
+        // Keys judged by their own rule: includes by their target, `core.hooksPath` with
+        // the hooks it runs, promisor markers with the URL a lazy fetch uses (GW012; a
+        // promisor with an https or ssh URL runs nothing).
+        if loader::INCLUDE_PATH.matches(&key)
+            || loader::INCLUDE_IF_PATH.matches(&key)
+            || loader::HOOKS_PATH.matches(&key)
+            || loader::PARTIAL_CLONE.matches(&key)
+            || (v.section.eq_ignore_ascii_case("remote") && v.name.eq_ignore_ascii_case("promisor"))
+        {
+            continue;
+        }
+        if !reach.contains(&v.origin.file) {
+            owners.push((normalize(&v.origin.file), v.key()));
+            continue;
+        }
+        // git's own layout: `core.worktree` naming the work tree git uses with this git
+        // dir (a submodule's git dir under `modules/`, an absorbed submodule audited
+        // directly).
+        if loader::CORE_WORKTREE.matches(&key) {
+            let base = match &v.origin.scope {
+                crate::config::Scope::Submodule { git_dir: m } => m.as_path(),
+                crate::config::Scope::Worktree => git_dir,
+                _ => common_dir,
+            };
+            let t = normalize(&base.join(v.text().as_ref()));
+            // The main work tree of a repository with a `.git` folder.
+            let own = match &v.origin.scope {
+                crate::config::Scope::Submodule { git_dir: m } => {
+                    !t.starts_with(common_dir)
+                        && (own_layout(&t, m).is_some()
+                            || [work_tree, main_wt]
+                                .into_iter()
+                                .flatten()
+                                .any(|w| t.starts_with(w)))
                 }
+                _ => work_tree.is_some_and(|w| t == normalize(w)),
+            };
+            if own {
+                continue;
             }
+        }
+        let mut danger = None;
+        if let Some((_, at)) = catalogue::URL_KEYS.iter().find(|(p, _)| p.matches(&key)) {
+            let url = match at {
+                catalogue::UrlIn::Value => v.text().into_owned(),
+                catalogue::UrlIn::Subsection => v.subsection.clone().unwrap_or_default(),
+                catalogue::UrlIn::NameOrUrl => {
+                    let t = v.text();
+                    if t == "." || !(t.contains('/') || t.contains(':')) {
+                        continue;
+                    }
+                    t.into_owned()
+                }
+            };
+            let is_remote_url = v.section.eq_ignore_ascii_case("remote")
+                && (v.name.eq_ignore_ascii_case("url") || v.name.eq_ignore_ascii_case("pushurl"));
+            let promisor = is_remote_url
+                && v.name.eq_ignore_ascii_case("url")
+                && v.subsection.as_ref().is_some_and(|n| promisors.contains(n));
+            match catalogue::classify_url(&url) {
+                // https, ssh, scp form: a remote URL is no finding; a rewrite to one
+                // (`url.<base>.insteadOf`) runs nothing but is worth knowing.
+                None if matches!(at, catalogue::UrlIn::Subsection) => level = Severity::Note,
+                None => continue,
+                // Reported once, as the promisor's transport (GW012).
+                Some(_) if promisor => continue,
+                Some(catalogue::UrlDanger::Local) if is_remote_url => level = Severity::Note,
+                Some(_) => {}
+            }
+            danger = catalogue::classify_url(&url);
         }
         let row = a.entries[0];
         let via = if v.origin.is_include() {
@@ -600,36 +1084,41 @@ fn config(
         } else {
             String::new()
         };
+        // What runs, on which of the owner's commands.
+        let what = match danger {
+            Some(d) => format!("{}; on {}", url_danger_words(d), row.trigger),
+            None => format!("{}; on {}", row.runs, row.trigger),
+        };
         r.add_level(
             &rules::ARMED_KEY,
             level,
             &v.origin.file,
             repo,
             format!(
-                "{}:{}: {} = {:?}: {}{via}",
+                "{}:{}: {} = {:?}: {what}{via}",
                 v.origin.file.display(),
                 v.line,
                 v.key(),
                 v.text(),
-                row.runs
             ),
             details!(
                 "key" => v.key(), "value" => v.text(), "line" => v.line,
                 "scope" => v.origin.scope.git_word(), "include_chain" => chain(v),
                 "effective" => en.is_effective(v), "runs" => row.runs, "trigger" => row.trigger,
-                "research" => row.research,
+                "research" => row.research, "url" => danger,
             ),
         );
     }
-    // Include targets: into the work tree, or outside the repository.
+    // Include targets: into the work tree (the agent writes what git reads), elsewhere in
+    // the agent's reach, or the owner's file.
     for f in en.files() {
         if !f.origin.is_include() {
             continue;
         }
         let t = normalize(&f.origin.file);
-        let in_wt = work_tree.is_some_and(|w| {
-            t.starts_with(w) && !t.starts_with(git_dir) && !t.starts_with(common_dir)
-        });
+        let in_wt = work_trees
+            .iter()
+            .any(|w| t.starts_with(w) && !t.starts_with(git_dir) && !t.starts_with(common_dir));
         let in_git = t.starts_with(common_dir) || t.starts_with(git_dir);
         let chain: Vec<String> = f
             .origin
@@ -644,18 +1133,35 @@ fn config(
                 t.display(), if missing { ", missing now" } else { "" }, chain.join(" -> ")),
                 details!("include_chain" => chain, "missing" => missing, "condition" => f.origin.condition));
         } else if !in_git {
-            r.add(&rules::INCLUDE_OUTSIDE, &t, repo, format!(
-                "{}: include target outside the repository{}: {}",
-                t.display(), if missing { ", missing now" } else { "" }, chain.join(" -> ")),
-                details!("include_chain" => chain, "missing" => missing, "condition" => f.origin.condition));
+            let writable = reach.why(&t);
+            let brings: Vec<&str> = owners
+                .iter()
+                .filter(|(file, _)| *file == t)
+                .map(|(_, k)| k.as_str())
+                .collect();
+            let level = if writable.is_some() {
+                Severity::Warning
+            } else {
+                Severity::Note
+            };
+            r.add_level(&rules::INCLUDE_OUTSIDE, level, &t, repo, format!(
+                "{}: include target outside the repository{}{}: {}",
+                t.display(), if missing { ", missing now" } else { "" },
+                match writable { Some(w) => format!(" ({w})"), None if brings.is_empty() => "; the owner's file".into(), None => "; the owner's file, whose own settings run".into() },
+                chain.join(" -> ")),
+                details!("include_chain" => chain, "missing" => missing, "condition" => f.origin.condition,
+                    "in_reach" => writable, "brings" => brings));
         }
     }
-    // core.hooksPath: every value git might use, and the hook files in its target.
+    // core.hooksPath: one finding per value, with the hooks its folder holds.
     for v in en
         .values()
         .iter()
-        .filter(|v| crate::catalogue::loader::HOOKS_PATH.matches(&v.config_key()))
+        .filter(|v| loader::HOOKS_PATH.matches(&v.config_key()))
     {
+        if !reach.contains(&v.origin.file) {
+            continue;
+        }
         let raw = v.text().into_owned();
         let target = if let Some(rest) = raw.strip_prefix("~/") {
             o.home.clone().unwrap_or_default().join(rest)
@@ -666,34 +1172,50 @@ fn config(
             work_tree.unwrap_or(git_dir).join(&raw)
         };
         let target = normalize(&target);
-        let in_wt =
-            work_tree.is_some_and(|w| target.starts_with(w) && !target.starts_with(git_dir));
+        let in_wt = work_trees.iter().any(|w| {
+            target.starts_with(w) && !target.starts_with(git_dir) && !target.starts_with(common_dir)
+        });
+        let writable = in_wt || reach.contains(&target);
         let rule = if in_wt {
             &rules::HOOKS_PATH_IN_WORK_TREE
         } else {
             &rules::HOOKS_PATH
         };
-        r.add(rule, &v.origin.file, repo, format!(
-            "{}:{}: core.hooksPath = {raw:?} → {}{}", v.origin.file.display(), v.line, target.display(),
-            if in_wt { " (inside the work tree: anything committed there runs as a hook)" } else { "" }),
-            details!("value" => raw, "target" => target, "in_work_tree" => in_wt, "scope" => v.origin.scope.git_word(), "effective" => en.is_effective(v)));
-        hooks_folder(r, &target, repo, in_wt);
+        let (hooks, link) = match hooks_in(r, &target, repo) {
+            Ok(h) => (h, None),
+            Err(p) => (Vec::new(), Some(p)),
+        };
+        let events: Vec<&str> = hooks
+            .iter()
+            .filter(|h| h.event)
+            .map(|h| h.name.as_str())
+            .collect();
+        let others: Vec<&str> = hooks
+            .iter()
+            .filter(|h| !h.event)
+            .map(|h| h.name.as_str())
+            .collect();
+        // Error: a program the agent can write runs. Warning: a folder the agent can fill,
+        // or the owner's hooks run from where the repository's config points. Note: the
+        // owner's empty folder.
+        let level = match (writable || link.is_some(), !events.is_empty()) {
+            (true, true) => Severity::Error,
+            (true, false) | (false, true) => Severity::Warning,
+            (false, false) => Severity::Note,
+        };
+        let runs = if events.is_empty() {
+            "no hook there now".to_owned()
+        } else {
+            format!("runs {}", events.join(", "))
+        };
+        r.add_level(rule, level, &v.origin.file, repo, format!(
+            "{}:{}: core.hooksPath = {raw:?} → {}: {runs}{}{}", v.origin.file.display(), v.line, target.display(),
+            if in_wt { " (inside the work tree: anything written there runs as a hook)" } else if writable { " (others than the owner can write there)" } else { "" },
+            if link.is_some() { "; the folder (or one on its path) is a symbolic link" } else { "" }),
+            details!("value" => raw, "target" => target, "in_work_tree" => in_wt, "scope" => v.origin.scope.git_word(),
+                "effective" => en.is_effective(v), "hooks" => events, "other_executables" => others, "link" => link));
     }
     // Partial-clone promisors with local or custom transports (lazy fetch runs them).
-    let mut promisors: Vec<String> = Vec::new();
-    for v in en.values() {
-        if v.section.eq_ignore_ascii_case("remote")
-            && v.name.eq_ignore_ascii_case("promisor")
-            && v.as_bool() == Some(true)
-        {
-            promisors.extend(v.subsection.clone());
-        }
-        if crate::catalogue::loader::PARTIAL_CLONE.matches(&v.config_key()) {
-            promisors.push(v.text().into_owned());
-        }
-    }
-    promisors.sort();
-    promisors.dedup();
     for name in promisors {
         for u in en.values().iter().filter(|v| {
             v.section.eq_ignore_ascii_case("remote")
@@ -702,12 +1224,28 @@ fn config(
         }) {
             let url = u.text().into_owned();
             if let Some(kind) = catalogue::classify_url(&url) {
-                r.add(&rules::PROMISOR_TRANSPORT, &u.origin.file, repo, format!(
-                    "{}:{}: promisor remote `{name}` has url {url:?} ({kind:?}): a lazy fetch runs it",
-                    u.origin.file.display(), u.line),
-                    details!("remote" => name, "url" => url, "danger" => kind));
+                r.add(
+                    &rules::PROMISOR_TRANSPORT,
+                    &u.origin.file,
+                    repo,
+                    format!(
+                    "{}:{}: promisor remote `{name}` has url {url:?} ({}): a lazy fetch runs it",
+                    u.origin.file.display(), u.line, url_danger_words(kind)),
+                    details!("remote" => name, "url" => url, "danger" => kind),
+                );
             }
         }
+    }
+}
+
+/// A URL's danger in words.
+fn url_danger_words(d: catalogue::UrlDanger) -> &'static str {
+    match d {
+        catalogue::UrlDanger::Ext => "ext:: runs a command line",
+        catalogue::UrlDanger::Helper => "<helper>:: runs git-remote-<helper>",
+        catalogue::UrlDanger::DashLeading => "a leading dash is taken as an option",
+        catalogue::UrlDanger::Local => "a local path: upload-pack runs there",
+        catalogue::UrlDanger::ControlChar => "a control character",
     }
 }
 
@@ -857,9 +1395,13 @@ pub fn human(report: &Report) -> String {
         };
         s.push_str(&format!("{lvl}[{}] {}\n", f.name, f.message));
     }
+    let n = |l: Severity| report.findings.iter().filter(|f| f.level == l).count();
     s.push_str(&format!(
-        "{} finding(s) in {} repositor{}{}\n",
+        "{} finding(s) ({} error(s), {} warning(s), {} note(s)) in {} repositor{}{}\n",
         report.findings.len(),
+        n(Severity::Error),
+        n(Severity::Warning),
+        n(Severity::Note),
         report.repositories.len(),
         if report.repositories.len() == 1 {
             "y"

@@ -151,6 +151,24 @@ rule!(
     "Unknown is not clean: fix the permissions or the layout and audit again.",
     ""
 );
+rule!(
+    GIT_DIR_SKIPPED,
+    "GW018",
+    "git-dir-skipped",
+    Note,
+    "A `.git` that git skips (a folder that is not a git dir, a link to nothing).",
+    "git climbs to the repository above and uses its config and hooks there; that repository is audited.",
+    "§3.3"
+);
+rule!(
+    ENCLOSING,
+    "GW019",
+    "enclosing-repository",
+    Note,
+    "The audited folder lies in a repository above it.",
+    "git run there uses that repository's config and hooks; it is audited with the folder.",
+    "§3.3"
+);
 
 /// Every rule, in id order. The SARIF `rules` array and the docs table come from here.
 pub static RULES: &[Rule] = &[
@@ -171,6 +189,8 @@ pub static RULES: &[Rule] = &[
     ATTRIBUTES_DRIVER,
     INCOMPLETE,
     SEQUENCER_STATE,
+    GIT_DIR_SKIPPED,
+    ENCLOSING,
 ];
 
 #[cfg(test)]

@@ -79,16 +79,18 @@ pub struct Refusal {
 }
 
 impl std::fmt::Display for Refusal {
+    /// `refused (<code>): [<subject>: ]<reason>`, with the userinfo of any URL in it removed
+    /// ([`crate::url::redact_userinfo`]).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.subject.is_empty() {
-            write!(f, "refused ({}): {}", self.code.name, self.reason)
+        let s = if self.subject.is_empty() {
+            format!("refused ({}): {}", self.code.name, self.reason)
         } else {
-            write!(
-                f,
+            format!(
                 "refused ({}): {}: {}",
                 self.code.name, self.subject, self.reason
             )
-        }
+        };
+        f.write_str(&crate::url::redact_userinfo(&s))
     }
 }
 
@@ -193,7 +195,8 @@ impl Plan {
             .filter(|(k, _)| !self.defused.keeps(k))
             .map(|(k, _)| k.to_string_lossy().into_owned())
             .collect();
-        json!({
+        // `--explain` output: URLs (in -c pairs, argv) lose their userinfo.
+        let mut v = json!({
             "git": self.git,
             "git_version": self.version.to_string(),
             "cwd": self.cwd,
@@ -203,7 +206,9 @@ impl Plan {
             "env_set": env,
             "env_removed": removed,
             "argv": cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
-        })
+        });
+        crate::url::redact_json(&mut v);
+        v
     }
 
     fn inherited_value(&self, k: &OsStr) -> Option<&OsString> {
@@ -257,7 +262,7 @@ impl Plan {
         for e in v["env_removed"].as_array().into_iter().flatten() {
             let _ = writeln!(s, "  {}", e.as_str().unwrap_or(""));
         }
-        s
+        crate::url::redact_userinfo(&s).into_owned()
     }
 }
 
@@ -643,4 +648,23 @@ pub fn plan(req: &Request) -> Result<Plan, Refusal> {
         inherited: req.env.clone(),
         args: parsed,
     })
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::Refusal;
+
+    #[test]
+    fn a_refusal_prints_no_credential() {
+        let r = Refusal::new(
+            crate::exit::SETUP,
+            "remote.o.url",
+            "https://alice:s3cr3t@host/r is refused",
+        );
+        let s = r.to_string();
+        assert!(
+            !s.contains("s3cr3t") && s.contains("https://***@host/r"),
+            "{s}"
+        );
+    }
 }

@@ -21,10 +21,13 @@ pub struct Refusal {
     pub message: String,
 }
 
+/// A refusal. Its message (printed, and logged as an event) loses the userinfo of the URLs
+/// it quotes ([`crate::url::redact_userinfo`]).
 fn refuse(rule: &'static str, message: impl Into<String>) -> Refusal {
+    let message: String = message.into();
     Refusal {
         rule,
-        message: message.into(),
+        message: crate::url::redact_userinfo(&message).into_owned(),
     }
 }
 

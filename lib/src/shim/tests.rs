@@ -302,6 +302,15 @@ fn remotes_and_submodules_by_url() {
         "submodule-url",
     );
     e.refused(&["submodule", "set-url", "s", "fd::17"], "submodule-url");
+    // A refusal quotes the URL without its userinfo.
+    let m = e.refused(
+        &["remote", "add", "x", "evil::https://alice:s3cr3t@host/r"],
+        "remote-url",
+    );
+    assert!(
+        !m.contains("s3cr3t") && m.contains("evil::https://***@host/r"),
+        "{m}"
+    );
 }
 
 #[test]
