@@ -237,6 +237,9 @@ fn show_human(w: &HeldWrite) -> String {
     if let Some(t) = &w.resolved_time {
         s.push_str(&format!("resolved: {t}\n"));
     }
+    for k in &w.kept {
+        s.push_str(&format!("kept:     {} (the bytes, whole)\n", k.display()));
+    }
     s.push_str("why:\n");
     for r in &w.new.reasons {
         s.push_str(&format!("  {r}\n"));
