@@ -116,11 +116,7 @@ fn odd_headers_fire_under_git_not_under_safe_git_and_the_audit_flags_them() {
             reset_canary(&s);
             // safe-git runs the command and the driver stays quiet.
             let out = safe_git(&s, &repo, case.command);
-            assert_eq!(
-                canary(&s),
-                None,
-                "{who}: the canary fired under safe-git"
-            );
+            assert_eq!(canary(&s), None, "{who}: the canary fired under safe-git");
             // It ran git rather than refusing (an emptied textconv makes git's diff fail
             // with its own 128, as for any neutralised driver name).
             assert!(
@@ -234,10 +230,17 @@ fn files_git_reads_fine_are_not_refused() {
 fn a_config_error_is_named_as_one() {
     for g in gits() {
         let s = Sandbox::new(&g);
-        s.sh(&format!("{REPO}printf '[x]\\n\\ty = \"open\\n' >> .git/config"));
+        s.sh(&format!(
+            "{REPO}printf '[x]\\n\\ty = \"open\\n' >> .git/config"
+        ));
         let repo = s.root().join("repo");
         let plain = s.run(&g, &["status"], &repo);
-        assert_ne!(plain.status.code(), Some(0), "{}: git reads it", g.display());
+        assert_ne!(
+            plain.status.code(),
+            Some(0),
+            "{}: git reads it",
+            g.display()
+        );
         let safe = safe_git(&s, &repo, &["status"]);
         let err = String::from_utf8_lossy(&safe.stderr);
         assert_eq!(safe.status.code(), Some(123), "{}: {err}", g.display());

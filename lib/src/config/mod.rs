@@ -7,19 +7,24 @@
 //!
 //! Invariants:
 //! - Nothing here starts a process or opens a repository through gix's defaults: files are
-//!   read with `std::fs` (non-blocking open, regular files only, bounded size) and parsed with
-//!   gix's config parser ([`gix::config::parse::Events`]); includes are resolved here, the way
-//!   git's `config.c` resolves them (relative to the including file's folder, `~/` from the
-//!   given home, `%(prefix)/` from the given git prefix; depth past `MAX_INCLUDE_DEPTH` = 10 is
-//!   an error, as is a cycle).
+//!   read with `std::fs` (non-blocking open, regular files only, bounded size, never through
+//!   procfs: [`process_dependent`]) and parsed with a port of git's own parser (`parse.rs`:
+//!   the same keys, values and bad lines as git, byte for byte); includes are resolved here,
+//!   the way git's `config.c` resolves them (relative to the including file's folder, `~/`
+//!   from the given home, `%(prefix)/` from the given git prefix; depth past
+//!   `MAX_INCLUDE_DEPTH` = 10 is an error, as is a cycle).
 //! - Values come out in git's load order (system, global, local, worktree; an included file's
 //!   values are inserted right after the `include.path` value that names it), so "last value
 //!   wins" questions ([`Enumeration::get_last`]) are answered as git answers them.
-//! - Unknown is not clean: a file gix cannot parse, an unreadable file, a file past the size
-//!   bound, an include past the depth bound or in a cycle are errors ([`ConfigError`]); callers
-//!   refuse (safe-git) or report (wt-check). A *missing* include target is not an error (git
-//!   ignores it too) but is recorded in [`Enumeration::files`], because the agent may create it
-//!   later.
+//! - Unknown is not clean, and what git reads fine is not refused: an error git makes too
+//!   (a bad line, a cycle, an unreadable file) is a [`ConfigError`] where git reads the file
+//!   now, and is recorded in [`Enumeration::tolerated`] where it does not (behind an
+//!   `includeIf`, a disabled `config.worktree`, another worktree's or a submodule's config),
+//!   because git dies before running anything whenever it reads such a file. What gitward
+//!   cannot know (a FIFO, a file past the size bound, a path through procfs) is an error
+//!   wherever it is. Callers refuse (safe-git) or report (wt-check). A *missing* include
+//!   target is not an error (git ignores it too) but is recorded in [`Enumeration::files`],
+//!   because the agent may create it later.
 //! - Trust is a type ([`Trust`]): a value is trusted only when its top-level file is the
 //!   owner's system or global config **and** no file of its include chain lies inside the
 //!   repository (work tree, git dir, common dir) or another root the agent can write.
@@ -132,7 +137,8 @@ impl ConfigError {
 /// [`ConfigError::git_fails_too`]): left out of the enumeration, with the reason.
 #[derive(Debug)]
 pub struct Tolerated {
-    /// Top-level file → … → the file in question.
+    /// Top-level file → … → the file in question (for an error of the include line itself,
+    /// such as `path` without a value, the file holding that line).
     pub chain: Vec<PathBuf>,
     pub scope: Scope,
     /// Why git does not read it now: `includeIf`, disabled worktree config, other git dir.
@@ -237,12 +243,15 @@ impl Origin {
 /// One `section[.subsection].name [= value]` line, with its origin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Value {
-    /// Section name as written (compare ASCII-case-insensitively).
+    /// Section name, lower-cased as git reads it (compare ASCII-case-insensitively anyway);
+    /// empty for a variable before any section header.
     pub section: String,
-    /// Subsection as git sees it: as written in the `[section "sub"]` form (case-sensitive),
-    /// lower-cased in the deprecated `[section.sub]` form (as git does).
+    /// Subsection as git assembles it: as written in the `[section "sub"]` form
+    /// (case-sensitive), lower-cased in the deprecated `[section.sub]` form, `a.b` for the
+    /// mixed `[section.A "b"]` (everything between the key's first and last dot, as git's
+    /// `parse_config_key` splits it).
     pub subsection: Option<String>,
-    /// Variable name as written (compare ASCII-case-insensitively).
+    /// Variable name, lower-cased as git reads it.
     pub name: String,
     /// The value after git's unquoting; `None` for a variable written without `=` (an
     /// implicit boolean `true`).

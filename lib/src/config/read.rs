@@ -711,10 +711,8 @@ impl<'a> Loader<'a> {
             };
             match unsure {
                 Some(why) => {
-                    let mut c = chain.lexical.clone();
-                    c.push(PathBuf::from(OsStr::from_bytes(target.as_ref())));
                     this.out.tolerated.push(Arc::new(Tolerated {
-                        chain: c,
+                        chain: chain.lexical.clone(),
                         scope: origin.scope.clone(),
                         why,
                         error,

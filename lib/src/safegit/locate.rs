@@ -479,6 +479,18 @@ fn check_core_worktree(e: &Enumeration, l: &Located) -> Result<(), Refusal> {
             config::Scope::OtherWorktree { .. } => continue,
             _ => (l.git_dir.clone(), false),
         };
+        // `/proc/self/cwd/…` names git's working directory for git and ours for us.
+        if let Some(reason) = config::process_dependent(&base.join(&value)) {
+            return Err(Refusal {
+                code: exit::CONFIG,
+                subject: v.origin.file.display().to_string(),
+                reason: format!(
+                    "{}:{}: core.worktree = {value}: {reason}; git would resolve it elsewhere",
+                    v.origin.file.display(),
+                    v.line
+                ),
+            });
+        }
         let target = crate::policy::resolve(&base.join(&value));
         let ok = if in_submodule {
             // git's own layout for an absorbed submodule: its work tree's `.git` is a gitfile
