@@ -253,8 +253,8 @@ fn valid_head(head: &Path) -> bool {
     if let Some(rest) = text.strip_prefix("ref:") {
         return rest.trim_start().starts_with("refs/");
     }
-    let hex = text.trim_end_matches(['\n', '\r']);
-    matches!(hex.len(), 40 | 64) && hex.bytes().all(|b| b.is_ascii_hexdigit())
+    // `get_oid_hex`: an object id's worth of hex digits leads; the rest is not looked at.
+    text.len() >= 40 && text.as_bytes()[..40].iter().all(u8::is_ascii_hexdigit)
 }
 
 /// What git makes of `<dir>/.git` while discovering a repository
@@ -1415,4 +1415,41 @@ pub fn human(report: &Report) -> String {
         }
     ));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_head;
+
+    /// git's `validate_headref`: what makes git take a folder as a git dir or skip it.
+    #[test]
+    fn head_is_validated_like_git() {
+        let d = tempfile::tempdir().unwrap();
+        let head = d.path().join("HEAD");
+        let hex = "0123456789abcdef0123456789abcdef01234567";
+        for (text, ok) in [
+            ("ref: refs/heads/main\n", true),
+            ("ref:refs/heads/main", true),
+            ("ref: \trefs/x\n", true),
+            (&format!("{hex}\n") as &str, true),
+            (&format!("{hex} trailing") as &str, true),
+            ("ref: heads/main\n", false),
+            ("garbage\n", false),
+            (&hex[..39], false),
+            ("", false),
+        ] {
+            std::fs::write(&head, text).unwrap();
+            assert_eq!(valid_head(&head), ok, "{text:?}");
+        }
+        std::fs::remove_file(&head).unwrap();
+        assert!(!valid_head(&head), "missing");
+        std::os::unix::fs::symlink("refs/heads/main", &head).unwrap();
+        assert!(valid_head(&head), "link into refs/");
+        std::fs::remove_file(&head).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", &head).unwrap();
+        assert!(!valid_head(&head), "link elsewhere");
+        std::fs::remove_file(&head).unwrap();
+        std::fs::create_dir(&head).unwrap();
+        assert!(!valid_head(&head), "a folder");
+    }
 }
