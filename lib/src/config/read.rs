@@ -747,6 +747,15 @@ impl<'a> Loader<'a> {
             Ok(p) => p,
             Err(reason) => return step_error(self, target.as_bstr(), &reason),
         };
+        if let Some(reason) = process_dependent(&resolved) {
+            return Err(ConfigError::ProcessDependent {
+                file: from.to_path_buf(),
+                reason: format!(
+                    "line {line}: include target {:?}: {reason}",
+                    target.to_str_lossy()
+                ),
+            });
+        }
         self.load(&resolved, origin.scope.clone(), chain, condition, true)
     }
 

@@ -1162,7 +1162,10 @@ fn include_paths_through_procfs_are_refused() {
                 "{t}: {err}"
             );
             let msg = err.to_string();
-            assert!(msg.contains("procfs") && !msg.contains('\n'), "{msg}");
+            assert!(
+                msg.contains("procfs") && msg.contains(".git/config: line ") && !msg.contains('\n'),
+                "{msg}"
+            );
         }
     }
     // The positive control: git, run in a subfolder, reads the top's x.cfg.
