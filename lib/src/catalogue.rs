@@ -1283,7 +1283,7 @@ pub static GIT_WRITTEN_ENTRIES: &[GitWrittenEntry] = &[
 /// `checkout -b <b> <remote>/<b>` (branch.autoSetupMerge), `push -u`, `fetch
 /// --set-upstream`, `switch -c … --track`. wt-check `check` does not report a change of
 /// `config` that only adds, changes or removes these, when every value they hold names a
-/// remote by its nickname or a URL class that runs nothing (`branch.<name>.remote` can be a
+/// remote the file defines, `.`, or a URL class that runs nothing (`branch.<name>.remote` can be a
 /// URL, [`URL_KEYS`]); any other change of the file is reported as before. Sources: git's
 /// `branch.c:install_branch_config`, `builtin/push.c`, `builtin/fetch.c`.
 pub static TRACKING_CONFIG_KEYS: &[KeyPattern] = &[per!("branch"."remote"), per!("branch"."merge")];

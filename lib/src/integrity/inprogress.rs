@@ -486,18 +486,23 @@ pub fn tracking_only(before: &[u8], after: &[u8]) -> bool {
     if rest(&b) != rest(&a) {
         return false;
     }
+    // Remotes this file defines: a nickname that names none is taken by git as a URL.
+    let remotes: Vec<&str> = a
+        .iter()
+        .filter(|(sec, sub, n, _)| {
+            sec.eq_ignore_ascii_case("remote")
+                && sub.is_some()
+                && (n.eq_ignore_ascii_case("url") || n.eq_ignore_ascii_case("fetch"))
+        })
+        .filter_map(|(_, sub, _, _)| sub.as_deref())
+        .collect();
     a.iter().filter(|x| is_tracking(x)).all(|(_, _, n, val)| {
         if n.eq_ignore_ascii_case("merge") {
             return !val.chars().any(char::is_control);
         }
-        // `branch.<name>.remote`: `.`, a nickname, or a URL of a class that runs nothing.
-        val == "."
-            || (!val.is_empty()
-                && !val.contains('/')
-                && !val.contains(':')
-                && !val.starts_with('-')
-                && !val.chars().any(char::is_control))
-            || catalogue::classify_url(val).is_none()
+        // `branch.<name>.remote`: `.` (this repository), a remote this file defines, or a
+        // URL of a class that runs nothing.
+        val == "." || remotes.contains(&val.as_str()) || catalogue::classify_url(val).is_none()
     })
 }
 
@@ -593,6 +598,8 @@ mod tests {
             b"[core]\n\tbare = false\n\tfsmonitor = x\n[remote \"origin\"]\n\turl = https://example.com/r\n",
             b"[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://example.com/r\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n\tpushremote = x\n",
             b"[core\n",
+            // A nickname no remote has: git fetches from it as a (local) path.
+            b"[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://example.com/r\n[branch \"main\"]\n\tremote = evil\n",
         ] {
             assert!(!tracking_only(before, bad), "{}", String::from_utf8_lossy(bad));
         }

@@ -1570,9 +1570,10 @@ fn in_progress(
     out
 }
 
-/// Every index of the repository with the work tree it stages: the main work tree's
+/// Every index the agent can stage into, with the work tree it stages: the main work tree's
 /// (`<common>/index`) and each linked worktree's (`worktrees/<id>/index`, its work tree as
-/// the entry's `gitdir` names it).
+/// the entry's `gitdir` names it) — with a session, only the session's own worktrees (another
+/// session's work tree is not this agent's to write; its own check reads it).
 fn index_work_trees(state: &State, entries: &BTreeMap<String, Node>) -> Vec<(PathBuf, PathBuf)> {
     let common = &state.common_dir;
     let mut out = Vec::new();
@@ -1587,7 +1588,14 @@ fn index_work_trees(state: &State, entries: &BTreeMap<String, Node>) -> Vec<(Pat
             continue;
         }
         if let Some(p) = gitdir_path(common, id, entries.get(&format!("{k}/gitdir"))) {
-            out.push((common.join(k).join("index"), p));
+            let own = match (&state.session_dir, state.worktrees.get(id)) {
+                (None, _) => true,
+                (Some(_), Some(b)) => b.own,
+                (Some(sd), None) => p.starts_with(sd) && &p != sd,
+            };
+            if own || state.session.is_none() {
+                out.push((common.join(k).join("index"), p));
+            }
         }
     }
     out
