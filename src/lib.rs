@@ -402,7 +402,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             jobs: 2,
-            timeout: Duration::from_secs(30),
+            timeout: Duration::from_secs(120),
             keep: false,
         }
     }
@@ -1056,10 +1056,36 @@ fn control(case: &Case, git: &GitBin, opts: &Options) -> Control {
         None if r.timed_out => Control::Broken {
             why: format!("trigger {}", r.describe()),
         },
+        None if shadowed_by_system_config(case, git, opts) => Control::Skipped {
+            reason: "fires only without this git's system config (git config --system): a \
+                     setting there shadows the case on this machine (e.g. a system-wide git-lfs \
+                     install's filter.lfs.process, which git prefers to a clean command)"
+                .into(),
+        },
         None => Control::Broken {
             why: format!("canary did not fire; trigger {}", r.describe()),
         },
     }
+}
+
+/// Does the case fire in a fresh workspace when git skips its system config
+/// (`GIT_CONFIG_NOSYSTEM=1`)? Asked only when the control did not fire: the machine's system
+/// config (`/etc/gitconfig` for a git installed in `/usr`, `$(prefix)/etc/gitconfig`
+/// otherwise) is outside the workspace, and safe-git reads it too, so a case it shadows can
+/// neither fire nor be tested on this machine — skipped with the reason, never passed.
+fn shadowed_by_system_config(case: &Case, git: &GitBin, opts: &Options) -> bool {
+    if case.env.contains_key("GIT_CONFIG_NOSYSTEM") || case.env.contains_key("GIT_CONFIG_SYSTEM") {
+        return false;
+    }
+    let Ok((_t, ws)) = prepared(case, git, opts) else {
+        return false;
+    };
+    let mut case = case.clone();
+    case.env.insert("GIT_CONFIG_NOSYSTEM".into(), "1".into());
+    let mut argv: Vec<OsString> = vec![git.path.clone().into()];
+    argv.extend(case.command.iter().map(|a| OsString::from(ws.expand(a))));
+    ws.trigger(&case, &argv, opts.timeout);
+    ws.fired().is_some()
 }
 
 fn under_safe_git(case: &Case, git: &GitBin, safe: &Path, opts: &Options) -> SafeOutcome {

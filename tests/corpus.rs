@@ -214,3 +214,61 @@ fn runner_reports_a_stub_safe_git_as_not_built() {
         assert_eq!(r.verdict(), corpus::Verdict::Failed);
     }
 }
+
+/// A git whose system config defines `filter.lfs.process` (a system-wide git-lfs install):
+/// git prefers it to the case's `filter.lfs.clean`, so the planted program cannot run there.
+/// The case is skipped with that reason — neither BROKEN (the attack is real on this git
+/// binary, shown without the system config) nor passed. With an empty system config the same
+/// git fires it.
+#[test]
+fn a_case_the_machines_system_config_shadows_is_skipped_with_the_reason() {
+    use std::os::unix::fs::PermissionsExt;
+    let cases: Vec<_> = cases()
+        .into_iter()
+        .filter(|c| c.id == "1d-filter-clean-over-trusted-driver")
+        .collect();
+    assert_eq!(cases.len(), 1);
+    for real in corpus::find_gits(&[]).unwrap() {
+        let t = tempfile::tempdir().unwrap();
+        let run = |system: &str| {
+            let cfg = t.path().join(format!("system-{}.cfg", system.len()));
+            std::fs::write(&cfg, system).unwrap();
+            let bin = t.path().join(format!("bin-{}", system.len()));
+            std::fs::create_dir_all(&bin).unwrap();
+            let wrapper = bin.join("git");
+            std::fs::write(
+                &wrapper,
+                format!(
+                    "#!/bin/sh\nGIT_CONFIG_SYSTEM='{}'; export GIT_CONFIG_SYSTEM\nexec '{}' \"$@\"\n",
+                    cfg.display(),
+                    real.path.display()
+                ),
+            )
+            .unwrap();
+            std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let git = corpus::probe_git(&wrapper).unwrap();
+            let tools = corpus::ToolPaths {
+                safe_git: None,
+                wt_check: None,
+            };
+            let r = corpus::run(&cases, &[git], &tools, &corpus::Options::default());
+            r.gits.into_iter().flat_map(|g| g.results).next().unwrap()
+        };
+        let lfs = "[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n\tsmudge = git-lfs smudge -- %f\n\tprocess = git-lfs filter-process\n\trequired = true\n";
+        let shadowed = run(lfs);
+        match &shadowed.control {
+            corpus::Control::Skipped { reason } => {
+                assert!(reason.contains("system config"), "{reason}")
+            }
+            other => panic!("{}: {other:?}", real.path.display()),
+        }
+        assert_eq!(shadowed.verdict(), corpus::Verdict::Skipped);
+        let plain = run("");
+        assert!(
+            matches!(plain.control, corpus::Control::Fired { .. }),
+            "{}: {:?}",
+            real.path.display(),
+            plain.control
+        );
+    }
+}

@@ -53,7 +53,7 @@ struct Args {
     #[arg(long, default_value_t = 2)]
     jobs: usize,
     /// Time limit for every child process (setup, trigger, audit), in seconds.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 120)]
     timeout: u64,
     /// Keep every temporary workspace and print its path on stderr (to debug a case).
     #[arg(long)]
