@@ -21,7 +21,9 @@
 //! - A placeholder needs a mount point, which bubblewrap creates on the host (an empty file or
 //!   folder). [`Prepared::stubs`] lists the names it will create; [`Prepared::remove_stubs`]
 //!   removes each one after the sandbox ends, only while it is still an empty file or an
-//!   empty folder, so nothing anyone wrote is ever removed.
+//!   empty folder, so nothing anyone wrote is ever removed, and only when no other sandbox
+//!   of the repository runs ([`lock_shared`], [`last_out`]): removing a mount point detaches
+//!   it in every mount namespace.
 
 use crate::plan::{EntryKind, Plan};
 use nix::fcntl::{openat, OFlag};
@@ -225,7 +227,9 @@ pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
             bind_fd(&mut args, &mut fds, "--ro-bind-fd", &b.path, b.kind)?;
             continue;
         }
-        // The names bubblewrap will create: the missing ancestors, then the leaf.
+        // The names bubblewrap will create: the missing ancestors, then the leaf (listed
+        // even when it stands already: another sandbox's mount point, removed by the last
+        // sandbox out).
         let mut missing: Vec<(PathBuf, EntryKind)> = vec![(b.path.clone(), b.kind)];
         let mut anc = b.path.parent();
         while let Some(a) = anc {
@@ -308,7 +312,7 @@ impl Prepared {
 
     /// Remove the mount points bubblewrap created for placeholders, deepest first, each only
     /// while it is still an empty file or an empty folder (never a link, never anything
-    /// written). Returns the paths left in place.
+    /// written). Returns the paths left in place. Call it holding [`last_out`]'s lock.
     pub fn remove_stubs(&self) -> Vec<PathBuf> {
         let mut left = Vec::new();
         for (p, kind) in self.stubs.iter().rev() {
@@ -328,6 +332,33 @@ impl Prepared {
         }
         left
     }
+}
+
+/// A shared lock on the common dir, held by every `agent-shell --sandbox` of the repository
+/// while its sandbox runs. Removing a mount point unmounts it in every other mount namespace
+/// too (anchors §2.1: "deleting a placeholder while another bwrap still runs detaches that
+/// bind"), so the placeholders' mount points are removed only by the last sandbox out: the one
+/// that, its own lock released, gets the lock exclusively ([`last_out`]).
+pub fn lock_shared(common_dir: &Path) -> std::io::Result<nix::fcntl::Flock<std::fs::File>> {
+    lock(common_dir, nix::fcntl::FlockArg::LockShared)
+}
+
+/// The exclusive lock on the common dir when no other sandbox holds it now (see
+/// [`lock_shared`]); `None` when one does.
+pub fn last_out(common_dir: &Path) -> Option<nix::fcntl::Flock<std::fs::File>> {
+    lock(common_dir, nix::fcntl::FlockArg::LockExclusiveNonblock).ok()
+}
+
+fn lock(
+    common_dir: &Path,
+    arg: nix::fcntl::FlockArg,
+) -> std::io::Result<nix::fcntl::Flock<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW).bits())
+        .open(common_dir)?;
+    nix::fcntl::Flock::lock(f, arg).map_err(|(_, e)| std::io::Error::from(e))
 }
 
 /// `fcntl(fd, F_SETFD, 0)` through nix (async-signal-safe).

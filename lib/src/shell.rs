@@ -382,6 +382,9 @@ pub fn run(req: Request) -> Result<ExitCode, ShellError> {
 struct Sandboxed {
     prepared: crate::sandbox::Prepared,
     session_dir: PathBuf,
+    common_dir: PathBuf,
+    /// Held while the sandbox runs (see `crate::sandbox::lock_shared`).
+    lock: std::cell::Cell<Option<nix::fcntl::Flock<std::fs::File>>>,
 }
 
 /// The plan made afresh for this command (so a worktree another session added or removed
@@ -413,23 +416,34 @@ fn bwrap_sandbox(policy: &Policy) -> Result<Sandboxed, ShellError> {
             .collect(),
         chdir: std::env::current_dir().ok(),
     };
+    let lock = crate::sandbox::lock_shared(&plan.common_dir).map_err(|source| ShellError::Io {
+        path: plan.common_dir.clone(),
+        what: "cannot lock the common dir for the sandbox",
+        source,
+    })?;
     let prepared = crate::sandbox::prepare(&plan, &base)?;
     Ok(Sandboxed {
         prepared,
         session_dir: sd,
+        common_dir: plan.common_dir,
+        lock: std::cell::Cell::new(Some(lock)),
     })
 }
 
 impl Sandboxed {
-    /// After the sandbox: the placeholders' mount points go (only while still empty), and an
+    /// After the sandbox: the placeholders' mount points go (only while still empty, and only
+    /// when no other sandbox of the repository runs: removing one would unmount it there), and an
     /// empty session folder goes with its last worktree, as git-shim removes it outside a
     /// sandbox (inside, it is a mount point and cannot be removed).
     fn after(&self) {
-        for p in self.prepared.remove_stubs() {
-            eprintln!(
-                "agent-shell: warning: {}: placeholder mount point left in place (no longer empty)",
-                p.display()
-            );
+        drop(self.lock.take());
+        if let Some(_last) = crate::sandbox::last_out(&self.common_dir) {
+            for p in self.prepared.remove_stubs() {
+                eprintln!(
+                    "agent-shell: warning: {}: placeholder mount point left in place (no longer empty)",
+                    p.display()
+                );
+            }
         }
         let _ = std::fs::remove_dir(&self.session_dir);
     }
