@@ -392,13 +392,10 @@ pub(crate) fn build(
                 oid: String::new(),
                 content: integrity::state::Content::Text(String::new()),
             },
-            Some(st) => {
-                return Err(PlanError::NotPlain {
-                    path,
-                    kind: st.file_type.name(),
-                    expected: "folder",
-                })
-            }
+            // A link or special file standing there already: nothing to bind (a bind would
+            // follow it); the name exists, so it cannot be created, and a sandbox whose base
+            // is read-only keeps it as it is.
+            Some(_) => continue,
         };
         guard(&path, &node, EntryKind::Dir, R_DISCOVERY, &mut ro, &mut ph)?;
     }

@@ -332,3 +332,22 @@ fn hidden_sockets_follow_the_switches() {
     );
     assert!(!kept.iter().any(|h| h.path == sock));
 }
+
+#[test]
+fn an_include_outside_every_writable_root_is_the_bases() {
+    let r = repo();
+    let outside = r.root.join("owner.cfg");
+    std::fs::write(&outside, "[user]\n").unwrap();
+    git(
+        &r.repo,
+        &["config", "include.path", outside.to_str().unwrap()],
+    );
+    let p = plan(&opts(&r)).unwrap();
+    let e = p
+        .pinned
+        .iter()
+        .find(|x| x.path == outside)
+        .expect("the include target is pinned");
+    assert_eq!(serde_json::to_value(&e.enforced).unwrap()["by"], "base");
+    assert!(!ro(&p).contains(&outside));
+}
