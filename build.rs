@@ -1,15 +1,18 @@
 //! Test prerequisites that live outside this repository.
 //!
 //! `../shared/realrepos/` (bundles of real public repositories) is laid beside the project's
-//! checkout on the developers' machines and in CI. Where it is missing, the tests that need it
-//! are compiled with `#[ignore]` and a reason (`cargo test` lists them as ignored, with the
-//! reason) — except under `CI=true`, where they run and fail on the missing folder: a test that
-//! cannot run its subject must not pass.
+//! checkout on the developers' machines and in CI; bubblewrap (`/usr/bin/bwrap`) runs the
+//! sandbox tests. Where one is missing, the tests that need it are compiled with `#[ignore]`
+//! and a reason (`cargo test` lists them as ignored, with the reason) — except under
+//! `CI=true`, where they run and fail on the missing prerequisite: a test that cannot run its
+//! subject must not pass.
 
 use std::path::Path;
+use std::process::Command;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(gitward_no_realrepos)");
+    println!("cargo::rustc-check-cfg=cfg(gitward_no_bwrap)");
     println!("cargo:rerun-if-env-changed=CI");
     let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let dir = Path::new(&root).join("../shared/realrepos");
@@ -17,5 +20,17 @@ fn main() {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     if !dir.is_dir() && !ci {
         println!("cargo:rustc-cfg=gitward_no_realrepos");
+    }
+    // bubblewrap must be installed and able to make namespaces here.
+    let bwrap = "/usr/bin/bwrap";
+    println!("cargo:rerun-if-changed={bwrap}");
+    let works = Path::new(bwrap).exists()
+        && Command::new(bwrap)
+            .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+            .args(["--unshare-all", "--die-with-parent", "/bin/true"])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !works && !ci {
+        println!("cargo:rustc-cfg=gitward_no_bwrap");
     }
 }

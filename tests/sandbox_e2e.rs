@@ -1,9 +1,10 @@
 //! End to end: a scripted agent runs through agent-shell (git-shim first on its PATH) inside a
-//! real bubblewrap sandbox that leaves the repository writable except its hooks and config
-//! (read-only binds, as an orchestrator would). Runs on every git of the machine.
+//! real bubblewrap sandbox built from the repository's sandbox plan (`agent-shell --sandbox
+//! bwrap`, the same plan `wt-check plan` prints). Runs on every git of the machine.
 //!
-//! If bwrap is missing or cannot create namespaces here, the sandbox tests say so loudly and
-//! are skipped with the reason; the agent-shell tests that need no sandbox still run.
+//! If bwrap is missing or cannot create namespaces here, the sandbox tests are compiled as
+//! ignored with the reason (build.rs, `gitward_no_bwrap`); under `CI=true` they run and fail.
+//! The agent-shell tests that need no sandbox always run.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -182,39 +183,15 @@ impl Session {
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
-    /// agent-shell -c SCRIPT, optionally inside bwrap.
+    /// agent-shell -c SCRIPT, optionally inside bubblewrap built from the repository's plan
+    /// (`agent-shell --sandbox bwrap`).
     fn agent(&self, script: &str, sandbox: bool) -> Output {
         let (_, shell) = bins();
-        let mut cmd = if sandbox {
-            let mut c = Command::new(BWRAP);
-            let s = |p: &Path| p.to_str().unwrap().to_owned();
-            c.args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
-                .args(["--unshare-all", "--die-with-parent", "--new-session"])
-                // The repository and the session's worktree folder are writable…
-                .args(["--bind", &s(&self.repo), &s(&self.repo)])
-                .args(["--bind", &s(&self.worktrees), &s(&self.worktrees)])
-                // …except the repository's hooks and config.
-                .args([
-                    "--ro-bind",
-                    &s(&self.repo.join(".git/hooks")),
-                    &s(&self.repo.join(".git/hooks")),
-                ])
-                .args([
-                    "--ro-bind",
-                    &s(&self.repo.join(".git/config")),
-                    &s(&self.repo.join(".git/config")),
-                ])
-                // The audit log is appended to from inside.
-                .args(["--bind", &s(&self.log), &s(&self.log)])
-                .args(["--chdir", &s(&self.repo)])
-                .arg("--")
-                .arg(shell);
-            c
-        } else {
-            let mut c = Command::new(shell);
-            c.current_dir(&self.repo);
-            c
-        };
+        let mut cmd = Command::new(shell);
+        cmd.current_dir(&self.repo);
+        if sandbox {
+            cmd.args(["--sandbox", "bwrap"]);
+        }
         cmd.env_clear()
             .env("HOME", &self.home)
             .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -240,12 +217,16 @@ impl Session {
     }
 }
 
-/// The scripted agent: each step prints `name=<exit status>`.
+/// The scripted agent: each step prints `name=<exit status>`; `try` steps (attempts on the
+/// protected set) print `name=<exit status> <first line of stderr>`.
 const AGENT: &str = r##"
 step() { name=$1; shift; "$@"; echo "$name=$?"; }
+try() { name=$1; shift; err=$("$@" 2>&1 >/dev/null); echo "$name=$? $(printf '%s' "$err" | head -n 1)"; }
 echo b > b.txt
 step add git add b.txt
 step commit git commit -q -m agent-commit
+step branch git branch topic
+step status git status --short
 step wt_add git worktree add -q -b feat ../proj-worktrees/s1/feat
 cd ../proj-worktrees/s1/feat && echo f > f.txt
 step wt_commit_add git add f.txt
@@ -256,45 +237,149 @@ step wt_elsewhere git worktree add -q /tmp/gitward-e2e-elsewhere
 step wt_inside git worktree add -q inside
 step hookspath git config core.hooksPath /tmp/h
 step ext_remote git remote add evil 'ext::sh -c touch% /tmp/gitward-e2e-pwned'
-step real_git_config /usr/bin/git config core.hooksPath /tmp/h
-step plant_hook sh -c 'echo "#!/bin/sh" > .git/hooks/pre-commit'
+G=$REAL_GIT
+try p_hooks_dir mkdir .git/hooks
+try p_hook sh -c 'echo "#!/bin/sh" > .git/hooks/pre-commit'
+try p_hooks_swap sh -c 'mv .git/hooks .git/hooks.old'
+try p_config_append sh -c 'echo "[core]" >> .git/config'
+try p_config_git $G config core.hooksPath /tmp/h
+try p_config_replace sh -c 'cp .git/config /tmp/c 2>/dev/null; echo x > .git/c.new && mv .git/c.new .git/config'
+try p_config_worktree sh -c 'echo "[core] hooksPath = /tmp/h" > .git/config.worktree'
+try p_config_worktree_git $G config --file .git/config.worktree core.hooksPath /tmp/h
+try p_own_commondir sh -c 'echo /tmp > .git/worktrees/mine/commondir'
+try p_own_commondir_mv mv .git/worktrees/mine/commondir .git/worktrees/mine/c.old
+try p_own_config_worktree sh -c 'echo x > .git/worktrees/mine/config.worktree'
+try p_attributes sh -c 'echo "* filter=x" > .git/info/attributes'
+try p_exclude sh -c 'echo x >> .git/info/exclude'
+try p_modules mkdir -p .git/modules/x
+try p_modules_file sh -c 'echo x > .git/modules/config'
+try p_alternates sh -c 'echo /tmp > .git/objects/info/alternates'
+try p_remotes sh -c 'echo "URL: ext::sh" > .git/remotes/origin'
+try p_other_entry sh -c 'echo /tmp/x > .git/worktrees/theirs/gitdir'
+try p_other_entry_rm rm -rf .git/worktrees/theirs
+try p_other_worktree sh -c 'echo x > ../proj-worktrees/s2/theirs/planted'
+try p_other_session sh -c 'mkdir ../proj-worktrees/s2/new'
+try p_tmp_git mkdir /tmp/.git
 echo "path_git=$(command -v git)"
 echo "ld_preload=${LD_PRELOAD-unset} git_dir=${GIT_DIR-unset} docker=${DOCKER_HOST-unset}"
 "##;
 
+/// The attempts on the protected set in [`AGENT`], each of which must fail.
+const PROTECTED_STEPS: &[&str] = &[
+    "p_hooks_dir",
+    "p_hook",
+    "p_hooks_swap",
+    "p_config_append",
+    "p_config_git",
+    "p_config_replace",
+    "p_config_worktree",
+    "p_config_worktree_git",
+    "p_own_commondir",
+    "p_own_commondir_mv",
+    "p_own_config_worktree",
+    "p_attributes",
+    "p_exclude",
+    "p_modules",
+    "p_modules_file",
+    "p_alternates",
+    "p_remotes",
+    "p_other_entry",
+    "p_other_entry_rm",
+    "p_other_worktree",
+    "p_other_session",
+    "p_tmp_git",
+];
+
 fn status_of(out: &str, step: &str) -> i32 {
-    out.lines()
-        .find_map(|l| l.strip_prefix(&format!("{step}=")))
-        .unwrap_or_else(|| panic!("step {step} missing from:\n{out}"))
-        .trim()
+    step_line(out, step)
+        .split_whitespace()
+        .next()
+        .unwrap()
         .parse()
         .unwrap()
 }
 
+fn step_line<'a>(out: &'a str, step: &str) -> &'a str {
+    out.lines()
+        .find_map(|l| l.strip_prefix(&format!("{step}=")))
+        .unwrap_or_else(|| panic!("step {step} missing from:\n{out}"))
+        .trim()
+}
+
+/// The errors a write on the protected set may meet: a read-only mount (EROFS), a denied
+/// operation (EPERM), a mount point that cannot be renamed or removed (EBUSY), a placeholder
+/// already standing where a folder was to be made (EEXIST), git's own words for them.
+const REFUSALS: &[&str] = &[
+    "Read-only file system",
+    "Operation not permitted",
+    "Device or resource busy",
+    "File exists",
+    "could not lock config file",
+    "could not write config file",
+];
+
+/// wt-check with the test's HOME.
+fn wt_check(s: &Session, args: &[&str]) -> Output {
+    Command::new(bins().0.with_file_name("wt-check"))
+        .env("HOME", &s.home)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 #[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
 fn scripted_agent_in_bubblewrap() {
-    if let Err(why) = bwrap_works() {
-        eprintln!("\n!!! SKIPPED scripted_agent_in_bubblewrap: {why}\n");
-        return;
-    }
+    bwrap_works().expect("bubblewrap must work for this test");
     for g in gits() {
         let s = Session::new(&g);
+        // Before the turn: the session has a worktree, another session has one, and the
+        // repository has no hooks folder (a placeholder must keep it from being created).
+        s.plain(&["worktree", "add", "-q", "../proj-worktrees/s1/mine"]);
+        s.plain(&["worktree", "add", "-q", "../proj-worktrees/s2/theirs"]);
+        std::fs::remove_dir_all(s.repo.join(".git/hooks")).unwrap();
         // The orchestrator pins the git folder at sandbox build, outside the sandbox.
         let state = s.home.join("var/wt-state.json");
-        let wt_check = bins().0.with_file_name("wt-check");
-        let pin = Command::new(&wt_check)
-            .env("HOME", &s.home)
-            .args(["pin", "--session", "s1", "--state"])
-            .arg(&state)
-            .arg(&s.repo)
-            .output()
-            .unwrap();
+        let st = state.to_str().unwrap();
+        let repo = s.repo.to_str().unwrap();
+        let pin = wt_check(&s, &["pin", "--session", "s1", "--state", st, repo]);
         assert!(
             pin.status.success(),
             "wt-check pin: {}",
             String::from_utf8_lossy(&pin.stderr)
         );
-        let o = s.agent(AGENT, true);
+        // The plan's JSON names exactly the set pin recorded.
+        let plan = wt_check(&s, &["plan", "--session", "s1", "--format", "json", repo]);
+        assert!(
+            plan.status.success(),
+            "{}",
+            String::from_utf8_lossy(&plan.stderr)
+        );
+        let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+        let pinned: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+        let mut want: Vec<String> = pinned["entries"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .chain(pinned["includes"].as_object().unwrap().keys().cloned())
+            .collect();
+        let mut got: Vec<String> = plan["pinned"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["entry"].as_str().unwrap().to_owned())
+            .collect();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "wt-check plan against the state file");
+
+        let script = AGENT.replace("$REAL_GIT", g.to_str().unwrap());
+        let o = s.agent(&script, true);
         let out = String::from_utf8_lossy(&o.stdout).into_owned();
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         let ctx = format!("{}\nstdout:\n{out}\nstderr:\n{err}", g.display());
@@ -303,6 +388,8 @@ fn scripted_agent_in_bubblewrap() {
         for step in [
             "add",
             "commit",
+            "branch",
+            "status",
             "wt_add",
             "wt_commit_add",
             "wt_commit",
@@ -320,37 +407,45 @@ fn scripted_agent_in_bubblewrap() {
             "worktree-commit",
             "{ctx}"
         );
-        assert!(
-            !s.wt.exists(),
-            "the session folder goes with its last worktree: {ctx}"
-        );
+        assert!(!s.wt.join("feat").exists(), "{ctx}");
         // What it may not do is refused by the shim, exit 121, with the documented messages.
         for step in ["wt_elsewhere", "wt_inside", "hookspath", "ext_remote"] {
             assert_eq!(status_of(&out, step), 121, "{step}: {ctx}");
         }
-        let line = |rule: &str| {
-            err.lines()
-                .find(|l| l.starts_with(&format!("git-shim: refused ({rule}): ")))
-                .unwrap_or_else(|| panic!("no {rule} refusal: {ctx}"))
-                .to_owned()
-        };
-        let wt_line = line("worktree-location");
-        assert!(
-            wt_line.contains(&format!("go under {}/", s.wt.display())),
-            "{wt_line}"
-        );
-        assert!(line("config-key").contains("core.hooksPath"));
-        assert!(line("remote-url").contains("ext::"));
-        // The sandbox itself holds against the real git by absolute path (the shim is the
-        // message layer, not the boundary).
-        assert_ne!(status_of(&out, "real_git_config"), 0, "{ctx}");
-        assert_ne!(status_of(&out, "plant_hook"), 0, "{ctx}");
-        assert!(!s.repo.join(".git/hooks/pre-commit").exists());
-        let cfg = std::fs::read_to_string(s.repo.join(".git/config")).unwrap();
+        assert!(err.contains("git-shim: refused (config-key): "), "{ctx}");
+        assert!(err.contains("git-shim: refused (remote-url): "), "{ctx}");
+        // Every attempt on the protected set fails, with the sandbox's refusal, whatever
+        // tool makes it (the real git by absolute path too: the shim is not the boundary).
+        for step in PROTECTED_STEPS {
+            let line = step_line(&out, step);
+            assert_ne!(status_of(&out, step), 0, "{step} succeeded: {ctx}");
+            assert!(
+                REFUSALS.iter().any(|r| line.contains(r)),
+                "{step}: not refused by the sandbox ({line}): {ctx}"
+            );
+        }
+        // Nothing of it reached the host.
+        let git_dir = s.repo.join(".git");
+        for gone in [
+            "hooks",
+            "config.worktree",
+            "info/attributes",
+            "modules",
+            "objects/info/alternates",
+            "remotes",
+            "worktrees/mine/config.worktree",
+        ] {
+            assert!(
+                std::fs::symlink_metadata(git_dir.join(gone)).is_err(),
+                "{gone} exists after the turn (a placeholder's mount point left behind?): {ctx}"
+            );
+        }
+        let cfg = std::fs::read_to_string(git_dir.join("config")).unwrap();
         assert!(
             !cfg.contains("hooksPath") && !cfg.contains("ext::"),
             "{cfg}"
         );
+        assert!(!s.worktrees.join("s2/theirs/planted").exists());
         assert!(!Path::new("/tmp/gitward-e2e-elsewhere").exists());
         assert!(!s.repo.join("inside").exists());
         // The shim was first on PATH; the defused environment reached the agent.
@@ -362,7 +457,7 @@ fn scripted_agent_in_bubblewrap() {
             out.contains("ld_preload=unset git_dir=unset docker=unset"),
             "{ctx}"
         );
-        // The audit log holds every decision.
+        // The audit log holds every decision of the shim.
         let ev = s.events();
         let count = |kind: &str| ev.iter().filter(|e| e["event"] == kind).count();
         let refused: Vec<&str> = ev
@@ -380,27 +475,190 @@ fn scripted_agent_in_bubblewrap() {
             ],
             "{ev:?}"
         );
-        // add, commit, worktree add, add, commit, worktree remove.
-        assert_eq!(count("git_allowed"), 6, "{ev:?}");
-        assert_eq!(count("worktree_folder_created"), 1, "{ev:?}");
-        assert_eq!(count("worktree_folder_removed"), 1, "{ev:?}");
+        // add, commit, branch, status, worktree add, add, commit, worktree remove.
+        assert_eq!(count("git_allowed"), 8, "{ev:?}");
         assert_eq!(count("command_finished"), 1, "{ev:?}");
         assert!(ev.iter().all(|e| e["session"] == "s1"));
-        // At the turn's end, the git folder check finds nothing the sandbox let through: the
-        // commits and the session's own worktree are allowed, everything else was refused.
-        let check = Command::new(&wt_check)
-            .env("HOME", &s.home)
-            .args(["check", "--session", "s1", "--state"])
-            .arg(&state)
-            .arg(&s.repo)
-            .output()
-            .unwrap();
+        // At the turn's end, the git folder check finds nothing the sandbox let through.
+        let check = wt_check(&s, &["check", "--session", "s1", "--state", st, repo]);
         assert_eq!(
             check.status.code(),
             Some(0),
             "wt-check check after the turn: {}\n{}",
             String::from_utf8_lossy(&check.stdout),
             String::from_utf8_lossy(&check.stderr)
+        );
+    }
+}
+
+/// The plan is made afresh for each command: a worktree another session adds between two
+/// commands is bound read-only in the next one, and the first session's sandbox did not need
+/// restarting for it.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn each_command_gets_a_fresh_plan() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    for g in gits() {
+        let s = Session::new(&g);
+        let o = s.agent("git status --short && echo ok", true);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        s.plain(&["worktree", "add", "-q", "../proj-worktrees/s2/late"]);
+        let o = s.agent(
+            "echo /tmp > .git/worktrees/late/gitdir; echo entry=$?; git log -1 --format=%s",
+            true,
+        );
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("entry=1"), "{out}");
+        assert!(out.contains("first"), "{out}");
+        let gitdir = std::fs::read_to_string(s.repo.join(".git/worktrees/late/gitdir")).unwrap();
+        assert!(gitdir.contains("proj-worktrees/s2/late"), "{gitdir}");
+    }
+}
+
+/// A link swapped in after planning is refused, not followed: the binder opens every path
+/// again without following links. Positive control: bubblewrap binding by path follows it.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn a_link_swapped_in_after_planning_is_refused() {
+    use gitward::plan::{plan, PlanOptions};
+    use gitward::sandbox::{prepare, Base, SandboxError};
+    bwrap_works().expect("bubblewrap must work for this test");
+    let g = gits().remove(0);
+    let s = Session::new(&g);
+    let p = plan(&PlanOptions {
+        repo: s.repo.clone(),
+        session: Some("s1".into()),
+        session_dir: Some(s.wt.clone()),
+        ..PlanOptions::default()
+    });
+    // The session folder must exist to be planned (agent-shell creates it).
+    assert!(p.is_err(), "a missing session folder cannot be bound");
+    std::fs::create_dir_all(&s.wt).unwrap();
+    let p = plan(&PlanOptions {
+        repo: s.repo.clone(),
+        session: Some("s1".into()),
+        session_dir: Some(s.wt.clone()),
+        ..PlanOptions::default()
+    })
+    .unwrap();
+    assert!(prepare(&p, &Base::default()).is_ok());
+    // The swap: hooks becomes a link to a folder holding a hook.
+    let hooks = s.repo.join(".git/hooks");
+    let evil = s.home.join("evil-hooks");
+    std::fs::create_dir_all(&evil).unwrap();
+    std::fs::write(evil.join("pre-commit"), "#!/bin/sh\necho pwned\n").unwrap();
+    std::fs::rename(&hooks, s.home.join("hooks.real")).unwrap();
+    std::os::unix::fs::symlink(&evil, &hooks).unwrap();
+    // Positive control: bind by path (what `--ro-bind SRC DEST` does) follows the link.
+    let h = hooks.to_str().unwrap();
+    let o = Command::new(BWRAP)
+        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-all"])
+        .args(["--ro-bind", h, "/mnt", "--", "cat", "/mnt/pre-commit"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("pwned"),
+        "control: bwrap by path should follow the link: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // From the plan made before the swap: refused, naming the path.
+    let e = prepare(&p, &Base::default()).unwrap_err();
+    assert!(
+        matches!(&e, SandboxError::Link { path, .. } if *path == hooks),
+        "{e}"
+    );
+    // A writable root swapped for a link is refused the same way.
+    std::fs::remove_file(&hooks).unwrap();
+    std::fs::rename(s.home.join("hooks.real"), &hooks).unwrap();
+    std::fs::rename(&s.wt, s.home.join("wt.real")).unwrap();
+    std::os::unix::fs::symlink(s.home.join("etc"), &s.wt).unwrap();
+    let e = prepare(&p, &Base::default()).unwrap_err();
+    assert!(
+        matches!(&e, SandboxError::Link { path, .. } if *path == s.wt),
+        "{e}"
+    );
+    // agent-shell plans afresh and refuses the layout: one line, setup exit status.
+    std::fs::remove_file(&s.wt).unwrap();
+    std::fs::rename(&hooks, s.home.join("hooks.real")).unwrap();
+    std::os::unix::fs::symlink(&evil, &hooks).unwrap();
+    let o = s.agent("echo ran", true);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(124), "{err}");
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("ran"));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(h) && err.contains("symbolic link"), "{err}");
+}
+
+/// `wt-check plan` on a layout it cannot vouch for: no plan, one line naming the path, exit 2.
+#[test]
+fn wt_check_plan_refuses_a_layout_it_cannot_vouch_for() {
+    let g = gits().remove(0);
+    let s = Session::new(&g);
+    let other = s.home.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    s.plain(&["init", "-q", other.to_str().unwrap()]);
+    let wt = s.home.join("src/wt");
+    std::fs::create_dir_all(&wt).unwrap();
+    std::fs::write(
+        wt.join(".git"),
+        format!("gitdir: {}/.git\n", other.display()),
+    )
+    .unwrap();
+    for format in ["json", "bwrap", "srt", "seatbelt"] {
+        let o = wt_check(&s, &["plan", "--format", format, wt.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(o.stdout.is_empty(), "never a partial plan");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&wt.join(".git").display().to_string()),
+            "{err}"
+        );
+    }
+    // And a good one in every format.
+    for format in ["json", "bwrap", "srt", "seatbelt"] {
+        let o = wt_check(
+            &s,
+            &[
+                "plan",
+                "--session",
+                "s1",
+                "--format",
+                format,
+                s.repo.to_str().unwrap(),
+            ],
+        );
+        // The session folder does not exist yet: no plan (a bind needs it).
+        assert_eq!(o.status.code(), Some(2), "{format}");
+    }
+    std::fs::create_dir_all(&s.wt).unwrap();
+    for format in ["json", "bwrap", "srt", "seatbelt"] {
+        let o = wt_check(
+            &s,
+            &[
+                "plan",
+                "--policy",
+                s.policy.to_str().unwrap(),
+                "--format",
+                format,
+                s.repo.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{format}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains(".git/config"),
+            "{format}"
         );
     }
 }
@@ -484,11 +742,12 @@ fn agent_shell_passes_the_status_and_defuses_the_environment() {
 /// bwrap as its command, so the held-writes store stays out of the agent's reach. A widening
 /// write to `.claude/settings.json` is reverted and held; a narrowing one is accepted.
 #[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
 fn settings_guard_holds_widening_writes() {
-    if let Err(why) = bwrap_works() {
-        eprintln!("\n!!! SKIPPED settings_guard_holds_widening_writes: {why}\n");
-        return;
-    }
+    bwrap_works().expect("bubblewrap must work for this test");
     let g = gits().remove(0);
     let s = Session::new(&g);
     let settings = s.repo.join(".claude/settings.json");
@@ -596,4 +855,72 @@ fn settings_guard_judges_writes_made_between_commands() {
             && e["rel"] == ".vscode/settings.json"),
         "{ev:?}"
     );
+}
+
+/// Two sessions' sandboxes on one repository: the one that ends first leaves the
+/// placeholders' mount points alone (removing one from the host unmounts it in the other
+/// sandbox, where the agent could then create the name — seen here by hand with `rmdir`
+/// during a sandbox); the last one out removes them. On this kernel the first sandbox's own
+/// removal also tends to fail while its namespace is torn down, so this test does not fail
+/// without the lock; it pins the behaviour, the lock is the guarantee.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn the_last_sandbox_out_removes_the_placeholders() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    let g = gits().remove(0);
+    let s = Session::new(&g);
+    let p2 = s.home.join("etc/policy2.toml");
+    std::fs::write(
+        &p2,
+        std::fs::read_to_string(&s.policy)
+            .unwrap()
+            .replace("session = \"s1\"", "session = \"s2\""),
+    )
+    .unwrap();
+    let (_, shell) = bins();
+    let modules = s.repo.join(".git/modules");
+    let first = Command::new(shell)
+        .current_dir(&s.repo)
+        .env_clear()
+        .env("HOME", &s.home)
+        .env("PATH", "/usr/bin:/bin")
+        .args(["--sandbox", "bwrap", "--policy", s.policy.to_str().unwrap()])
+        .args(["-c", "sleep 3; mkdir -p .git/modules/x; echo first=$?"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    assert!(modules.is_dir(), "the first sandbox's mount point stands");
+    let o = Command::new(shell)
+        .current_dir(&s.repo)
+        .env_clear()
+        .env("HOME", &s.home)
+        .env("PATH", "/usr/bin:/bin")
+        .args([
+            "--sandbox",
+            "bwrap",
+            "--policy",
+            p2.to_str().unwrap(),
+            "-c",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        modules.is_dir(),
+        "the second sandbox left the first one's placeholder"
+    );
+    let o = first.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("first=1"),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!modules.exists(), "the last one out removed it");
 }

@@ -1637,3 +1637,120 @@ mod tests {
         }
     }
 }
+
+// ---- sandbox plan: sockets hidden from the agent ----------------------------------------------
+
+/// A daemon socket the sandbox plan hides (`crate::plan`): talking to it is root on the host
+/// (or, for the databases, reaching data the network switch was meant to cut off). A Unix
+/// socket is reached by path, across network namespaces, so `--unshare-net` alone does not
+/// cut it off; the plan binds `/dev/null` over each one that exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HiddenSocket {
+    pub path: &'static str,
+    pub what: &'static str,
+    pub when: SocketRule,
+}
+
+/// When a [`HiddenSocket`] is hidden.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SocketRule {
+    /// Always: root-equivalent.
+    Always,
+    /// Unless the policy opts in to Docker (`[docker] enabled = true`).
+    UnlessDocker,
+    /// When the sandbox has no network: a database reached by its socket.
+    NetworkOff,
+}
+
+/// The sockets of [`HiddenSocket`]; `$XDG_RUNTIME_DIR/docker.sock` is added by the plan.
+pub static HIDDEN_SOCKETS: &[HiddenSocket] = &[
+    HiddenSocket {
+        path: "/run/docker.sock",
+        what: "Docker",
+        when: SocketRule::UnlessDocker,
+    },
+    HiddenSocket {
+        path: "/var/run/docker.sock",
+        what: "Docker",
+        when: SocketRule::UnlessDocker,
+    },
+    HiddenSocket {
+        path: "/run/podman/podman.sock",
+        what: "Podman (rootful)",
+        when: SocketRule::Always,
+    },
+    HiddenSocket {
+        path: "/run/containerd/containerd.sock",
+        what: "containerd",
+        when: SocketRule::Always,
+    },
+    HiddenSocket {
+        path: "/run/k3s/containerd/containerd.sock",
+        what: "k3s containerd",
+        when: SocketRule::Always,
+    },
+    HiddenSocket {
+        path: "/run/libvirt/libvirt-sock",
+        what: "libvirt",
+        when: SocketRule::Always,
+    },
+    HiddenSocket {
+        path: "/run/libvirt/virtqemud-sock",
+        what: "libvirt (virtqemud)",
+        when: SocketRule::Always,
+    },
+    HiddenSocket {
+        path: "/var/lib/lxd/unix.socket",
+        what: "LXD",
+        when: SocketRule::Always,
+    },
+    HiddenSocket {
+        path: "/var/snap/lxd/common/lxd/unix.socket",
+        what: "LXD (snap)",
+        when: SocketRule::Always,
+    },
+    HiddenSocket {
+        path: "/var/lib/incus/unix.socket",
+        what: "Incus",
+        when: SocketRule::Always,
+    },
+    HiddenSocket {
+        path: "/run/dbus/system_bus_socket",
+        what: "D-Bus system bus",
+        when: SocketRule::Always,
+    },
+    HiddenSocket {
+        path: "/run/postgresql/.s.PGSQL.5432",
+        what: "PostgreSQL",
+        when: SocketRule::NetworkOff,
+    },
+    HiddenSocket {
+        path: "/tmp/.s.PGSQL.5432",
+        what: "PostgreSQL",
+        when: SocketRule::NetworkOff,
+    },
+    HiddenSocket {
+        path: "/run/mysqld/mysqld.sock",
+        what: "MySQL",
+        when: SocketRule::NetworkOff,
+    },
+    HiddenSocket {
+        path: "/tmp/mysql.sock",
+        what: "MySQL",
+        when: SocketRule::NetworkOff,
+    },
+    HiddenSocket {
+        path: "/run/redis/redis-server.sock",
+        what: "Redis",
+        when: SocketRule::NetworkOff,
+    },
+    HiddenSocket {
+        path: "/run/redis/redis.sock",
+        what: "Redis",
+        when: SocketRule::NetworkOff,
+    },
+];
+
+/// Folders shared by every process of the host where a planted `.git` would be discovered
+/// by host tools started below them; the plan puts a read-only placeholder there.
+pub static SHARED_DISCOVERY_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];

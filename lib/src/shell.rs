@@ -56,6 +56,12 @@ pub enum ShellError {
     Shim(#[from] ShimError),
     #[error("{path}: no git-shim beside agent-shell and none installed in the shim folder {dir}; run git-shim --install {dir} --policy <policy>")]
     NoShim { path: PathBuf, dir: PathBuf },
+    /// `--sandbox bwrap`: no plan for this repository (the layout cannot be vouched for).
+    #[error("sandbox plan: {0}")]
+    Plan(#[from] crate::plan::PlanError),
+    /// `--sandbox bwrap`: a planned path cannot be bound (a link swapped in, a type changed).
+    #[error("sandbox: {0}")]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     #[error("{path}: {what}: {source}")]
     Io {
         path: PathBuf,
@@ -75,6 +81,15 @@ pub struct Request {
     pub interactive: bool,
     /// Positional parameters after the command (`$0`, `$1`, …).
     pub args: Vec<OsString>,
+    /// Run the command inside this sandbox, built from the plan made afresh for it.
+    pub sandbox: Option<SandboxKind>,
+}
+
+/// `agent-shell --sandbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SandboxKind {
+    /// bubblewrap, every path bound from a descriptor opened without following links.
+    Bwrap,
 }
 
 /// The folder holding the session's shim as `git`.
@@ -299,18 +314,31 @@ pub fn run(req: Request) -> Result<ExitCode, ShellError> {
     };
     let env = environment(&policy, std::env::vars_os().collect(), &dir, &me, is_socket);
     let sh = shell_binary();
-    let mut cmd = Command::new(sh);
-    cmd.env_clear().envs(env);
+    let mut sh_args: Vec<OsString> = Vec::new();
     if sh.ends_with("bash") {
-        cmd.args(["--noprofile", "--norc"]);
+        sh_args.extend(["--noprofile".into(), "--norc".into()]);
     }
     if req.interactive {
-        cmd.arg("-i");
+        sh_args.push("-i".into());
     }
     if let Some(c) = &req.command {
-        cmd.arg("-c").arg(c);
+        sh_args.push("-c".into());
+        sh_args.push(c.clone());
     }
-    cmd.args(&req.args);
+    sh_args.extend(req.args.iter().cloned());
+    let sandbox = match req.sandbox {
+        Some(SandboxKind::Bwrap) => Some(bwrap_sandbox(&policy)?),
+        None => None,
+    };
+    let mut cmd = match &sandbox {
+        Some(s) => s.prepared.command(sh, &sh_args),
+        None => {
+            let mut c = Command::new(sh);
+            c.args(&sh_args);
+            c
+        }
+    };
+    cmd.env_clear().envs(env);
     let shown = req
         .command
         .as_deref()
@@ -335,6 +363,9 @@ pub fn run(req: Request) -> Result<ExitCode, ShellError> {
         source,
     })?;
     let code = exit_code(status);
+    if let Some(s) = &sandbox {
+        s.after();
+    }
     if let Some(g) = &guard {
         for ev in g.after() {
             log(&policy, ev);
@@ -345,6 +376,77 @@ pub fn run(req: Request) -> Result<ExitCode, ShellError> {
         Event::new(Tool::AgentShell, EventKind::CommandFinished, shown).with("exit", code),
     );
     Ok(ExitCode::from(code))
+}
+
+/// A bubblewrap sandbox for one command (`--sandbox bwrap`).
+struct Sandboxed {
+    prepared: crate::sandbox::Prepared,
+    session_dir: PathBuf,
+    common_dir: PathBuf,
+    /// Held while the sandbox runs (see `crate::sandbox::lock_shared`).
+    lock: std::cell::Cell<Option<nix::fcntl::Flock<std::fs::File>>>,
+}
+
+/// The plan made afresh for this command (so a worktree another session added or removed
+/// since the last one is bound as it is now), then every path opened and bound from its
+/// descriptor. The session's worktree folder is created when missing: a bind needs it.
+fn bwrap_sandbox(policy: &Policy) -> Result<Sandboxed, ShellError> {
+    use crate::plan::{self, PlanOptions};
+    let sd = policy.worktree_dir.clone();
+    std::fs::create_dir_all(&sd).map_err(|source| ShellError::Io {
+        path: sd.clone(),
+        what: "cannot create the session's worktree folder",
+        source,
+    })?;
+    let plan = plan::plan(&PlanOptions {
+        repo: policy.repo.clone(),
+        session: Some(policy.session.clone()),
+        session_dir: Some(sd.clone()),
+        extra_writable: plan::policy_writable(policy),
+        docker: policy.docker.enabled,
+        network: false,
+    })?;
+    let base = crate::sandbox::Base {
+        network: false,
+        writable_files: policy
+            .audit_log
+            .iter()
+            .filter(|p| p.is_file())
+            .cloned()
+            .collect(),
+        chdir: std::env::current_dir().ok(),
+    };
+    let lock = crate::sandbox::lock_shared(&plan.common_dir).map_err(|source| ShellError::Io {
+        path: plan.common_dir.clone(),
+        what: "cannot lock the common dir for the sandbox",
+        source,
+    })?;
+    let prepared = crate::sandbox::prepare(&plan, &base)?;
+    Ok(Sandboxed {
+        prepared,
+        session_dir: sd,
+        common_dir: plan.common_dir,
+        lock: std::cell::Cell::new(Some(lock)),
+    })
+}
+
+impl Sandboxed {
+    /// After the sandbox: the placeholders' mount points go (only while still empty, and only
+    /// when no other sandbox of the repository runs: removing one would unmount it there), and an
+    /// empty session folder goes with its last worktree, as git-shim removes it outside a
+    /// sandbox (inside, it is a mount point and cannot be removed).
+    fn after(&self) {
+        drop(self.lock.take());
+        if let Some(_last) = crate::sandbox::last_out(&self.common_dir) {
+            for p in self.prepared.remove_stubs() {
+                eprintln!(
+                    "agent-shell: warning: {}: placeholder mount point left in place (no longer empty)",
+                    p.display()
+                );
+            }
+        }
+        let _ = std::fs::remove_dir(&self.session_dir);
+    }
 }
 
 /// A shell's exit code for a child's status: its code, or 128+n for signal n.

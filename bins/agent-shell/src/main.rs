@@ -33,6 +33,10 @@ struct Cli {
         requires = "command"
     )]
     args: Vec<OsString>,
+    /// Run the command inside a sandbox built from the repository's plan (made afresh for
+    /// each command; docs/sandbox-plan.md).
+    #[arg(long, value_enum, value_name = "KIND")]
+    sandbox: Option<shell::SandboxKind>,
     /// Write a man page or a shell completion script to standard output.
     #[arg(long, value_enum, value_name = "WHAT")]
     generate: Option<Generate>,
@@ -44,10 +48,12 @@ EXAMPLES:
     GITWARD_POLICY=~/.config/gitward/s1.toml SHELL=$(command -v agent-shell) my-agent
     agent-shell -lc 'git worktree add ../proj-worktrees/s1/feature'
     agent-shell --policy p.toml            # interactive shell
+    agent-shell --sandbox bwrap --policy p.toml -c 'git commit -am wip'
 
 EXIT STATUS:
     the command's own status (128+n when killed by signal n), or
-    120 usage, 124 setup: no policy, bad policy, no git-shim";
+    120 usage, 124 setup: no policy, bad policy, no git-shim, no sandbox plan
+    (a layout the plan cannot vouch for), a planned path that cannot be bound";
 
 fn main() -> ExitCode {
     let cli: Cli = gitward::cli::parse_or_exit();
@@ -60,6 +66,7 @@ fn main() -> ExitCode {
         command: cli.command,
         interactive: cli.interactive,
         args: cli.args,
+        sandbox: cli.sandbox,
     };
     match shell::run(req) {
         Ok(code) => code,

@@ -68,6 +68,19 @@ EXAMPLES:
   #   \"command\": \"wt-check hook claude-stop --state ~/.local/state/gitward/proj.json --audit-log ~/.local/state/gitward/audit.jsonl\"}]}]}}
   echo '{\"hook_event_name\":\"Stop\",\"stop_hook_active\":false}' | wt-check hook claude-stop --state s.json";
 
+const PLAN_EXAMPLES: &str = "\
+EXAMPLES:
+  # The contract an orchestrator builds its sandbox from.
+  wt-check plan --session s1 ~/src/proj > plan.json
+
+  # bubblewrap arguments (one per line), a sandbox-runtime fragment, an SBPL fragment.
+  wt-check plan --policy ~/.config/gitward/s1.toml --format bwrap ~/src/proj
+  wt-check plan --session s1 --format srt ~/src/proj
+  wt-check plan --session s1 --format seatbelt ~/src/proj
+
+EXIT STATUS:
+  0 plan written · 2 no plan (one line names the path and the reason) · 120 bad arguments";
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Record the baseline of every protected git-folder entry and the refs.
@@ -125,6 +138,27 @@ enum Cmd {
         audit_log: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = gitward::cli::Format::Json)]
         format: gitward::cli::Format,
+        repo: PathBuf,
+    },
+    /// The sandbox plan: writable roots, read-only paths, placeholders, hidden sockets —
+    /// from the same protected set `pin` records (docs/sandbox-plan.md).
+    #[command(after_long_help = PLAN_EXAMPLES)]
+    Plan {
+        /// The session whose worktree folder and entries are writable.
+        #[arg(long, value_name = "NAME")]
+        session: Option<String>,
+        /// The session's worktree folder, if not `<repo>-worktrees/<session>/`.
+        #[arg(long, value_name = "DIR")]
+        worktree_dir: Option<PathBuf>,
+        /// The session's policy: session, worktree folder, writable roots, Docker switch.
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// The sandbox keeps the network (database sockets stay reachable).
+        #[arg(long)]
+        network: bool,
+        #[arg(long, value_enum, default_value_t = gitward::plan::PlanFormat::Json)]
+        format: gitward::plan::PlanFormat,
+        /// A work tree, linked worktree or bare git dir.
         repo: PathBuf,
     },
     /// Run as an agent's end-of-turn hook (reads the hook's JSON on stdin).
@@ -198,6 +232,21 @@ fn main() -> std::process::ExitCode {
             restore: false,
             audit_log,
             scan: true,
+            format,
+        }),
+        Cmd::Plan {
+            session,
+            worktree_dir,
+            policy,
+            network,
+            format,
+            repo,
+        } => gitward::plan::run_tool(&gitward::plan::ToolArgs {
+            repo,
+            session,
+            worktree_dir,
+            policy,
+            network,
             format,
         }),
         Cmd::Hook {

@@ -50,14 +50,14 @@ pub const ENTRY_LIMIT: usize = 200_000;
 pub const MODULE_DEPTH: usize = 6;
 
 /// Files of the common dir (and of each submodule git dir) compared byte for byte.
-const GIT_DIR_FILES: &[&str] = &[
+pub(crate) const GIT_DIR_FILES: &[&str] = &[
     "config",
     "config.worktree",
     "commondir",
     "objects/info/alternates",
 ];
 /// Folders whose whole contents are protected.
-const GIT_DIR_TREES: &[&str] = &["hooks", "info", "branches", "remotes"];
+pub(crate) const GIT_DIR_TREES: &[&str] = &["hooks", "info", "branches", "remotes"];
 /// In a submodule git dir, `info/` is protected as a whole.
 const MODULE_TREES: &[&str] = &["hooks", "info"];
 /// Files of a `worktrees/<id>/` entry compared against the baseline (`HEAD` by form).
@@ -258,7 +258,7 @@ fn head_node_valid(n: &Node) -> bool {
     }
 }
 
-fn is_head_key(rel: &str) -> bool {
+pub(crate) fn is_head_key(rel: &str) -> bool {
     // `HEAD` of the common dir, of a worktree entry, of a submodule git dir (at any depth);
     // never a file of that name inside a protected tree such as `hooks/` or `info/`.
     (rel == "HEAD" || rel.ends_with("/HEAD"))
@@ -655,7 +655,7 @@ impl Shape {
 /// A name git keeps per worktree in `worktrees/<id>/` (the catalogue's list, their `.lock`
 /// files, split-index shared files): per-worktree state the agent may change freely.
 /// `modules` is listed there too but holds submodule git dirs, protected like `modules/`.
-fn is_worktree_state_name(n: &str) -> bool {
+pub(crate) fn is_worktree_state_name(n: &str) -> bool {
     let stem = n.strip_suffix(".lock").unwrap_or(n);
     n != "modules"
         && (crate::catalogue::WORKTREE_PRIVATE_ENTRIES.contains(&stem)
@@ -1016,9 +1016,23 @@ pub struct Pinned {
     pub path: PathBuf,
 }
 
-/// Record the baseline and write the state file atomically. `refs` is the commit scan's ref
-/// snapshot (serialised), taken by the caller.
-pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityError> {
+/// The protected set as [`pin`] records it, read now and not written anywhere: the one
+/// source of both the state file and the sandbox plan (`crate::plan`), so the sandbox and the
+/// checker cannot disagree on what is protected.
+#[derive(Debug, Clone)]
+pub struct Protected {
+    pub loc: Located,
+    pub session_dir: Option<PathBuf>,
+    /// Protected entries by path relative to the common dir (absent ones included).
+    pub entries: BTreeMap<String, Node>,
+    /// Include targets of the repository's config files.
+    pub includes: BTreeMap<PathBuf, Node>,
+    pub worktrees: BTreeMap<String, WorktreeBaseline>,
+}
+
+/// Read the protected set of `opts.repo` (`opts.state` is not used). Fails closed: any
+/// entry that cannot be read is an error naming it.
+pub fn protected(opts: &Options) -> Result<Protected, IntegrityError> {
     if let Some(s) = &opts.session {
         if !crate::policy::valid_session_name(s) {
             return Err(IntegrityError::BadSession(s.clone()));
@@ -1052,6 +1066,25 @@ pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityE
         &layout,
         session_dir.as_deref(),
     );
+    Ok(Protected {
+        loc,
+        session_dir,
+        entries: snap.entries,
+        includes: snap.includes,
+        worktrees,
+    })
+}
+
+/// Record the baseline and write the state file atomically. `refs` is the commit scan's ref
+/// snapshot (serialised), taken by the caller.
+pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityError> {
+    let Protected {
+        loc,
+        session_dir,
+        entries,
+        includes,
+        worktrees,
+    } = protected(opts)?;
     let wt_paths: Vec<PathBuf> = worktrees.values().filter_map(|w| w.path.clone()).collect();
     let state_path = check_state_location(&opts.state, &loc, &wt_paths, session_dir.as_deref())?;
     // An armed repository must not become the baseline unnoticed.
@@ -1077,8 +1110,8 @@ pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityE
         work_tree: loc.work_tree.clone(),
         session: opts.session.clone(),
         session_dir,
-        entries: snap.entries,
-        includes: snap.includes,
+        entries,
+        includes,
         worktrees,
         refs,
         accepted,

@@ -1,0 +1,794 @@
+//! The sandbox plan (`wt-check plan`, `agent-shell --sandbox bwrap`): which folders the agent's
+//! sandbox makes writable, which paths inside them stay read-only, which names get a
+//! read-only placeholder so they cannot be created, and which sockets are hidden.
+//!
+//! # Why
+//!
+//! `wt-check check` finds and undoes tampering *after* a turn; the plan makes the sandbox
+//! refuse it *during* the turn, so that no host tool (the owner's IDE, another session's git)
+//! ever sees a planted hook or config in between. The plan is computed from
+//! [`crate::integrity::protected`], the very function `wt-check pin` records its baseline
+//! with: the sandbox and the checker cannot disagree on what is protected. Every key `pin`
+//! records appears in [`Plan::pinned`] with how the sandbox enforces it.
+//!
+//! # Invariants
+//!
+//! - All or nothing: a layout the plan cannot vouch for (a gitfile pointing outside, an
+//!   unreadable entry, a link where a file or folder is expected) is a [`PlanError`]; there is
+//!   no partial plan.
+//! - Paths are absolute and resolved without following links (`crate::layout`'s resolver);
+//!   the binder ([`crate::sandbox`]) opens each one again without following links and binds
+//!   from the descriptor, so a link swapped in after planning is refused, not followed.
+//! - Read-only binds and placeholders lie inside a writable root (outside one, the sandbox's
+//!   read-only base already protects them); they are ordered parents first.
+//! - The git dir's top level stays writable: git writes every ref, the index and `HEAD` by
+//!   creating `<name>.lock` beside the file and renaming it over, which needs the folder
+//!   writable. A read-only bind makes that rename fail (`EBUSY`), which is what keeps
+//!   `config` and the other protected files.
+
+use crate::catalogue::{self, SocketRule};
+use crate::integrity::state::Node;
+use crate::integrity::{self, IntegrityError, Options, Protected};
+use crate::layout::{LayoutError, Sys};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Version of the JSON contract (`docs/sandbox-plan.md`). Bumped on any change a consumer
+/// would notice: a field removed or renamed, a meaning changed.
+pub const FORMAT: u32 = 1;
+
+/// What to plan for.
+#[derive(Debug, Clone, Default)]
+pub struct PlanOptions {
+    /// A work tree, linked worktree or bare git dir.
+    pub repo: PathBuf,
+    /// The session whose worktree folder and worktree entries are writable.
+    pub session: Option<String>,
+    /// The session's worktree folder, if not `<repo>-worktrees/<session>/`.
+    pub session_dir: Option<PathBuf>,
+    /// More writable folders (the policy's `writable_roots` and `worktree_roots`).
+    pub extra_writable: Vec<PathBuf>,
+    /// The policy opts in to Docker: its socket stays reachable.
+    pub docker: bool,
+    /// The sandbox keeps the network: database sockets stay reachable.
+    pub network: bool,
+}
+
+/// Why there is no plan. One line naming the path and the reason.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("{0}")]
+    Integrity(#[from] IntegrityError),
+    #[error("{0}")]
+    Layout(#[from] LayoutError),
+    /// A protected entry that is neither a file nor a folder (a link, a fifo, a device).
+    #[error("{}: {kind} where a {expected} is expected: no plan (a bind would follow or expose it)", .path.display())]
+    NotPlain {
+        path: PathBuf,
+        kind: &'static str,
+        expected: &'static str,
+    },
+    /// A writable root that is missing or not a folder.
+    #[error("{}: writable root is {what}: no plan", .path.display())]
+    BadRoot { path: PathBuf, what: &'static str },
+}
+
+/// File or folder: what a bind or placeholder mounts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    File,
+    Dir,
+}
+
+/// A writable root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Writable {
+    pub path: PathBuf,
+    /// `work_tree`, `git_dir`, `common_dir`, `session_dir`, `policy`.
+    pub role: &'static str,
+}
+
+/// A read-only bind of an existing path, or a placeholder for a missing one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Bind {
+    pub path: PathBuf,
+    pub kind: EntryKind,
+    /// The rule it enforces (a row of `docs/sandbox-plan.md`).
+    pub protects: &'static str,
+}
+
+/// A hidden socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hidden {
+    pub path: PathBuf,
+    pub what: &'static str,
+}
+
+/// How the sandbox enforces one entry `pin` records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "by")]
+pub enum Enforced {
+    /// Inside the read-only bind or placeholder at `bind`.
+    ReadOnly {
+        bind: PathBuf,
+    },
+    Placeholder {
+        bind: PathBuf,
+    },
+    /// Inside the read-only base of the sandbox (outside every writable root).
+    Base,
+    /// Writable during the turn by design; `wt-check check` compares it after the turn.
+    AfterTurn {
+        reason: &'static str,
+    },
+}
+
+/// One entry `pin` records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pinned {
+    /// The key in the state file (relative to the common dir; an include target's absolute
+    /// path).
+    pub entry: String,
+    pub path: PathBuf,
+    /// `absent`, `file`, `folder`.
+    pub node: &'static str,
+    pub enforced: Enforced,
+}
+
+/// The plan. Serialised as the JSON contract.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Plan {
+    pub format: u32,
+    pub repo: PathBuf,
+    pub git_dir: PathBuf,
+    pub common_dir: PathBuf,
+    pub work_tree: Option<PathBuf>,
+    pub session: Option<String>,
+    pub session_dir: Option<PathBuf>,
+    /// Writable roots, parents first.
+    pub writable: Vec<Writable>,
+    /// Existing paths inside writable roots bound read-only, parents first.
+    pub read_only: Vec<Bind>,
+    /// Missing names inside writable roots covered by an empty read-only file or folder.
+    pub placeholders: Vec<Bind>,
+    /// Sockets covered by `/dev/null`.
+    pub hide: Vec<Hidden>,
+    /// Exactly the set `wt-check pin` records, each with how it is enforced.
+    pub pinned: Vec<Pinned>,
+}
+
+// Reasons, one per rule (rows of docs/sandbox-plan.md).
+const R_CONFIG: &str = "config: core.hooksPath, core.fsmonitor, filters, aliases, includes run programs (git-exec-surfaces §1)";
+const R_HOOKS: &str =
+    "hooks: any executable there runs on commit, checkout, merge (git-exec-surfaces §2)";
+const R_COMMONDIR: &str = "commondir: names the folder config and hooks come from (layout)";
+const R_INFO: &str = "info/: attributes name filter and diff drivers; exclude and sparse-checkout steer the walk (git-exec-surfaces §3)";
+const R_REMOTES: &str = "branches/, remotes/: legacy remote definitions, URLs with ext:: transports (git-exec-surfaces §1b)";
+const R_ALTERNATES: &str = "objects/info/alternates: borrows objects from a folder the agent names";
+const R_MODULES: &str = "modules/: submodule git dirs, each with its own config and hooks";
+const R_WORKTREE: &str = "worktrees/<id>/: another session's worktree entry";
+const R_OWN_WT: &str = "the session's own worktree entry: commondir and config.worktree stay";
+const R_INCLUDE: &str = "include target: config read by git like config";
+const R_OTHER_SESSION: &str = "another session's worktree folder";
+const R_DISCOVERY: &str = "a `.git` planted here is discovered by host tools started below it";
+
+/// Build the plan. Reads the repository the way `wt-check pin` does.
+pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
+    let p = integrity::protected(&Options {
+        repo: opts.repo.clone(),
+        session: opts.session.clone(),
+        session_dir: opts.session_dir.clone(),
+        ..Options::default()
+    })?;
+    let sys = Sys::new()?;
+    // `pin` resolves the session's folder following links (its baseline is about the git
+    // folder); a bind source must not be reached through one.
+    let given = match (&opts.session_dir, &opts.session) {
+        (Some(d), _) => Some(std::path::absolute(d).unwrap_or_else(|_| d.clone())),
+        (None, Some(s)) => Some(integrity::default_session_dir(&p.loc, s)),
+        (None, None) => None,
+    };
+    if let Some(g) = given {
+        sys.resolve(&g, true)?;
+    }
+    let rt = std::env::var_os("XDG_RUNTIME_DIR");
+    build(&sys, &p, opts, &live_sockets(opts, rt.as_deref()))
+}
+
+/// The sockets of the catalogue (and `<runtime_dir>/docker.sock`) that exist now and the
+/// options do not keep.
+fn live_sockets(opts: &PlanOptions, runtime_dir: Option<&std::ffi::OsStr>) -> Vec<Hidden> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut cands: Vec<(PathBuf, &'static str, SocketRule)> = catalogue::HIDDEN_SOCKETS
+        .iter()
+        .map(|s| (PathBuf::from(s.path), s.what, s.when))
+        .collect();
+    if let Some(rt) = runtime_dir.filter(|v| !v.is_empty()) {
+        cands.push((
+            Path::new(&rt).join("docker.sock"),
+            "Docker (rootless)",
+            SocketRule::UnlessDocker,
+        ));
+    }
+    let mut out: Vec<Hidden> = Vec::new();
+    for (path, what, when) in cands {
+        let keep = match when {
+            SocketRule::Always => false,
+            SocketRule::UnlessDocker => opts.docker,
+            SocketRule::NetworkOff => opts.network,
+        };
+        let is_sock = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket());
+        if keep || !is_sock || out.iter().any(|h| h.path == path) {
+            continue;
+        }
+        out.push(Hidden { path, what });
+    }
+    out
+}
+
+/// The plan from a protected set (pure apart from no-follow `lstat`s through `sys`).
+pub(crate) fn build(
+    sys: &Sys,
+    p: &Protected,
+    opts: &PlanOptions,
+    hide: &[Hidden],
+) -> Result<Plan, PlanError> {
+    let loc = &p.loc;
+    // Writable roots.
+    let mut writable: Vec<Writable> = Vec::new();
+    let mut add_root = |path: &Path, role: &'static str| -> Result<(), PlanError> {
+        let path = sys.resolve(path, false).map_err(|e| match e {
+            LayoutError::Unreadable { path, .. } if !path.exists() => PlanError::BadRoot {
+                path,
+                what: "missing",
+            },
+            e => e.into(),
+        })?;
+        match sys.stat(&path)? {
+            Some(st) if st.is_dir() => {}
+            _ => {
+                return Err(PlanError::BadRoot {
+                    path,
+                    what: "not a folder",
+                })
+            }
+        }
+        if !writable.iter().any(|w| w.path == path) {
+            writable.push(Writable { path, role });
+        }
+        Ok(())
+    };
+    if let Some(wt) = &loc.work_tree {
+        add_root(wt, "work_tree")?;
+    }
+    add_root(&loc.common_dir, "common_dir")?;
+    if loc.git_dir != loc.common_dir {
+        add_root(&loc.git_dir, "git_dir")?;
+        // The linked worktree the repository was named by.
+        if loc.repo != loc.git_dir {
+            add_root(&loc.repo, "work_tree")?;
+        }
+    }
+    if let Some(sd) = &p.session_dir {
+        add_root(sd, "session_dir")?;
+    }
+    for x in &opts.extra_writable {
+        add_root(x, "policy")?;
+    }
+    writable.sort_by(|a, b| depth_then_path(&a.path, &b.path));
+    let inside = |path: &Path| writable.iter().any(|w| path.starts_with(&w.path));
+
+    let c = &loc.common_dir;
+    let mut ro: Vec<Bind> = Vec::new();
+    let mut ph: Vec<Bind> = Vec::new();
+    // An entry of the pinned set made read-only (present) or a placeholder (absent).
+    let mut protect = |rel: &str, kind: EntryKind, why: &'static str| -> Result<(), PlanError> {
+        let path = c.join(rel);
+        let node = p.entries.get(rel).unwrap_or(&Node::Absent);
+        guard(&path, node, kind, why, &mut ro, &mut ph)
+    };
+    for f in integrity::GIT_DIR_FILES {
+        let why = match *f {
+            "config" | "config.worktree" => R_CONFIG,
+            "commondir" => R_COMMONDIR,
+            _ => R_ALTERNATES,
+        };
+        // A main git dir's missing `commondir` gets no placeholder: a mount point is a file
+        // there, and git dies on an empty `commondir` (`get_common_dir_noenv`), so the
+        // placeholder would stop the owner's git. `wt-check check` catches a planted one.
+        if *f == "commondir" && matches!(p.entries.get(*f), None | Some(Node::Absent)) {
+            continue;
+        }
+        protect(f, EntryKind::File, why)?;
+    }
+    for t in integrity::GIT_DIR_TREES {
+        let why = match *t {
+            "hooks" => R_HOOKS,
+            "info" => R_INFO,
+            _ => R_REMOTES,
+        };
+        protect(t, EntryKind::Dir, why)?;
+    }
+    protect("modules", EntryKind::Dir, R_MODULES)?;
+    for (id, wb) in &p.worktrees {
+        let base = format!("worktrees/{id}");
+        if !wb.own {
+            protect(&base, EntryKind::Dir, R_WORKTREE)?;
+            continue;
+        }
+        protect(&format!("{base}/commondir"), EntryKind::File, R_OWN_WT)?;
+        protect(
+            &format!("{base}/config.worktree"),
+            EntryKind::File,
+            R_CONFIG,
+        )?;
+        protect(&format!("{base}/modules"), EntryKind::Dir, R_MODULES)?;
+        // Names git never writes there (planted before the turn): kept as they are.
+        let prefix = format!("{base}/");
+        let planted: Vec<String> = p
+            .entries
+            .keys()
+            .filter_map(|k| k.strip_prefix(&prefix))
+            .filter(|n| !n.contains('/'))
+            .filter(|n| {
+                !catalogue::WORKTREE_ADMIN_FILES.contains(n)
+                    && !integrity::is_worktree_state_name(n)
+                    && *n != "modules"
+            })
+            .map(|n| format!("{prefix}{n}"))
+            .collect();
+        for k in planted {
+            let kind = if p.entries[&k].is_dir() {
+                EntryKind::Dir
+            } else {
+                EntryKind::File
+            };
+            protect(&k, kind, R_OWN_WT)?;
+        }
+    }
+    for (path, node) in &p.includes {
+        guard(path, node, EntryKind::File, R_INCLUDE, &mut ro, &mut ph)?;
+    }
+    // Other sessions' worktrees, and other sessions' folders beside the session's own.
+    let mut others: Vec<PathBuf> = p
+        .worktrees
+        .values()
+        .filter(|w| !w.own)
+        .filter_map(|w| w.path.clone())
+        .collect();
+    if let Some(parent) = p.session_dir.as_deref().and_then(Path::parent) {
+        if let Ok(list) = sys.list(parent) {
+            for e in list {
+                let path = parent.join(&e.name);
+                if Some(path.as_path()) != p.session_dir.as_deref() {
+                    others.push(path);
+                }
+            }
+        }
+    }
+    for o in others {
+        match sys.stat(&o)? {
+            Some(st) if st.is_dir() => ro.push(Bind {
+                path: o,
+                kind: EntryKind::Dir,
+                protects: R_OTHER_SESSION,
+            }),
+            _ => {}
+        }
+    }
+    for s in catalogue::SHARED_DISCOVERY_DIRS {
+        let dir = Path::new(s);
+        if !matches!(sys.stat(dir), Ok(Some(st)) if st.is_dir()) {
+            continue;
+        }
+        let path = dir.join(".git");
+        let node = match sys.stat(&path)? {
+            None => Node::Absent,
+            Some(st) if st.is_dir() => Node::Dir { mode: 0 },
+            Some(st) if st.is_file() => Node::File {
+                mode: 0,
+                oid: String::new(),
+                content: integrity::state::Content::Text(String::new()),
+            },
+            // A link or special file standing there already: nothing to bind (a bind would
+            // follow it); the name exists, so it cannot be created, and a sandbox whose base
+            // is read-only keeps it as it is.
+            Some(_) => continue,
+        };
+        guard(&path, &node, EntryKind::Dir, R_DISCOVERY, &mut ro, &mut ph)?;
+    }
+    // Inside writable roots only (the base is read-only already), parents first, and nothing
+    // below a bind that already covers it.
+    let shared: Vec<PathBuf> = catalogue::SHARED_DISCOVERY_DIRS
+        .iter()
+        .map(|s| Path::new(s).join(".git"))
+        .collect();
+    let keep = |b: &Bind| inside(&b.path) || shared.contains(&b.path);
+    ro.retain(keep);
+    ph.retain(keep);
+    let mut all: Vec<(Bind, bool)> = ro
+        .into_iter()
+        .map(|b| (b, false))
+        .chain(ph.into_iter().map(|b| (b, true)))
+        .collect();
+    all.sort_by(|a, b| depth_then_path(&a.0.path, &b.0.path));
+    let mut kept: Vec<(Bind, bool)> = Vec::new();
+    for (b, is_ph) in all {
+        if kept.iter().any(|(k, _)| b.path.starts_with(&k.path)) {
+            continue;
+        }
+        kept.push((b, is_ph));
+    }
+    let (read_only, placeholders): (Vec<_>, Vec<_>) = kept.into_iter().partition(|(_, ph)| !ph);
+    let read_only: Vec<Bind> = read_only.into_iter().map(|(b, _)| b).collect();
+    let placeholders: Vec<Bind> = placeholders.into_iter().map(|(b, _)| b).collect();
+
+    // Every pinned entry, with how it is enforced.
+    let enforced = |path: &Path, rel: Option<&str>| -> Enforced {
+        if let Some(b) = read_only.iter().find(|b| path.starts_with(&b.path)) {
+            return Enforced::ReadOnly {
+                bind: b.path.clone(),
+            };
+        }
+        if let Some(b) = placeholders.iter().find(|b| path.starts_with(&b.path)) {
+            return Enforced::Placeholder {
+                bind: b.path.clone(),
+            };
+        }
+        if !inside(path) {
+            return Enforced::Base;
+        }
+        Enforced::AfterTurn {
+            reason: after_turn_reason(rel.unwrap_or("")),
+        }
+    };
+    let mut pinned: Vec<Pinned> = p
+        .entries
+        .iter()
+        .map(|(rel, node)| {
+            let path = c.join(rel);
+            Pinned {
+                enforced: enforced(&path, Some(rel)),
+                entry: rel.clone(),
+                path,
+                node: node.kind_name(),
+            }
+        })
+        .collect();
+    pinned.extend(p.includes.iter().map(|(path, node)| Pinned {
+        entry: path.display().to_string(),
+        path: path.clone(),
+        node: node.kind_name(),
+        enforced: enforced(path, None),
+    }));
+    Ok(Plan {
+        format: FORMAT,
+        repo: loc.repo.clone(),
+        git_dir: loc.git_dir.clone(),
+        common_dir: loc.common_dir.clone(),
+        work_tree: loc.work_tree.clone(),
+        session: opts.session.clone(),
+        session_dir: p.session_dir.clone(),
+        writable,
+        read_only,
+        placeholders,
+        hide: hide.to_vec(),
+        pinned,
+    })
+}
+
+/// Why a pinned entry inside a writable root is left writable during the turn.
+fn after_turn_reason(rel: &str) -> &'static str {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    if integrity::is_head_key(rel) {
+        "HEAD: git rewrites it (checkout, commit on a detached HEAD); checked by form after the turn"
+    } else if rel == "commondir" {
+        "a main git dir's missing commondir: a placeholder would be a file git dies on; checked after the turn, refused by gitward's layout"
+    } else if rel.starts_with("worktrees/") && rel.matches('/').count() <= 2 {
+        match name {
+            "gitdir" | "locked" => "the session's own worktree entry: git worktree move/lock write it; checked after the turn",
+            _ if rel.matches('/').count() == 1 => "a worktree entry git itself adds and removes; checked after the turn",
+            _ => "the session's own worktree entry; checked after the turn",
+        }
+    } else if rel == "worktrees" || rel == "objects" || rel == "objects/info" {
+        "a folder git writes into (lock files, new entries, commit-graph); its protected entries are bound on their own"
+    } else {
+        "checked after the turn"
+    }
+}
+
+/// Record `path` (pinned as `node`) as a read-only bind when present, a placeholder when
+/// absent; anything but a file or a folder is refused.
+fn guard(
+    path: &Path,
+    node: &Node,
+    kind: EntryKind,
+    why: &'static str,
+    ro: &mut Vec<Bind>,
+    ph: &mut Vec<Bind>,
+) -> Result<(), PlanError> {
+    let expected = match kind {
+        EntryKind::File => "file",
+        EntryKind::Dir => "folder",
+    };
+    let (list, kind) = match node {
+        Node::Absent => (ph, kind),
+        Node::File { .. } => (ro, EntryKind::File),
+        Node::Dir { .. } => (ro, EntryKind::Dir),
+        Node::Link { .. } | Node::Special { .. } => {
+            return Err(PlanError::NotPlain {
+                path: path.to_path_buf(),
+                kind: node.kind_name(),
+                expected,
+            })
+        }
+    };
+    list.push(Bind {
+        path: path.to_path_buf(),
+        kind,
+        protects: why,
+    });
+    Ok(())
+}
+
+fn depth_then_path(a: &Path, b: &Path) -> std::cmp::Ordering {
+    let d = |p: &Path| p.components().count();
+    d(a).cmp(&d(b)).then_with(|| a.cmp(b))
+}
+
+// ---- formats ---------------------------------------------------------------------------
+
+/// The descriptor the `bwrap` format's file placeholders copy their (empty) content from.
+pub const BWRAP_EMPTY_FD: i32 = 3;
+
+impl Plan {
+    /// The JSON contract (pretty, one trailing newline).
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("a plan serialises");
+        s.push('\n');
+        s
+    }
+
+    /// bubblewrap arguments by path (`--bind`, `--ro-bind`), for an orchestrator that builds
+    /// its own sandbox; agent-shell binds from descriptors instead ([`crate::sandbox`]). The
+    /// base (`--ro-bind / /`, `--dev`, `--proc`, namespaces) is the orchestrator's.
+    /// Placeholders: an empty read-only tmpfs for a folder; for a file an empty read-only
+    /// regular file copied from descriptor [`BWRAP_EMPTY_FD`], which the caller opens on
+    /// `/dev/null` (`3</dev/null`). Not `--ro-bind /dev/null`: a device on a `nodev` mount
+    /// cannot be opened, and git warns on every command that reads it (`alternates`).
+    pub fn bwrap_args(&self) -> Vec<String> {
+        let mut a: Vec<String> = Vec::new();
+        let s = |p: &Path| p.to_string_lossy().into_owned();
+        for w in &self.writable {
+            a.extend(["--bind".into(), s(&w.path), s(&w.path)]);
+        }
+        for b in self.mount_binds() {
+            match b {
+                (b, false) => a.extend(["--ro-bind".into(), s(&b.path), s(&b.path)]),
+                (b, true) => match b.kind {
+                    EntryKind::File => a.extend([
+                        "--ro-bind-data".into(),
+                        BWRAP_EMPTY_FD.to_string(),
+                        s(&b.path),
+                    ]),
+                    EntryKind::Dir => a.extend([
+                        "--perms".into(),
+                        "0555".into(),
+                        "--tmpfs".into(),
+                        s(&b.path),
+                        "--remount-ro".into(),
+                        s(&b.path),
+                    ]),
+                },
+            }
+        }
+        for h in &self.hide {
+            a.extend(["--ro-bind".into(), "/dev/null".into(), s(&h.path)]);
+        }
+        a
+    }
+
+    /// Is `path` inside a writable root?
+    pub fn is_writable(&self, path: &Path) -> bool {
+        self.writable.iter().any(|w| path.starts_with(&w.path))
+    }
+
+    /// The binds a mount-namespace sandbox whose base is read-only (`--ro-bind / /`) needs:
+    /// parents first (`true`: placeholder), without the placeholders outside every writable
+    /// root (the base already keeps the name from being created, and a mount point cannot be
+    /// made there).
+    pub fn mount_binds(&self) -> Vec<(&Bind, bool)> {
+        self.binds_in_order()
+            .into_iter()
+            .filter(|(b, ph)| !ph || self.is_writable(&b.path))
+            .collect()
+    }
+
+    /// Read-only binds and placeholders together, parents first (`true`: placeholder).
+    pub fn binds_in_order(&self) -> Vec<(&Bind, bool)> {
+        let mut v: Vec<(&Bind, bool)> = self
+            .read_only
+            .iter()
+            .map(|b| (b, false))
+            .chain(self.placeholders.iter().map(|b| (b, true)))
+            .collect();
+        v.sort_by(|a, b| depth_then_path(&a.0.path, &b.0.path));
+        v
+    }
+
+    /// A settings fragment for Anthropic's sandbox-runtime (`srt`): `filesystem.allowWrite`
+    /// (writable roots), `filesystem.denyWrite` (read-only binds, placeholders — srt denies
+    /// the path whether or not it exists — and hidden sockets).
+    pub fn srt(&self) -> String {
+        let deny: Vec<String> = self
+            .binds_in_order()
+            .into_iter()
+            .map(|(b, _)| b.path.to_string_lossy().into_owned())
+            .chain(
+                self.hide
+                    .iter()
+                    .map(|h| h.path.to_string_lossy().into_owned()),
+            )
+            .collect();
+        let allow: Vec<String> = self
+            .writable
+            .iter()
+            .map(|w| w.path.to_string_lossy().into_owned())
+            .collect();
+        let v = serde_json::json!({
+            "filesystem": { "allowWrite": allow, "denyWrite": deny },
+        });
+        let mut s = serde_json::to_string_pretty(&v).expect("json");
+        s.push('\n');
+        s
+    }
+
+    /// An SBPL fragment for macOS Seatbelt (`sandbox-exec`): writes allowed below each
+    /// writable root, denied on each read-only path and placeholder (a later rule wins in
+    /// SBPL), connections to hidden sockets denied. Generated and unit-tested; it cannot run
+    /// on Linux.
+    pub fn seatbelt(&self) -> String {
+        let mut s = String::from(
+            "; gitward sandbox plan (format 1): writable roots, then the protected set\n",
+        );
+        for w in &self.writable {
+            let _ = writeln!(s, "(allow file-write* (subpath {}))", sbpl_str(&w.path));
+        }
+        for (b, _) in self.binds_in_order() {
+            let filter = match b.kind {
+                EntryKind::Dir => "subpath",
+                EntryKind::File => "literal",
+            };
+            let _ = writeln!(s, "(deny file-write* ({filter} {}))", sbpl_str(&b.path));
+        }
+        for h in &self.hide {
+            let _ = writeln!(
+                s,
+                "(deny network-outbound (remote unix-socket (path-literal {})))",
+                sbpl_str(&h.path)
+            );
+        }
+        s
+    }
+}
+
+/// An SBPL string literal: `"` and `\` escaped; other bytes as they are (paths are UTF-8 on
+/// macOS).
+fn sbpl_str(p: &Path) -> String {
+    let mut out = String::from("\"");
+    for ch in p.to_string_lossy().chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests;
+
+// ---- the `wt-check plan` subcommand ------------------------------------------------------
+
+/// `wt-check plan --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlanFormat {
+    /// The JSON contract (docs/sandbox-plan.md).
+    Json,
+    /// bubblewrap arguments, one per line.
+    Bwrap,
+    /// A settings fragment for Anthropic's sandbox-runtime.
+    Srt,
+    /// An SBPL fragment for macOS Seatbelt.
+    Seatbelt,
+}
+
+/// What `wt-check plan` was given.
+#[derive(Debug, Clone)]
+pub struct ToolArgs {
+    pub repo: PathBuf,
+    pub session: Option<String>,
+    pub worktree_dir: Option<PathBuf>,
+    pub policy: Option<PathBuf>,
+    pub network: bool,
+    pub format: PlanFormat,
+}
+
+/// The plan's options from the command line and, when given, the session's policy (its
+/// session name, worktree folder, writable roots and Docker switch; the command line wins).
+pub fn options_from(args: &ToolArgs) -> Result<PlanOptions, String> {
+    let mut o = PlanOptions {
+        repo: args.repo.clone(),
+        session: args.session.clone(),
+        session_dir: args.worktree_dir.clone(),
+        network: args.network,
+        ..PlanOptions::default()
+    };
+    if let Some(f) = &args.policy {
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let p = crate::policy::Policy::load(f, &home).map_err(|e| e.to_string())?;
+        if o.session.is_none() {
+            o.session = Some(p.session.clone());
+        }
+        if o.session_dir.is_none() {
+            o.session_dir = Some(p.worktree_dir.clone());
+        }
+        o.extra_writable = policy_writable(&p);
+        o.docker = p.docker.enabled;
+    }
+    Ok(o)
+}
+
+/// A policy's extra writable folders: its worktree roots and writable roots that exist (the
+/// repository and the session's folder are planned on their own).
+pub fn policy_writable(p: &crate::policy::Policy) -> Vec<PathBuf> {
+    p.worktree_roots
+        .iter()
+        .chain(&p.writable_roots)
+        .filter(|r| **r != p.repo && **r != p.worktree_dir && r.is_dir())
+        .cloned()
+        .collect()
+}
+
+/// Run `wt-check plan`: the plan on stdout, or one line on stderr and exit 2.
+pub fn run_tool(args: &ToolArgs) -> crate::exit::Code {
+    let fail = |msg: String| {
+        eprintln!("wt-check: plan: {msg}");
+        crate::exit::INCOMPLETE
+    };
+    let opts = match options_from(args) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    let plan = match plan(&opts) {
+        Ok(p) => p,
+        Err(e) => return fail(e.to_string()),
+    };
+    let out = match args.format {
+        PlanFormat::Json => plan.to_json(),
+        PlanFormat::Srt => plan.srt(),
+        PlanFormat::Seatbelt => plan.seatbelt(),
+        PlanFormat::Bwrap => {
+            let a = plan.bwrap_args();
+            if let Some(bad) = a.iter().find(|s| s.contains('\n')) {
+                return fail(format!(
+                    "{bad}: a path with a newline cannot be listed one per line"
+                ));
+            }
+            let mut s = a.join("\n");
+            s.push('\n');
+            s
+        }
+    };
+    use std::io::Write;
+    if std::io::stdout().write_all(out.as_bytes()).is_err() {
+        return crate::exit::INCOMPLETE;
+    }
+    crate::exit::CLEAN
+}

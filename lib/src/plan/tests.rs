@@ -1,0 +1,353 @@
+use super::*;
+use std::process::Command;
+
+/// A repository with one commit at `<tmp>/proj`, a linked worktree of session s1 and one of
+/// session s2, under `<tmp>/proj-worktrees/`.
+struct Repo {
+    _t: tempfile::TempDir,
+    root: PathBuf,
+    repo: PathBuf,
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let o = Command::new("git")
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "a")
+        .env("GIT_AUTHOR_EMAIL", "a@e")
+        .env("GIT_COMMITTER_NAME", "a")
+        .env("GIT_COMMITTER_EMAIL", "a@e")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn repo() -> Repo {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    let repo = root.join("proj");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "x"]);
+    git(
+        &repo,
+        &["worktree", "add", "-q", "../proj-worktrees/s1/mine"],
+    );
+    git(
+        &repo,
+        &["worktree", "add", "-q", "../proj-worktrees/s2/theirs"],
+    );
+    Repo { _t: t, root, repo }
+}
+
+fn opts(r: &Repo) -> PlanOptions {
+    PlanOptions {
+        repo: r.repo.clone(),
+        session: Some("s1".into()),
+        ..PlanOptions::default()
+    }
+}
+
+fn ro(p: &Plan) -> Vec<PathBuf> {
+    p.read_only.iter().map(|b| b.path.clone()).collect()
+}
+
+fn ph(p: &Plan) -> Vec<PathBuf> {
+    p.placeholders.iter().map(|b| b.path.clone()).collect()
+}
+
+#[test]
+fn the_pinned_set_is_exactly_what_pin_records() {
+    let r = repo();
+    // An include target inside the work tree, and one that does not exist yet.
+    std::fs::write(r.repo.join("inc.cfg"), "[core]\n").unwrap();
+    git(&r.repo, &["config", "include.path", "../inc.cfg"]);
+    git(
+        &r.repo,
+        &["config", "--add", "include.path", "../missing.cfg"],
+    );
+    let p = plan(&opts(&r)).unwrap();
+    let state = r.root.join("state.json");
+    let pinned = crate::integrity::pin(
+        &Options {
+            repo: r.repo.clone(),
+            state: state.clone(),
+            session: Some("s1".into()),
+            ..Options::default()
+        },
+        serde_json::Value::Null,
+    )
+    .unwrap();
+    let mut want: Vec<String> = pinned.state.entries.keys().cloned().collect();
+    want.extend(
+        pinned
+            .state
+            .includes
+            .keys()
+            .map(|k| k.display().to_string()),
+    );
+    want.sort();
+    let mut got: Vec<String> = p.pinned.iter().map(|e| e.entry.clone()).collect();
+    got.sort();
+    assert_eq!(got, want);
+    let c = r.repo.join(".git");
+    // Every protected entry is bound, not merely checked after the turn.
+    for (e, by) in [
+        ("config", "read_only"),
+        ("hooks", "read_only"),
+        ("info/exclude", "read_only"),
+        ("config.worktree", "placeholder"),
+        ("modules", "placeholder"),
+        ("objects/info/alternates", "placeholder"),
+        ("worktrees/theirs/gitdir", "read_only"),
+        ("worktrees/mine/commondir", "read_only"),
+        ("worktrees/mine/config.worktree", "placeholder"),
+        ("HEAD", "after_turn"),
+        ("worktrees/mine/gitdir", "after_turn"),
+    ] {
+        let got = p.pinned.iter().find(|x| x.entry == e).unwrap();
+        let v = serde_json::to_value(&got.enforced).unwrap();
+        assert_eq!(v["by"], by, "{e}: {v}");
+    }
+    assert!(ro(&p).contains(&r.repo.join("inc.cfg")));
+    assert!(ph(&p).contains(&r.repo.join("missing.cfg")));
+    assert!(ro(&p).contains(&c.join("worktrees/theirs")));
+    // The session's folder is writable; the other session's is not (the base is read-only).
+    let w: Vec<&Path> = p.writable.iter().map(|w| w.path.as_path()).collect();
+    assert!(w.contains(&r.root.join("proj-worktrees/s1").as_path()));
+    assert!(!w
+        .iter()
+        .any(|w| w.starts_with(r.root.join("proj-worktrees/s2"))));
+    // A main git dir's missing commondir: no placeholder (it would stop git), said so.
+    let cd = p.pinned.iter().find(|x| x.entry == "commondir").unwrap();
+    assert_eq!(
+        serde_json::to_value(&cd.enforced).unwrap()["by"],
+        "after_turn"
+    );
+    assert!(!ph(&p).contains(&c.join("commondir")));
+    assert_eq!(p.format, FORMAT);
+}
+
+#[test]
+fn without_a_session_every_worktree_entry_is_read_only() {
+    let r = repo();
+    let p = plan(&PlanOptions {
+        repo: r.repo.clone(),
+        ..PlanOptions::default()
+    })
+    .unwrap();
+    let c = r.repo.join(".git");
+    assert!(ro(&p).contains(&c.join("worktrees/theirs")));
+    assert!(ro(&p).contains(&c.join("worktrees/mine")));
+}
+
+#[test]
+fn a_session_folder_inside_a_writable_root_keeps_other_sessions_read_only() {
+    let r = repo();
+    let mut o = opts(&r);
+    o.extra_writable = vec![r.root.join("proj-worktrees")];
+    let p = plan(&o).unwrap();
+    assert!(
+        ro(&p).contains(&r.root.join("proj-worktrees/s2")),
+        "{:?}",
+        ro(&p)
+    );
+    assert!(
+        ro(&p).contains(&r.root.join("proj-worktrees/s2/theirs"))
+            || ro(&p).contains(&r.root.join("proj-worktrees/s2"))
+    );
+}
+
+#[test]
+fn submodule_git_dirs_are_read_only_as_a_whole() {
+    let r = repo();
+    let m = r.repo.join(".git/modules/sub");
+    std::fs::create_dir_all(&m).unwrap();
+    git(&r.root, &["init", "-q", "--bare", m.to_str().unwrap()]);
+    let p = plan(&opts(&r)).unwrap();
+    assert!(ro(&p).contains(&r.repo.join(".git/modules")));
+    // Nothing below it is bound again.
+    assert!(!ro(&p).iter().any(|x| x.starts_with(&m)));
+    let e = p
+        .pinned
+        .iter()
+        .find(|x| x.entry == "modules/sub/config")
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&e.enforced).unwrap()["by"],
+        "read_only"
+    );
+}
+
+#[test]
+fn a_link_where_a_folder_is_expected_gives_no_plan() {
+    let r = repo();
+    let hooks = r.repo.join(".git/hooks");
+    std::fs::remove_dir_all(&hooks).unwrap();
+    std::os::unix::fs::symlink(r.root.join("elsewhere"), &hooks).unwrap();
+    let e = plan(&opts(&r)).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains(&hooks.display().to_string()), "{msg}");
+    assert!(msg.contains("symbolic link"), "{msg}");
+}
+
+#[test]
+fn a_gitfile_pointing_outside_gives_no_plan() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    let other = root.join("other");
+    std::fs::create_dir(&other).unwrap();
+    git(&other, &["init", "-q"]);
+    let wt = root.join("wt");
+    std::fs::create_dir(&wt).unwrap();
+    std::fs::write(
+        wt.join(".git"),
+        format!("gitdir: {}\n", other.join(".git").display()),
+    )
+    .unwrap();
+    let e = plan(&PlanOptions {
+        repo: wt.clone(),
+        ..PlanOptions::default()
+    })
+    .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&wt.join(".git").display().to_string()),
+        "{msg}"
+    );
+    assert!(!msg.contains('\n'), "one line: {msg}");
+}
+
+#[test]
+fn a_session_folder_that_is_a_link_gives_no_plan() {
+    let r = repo();
+    let sd = r.root.join("proj-worktrees/s3");
+    std::os::unix::fs::symlink(&r.root, &sd).unwrap();
+    let mut o = opts(&r);
+    o.session = Some("s3".into());
+    let e = plan(&o).unwrap_err();
+    assert!(e.to_string().contains("link"), "{e}");
+}
+
+#[test]
+fn the_formats_come_from_the_same_plan() {
+    let r = repo();
+    let p = plan(&opts(&r)).unwrap();
+    let c = r.repo.join(".git");
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    // bwrap: writable roots bound, protected entries read-only, placeholders inside roots.
+    let a = p.bwrap_args();
+    let has = |w: &[&str]| a.windows(w.len()).any(|x| x == w);
+    assert!(has(&["--bind", &s(&r.repo), &s(&r.repo)]));
+    assert!(has(&[
+        "--ro-bind",
+        &s(&c.join("config")),
+        &s(&c.join("config"))
+    ]));
+    assert!(has(&[
+        "--ro-bind-data",
+        "3",
+        &s(&c.join("config.worktree"))
+    ]));
+    assert!(has(&[
+        "--tmpfs",
+        &s(&c.join("modules")),
+        "--remount-ro",
+        &s(&c.join("modules"))
+    ]));
+    // Placeholders outside every writable root are the base's (no mount point there).
+    assert!(!a.iter().any(|x| x == "/tmp/.git"));
+    // Parents are bound before children.
+    let pos = |x: &Path| a.iter().position(|y| *y == s(x)).unwrap();
+    assert!(pos(&r.repo) < pos(&c.join("config")));
+    // srt: allowWrite = roots, denyWrite = every bind and placeholder.
+    let v: serde_json::Value = serde_json::from_str(&p.srt()).unwrap();
+    let allow: Vec<&str> = v["filesystem"]["allowWrite"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    let deny: Vec<&str> = v["filesystem"]["denyWrite"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    assert_eq!(allow.len(), p.writable.len());
+    assert_eq!(
+        deny.len(),
+        p.read_only.len() + p.placeholders.len() + p.hide.len()
+    );
+    assert!(deny.contains(&s(&c.join("hooks")).as_str()));
+    assert!(deny.contains(&"/tmp/.git"));
+    // Seatbelt: allow roots, then deny the protected set (a later rule wins in SBPL).
+    let sb = p.seatbelt();
+    let allow_at = sb
+        .find(&format!("(allow file-write* (subpath \"{}\"))", s(&r.repo)))
+        .unwrap();
+    let deny_at = sb
+        .find(&format!(
+            "(deny file-write* (literal \"{}\"))",
+            s(&c.join("config"))
+        ))
+        .unwrap();
+    assert!(allow_at < deny_at);
+    assert!(sb.contains(&format!(
+        "(deny file-write* (subpath \"{}\"))",
+        s(&c.join("hooks"))
+    )));
+    // JSON: the contract round-trips and carries its format.
+    let j: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
+    assert_eq!(j["format"], 1);
+    assert_eq!(j["pinned"].as_array().unwrap().len(), p.pinned.len());
+}
+
+#[test]
+fn sbpl_strings_are_escaped() {
+    assert_eq!(sbpl_str(Path::new("/a\"b\\c")), "\"/a\\\"b\\\\c\"");
+}
+
+#[test]
+fn hidden_sockets_follow_the_switches() {
+    // Pure rule check over the catalogue: Docker kept when opted in, databases when online.
+    let t = tempfile::tempdir().unwrap();
+    let sock = t.path().join("docker.sock");
+    let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let rt = Some(t.path().as_os_str());
+    let hidden = live_sockets(&PlanOptions::default(), rt);
+    assert!(hidden.iter().any(|h| h.path == sock), "{hidden:?}");
+    let kept = live_sockets(
+        &PlanOptions {
+            docker: true,
+            ..PlanOptions::default()
+        },
+        rt,
+    );
+    assert!(!kept.iter().any(|h| h.path == sock));
+}
+
+#[test]
+fn an_include_outside_every_writable_root_is_the_bases() {
+    let r = repo();
+    let outside = r.root.join("owner.cfg");
+    std::fs::write(&outside, "[user]\n").unwrap();
+    git(
+        &r.repo,
+        &["config", "include.path", outside.to_str().unwrap()],
+    );
+    let p = plan(&opts(&r)).unwrap();
+    let e = p
+        .pinned
+        .iter()
+        .find(|x| x.path == outside)
+        .expect("the include target is pinned");
+    assert_eq!(serde_json::to_value(&e.enforced).unwrap()["by"], "base");
+    assert!(!ro(&p).contains(&outside));
+}

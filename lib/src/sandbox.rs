@@ -1,0 +1,397 @@
+//! bubblewrap from a [`Plan`] (`agent-shell --sandbox bwrap`): every bound path is opened
+//! again, component by component without following links, and bound from that descriptor
+//! (`--bind-fd`, `--ro-bind-fd`).
+//!
+//! # Why
+//!
+//! A plan names paths; between planning and binding, anything that can write the git dir
+//! (another session, a job left behind) can swap a folder for a link. bubblewrap's `--bind
+//! SRC` would follow it and bind whatever the link names. Opening each source with
+//! `O_PATH | O_NOFOLLOW` from `/` down, and checking the file type on the descriptor, turns a
+//! swapped-in link into a refusal ([`SandboxError::Link`]) rather than a bind of its target.
+//!
+//! # Invariants
+//!
+//! - The base is read-only (`--ro-bind / /`), with `--unshare-all` (no network unless asked),
+//!   `--die-with-parent`, `--new-session`; only the plan's writable roots are writable.
+//! - The binds go in the plan's order, parents first, each descriptor's type matching the
+//!   plan's (a file where a folder was planned is refused too).
+//! - Placeholders: an empty read-only regular file (`--ro-bind-data` from an empty pipe) for a
+//!   file, an empty read-only tmpfs for a folder; git reads both as empty.
+//! - A placeholder needs a mount point, which bubblewrap creates on the host (an empty file or
+//!   folder). [`Prepared::stubs`] lists the names it will create; [`Prepared::remove_stubs`]
+//!   removes each one after the sandbox ends, only while it is still an empty file or an
+//!   empty folder, so nothing anyone wrote is ever removed, and only when no other sandbox
+//!   of the repository runs ([`lock_shared`], [`last_out`]): removing a mount point detaches
+//!   it in every mount namespace.
+
+use crate::plan::{EntryKind, Plan};
+use nix::fcntl::{openat, OFlag};
+use nix::sys::stat::{fstat, Mode, SFlag};
+use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+
+/// Where bubblewrap is looked for (never `PATH`: the agent can write folders on it).
+pub const BWRAP_PATHS: &[&str] = &["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"];
+
+/// Why the sandbox cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// A symbolic link on a bound path: refused, never followed.
+    #[error("{}: link refused (a symbolic link where the plan has a {expected}; not bound)", .path.display())]
+    Link {
+        path: PathBuf,
+        expected: &'static str,
+    },
+    /// The path is now of another type than planned.
+    #[error("{}: is a {found}, the plan has a {expected}; not bound", .path.display())]
+    Kind {
+        path: PathBuf,
+        expected: &'static str,
+        found: &'static str,
+    },
+    #[error("{}: cannot open for binding: {source}", .path.display())]
+    Open { path: PathBuf, source: nix::Error },
+    #[error("bubblewrap not found (looked for {})", BWRAP_PATHS.join(", "))]
+    NoBwrap,
+}
+
+/// A sandbox ready to start: bubblewrap's arguments up to `--`, the descriptors they name
+/// (inherited by bubblewrap), the mount points it will create.
+#[derive(Debug)]
+pub struct Prepared {
+    pub bwrap: PathBuf,
+    pub args: Vec<OsString>,
+    fds: Vec<OwnedFd>,
+    /// Names bubblewrap creates on the host as mount points for placeholders (parents first).
+    pub stubs: Vec<(PathBuf, EntryKind)>,
+}
+
+/// The sandbox's shape besides the plan.
+#[derive(Debug, Clone, Default)]
+pub struct Base {
+    /// Keep the network (`--share-net`).
+    pub network: bool,
+    /// Files the agent's tools append to (the audit log): bound writable, opened no-follow.
+    pub writable_files: Vec<PathBuf>,
+    /// The folder the command starts in.
+    pub chdir: Option<PathBuf>,
+}
+
+/// The bubblewrap binary, from [`BWRAP_PATHS`].
+pub fn find_bwrap() -> Result<PathBuf, SandboxError> {
+    BWRAP_PATHS
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .ok_or(SandboxError::NoBwrap)
+}
+
+/// Open `path` (absolute) from `/` down without following a link anywhere, as an `O_PATH`
+/// descriptor whose type must be `kind`.
+pub fn open_nofollow(path: &Path, kind: EntryKind) -> Result<OwnedFd, SandboxError> {
+    let expected = match kind {
+        EntryKind::File => "file",
+        EntryKind::Dir => "folder",
+    };
+    let open_err = |source| SandboxError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let base = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let mut cur =
+        nix::fcntl::open("/", base | OFlag::O_DIRECTORY, Mode::empty()).map_err(open_err)?;
+    let comps: Vec<_> = path.components().collect();
+    let mut here = PathBuf::from("/");
+    for (i, c) in comps.iter().enumerate() {
+        let name = match c {
+            Component::RootDir => continue,
+            Component::Normal(n) => *n,
+            _ => return Err(open_err(nix::Error::EINVAL)),
+        };
+        here.push(name);
+        let last = i + 1 == comps.len();
+        let flags = if last {
+            base
+        } else {
+            base | OFlag::O_DIRECTORY
+        };
+        let next = match openat(&cur, name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(nix::Error::ELOOP | nix::Error::ENOTDIR) => {
+                // Tell a link from a file in the way.
+                let st =
+                    nix::sys::stat::fstatat(&cur, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW);
+                return Err(match st {
+                    Ok(st)
+                        if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT
+                            == SFlag::S_IFLNK =>
+                    {
+                        SandboxError::Link {
+                            path: here,
+                            expected: "folder",
+                        }
+                    }
+                    _ => SandboxError::Kind {
+                        path: here,
+                        expected: "folder",
+                        found: "file",
+                    },
+                });
+            }
+            Err(e) => {
+                return Err(SandboxError::Open {
+                    path: here,
+                    source: e,
+                })
+            }
+        };
+        cur = next;
+    }
+    let st = fstat(&cur).map_err(open_err)?;
+    let found = match SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT {
+        SFlag::S_IFLNK => {
+            return Err(SandboxError::Link {
+                path: path.to_path_buf(),
+                expected,
+            })
+        }
+        SFlag::S_IFDIR => EntryKind::Dir,
+        SFlag::S_IFREG => EntryKind::File,
+        _ => {
+            return Err(SandboxError::Kind {
+                path: path.to_path_buf(),
+                expected,
+                found: "special file",
+            })
+        }
+    };
+    if found != kind {
+        return Err(SandboxError::Kind {
+            path: path.to_path_buf(),
+            expected,
+            found: if found == EntryKind::Dir {
+                "folder"
+            } else {
+                "file"
+            },
+        });
+    }
+    Ok(cur)
+}
+
+/// Build bubblewrap's arguments from `plan`, opening every source now.
+pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
+    let bwrap = find_bwrap()?;
+    let mut args: Vec<OsString> = Vec::new();
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    let mut stubs: Vec<(PathBuf, EntryKind)> = Vec::new();
+    let push = |a: &mut Vec<OsString>, items: &[&std::ffi::OsStr]| {
+        a.extend(items.iter().map(|s| s.to_os_string()));
+    };
+    for a in [
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+    ] {
+        args.push(a.into());
+    }
+    if base.network {
+        args.push("--share-net".into());
+    }
+    let bind_fd =
+        |args: &mut Vec<OsString>, fds: &mut Vec<OwnedFd>, flag: &str, path: &Path, kind| {
+            let fd = open_nofollow(path, kind)?;
+            args.push(flag.into());
+            args.push(fd.as_raw_fd().to_string().into());
+            args.push(path.as_os_str().to_os_string());
+            fds.push(fd);
+            Ok::<(), SandboxError>(())
+        };
+    for w in &plan.writable {
+        bind_fd(&mut args, &mut fds, "--bind-fd", &w.path, EntryKind::Dir)?;
+    }
+    for f in &base.writable_files {
+        bind_fd(&mut args, &mut fds, "--bind-fd", f, EntryKind::File)?;
+    }
+    for (b, placeholder) in plan.mount_binds() {
+        if !placeholder {
+            bind_fd(&mut args, &mut fds, "--ro-bind-fd", &b.path, b.kind)?;
+            continue;
+        }
+        // The names bubblewrap will create: the missing ancestors, then the leaf (listed
+        // even when it stands already: another sandbox's mount point, removed by the last
+        // sandbox out).
+        let mut missing: Vec<(PathBuf, EntryKind)> = vec![(b.path.clone(), b.kind)];
+        let mut anc = b.path.parent();
+        while let Some(a) = anc {
+            if std::fs::symlink_metadata(a).is_ok() {
+                break;
+            }
+            missing.push((a.to_path_buf(), EntryKind::Dir));
+            anc = a.parent();
+        }
+        stubs.extend(missing.into_iter().rev());
+        match b.kind {
+            EntryKind::File => {
+                // An empty regular file (bubblewrap copies the pipe's nothing into it): git
+                // reads it as an empty config, a write fails with EROFS.
+                let (read, write) =
+                    nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|source| SandboxError::Open {
+                        path: b.path.clone(),
+                        source,
+                    })?;
+                drop(write);
+                args.push("--ro-bind-data".into());
+                args.push(read.as_raw_fd().to_string().into());
+                args.push(b.path.as_os_str().to_os_string());
+                fds.push(read);
+            }
+            EntryKind::Dir => push(
+                &mut args,
+                &[
+                    "--tmpfs".as_ref(),
+                    b.path.as_os_str(),
+                    "--remount-ro".as_ref(),
+                    b.path.as_os_str(),
+                ],
+            ),
+        }
+    }
+    for h in &plan.hide {
+        push(
+            &mut args,
+            &[
+                "--ro-bind".as_ref(),
+                "/dev/null".as_ref(),
+                h.path.as_os_str(),
+            ],
+        );
+    }
+    if let Some(d) = &base.chdir {
+        push(&mut args, &["--chdir".as_ref(), d.as_os_str()]);
+    }
+    Ok(Prepared {
+        bwrap,
+        args,
+        fds,
+        stubs,
+    })
+}
+
+impl Prepared {
+    /// The bubblewrap command running `program args…`: the descriptors are inherited (their
+    /// close-on-exec flag is cleared in the child only).
+    pub fn command(&self, program: &Path, args: &[OsString]) -> std::process::Command {
+        use std::os::unix::process::CommandExt;
+        let mut c = std::process::Command::new(&self.bwrap);
+        c.args(&self.args).arg("--").arg(program).args(args);
+        let raw: Vec<i32> = self.fds.iter().map(AsRawFd::as_raw_fd).collect();
+        // SAFETY: only fcntl, which is async-signal-safe, runs between fork and exec.
+        unsafe {
+            c.pre_exec(move || {
+                for fd in &raw {
+                    let flags = libc_fcntl_clear_cloexec(*fd);
+                    if flags < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        c
+    }
+
+    /// Remove the mount points bubblewrap created for placeholders, deepest first, each only
+    /// while it is still an empty file or an empty folder (never a link, never anything
+    /// written). Returns the paths left in place. Call it holding [`last_out`]'s lock.
+    pub fn remove_stubs(&self) -> Vec<PathBuf> {
+        let mut left = Vec::new();
+        for (p, kind) in self.stubs.iter().rev() {
+            let Ok(m) = std::fs::symlink_metadata(p) else {
+                continue;
+            };
+            let gone = match kind {
+                EntryKind::File if m.file_type().is_file() && m.len() == 0 => {
+                    std::fs::remove_file(p).is_ok()
+                }
+                EntryKind::Dir if m.file_type().is_dir() => std::fs::remove_dir(p).is_ok(),
+                _ => false,
+            };
+            if !gone {
+                left.push(p.clone());
+            }
+        }
+        left
+    }
+}
+
+/// A shared lock on the common dir, held by every `agent-shell --sandbox` of the repository
+/// while its sandbox runs. Removing a mount point unmounts it in every other mount namespace
+/// too (anchors §2.1: "deleting a placeholder while another bwrap still runs detaches that
+/// bind"), so the placeholders' mount points are removed only by the last sandbox out: the one
+/// that, its own lock released, gets the lock exclusively ([`last_out`]).
+pub fn lock_shared(common_dir: &Path) -> std::io::Result<nix::fcntl::Flock<std::fs::File>> {
+    lock(common_dir, nix::fcntl::FlockArg::LockShared)
+}
+
+/// The exclusive lock on the common dir when no other sandbox holds it now (see
+/// [`lock_shared`]); `None` when one does.
+pub fn last_out(common_dir: &Path) -> Option<nix::fcntl::Flock<std::fs::File>> {
+    lock(common_dir, nix::fcntl::FlockArg::LockExclusiveNonblock).ok()
+}
+
+fn lock(
+    common_dir: &Path,
+    arg: nix::fcntl::FlockArg,
+) -> std::io::Result<nix::fcntl::Flock<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW).bits())
+        .open(common_dir)?;
+    nix::fcntl::Flock::lock(f, arg).map_err(|(_, e)| std::io::Error::from(e))
+}
+
+/// `fcntl(fd, F_SETFD, 0)` through nix (async-signal-safe).
+fn libc_fcntl_clear_cloexec(fd: i32) -> i32 {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+    // SAFETY: `fd` is one of the plan's descriptors, open for the whole spawn.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    fcntl(fd, FcntlArg::F_SETFD(FdFlag::empty())).unwrap_or(-1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_on_the_way_is_refused_not_followed() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::fs::write(root.join("real/f"), "x").unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+        assert!(open_nofollow(&root.join("real/f"), EntryKind::File).is_ok());
+        assert!(open_nofollow(&root.join("real"), EntryKind::Dir).is_ok());
+        let e = open_nofollow(&root.join("link/f"), EntryKind::File).unwrap_err();
+        assert!(
+            matches!(e, SandboxError::Link { ref path, .. } if path.ends_with("link")),
+            "{e}"
+        );
+        let e = open_nofollow(&root.join("link"), EntryKind::Dir).unwrap_err();
+        assert!(matches!(e, SandboxError::Link { .. }), "{e}");
+        let e = open_nofollow(&root.join("real/f"), EntryKind::Dir).unwrap_err();
+        assert!(matches!(e, SandboxError::Kind { .. }), "{e}");
+        let e = open_nofollow(&root.join("real/f/g"), EntryKind::File).unwrap_err();
+        assert!(matches!(e, SandboxError::Kind { .. }), "{e}");
+    }
+}
