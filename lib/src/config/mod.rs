@@ -7,23 +7,31 @@
 //!
 //! Invariants:
 //! - Nothing here starts a process or opens a repository through gix's defaults: files are
-//!   read with `std::fs` (non-blocking open, regular files only, bounded size) and parsed with
-//!   gix's config parser ([`gix::config::parse::Events`]); includes are resolved here, the way
-//!   git's `config.c` resolves them (relative to the including file's folder, `~/` from the
-//!   given home, `%(prefix)/` from the given git prefix; depth past `MAX_INCLUDE_DEPTH` = 10 is
-//!   an error, as is a cycle).
+//!   read with `std::fs` (non-blocking open, regular files only, bounded size, never through
+//!   procfs: [`process_dependent`]) and parsed with a port of git's own parser (`parse.rs`:
+//!   the same keys, values and bad lines as git, byte for byte); includes are resolved here,
+//!   the way git's `config.c` resolves them (relative to the including file's folder, `~/`
+//!   from the given home, `%(prefix)/` from the given git prefix; depth past
+//!   `MAX_INCLUDE_DEPTH` = 10 is an error, as is a cycle).
 //! - Values come out in git's load order (system, global, local, worktree; an included file's
 //!   values are inserted right after the `include.path` value that names it), so "last value
 //!   wins" questions ([`Enumeration::get_last`]) are answered as git answers them.
-//! - Unknown is not clean: a file gix cannot parse, an unreadable file, a file past the size
-//!   bound, an include past the depth bound or in a cycle are errors ([`ConfigError`]); callers
-//!   refuse (safe-git) or report (wt-check). A *missing* include target is not an error (git
-//!   ignores it too) but is recorded in [`Enumeration::files`], because the agent may create it
-//!   later.
+//! - Unknown is not clean, and what git reads fine is not refused: an error git makes too
+//!   (a bad line, a cycle, an unreadable file) is a [`ConfigError`] where git reads the file
+//!   now, and is recorded in [`Enumeration::tolerated`] where it does not (behind an
+//!   `includeIf`, a disabled `config.worktree`, another worktree's or a submodule's config),
+//!   because git dies before running anything whenever it reads such a file. What gitward
+//!   cannot know (a FIFO, a file past the size bound, a path through procfs) is an error
+//!   wherever it is. Callers refuse (safe-git) or report (wt-check). A *missing* include
+//!   target is not an error (git ignores it too) but is recorded in [`Enumeration::files`],
+//!   because the agent may create it later.
 //! - Trust is a type ([`Trust`]): a value is trusted only when its top-level file is the
 //!   owner's system or global config **and** no file of its include chain lies inside the
 //!   repository (work tree, git dir, common dir) or another root the agent can write.
 
+#[cfg(test)]
+mod differential;
+mod parse;
 mod read;
 #[cfg(test)]
 mod tests;
@@ -37,23 +45,39 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub(crate) use read::read_bounded;
-pub use read::{git_prefix_for, interpolate_path};
+pub use read::{git_prefix_for, interpolate_path, process_dependent};
 
 /// git's `MAX_INCLUDE_DEPTH` (`config.c`): a file may be included at nesting depth 1 to 10;
 /// the eleventh nested include makes git die ("exceeded maximum include depth").
 pub const MAX_INCLUDE_DEPTH: usize = 10;
 
 /// Errors while enumerating. Each names the file and what is wrong, in one line.
+///
+/// Two kinds ([`ConfigError::git_fails_too`]): errors git makes too when it reads the file
+/// (a bad config line, an include cycle or one nested too deep, an unreadable file or a
+/// folder, an include path git cannot expand), and errors that leave gitward unable to know
+/// what git would read (a FIFO or device, a file past the size bound, a path whose meaning
+/// depends on the process that opens it, a name that cannot be neutralised, too many files).
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{}: cannot parse config: {message}", file.display())]
-    Parse { file: PathBuf, message: String },
+    /// git's own words: git stops reading (and dies) at this line.
+    #[error("{}: bad config line {line} (git refuses the file there too)", file.display())]
+    Parse { file: PathBuf, line: usize },
     #[error("{}: include nested deeper than git's limit of {MAX_INCLUDE_DEPTH} (chain: {})", chain.last().map(|p| p.display().to_string()).unwrap_or_default(), display_chain(chain))]
     IncludeDepth { chain: Vec<PathBuf> },
     #[error("{}: include cycle: {}", chain.last().map(|p| p.display().to_string()).unwrap_or_default(), display_chain(chain))]
     IncludeCycle { chain: Vec<PathBuf> },
-    #[error("{}: include target {target:?} cannot be resolved: {reason}", file.display())]
+    /// git cannot expand or use the include path either (no value, unknown `~user`).
+    #[error("{}:{line}: include target {target:?} cannot be resolved: {reason}", file.display())]
     IncludePath {
+        file: PathBuf,
+        line: usize,
+        target: String,
+        reason: String,
+    },
+    /// gitward lacks what git would use to expand the path (the home folder, git's prefix).
+    #[error("{}:{line}: include target {target:?} cannot be resolved here: {reason}", file.display())]
+    IncludeUnresolved {
         file: PathBuf,
         line: usize,
         target: String,
@@ -64,7 +88,7 @@ pub enum ConfigError {
         file: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: not a regular file ({kind}); git cannot read it either", file.display())]
+    #[error("{}: not a regular file ({kind}); git cannot read it as config either", file.display())]
     NotAFile { file: PathBuf, kind: &'static str },
     #[error("{}: {size} bytes, more than the limit of {limit} bytes", file.display())]
     TooLarge {
@@ -72,12 +96,54 @@ pub enum ConfigError {
         size: u64,
         limit: u64,
     },
+    /// The path names one file for git and another for gitward (`/proc/self/…`, `/dev/fd/…`,
+    /// a link into them, anything on a procfs mount).
+    #[error("{}: {reason}; git would read another file than gitward there (rule: no config or attributes path through procfs)", file.display())]
+    ProcessDependent { file: PathBuf, reason: String },
     #[error("{}: more than {limit} config files to read (includes and submodules); refusing to go on", file.display())]
     TooManyFiles { file: PathBuf, limit: usize },
     #[error("{}: line {line}: subsection name is not UTF-8 and cannot be neutralised by name", file.display())]
     NonUtf8Name { file: PathBuf, line: usize },
     #[error("{}: walk of submodule git dirs cut short: {reason}", dir.display())]
     Incomplete { dir: PathBuf, reason: String },
+}
+
+impl ConfigError {
+    /// Does git fail too (die, at config load) whenever it reads the file this error is
+    /// about? Then a file git does not read for this repository right now (behind an
+    /// `includeIf`, a `config.worktree` while `extensions.worktreeConfig` is off, another
+    /// worktree's or a submodule's) can be left out safely: should git ever read it, git
+    /// stops before it runs anything that file names. Everything else means gitward cannot
+    /// know what git would read, which is a refusal wherever the file is.
+    pub fn git_fails_too(&self) -> bool {
+        match self {
+            ConfigError::Parse { .. }
+            | ConfigError::IncludeDepth { .. }
+            | ConfigError::IncludeCycle { .. }
+            | ConfigError::IncludePath { .. }
+            | ConfigError::Unreadable { .. } => true,
+            ConfigError::NotAFile { kind, .. } => *kind == "a folder",
+            ConfigError::IncludeUnresolved { .. }
+            | ConfigError::TooLarge { .. }
+            | ConfigError::ProcessDependent { .. }
+            | ConfigError::TooManyFiles { .. }
+            | ConfigError::NonUtf8Name { .. }
+            | ConfigError::Incomplete { .. } => false,
+        }
+    }
+}
+
+/// A file git does not read for this repository now and that git could not read either (see
+/// [`ConfigError::git_fails_too`]): left out of the enumeration, with the reason.
+#[derive(Debug)]
+pub struct Tolerated {
+    /// Top-level file → … → the file in question (for an error of the include line itself,
+    /// such as `path` without a value, the file holding that line).
+    pub chain: Vec<PathBuf>,
+    pub scope: Scope,
+    /// Why git does not read it now: `includeIf`, disabled worktree config, other git dir.
+    pub why: &'static str,
+    pub error: ConfigError,
 }
 
 fn display_chain(chain: &[PathBuf]) -> String {
@@ -161,6 +227,9 @@ pub struct Origin {
     /// `onbranch:main`, …); `None` for top-level files and plain `include.path`. Conditions are
     /// never evaluated: the target is read whatever the condition says.
     pub condition: Option<String>,
+    /// Some step of the include chain is an `includeIf` (git reads this file only when every
+    /// such condition holds).
+    pub conditional: bool,
     pub trust: Trust,
 }
 
@@ -174,12 +243,15 @@ impl Origin {
 /// One `section[.subsection].name [= value]` line, with its origin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Value {
-    /// Section name as written (compare ASCII-case-insensitively).
+    /// Section name, lower-cased as git reads it (compare ASCII-case-insensitively anyway);
+    /// empty for a variable before any section header.
     pub section: String,
-    /// Subsection as git sees it: as written in the `[section "sub"]` form (case-sensitive),
-    /// lower-cased in the deprecated `[section.sub]` form (as git does).
+    /// Subsection as git assembles it: as written in the `[section "sub"]` form
+    /// (case-sensitive), lower-cased in the deprecated `[section.sub]` form, `a.b` for the
+    /// mixed `[section.A "b"]` (everything between the key's first and last dot, as git's
+    /// `parse_config_key` splits it).
     pub subsection: Option<String>,
-    /// Variable name as written (compare ASCII-case-insensitively).
+    /// Variable name, lower-cased as git reads it.
     pub name: String,
     /// The value after git's unquoting; `None` for a variable written without `=` (an
     /// implicit boolean `true`).
@@ -193,6 +265,10 @@ impl Value {
     /// `section.subsection.name` with section and name lower-cased and the subsection as is —
     /// git's canonical form (what `git config -l` prints).
     pub fn key(&self) -> String {
+        if self.section.is_empty() && self.subsection.is_none() {
+            // A variable before any section header: git's key is the bare name.
+            return self.name.to_ascii_lowercase();
+        }
         let mut k = self.section.to_ascii_lowercase();
         if let Some(s) = &self.subsection {
             k.push('.');
@@ -339,6 +415,36 @@ pub struct Options {
     /// root. A file inside one is never trusted.
     pub untrusted_roots: Vec<PathBuf>,
     pub limits: Limits,
+    /// Which git's value reader to follow ([`Dialect`]); set from the probe by
+    /// [`Options::with_owner`].
+    pub dialect: Dialect,
+}
+
+/// git's value reader changed in 2.45 (commit f0b8944430): before, every unquoted whitespace
+/// byte inside a value (tab, lone CR) became a space; since, it is kept. Names and keys read
+/// the same in both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Dialect {
+    /// git ≥ 2.45.
+    Verbatim,
+    /// git < 2.45.
+    SquashInnerWhitespace,
+    /// Not known which git will read the files (the audit, pin/check): values as git ≥ 2.45
+    /// reads them, and an include path that reads differently for older gits is followed in
+    /// both spellings (a superset of files).
+    #[default]
+    Any,
+}
+
+impl Dialect {
+    /// The dialect of a git version.
+    pub fn of(v: catalogue::GitVersion) -> Self {
+        if v >= catalogue::GitVersion::new(2, 45, 0) {
+            Dialect::Verbatim
+        } else {
+            Dialect::SquashInnerWhitespace
+        }
+    }
 }
 
 impl Options {
@@ -366,6 +472,7 @@ impl Options {
         if let Some(p) = probe {
             self.system = Some(p.system_config.clone());
             self.git_prefix = Some(git_prefix_for(&p.exec_path));
+            self.dialect = Dialect::of(p.version());
         }
         self.global = global_files(home, xdg_config_home);
         self.home = home.map(Path::to_path_buf);
@@ -428,6 +535,7 @@ pub struct Enumeration {
     worktree_config: bool,
     /// The untrusted roots, as given and resolved through links.
     roots: Vec<PathBuf>,
+    tolerated: Vec<Arc<Tolerated>>,
 }
 
 /// Enumerate every config value git may read under `opts`. Runs no program.
@@ -450,6 +558,13 @@ impl Enumeration {
     /// Every file read or looked for, with its origin, in load order.
     pub fn files(&self) -> &[FileEntry] {
         &self.files
+    }
+
+    /// Files left out because git does not read them now and would fail on them if it did
+    /// ([`ConfigError::git_fails_too`]): a broken file behind an `includeIf`, an unreadable
+    /// `config.worktree` while the extension is off, … Reported by the audit as warnings.
+    pub fn tolerated(&self) -> &[Arc<Tolerated>] {
+        &self.tolerated
     }
 
     /// Is `extensions.worktreeConfig` on? Like git, only the common dir's `config` file itself
@@ -613,6 +728,87 @@ impl Enumeration {
             .iter()
             .filter(|v| v.origin.trust == Trust::Untrusted && self.is_effective(v))
     }
+}
+
+/// A variable of one file read on its own (no includes) by [`parse_bytes`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawEntry {
+    /// Lower-cased, as git reads it (empty for a variable before any section header).
+    pub section: String,
+    /// As git assembles it (any bytes; `diff.a` for `[diff.a "b"]`'s … see [`parse_bytes`]).
+    pub subsection: Option<BString>,
+    /// Lower-cased.
+    pub name: String,
+    pub value: Option<BString>,
+    pub line: usize,
+}
+
+impl RawEntry {
+    /// The key split as the catalogue splits it, when the subsection is UTF-8.
+    pub fn config_key(&self) -> Option<ConfigKey<'_>> {
+        let subsection = match &self.subsection {
+            None => None,
+            Some(s) => Some(std::str::from_utf8(s).ok()?),
+        };
+        Some(ConfigKey {
+            section: &self.section,
+            subsection,
+            name: &self.name,
+        })
+    }
+}
+
+/// One config file's bytes as git reads them (`config.c`'s parser; no includes followed):
+/// every section header `(section, subsection, line)` and every variable, in order, up to
+/// `bad_line` when git stops there ("bad config line N") — everything before it is what git
+/// has read when it dies. For the few readers that need a single file the way git reads it
+/// without the whole enumeration: the repository format (`extensions.*` from the common
+/// dir's `config` alone), a nested repository's `config`, a `.gitmodules` blob.
+/// `[diff.a "b"]` is the section `diff` with the subsection `a.b`, as git reads it.
+pub fn parse_bytes(bytes: &[u8], dialect: Dialect) -> RawFile {
+    let (events, bad) = match parse::parse(bytes) {
+        Ok(ev) => (ev, None),
+        Err((ev, b)) => (ev, Some(b.line)),
+    };
+    let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let mut out = RawFile {
+        sections: Vec::new(),
+        entries: Vec::new(),
+        bad_line: bad,
+    };
+    for ev in events {
+        match ev {
+            parse::Event::Section { stem, line } => {
+                let (sec, sub) = parse::split_stem(&stem);
+                out.sections
+                    .push((lossy(sec), sub.map(|s| BString::from(s.to_vec())), line));
+            }
+            parse::Event::Entry(e) => {
+                let (sec, sub, name) = parse::split_key(&e.key);
+                let value = match (dialect, e.squashed) {
+                    (Dialect::SquashInnerWhitespace, Some(old)) => Some(old),
+                    _ => e.value,
+                };
+                out.entries.push(RawEntry {
+                    section: lossy(sec),
+                    subsection: sub.map(|s| BString::from(s.to_vec())),
+                    name: lossy(name),
+                    value: value.map(BString::from),
+                    line: e.line,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// What [`parse_bytes`] read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawFile {
+    pub sections: Vec<(String, Option<BString>, usize)>,
+    pub entries: Vec<RawEntry>,
+    /// git's "bad config line N": git refuses the file there.
+    pub bad_line: Option<usize>,
 }
 
 /// Is `key` (a value's key) one of the loader's include keys? Returns the `includeIf`

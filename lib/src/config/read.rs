@@ -1,12 +1,12 @@
 //! Reading and parsing config files, resolving includes the way git's `config.c` does.
 
+use super::parse::{self, Event};
 use super::{
-    include_condition, ConfigError, Enumeration, FileEntry, FileState, Options, Origin, Scope,
-    SectionHeader, Submodules, Trust, Value, MAX_INCLUDE_DEPTH,
+    include_condition, ConfigError, Dialect, Enumeration, FileEntry, FileState, Options, Origin,
+    Scope, SectionHeader, Submodules, Tolerated, Trust, Value, MAX_INCLUDE_DEPTH,
 };
 use crate::catalogue::loader;
-use gix::bstr::{BStr, BString, ByteSlice, ByteVec};
-use gix::config::parse::{EventRef, Events};
+use gix::bstr::{BStr, BString, ByteSlice};
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -34,6 +34,12 @@ pub fn git_prefix_for(exec_path: &Path) -> PathBuf {
 /// (a FIFO would block; a folder makes git die too) or is larger than `limit`. The open is
 /// non-blocking so a planted FIFO cannot hang the reader.
 pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ConfigError> {
+    if let Some(reason) = process_dependent(path) {
+        return Err(ConfigError::ProcessDependent {
+            file: path.to_path_buf(),
+            reason,
+        });
+    }
     let file = match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
@@ -52,6 +58,10 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, C
         file: path.to_path_buf(),
         source,
     })?;
+    if is_dev_null(&md) {
+        // The same empty file for every process; git reads it as an empty config.
+        return Ok(Some(Vec::new()));
+    }
     if !md.is_file() {
         return Err(ConfigError::NotAFile {
             file: path.to_path_buf(),
@@ -82,18 +92,91 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, C
     Ok(Some(buf))
 }
 
-/// Control characters (newlines in a quoted excerpt of the file) escaped, so an error stays
-/// on one line and a planted file cannot forge log lines.
-fn one_line(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
+fn is_dev_null(md: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    md.file_type().is_char_device() && md.rdev() == nix::sys::stat::makedev(1, 3)
+}
+
+/// Does `path` name a file that depends on the process that opens it? Every file gitward reads
+/// in git's place (config files and includes, attributes files) must be the file git opens;
+/// under procfs (`/proc/self/…`, `/proc/thread-self/…`, `/dev/fd/…` and `/dev/stdin`, which
+/// are links into it, `/proc/<pid>/cwd`, a procfs mounted elsewhere) the answer depends on the
+/// opener's process, working directory and open descriptors. The path is resolved component
+/// by component the way the kernel resolves it (links followed, `..` after the link), and
+/// every folder on the way is checked with `statfs`; a link whose text leads into procfs is
+/// caught before it is followed. `Some(reason)` names the step.
+pub fn process_dependent(path: &Path) -> Option<String> {
+    const MAX_LINKS: usize = 40; // Linux's MAXSYMLINKS
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(path)
+    };
+    let on_procfs = |p: &Path| -> bool {
+        p.starts_with("/proc")
+            || nix::sys::statfs::statfs(p)
+                .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::PROC_SUPER_MAGIC)
+    };
+    let mut todo: Vec<std::ffi::OsString> = abs
+        .components()
+        .rev()
+        .filter(|c| !matches!(c, Component::RootDir))
+        .map(|c| c.as_os_str().to_owned())
+        .collect();
+    let mut cur = PathBuf::from("/");
+    let mut links = 0usize;
+    let mut exists = true;
+    while let Some(c) = todo.pop() {
+        if c == "." {
+            continue;
+        }
+        if c == ".." {
+            cur.pop();
+            continue;
+        }
+        let next = cur.join(&c);
+        if on_procfs(&next) {
+            return Some(format!("{} lies on procfs", next.display()));
+        }
+        if !exists {
+            cur = next;
+            continue;
+        }
+        match std::fs::symlink_metadata(&next) {
+            Ok(m) if m.file_type().is_symlink() => {
+                links += 1;
+                if links > MAX_LINKS {
+                    return None; // ELOOP: neither git nor gitward opens it
+                }
+                let Ok(target) = std::fs::read_link(&next) else {
+                    return None;
+                };
+                if target.is_absolute() {
+                    cur = PathBuf::from("/");
+                }
+                if on_procfs(&target) || (target.is_absolute() && target.starts_with("/dev/fd")) {
+                    return Some(format!(
+                        "{} is a link to {}",
+                        next.display(),
+                        target.display()
+                    ));
+                }
+                todo.extend(
+                    target
+                        .components()
+                        .rev()
+                        .filter(|c| !matches!(c, Component::RootDir))
+                        .map(|c| c.as_os_str().to_owned()),
+                );
             }
-        })
-        .collect()
+            Ok(_) => cur = next,
+            Err(_) => {
+                exists = false;
+                cur = next;
+            }
+        }
+    }
+    None
 }
 
 fn is_missing(e: &std::io::Error) -> bool {
@@ -216,6 +299,8 @@ pub(super) struct Loader<'a> {
 struct Chain {
     lexical: Vec<PathBuf>,
     canonical: Vec<PathBuf>,
+    /// Some step is an `includeIf`.
+    conditional: bool,
 }
 
 impl<'a> Loader<'a> {
@@ -411,11 +496,58 @@ impl<'a> Loader<'a> {
         }
     }
 
+    /// Does git surely read this file when it runs in this repository now? The repository's
+    /// own files and their unconditional includes (the worktree config only when enabled).
+    fn git_reads_surely(&self, scope: &Scope, conditional: bool) -> Option<&'static str> {
+        if conditional {
+            return Some("behind an includeIf");
+        }
+        match scope {
+            Scope::System | Scope::Global | Scope::Local => None,
+            Scope::Worktree if self.out.worktree_config => None,
+            Scope::Worktree => Some("config.worktree while extensions.worktreeConfig is off"),
+            Scope::OtherWorktree { .. } => Some("another worktree's config"),
+            Scope::Submodule { .. } => Some("a submodule's config"),
+        }
+    }
+
     fn load(
         &mut self,
         path: &Path,
         scope: Scope,
         parent: &Chain,
+        condition: Option<String>,
+        record_missing: bool,
+    ) -> Result<(), ConfigError> {
+        let mut chain = parent.clone();
+        chain.lexical.push(path.to_path_buf());
+        chain.conditional |= condition.is_some();
+        let unsure = self.git_reads_surely(&scope, chain.conditional);
+        match self.load_file(
+            path,
+            scope.clone(),
+            chain.clone(),
+            condition,
+            record_missing,
+        ) {
+            Err(error) if error.git_fails_too() && unsure.is_some() => {
+                self.out.tolerated.push(Arc::new(Tolerated {
+                    chain: chain.lexical,
+                    scope,
+                    why: unsure.unwrap_or_default(),
+                    error,
+                }));
+                Ok(())
+            }
+            r => r,
+        }
+    }
+
+    fn load_file(
+        &mut self,
+        path: &Path,
+        scope: Scope,
+        mut chain: Chain,
         condition: Option<String>,
         record_missing: bool,
     ) -> Result<(), ConfigError> {
@@ -427,14 +559,12 @@ impl<'a> Loader<'a> {
             });
         }
         let located = locate(path);
-        let mut chain = parent.clone();
-        chain.lexical.push(path.to_path_buf());
-        let depth = parent.lexical.len();
+        let depth = chain.lexical.len() - 1;
         let bytes = read_bounded(path, self.opts.limits.max_file_size)?;
         if bytes.is_some() {
             // git counts only includes it can access (`access_or_die` first), then dies past
             // the limit; a cycle would run into the same limit, so it is reported as one.
-            if parent.canonical.contains(&located.canonical) {
+            if chain.canonical.contains(&located.canonical) {
                 return Err(ConfigError::IncludeCycle {
                     chain: chain.lexical,
                 });
@@ -453,6 +583,7 @@ impl<'a> Loader<'a> {
             include_chain: chain.lexical.clone(),
             depth,
             condition,
+            conditional: chain.conditional,
             trust,
         });
         let resolved =
@@ -486,122 +617,77 @@ impl<'a> Loader<'a> {
         origin: &Arc<Origin>,
         chain: &Chain,
     ) -> Result<(), ConfigError> {
-        let parse_err = |message: String| ConfigError::Parse {
-            file: path.to_path_buf(),
-            message: one_line(&message),
+        let (events, bad) = match parse::parse(bytes) {
+            Ok(ev) => (ev, None),
+            Err((ev, bad)) => (ev, Some(bad)),
         };
-        // git keeps names and values as C strings: a NUL cuts a value (or a driver name) short
-        // where gix keeps the rest. No honest config holds one; refuse rather than disagree.
-        if let Some(pos) = bytes.iter().position(|&b| b == 0) {
-            let line = 1 + bytes[..pos].iter().filter(|&&b| b == b'\n').count();
-            return Err(parse_err(format!(
-                "line {line}: NUL byte (git would cut the name or value short there)"
-            )));
-        }
-        let events = Events::from_bytes(bytes, None).map_err(|e| parse_err(e.to_string()))?;
-        let mut line = 1usize;
-        let mut section: Option<(String, Option<String>)> = None;
-        // The variable whose value is being read: name, line, whether `=` was seen.
-        let mut pending: Option<(String, usize, bool)> = None;
-        let mut partial = BString::default();
-        for ev in events.iter() {
-            let finished: Option<Option<BString>> = match ev {
-                EventRef::SectionHeader {
-                    name,
-                    separator,
-                    subsection_name,
-                } => {
-                    let name = name
-                        .to_str()
-                        .map_err(|_| parse_err(format!("line {line}: section name is not ASCII")))?
-                        .to_owned();
-                    let sub = match subsection_name {
-                        None => None,
-                        Some(s) => {
-                            let s = s.to_str().map_err(|_| ConfigError::NonUtf8Name {
-                                file: path.to_path_buf(),
-                                line,
-                            })?;
-                            // The deprecated `[section.sub]` form: git lower-cases the name.
-                            if separator.is_some_and(|sep| sep == ".") {
-                                Some(s.to_ascii_lowercase())
-                            } else {
-                                Some(s.to_owned())
-                            }
-                        }
-                    };
+        let utf8 = |b: &[u8], line: usize| -> Result<String, ConfigError> {
+            String::from_utf8(b.to_vec()).map_err(|_| ConfigError::NonUtf8Name {
+                file: path.to_path_buf(),
+                line,
+            })
+        };
+        // A subsection that is not UTF-8: a refusal only where the name would have to be
+        // neutralised (a section with per-name program keys); elsewhere it can run nothing
+        // and is kept lossily (U+FFFD), so it can match no catalogue key either.
+        let sub_utf8 = |section: &[u8], b: &[u8], line: usize| -> Result<String, ConfigError> {
+            match std::str::from_utf8(b) {
+                Ok(s) => Ok(s.to_owned()),
+                Err(_) if names_programs(section) => Err(ConfigError::NonUtf8Name {
+                    file: path.to_path_buf(),
+                    line,
+                }),
+                Err(_) => Ok(String::from_utf8_lossy(b).into_owned()),
+            }
+        };
+        for ev in events {
+            match ev {
+                Event::Section { stem, line } => {
+                    let (section, sub) = parse::split_stem(&stem);
                     self.out.sections.push(SectionHeader {
-                        section: name.clone(),
-                        subsection: sub.clone(),
+                        section: utf8(section, line)?,
+                        subsection: sub.map(|s| sub_utf8(section, s, line)).transpose()?,
                         line,
                         origin: Arc::clone(origin),
                     });
-                    section = Some((name, sub));
-                    None
                 }
-                EventRef::SectionValueName(n) => {
-                    let n = n.to_str().map_err(|_| {
-                        parse_err(format!("line {line}: variable name is not ASCII"))
-                    })?;
-                    pending = Some((n.to_owned(), line, false));
-                    None
-                }
-                EventRef::KeyValueSeparator => {
-                    if let Some(p) = pending.as_mut() {
-                        p.2 = true;
+                Event::Entry(e) => {
+                    let (section, sub, name) = parse::split_key(&e.key);
+                    let (value, other) = match (self.opts.dialect, e.squashed) {
+                        (Dialect::SquashInnerWhitespace, Some(old)) => (Some(old), e.value),
+                        (Dialect::Verbatim, _) | (_, None) => (e.value, None),
+                        (Dialect::Any, Some(old)) => (e.value, Some(old)),
+                    };
+                    let v = Value {
+                        section: utf8(section, e.line)?,
+                        subsection: sub.map(|s| sub_utf8(section, s, e.line)).transpose()?,
+                        name: utf8(name, e.line)?,
+                        value: value.map(BString::from),
+                        line: e.line,
+                        origin: Arc::clone(origin),
+                    };
+                    let include = include_condition(&v.config_key());
+                    let target = include.as_ref().map(|_| v.value.clone());
+                    let vline = v.line;
+                    self.out.values.push(v);
+                    if let (Some(condition), Some(target)) = (include, target) {
+                        // `Dialect::Any`: git < 2.45 reads another file name; follow both.
+                        let alt = other.map(BString::from);
+                        self.include(path, vline, target, condition.clone(), origin, chain)?;
+                        if let Some(alt) = alt {
+                            self.include(path, vline, Some(alt), condition, origin, chain)?;
+                        }
                     }
-                    None
                 }
-                EventRef::Value(v) => Some(
-                    pending
-                        .as_ref()
-                        .is_some_and(|p| p.2)
-                        .then(|| gix::config::value::normalize(v).into_owned()),
-                ),
-                EventRef::ValueNotDone(v) => {
-                    partial.push_str(v);
-                    None
-                }
-                EventRef::ValueDone(v) => {
-                    partial.push_str(v);
-                    let whole = std::mem::take(&mut partial);
-                    Some(Some(
-                        gix::config::value::normalize(whole.as_bstr()).into_owned(),
-                    ))
-                }
-                EventRef::Newline(n) => {
-                    line += n.iter().filter(|&&b| b == b'\n').count();
-                    None
-                }
-                EventRef::Comment { .. } | EventRef::Whitespace(_) => None,
-            };
-            let Some(value) = finished else { continue };
-            let Some((name, vline, _)) = pending.take() else {
-                return Err(parse_err(format!(
-                    "line {line}: value without a variable name"
-                )));
-            };
-            let Some((sec, sub)) = section.clone() else {
-                return Err(parse_err(format!(
-                    "line {vline}: variable {name:?} outside any section"
-                )));
-            };
-            let v = Value {
-                section: sec,
-                subsection: sub,
-                name,
-                value,
-                line: vline,
-                origin: Arc::clone(origin),
-            };
-            let include = include_condition(&v.config_key());
-            let target = include.as_ref().map(|_| v.value.clone());
-            self.out.values.push(v);
-            if let (Some(condition), Some(target)) = (include, target) {
-                self.include(path, vline, target, condition, origin, chain)?;
             }
         }
-        Ok(())
+        match bad {
+            None => Ok(()),
+            Some(b) => Err(ConfigError::Parse {
+                file: path.to_path_buf(),
+                line: b.line,
+            }),
+        }
     }
 
     fn include(
@@ -613,23 +699,63 @@ impl<'a> Loader<'a> {
         origin: &Arc<Origin>,
         chain: &Chain,
     ) -> Result<(), ConfigError> {
-        let err = |target: &BStr, reason: &str| ConfigError::IncludePath {
-            file: from.to_path_buf(),
-            line,
-            target: target.to_str_lossy().into_owned(),
-            reason: reason.to_owned(),
+        // An error of the include step itself (git makes it only when it follows this
+        // include): tolerated like an error in the target when git does not surely follow it.
+        let unsure = self.git_reads_surely(&origin.scope, chain.conditional || condition.is_some());
+        let step_error = |this: &mut Self, target: &BStr, reason: &str| {
+            let error = ConfigError::IncludePath {
+                file: from.to_path_buf(),
+                line,
+                target: target.to_str_lossy().into_owned(),
+                reason: reason.to_owned(),
+            };
+            match unsure {
+                Some(why) => {
+                    this.out.tolerated.push(Arc::new(Tolerated {
+                        chain: chain.lexical.clone(),
+                        scope: origin.scope.clone(),
+                        why,
+                        error,
+                    }));
+                    Ok(())
+                }
+                None => Err(error),
+            }
         };
         let Some(target) = target else {
             // `[include] path` without `=`: git says "missing value for 'include.path'" and dies.
-            return Err(err(BStr::new(""), "missing value (git refuses it)"));
+            return step_error(self, BStr::new(""), "missing value (git refuses it)");
         };
         if target.is_empty() {
             // git ignores an empty include path.
             return Ok(());
         }
-        let resolved = self
-            .resolve_include_path(from, target.as_bstr())
-            .map_err(|reason| err(target.as_bstr(), &reason))?;
+        let raw: &[u8] = target.as_ref();
+        let unresolved = |reason: &str| ConfigError::IncludeUnresolved {
+            file: from.to_path_buf(),
+            line,
+            target: target.to_str_lossy().into_owned(),
+            reason: reason.to_owned(),
+        };
+        if (raw == b"~" || raw.starts_with(b"~/")) && self.opts.home.is_none() {
+            return Err(unresolved("no home folder given for `~/`"));
+        }
+        if raw.starts_with(b"%(prefix)/") && self.opts.git_prefix.is_none() {
+            return Err(unresolved("git's prefix is not known for `%(prefix)/`"));
+        }
+        let resolved = match self.resolve_include_path(from, target.as_bstr()) {
+            Ok(p) => p,
+            Err(reason) => return step_error(self, target.as_bstr(), &reason),
+        };
+        if let Some(reason) = process_dependent(&resolved) {
+            return Err(ConfigError::ProcessDependent {
+                file: from.to_path_buf(),
+                reason: format!(
+                    "line {line}: include target {:?}: {reason}",
+                    target.to_str_lossy()
+                ),
+            });
+        }
         self.load(&resolved, origin.scope.clone(), chain, condition, true)
     }
 
@@ -647,6 +773,18 @@ impl<'a> Loader<'a> {
             Ok(from.parent().unwrap_or(Path::new("")).join(expanded))
         }
     }
+}
+
+/// Does the catalogue name programs per subsection of `section` (`filter.<name>.clean`,
+/// `hook.<name>.command`, …)? Then every subsection name must be neutralisable by name.
+fn names_programs(section: &[u8]) -> bool {
+    use crate::catalogue::{KeyPattern, KEYS};
+    KEYS.iter().any(|e| match e.key {
+        KeyPattern::PerName { section: s, .. }
+        | KeyPattern::AnyScope { section: s, .. }
+        | KeyPattern::Section { section: s } => s.as_bytes().eq_ignore_ascii_case(section),
+        KeyPattern::Key { .. } => false,
+    })
 }
 
 /// git's `interpolate_path()` for pathname values (`include.path`, `core.attributesFile`,

@@ -76,7 +76,7 @@ fn values_in_load_order_with_implicit_and_mixed_case() {
     );
     let fsm = &e.values()[3];
     assert_eq!(fsm.value, None, "no '=': implicit boolean");
-    assert_eq!(fsm.name, "FSMonitor");
+    assert_eq!(fsm.name, "fsmonitor", "lower-cased, as git reads it");
     assert_eq!(fsm.line, 3);
     assert_eq!(fsm.origin.scope, Scope::Local);
     assert!(e.get_last("core.fsmonitor").is_some());
@@ -237,7 +237,7 @@ fn prefix_and_other_users_home() {
     o.git_prefix = None;
     assert!(matches!(
         enumerate(&o),
-        Err(ConfigError::IncludePath { .. })
+        Err(ConfigError::IncludeUnresolved { .. })
     ));
 }
 
@@ -250,9 +250,12 @@ fn unparseable_file_fails_closed_naming_the_file() {
     let msg = err.to_string();
     assert!(msg.contains(".git/config"), "{msg}");
     assert!(!msg.contains('\n'), "one line: {msg}");
-    // A variable before any section: git refuses it too.
+    // A variable before any section: git reads it (as the key `fsmonitor`, which no git
+    // consumer looks up), and so does the enumeration.
     w(&s.git.join("config"), "fsmonitor = x\n");
-    assert!(enumerate(&s.opts()).is_err());
+    let e = enumerate(&s.opts()).unwrap();
+    assert_eq!(e.values()[0].key(), "fsmonitor");
+    assert!(e.armed().is_empty());
 }
 
 #[test]
@@ -482,6 +485,11 @@ fn global_files_follow_xdg() {
 }
 
 /// The real gits on this machine.
+/// The value dialect of the git at `g` (its version, probed).
+pub(super) fn dialect_of(g: &Path) -> super::Dialect {
+    super::Dialect::of(crate::env::GitProbe::probe(g).unwrap().version())
+}
+
 fn gits() -> Vec<PathBuf> {
     ["/usr/bin/git", "/usr/local/bin/git"]
         .iter()
@@ -771,19 +779,17 @@ fn parser_agrees_with_git_on_syntax_corners() {
                 .unwrap();
             let opts = Options {
                 system: Some(file.clone()),
+                dialect: dialect_of(&g),
                 ..Options::default()
             };
             let ours = enumerate(&opts);
-            if !out.status.success() {
-                // git refuses the file: refusing it too, or reading it, are both safe.
-                continue;
-            }
             let short: String = case.chars().take(80).collect();
-            if case.contains('\0') {
-                // git reads up to the NUL; the enumeration refuses the file (fail closed).
+            if !out.status.success() {
+                // git refuses the file: so does the enumeration.
                 assert!(
                     matches!(ours, Err(ConfigError::Parse { .. })),
-                    "case {i} {short:?}"
+                    "{}: git refuses case {i} {short:?}, we read it",
+                    g.display()
                 );
                 continue;
             }
@@ -810,17 +816,6 @@ fn parser_agrees_with_git_on_syntax_corners() {
                 .iter()
                 .map(|v| (v.key(), v.text().into_owned()))
                 .collect();
-            // git 2.39 turns an unquoted tab inside a value into a space; git 2.47 and gix keep
-            // it. Neither changes a driver name (a subsection) or what a shell runs.
-            let tabs = |v: &[(String, String)]| -> Vec<(String, String)> {
-                v.iter()
-                    .map(|(k, x)| (k.clone(), x.replace('\t', " ")))
-                    .collect()
-            };
-            if mine != theirs && tabs(&mine) == tabs(&theirs) {
-                agreed += 1;
-                continue;
-            }
             if mine != theirs {
                 failures.push(format!(
                     "{}: case {i} {short:?}: ours {mine:?}, git {theirs:?}",
@@ -988,4 +983,211 @@ fn trusted_values_that_still_run_the_agents_programs() {
         ],
         "{keys:?}"
     );
+}
+
+/// `git config --list` in `cwd` with an isolated HOME: `(success, stdout)`.
+fn git_list(g: &Path, home: &Path, cwd: &Path) -> (bool, String) {
+    let out = std::process::Command::new(g)
+        .args(["config", "--list"])
+        .current_dir(cwd)
+        .env_clear()
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// An error git makes too (a cycle, a bad line, a folder, a missing value) in a file git does
+/// not read now is tolerated, not refused: git reads the repository fine (both gits), and it
+/// would die before running anything should it ever read that file. The same error where git
+/// reads the file is a refusal, as git fails too.
+#[test]
+fn errors_git_shares_refuse_only_where_git_reads_the_file() {
+    /// (name, appended to the local config, other files in the git dir)
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+    let cases: &[Case] = &[
+        (
+            "cycle behind includeIf",
+            "[includeIf \"onbranch:nope\"]\n\tpath = config\n",
+            &[],
+        ),
+        (
+            "bad line behind includeIf",
+            "[includeIf \"gitdir:/nowhere/\"]\n\tpath = broken.cfg\n",
+            &[("broken.cfg", "[x]\n\ty = 1\n[broken\n")],
+        ),
+        (
+            "folder behind an unknown condition",
+            "[includeIf \"nosuch:x\"]\n\tpath = folder/\n",
+            &[("folder/keep", "")],
+        ),
+        (
+            "missing value behind includeIf",
+            "[includeIf \"onbranch:nope\"]\n\tpath\n",
+            &[],
+        ),
+        (
+            "nested cycle behind includeIf",
+            "[includeIf \"onbranch:nope\"]\n\tpath = a.cfg\n",
+            &[
+                ("a.cfg", "[include]\n\tpath = b.cfg\n"),
+                ("b.cfg", "[include]\n\tpath = a.cfg\n"),
+            ],
+        ),
+    ];
+    for (name, local, files) in cases {
+        let s = Scratch::new();
+        for g in gits() {
+            git(
+                &g,
+                &s.home,
+                &s.root,
+                &["init", "-q", s.repo.to_str().unwrap()],
+            );
+        }
+        let base = fs::read_to_string(s.git.join("config")).unwrap();
+        fs::write(s.git.join("config"), format!("{base}{local}")).unwrap();
+        for (f, content) in *files {
+            w(&s.git.join(f), content);
+        }
+        for g in gits() {
+            let (ok, _) = git_list(&g, &s.home, &s.repo);
+            assert!(ok, "{name}: {} does not read it", g.display());
+        }
+        let e = enumerate(&s.opts()).unwrap_or_else(|e| panic!("{name}: refused: {e}"));
+        assert_eq!(e.tolerated().len(), 1, "{name}: {:?}", e.tolerated());
+        assert!(e.tolerated()[0].error.git_fails_too());
+        assert_eq!(e.tolerated()[0].why, "behind an includeIf", "{name}");
+        // Unconditionally, git dies and the enumeration refuses.
+        let plain = local.replacen("[includeIf \"", "[include]\n#", 1);
+        let plain = plain.replacen("\"]\n", "\n", 1);
+        fs::write(s.git.join("config"), format!("{base}{plain}")).unwrap();
+        for g in gits() {
+            let (ok, _) = git_list(&g, &s.home, &s.repo);
+            assert!(!ok, "{name}: {} reads it unconditionally", g.display());
+        }
+        let err = enumerate(&s.opts()).unwrap_err();
+        assert!(err.git_fails_too(), "{name}: {err}");
+    }
+}
+
+#[test]
+fn broken_worktree_config_counts_only_when_enabled() {
+    let s = Scratch::new();
+    w(&s.git.join("config"), "[core]\n\tbare = false\n");
+    w(&s.git.join("config.worktree"), "[broken\n");
+    let e = enumerate(&s.opts()).unwrap();
+    assert_eq!(
+        e.tolerated()[0].why,
+        "config.worktree while extensions.worktreeConfig is off"
+    );
+    w(
+        &s.git.join("config"),
+        "[core]\n\trepositoryformatversion = 1\n[extensions]\n\tworktreeConfig = true\n",
+    );
+    let r = enumerate(&s.opts());
+    assert!(
+        matches!(r, Err(ConfigError::Parse { line: 1, .. })),
+        "{:?}",
+        r.map(|e| e.tolerated().len())
+    );
+}
+
+/// What gitward cannot know is refused wherever it is, behind a condition too.
+#[test]
+fn what_cannot_be_read_is_refused_even_behind_a_condition() {
+    let s = Scratch::new();
+    w(
+        &s.git.join("config"),
+        "[includeIf \"onbranch:nope\"]\n\tpath = big.cfg\n",
+    );
+    let mut o = s.opts();
+    o.limits.max_file_size = 10;
+    w(&s.git.join("big.cfg"), "[a]\n\tb = 0123456789\n");
+    assert!(matches!(enumerate(&o), Err(ConfigError::TooLarge { .. })));
+    fs::remove_file(s.git.join("big.cfg")).unwrap();
+    nix::unistd::mkfifo(&s.git.join("big.cfg"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let err = enumerate(&s.opts()).unwrap_err();
+    assert!(
+        matches!(err, ConfigError::NotAFile { kind: "a FIFO", .. }),
+        "{err}"
+    );
+    assert!(!err.git_fails_too());
+}
+
+/// `include.path` (and every file read in git's place) through procfs names another file for
+/// git than for gitward: refused, naming the file and the rule. Positive control: git reads
+/// `/proc/self/cwd/x.cfg` from its own working directory (the work-tree top after setup),
+/// which is not ours.
+#[test]
+fn include_paths_through_procfs_are_refused() {
+    let g = gits();
+    let s = Scratch::new();
+    for g in &g {
+        git(
+            g,
+            &s.home,
+            &s.root,
+            &["init", "-q", s.repo.to_str().unwrap()],
+        );
+    }
+    let base = fs::read_to_string(s.git.join("config")).unwrap();
+    w(&s.repo.join("x.cfg"), "[gitward]\n\tmarker = top\n");
+    w(&s.repo.join("sub/keep"), "");
+    let targets = [
+        "/proc/self/cwd/x.cfg".to_owned(),
+        "/proc/thread-self/cwd/x.cfg".to_owned(),
+        "/dev/fd/0".to_owned(),
+        "/dev/stdin".to_owned(),
+        format!("/proc/{}/cwd/x.cfg", std::process::id()),
+        "link.cfg".to_owned(),
+        "dirlink/x.cfg".to_owned(),
+    ];
+    std::os::unix::fs::symlink("/proc/self/cwd/x.cfg", s.git.join("link.cfg")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/cwd", s.git.join("dirlink")).unwrap();
+    for t in &targets {
+        for kind in ["[include]", "[includeIf \"onbranch:nope\"]"] {
+            fs::write(
+                s.git.join("config"),
+                format!("{base}{kind}\n\tpath = {t}\n"),
+            )
+            .unwrap();
+            let err = enumerate(&s.opts()).unwrap_err();
+            assert!(
+                matches!(err, ConfigError::ProcessDependent { .. }),
+                "{t}: {err}"
+            );
+            let msg = err.to_string();
+            assert!(
+                msg.contains("procfs") && msg.contains(".git/config: line ") && !msg.contains('\n'),
+                "{msg}"
+            );
+        }
+    }
+    // The positive control: git, run in a subfolder, reads the top's x.cfg.
+    fs::write(
+        s.git.join("config"),
+        format!("{base}[include]\n\tpath = /proc/self/cwd/x.cfg\n"),
+    )
+    .unwrap();
+    for g in &g {
+        let (ok, list) = git_list(g, &s.home, &s.repo.join("sub"));
+        assert!(
+            ok && list.contains("gitward.marker=top"),
+            "{}: {list}",
+            g.display()
+        );
+    }
+    // /dev/null is the same empty file for everyone.
+    fs::write(
+        s.git.join("config"),
+        format!("{base}[include]\n\tpath = /dev/null\n"),
+    )
+    .unwrap();
+    enumerate(&s.opts()).unwrap();
+    assert_eq!(process_dependent(Path::new("/usr/bin/../bin")), None);
 }

@@ -743,11 +743,19 @@ fn include_targets(common_dir: &Path, problems: &mut Vec<Problem>) -> Vec<PathBu
     o.home = std::env::var_os("HOME").map(PathBuf::from);
     match crate::config::enumerate(&o) {
         Ok(en) => {
+            // Tolerated include targets too (a broken file behind a false `includeIf`): git
+            // does not read them now, but the agent could mend one before its condition holds.
             let set: BTreeSet<PathBuf> = en
                 .files()
                 .iter()
                 .filter(|f| f.origin.is_include())
                 .map(|f| normalize(&f.origin.file))
+                .chain(
+                    en.tolerated()
+                        .iter()
+                        .filter(|t| t.chain.len() > 1)
+                        .filter_map(|t| t.chain.last().map(|p| normalize(p))),
+                )
                 .collect();
             set.into_iter().collect()
         }

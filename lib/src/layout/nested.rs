@@ -192,15 +192,14 @@ pub fn nested_repositories(
     Ok(report)
 }
 
-/// A `[core]` (or `[core "…"]`) section header, case-insensitively, at a line start.
+/// A `core` section header (`[core]`, `[CORE]`, `[core "…"]`, `[core.x]`) as git reads it.
 fn has_core_section(bytes: &[u8]) -> bool {
-    bytes.split(|b| *b == b'\n').any(|line| {
-        let l = line.trim_ascii_start();
-        l.len() >= 5
-            && l[0] == b'['
-            && l[1..5].eq_ignore_ascii_case(b"core")
-            && matches!(l.get(5), Some(b']' | b' ' | b'\t' | b'"'))
-    })
+    // git's own reading (`crate::config::parse_bytes`): `[CORE]`, a BOM, a header after a lone
+    // CR on the same line all count; sections before a bad line too (a superset).
+    crate::config::parse_bytes(bytes, crate::config::Dialect::Any)
+        .sections
+        .iter()
+        .any(|(section, _, _)| section == "core")
 }
 
 #[cfg(test)]
@@ -213,5 +212,7 @@ mod tests {
         assert!(has_core_section(b"# x\n  [CORE]\n"));
         assert!(!has_core_section(b"[corex]\n"));
         assert!(!has_core_section(b"core = 1\n"));
+        assert!(has_core_section(b"\xef\xbb\xbf[core]\n"));
+        assert!(has_core_section(b"[a]\r[core]\n\tbare = false\n"));
     }
 }

@@ -294,30 +294,39 @@ fn gitlink_layouts(
 }
 
 /// The index is read with SHA-1 object ids: refuse any other object format, read the way git
-/// reads it (the common dir's `config` alone, no includes). A SHA-256 index read with the SHA-1
-/// layout can be crafted to parse cleanly while hiding entries.
+/// reads it (the common dir's `config` alone, no includes, git's parser). A SHA-256 index read
+/// with the SHA-1 layout can be crafted to parse cleanly while hiding entries. A file git
+/// cannot read either is a config refusal naming the file and line.
 fn require_sha1(common_dir: &Path) -> Result<(), Refusal> {
     let file = common_dir.join("config");
-    let refuse = |reason: String| Refusal {
-        code: exit::LAYOUT,
-        subject: file.display().to_string(),
-        reason,
+    let bytes = match config::read_bounded(&file, config::Limits::default().max_file_size) {
+        Ok(None) => return Ok(()),
+        Ok(Some(b)) => b,
+        Err(e) => return Err(config_refusal(&e)),
     };
-    let bytes = match std::fs::read(&file) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(refuse(format!("cannot read: {e}"))),
-    };
-    let meta = gix::config::file::Metadata::from(gix::config::Source::Local);
-    let cfg = gix::config::File::from_bytes_no_includes(&bytes, meta, Default::default())
-        .map_err(|e| refuse(format!("cannot parse config: {e}")))?;
-    let key = crate::catalogue::loader::OBJECT_FORMAT.display();
-    match cfg.string(key.as_str()) {
+    let raw = config::parse_bytes(&bytes, config::Dialect::Any);
+    if let Some(line) = raw.bad_line {
+        return Err(config_refusal(&config::ConfigError::Parse { file, line }));
+    }
+    let key = crate::catalogue::loader::OBJECT_FORMAT;
+    let last = raw
+        .entries
+        .iter()
+        .rev()
+        .find(|e| e.config_key().is_some_and(|k| key.matches(&k)));
+    match last.map(|e| e.value.as_ref()) {
         None => Ok(()),
-        Some(v) if v.eq_ignore_ascii_case(b"sha1") => Ok(()),
-        Some(v) => Err(refuse(format!(
-            "extensions.objectFormat = {v}: safe-git reads indexes of SHA-1 repositories only"
-        ))),
+        Some(Some(v)) if v.eq_ignore_ascii_case(b"sha1") => Ok(()),
+        Some(v) => Err(Refusal {
+            code: exit::LAYOUT,
+            subject: file.display().to_string(),
+            reason: format!(
+                "{} = {}: safe-git reads indexes of SHA-1 repositories only",
+                key.display(),
+                v.map(|v| v.to_string())
+                    .unwrap_or_else(|| "(no value)".into())
+            ),
+        }),
     }
 }
 
@@ -452,6 +461,18 @@ fn check_core_worktree(e: &Enumeration, l: &Located) -> Result<(), Refusal> {
             config::Scope::OtherWorktree { .. } => continue,
             _ => (l.git_dir.clone(), false),
         };
+        // `/proc/self/cwd/…` names git's working directory for git and ours for us.
+        if let Some(reason) = config::process_dependent(&base.join(&value)) {
+            return Err(Refusal {
+                code: exit::CONFIG,
+                subject: v.origin.file.display().to_string(),
+                reason: format!(
+                    "{}:{}: core.worktree = {value}: {reason}; git would resolve it elsewhere",
+                    v.origin.file.display(),
+                    v.line
+                ),
+            });
+        }
         let target = crate::policy::resolve(&base.join(&value));
         let ok = if in_submodule {
             // git's own layout for an absorbed submodule: its work tree's `.git` is a gitfile

@@ -502,74 +502,83 @@ pub fn check_gitmodules(bytes: &[u8]) -> Vec<(&'static str, String)> {
     {
         out.push(("GW-SCAN-014", "holds a CR that does not end a line".into()));
     }
-    let meta = gix::config::file::Metadata::api();
-    let file = match gix::config::File::from_bytes_no_includes(bytes, meta, Default::default()) {
-        Ok(f) => f,
-        Err(e) => {
-            out.push(("GW-SCAN-014", format!("not valid git config: {e}")));
-            return out;
+    // Read as git reads it (`crate::config::parse_bytes`, git's own parser): a
+    // `[submodule.a "b"]` header names the submodule `a.b`, as in git.
+    let raw = crate::config::parse_bytes(bytes, crate::config::Dialect::Any);
+    if let Some(line) = raw.bad_line {
+        out.push((
+            "GW-SCAN-014",
+            format!("not valid git config: bad config line {line}"),
+        ));
+        return out;
+    }
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    for (section, sub, _) in &raw.sections {
+        if section == "submodule" {
+            let name = sub.as_ref().map(|s| s.to_vec()).unwrap_or_default();
+            if !names.contains(&name) {
+                names.push(name);
+            }
         }
-    };
-    for section in file.sections() {
-        if !section.header().name().eq_ignore_ascii_case(b"submodule") {
+    }
+    for name in &names {
+        let shown_name = super::escape_path(name);
+        if let Some(p) = traversal_or_odd(name) {
+            out.push(("GW-SCAN-012", format!("submodule name {shown_name:?} {p}")));
+        }
+    }
+    for e in &raw.entries {
+        if e.section != "submodule" {
             continue;
         }
-        let name = section
-            .header()
-            .subsection_name()
+        let name = e
+            .subsection
+            .as_ref()
             .map(|s| s.to_vec())
             .unwrap_or_default();
         let shown_name = super::escape_path(&name);
-        if let Some(p) = traversal_or_odd(&name) {
-            out.push(("GW-SCAN-012", format!("submodule name {shown_name:?} {p}")));
-        }
-        for key in section.value_names() {
-            let k = key.to_string().to_ascii_lowercase();
-            for v in section.values(key.as_ref()) {
-                match k.as_str() {
-                    "path" => {
-                        if let Some(p) = traversal_or_odd(&v) {
-                            out.push((
-                                "GW-SCAN-012",
-                                format!(
-                                    "submodule {shown_name:?} path {:?} {p}",
-                                    super::escape_path(&v)
-                                ),
-                            ));
-                        }
-                    }
-                    "url" => {
-                        let url = String::from_utf8_lossy(&v);
-                        use catalogue::UrlDanger::*;
-                        match catalogue::classify_url(&url) {
-                            Some(d @ (Ext | Helper | DashLeading | ControlChar)) => out.push((
-                                "GW-SCAN-010",
-                                format!(
-                                    "submodule {shown_name:?} url {:?} ({d:?})",
-                                    super::escape_path(&v)
-                                ),
-                            )),
-                            Some(Local) => out.push((
-                                "GW-SCAN-011",
-                                format!(
-                                    "submodule {shown_name:?} url {url:?} is local or relative"
-                                ),
-                            )),
-                            None => {}
-                        }
-                    }
-                    "update" if v.trim_ascii_start().first() == Some(&b'!') => {
-                        out.push((
-                            "GW-SCAN-013",
-                            format!(
-                                "submodule {shown_name:?} update = {:?}",
-                                super::escape_path(&v)
-                            ),
-                        ));
-                    }
-                    _ => {}
+        let k = e.name.as_str();
+        let v: Vec<u8> = e.value.as_ref().map(|v| v.to_vec()).unwrap_or_default();
+        match k {
+            "path" => {
+                if let Some(p) = traversal_or_odd(&v) {
+                    out.push((
+                        "GW-SCAN-012",
+                        format!(
+                            "submodule {shown_name:?} path {:?} {p}",
+                            super::escape_path(&v)
+                        ),
+                    ));
                 }
             }
+            "url" => {
+                let url = String::from_utf8_lossy(&v);
+                use catalogue::UrlDanger::*;
+                match catalogue::classify_url(&url) {
+                    Some(d @ (Ext | Helper | DashLeading | ControlChar)) => out.push((
+                        "GW-SCAN-010",
+                        format!(
+                            "submodule {shown_name:?} url {:?} ({d:?})",
+                            super::escape_path(&v)
+                        ),
+                    )),
+                    Some(Local) => out.push((
+                        "GW-SCAN-011",
+                        format!("submodule {shown_name:?} url {url:?} is local or relative"),
+                    )),
+                    None => {}
+                }
+            }
+            "update" if v.trim_ascii_start().first() == Some(&b'!') => {
+                out.push((
+                    "GW-SCAN-013",
+                    format!(
+                        "submodule {shown_name:?} update = {:?}",
+                        super::escape_path(&v)
+                    ),
+                ));
+            }
+            _ => {}
         }
     }
     out
@@ -580,13 +589,12 @@ pub fn check_gitmodules(bytes: &[u8]) -> Vec<(&'static str, String)> {
 
 /// Does this file have a `[core]` section (`[core]`, `[Core]`, `[core "x"]`)?
 pub fn has_core_section(bytes: &[u8]) -> bool {
-    bytes.split(|c| *c == b'\n').any(|line| {
-        let l = line.trim_ascii_start();
-        l.len() >= 5
-            && l[0] == b'['
-            && l[1..5].eq_ignore_ascii_case(b"core")
-            && matches!(l.get(5), Some(b']' | b' ' | b'\t' | b'"' | b'.'))
-    })
+    // As git reads it (`crate::config::parse_bytes`): a BOM, `[CORE]`, a header after a lone
+    // CR on the same line all count; so do sections before a bad line (a superset).
+    crate::config::parse_bytes(bytes, crate::config::Dialect::Any)
+        .sections
+        .iter()
+        .any(|(section, _, _)| section == "core")
 }
 
 #[cfg(test)]
