@@ -64,9 +64,30 @@ fn main() {
     let _ = sampler.join();
     match result {
         Ok(rep) => {
+            // Findings by severity and by rule; SCAN_BENCH_FINDINGS=FILE writes them all.
+            let mut by_severity = BTreeMap::<String, u64>::new();
+            let mut by_rule = BTreeMap::<String, u64>::new();
+            for f in &rep.findings {
+                let sev = serde_json::to_value(f.severity).unwrap_or_default();
+                *by_severity
+                    .entry(sev.as_str().unwrap_or("").to_string())
+                    .or_default() += 1;
+                *by_rule
+                    .entry(format!("{} {}", f.rule_id, sev.as_str().unwrap_or("")))
+                    .or_default() += 1;
+            }
+            if let Some(path) = std::env::var_os("SCAN_BENCH_FINDINGS") {
+                let text = serde_json::to_string_pretty(&rep.findings).unwrap_or_default();
+                if let Err(e) = std::fs::write(&path, text) {
+                    eprintln!("scan-bench: {}: {e}", PathBuf::from(path).display());
+                }
+            }
             let out = serde_json::json!({
                 "stats": rep.stats,
                 "findings": rep.findings.len(),
+                "by_severity": by_severity,
+                "by_rule": by_rule,
+                "exit": rep.exit_code().code,
                 "rewritten": rep.rewritten.len(),
                 "incomplete": rep.incomplete,
                 "vm_hwm_kb": status_kb("VmHWM:"),

@@ -190,7 +190,9 @@ pub enum Neutraliser {
 }
 
 /// How serious an armed value is when found by an audit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Note,
@@ -416,6 +418,47 @@ impl DriverKind {
         }
     }
 }
+
+impl DriverKind {
+    /// Per-name keys whose value is a program git runs for a driver of this kind (the
+    /// [`DriverKind::disarm`] rows disarmed by emptying them; `filter.<name>.required` is not a
+    /// program).
+    pub fn program_keys(self) -> impl Iterator<Item = &'static str> {
+        self.disarm()
+            .iter()
+            .filter(|(_, off)| off.is_empty())
+            .map(|(k, _)| *k)
+    }
+
+    /// The driver names git itself defines for this kind without any configuration: a
+    /// `diff=<name>` or `merge=<name>` naming one of these runs no program unless a config
+    /// file also sets one of [`DriverKind::program_keys`] for it.
+    pub fn builtin_names(self) -> &'static [&'static str] {
+        match self {
+            DriverKind::Filter => &[],
+            DriverKind::Diff => BUILTIN_DIFF_DRIVERS,
+            DriverKind::Merge => BUILTIN_MERGE_DRIVERS,
+        }
+    }
+}
+
+/// git's built-in diff drivers (`userdiff.c`: the `PATTERNS`/`IPATTERN` rows of
+/// `builtin_drivers`, and `default`). Identical in git 2.39.5 and 2.47.3; later git adds
+/// `ini`, `r` and `swift` (listed too: a name git does not know is no more dangerous).
+/// A built-in driver only sets hunk headers and word regexes; it runs a program only if
+/// configuration adds `diff.<name>.textconv` or `diff.<name>.command`.
+pub static BUILTIN_DIFF_DRIVERS: &[&str] = &[
+    "ada", "bash", "bibtex", "cpp", "csharp", "css", "dts", "elixir", "fortran", "fountain",
+    "golang", "html", "ini", "java", "kotlin", "markdown", "matlab", "objc", "pascal", "perl",
+    "php", "python", "r", "ruby", "rust", "scheme", "swift", "tex", "default",
+];
+
+/// git's built-in merge drivers (`merge-ll.c`, `ll-merge.c` before 2.41: `ll_merge_drv`).
+pub static BUILTIN_MERGE_DRIVERS: &[&str] = &["binary", "text", "union"];
+
+/// Suffix of the example hooks `git init` copies from its templates: git runs a hook only by
+/// its exact event name, so a `*.sample` file is never run (`hook.c`: `find_hook`).
+pub static HOOK_SAMPLE_SUFFIX: &str = ".sample";
 
 /// Built-in attribute macros (git's `builtin_attr`): `binary` = `-diff -merge -text`.
 pub static BUILTIN_MACROS: &[(&str, &str)] = &[("binary", "-diff -merge -text")];

@@ -22,15 +22,13 @@ struct Case {
     config: Vec<String>,
     #[serde(default = "all_placements")]
     placements: Vec<Placement>,
-    #[serde(default = "yes")]
-    also_at_merge: bool,
+    /// The severity expected (default: the rule's own).
+    #[serde(default)]
+    severity: Option<gitward::catalogue::Severity>,
 }
 
 fn tip() -> String {
     "tip".into()
-}
-fn yes() -> bool {
-    true
 }
 fn all_placements() -> Vec<Placement> {
     vec![Placement::Head, Placement::Branch, Placement::Merge]
@@ -121,20 +119,33 @@ fn every_fixture_and_its_twin() {
                 let label = format!("{name} [{place:?}, {}]", git.display());
                 // Hostile history.
                 let (r, rep, branch) = run(git, case, &case.setup, place);
-                let want_commit = r.rev(&case.commit.replace("tip", &branch));
-                let mut want = vec![want_commit];
-                if place == Placement::Merge && case.also_at_merge {
-                    want.push(r.rev("refs/heads/main"));
+                let c = r.rev(&case.commit.replace("tip", &branch));
+                let severity = case
+                    .severity
+                    .unwrap_or_else(|| scan::rule(&case.rule).unwrap().severity);
+                let hit = rep.findings.iter().any(|f| {
+                    f.rule_id == case.rule
+                        && (f.commit == c || f.last_commit == c)
+                        && f.path == case.path
+                        && f.severity == severity
+                });
+                if !hit {
+                    failures.push(format!(
+                        "{label}: expected {} ({severity:?}) at {c} path {:?}; got {:#?}",
+                        case.rule, case.path, rep
+                    ));
                 }
-                for c in &want {
-                    let hit = rep
+                // The merge into main takes the topic's tree: by git's combined-diff rule it
+                // changes nothing of its own and is never the (last) commit reported.
+                if place == Placement::Merge {
+                    let merge = r.rev("refs/heads/main");
+                    if rep
                         .findings
                         .iter()
-                        .any(|f| f.rule_id == case.rule && &f.commit == c && f.path == case.path);
-                    if !hit {
+                        .any(|f| f.commit == merge || f.last_commit == merge)
+                    {
                         failures.push(format!(
-                            "{label}: expected {} at {c} path {:?}; got {:#?}",
-                            case.rule, case.path, rep
+                            "{label}: the clean merge {merge} is flagged: {rep:#?}"
                         ));
                     }
                 }

@@ -14,7 +14,7 @@ use super::snapshot::{RefSnapshot, RefValue};
 use super::{
     escape_path, open_repo, Finding, Limits, Rewrite, RewriteKind, ScanError, ScanReport, Stats,
 };
-use crate::catalogue::{self, PathMatch};
+use crate::catalogue::{self, DriverKind, PathMatch, Severity};
 use gix::bstr::{BStr, BString, ByteSlice};
 use gix::diff::tree::{visit, Visit};
 use gix::objs::tree::EntryKind;
@@ -52,7 +52,7 @@ struct Ctx {
     deadline: Instant,
     stop: AtomicBool,
     incomplete: Mutex<Option<String>>,
-    findings: Mutex<Vec<Finding>>,
+    findings: Mutex<Collector>,
     commits: AtomicU64,
     diffs: AtomicU64,
     paths: AtomicU64,
@@ -61,6 +61,106 @@ struct Ctx {
     /// Tree-relative folders (no trailing slash) that `core.hooksPath` names.
     hooks_dirs: Vec<Vec<u8>>,
     show_signature: bool,
+    /// Drivers for which some config file git would read sets a program
+    /// (`filter.<name>.clean`, `diff.<name>.textconv`, …; [`DriverKind::program_keys`]).
+    drivers: HashSet<(DriverKind, BString)>,
+}
+
+/// What a hit is reported under: one finding per (rule, severity, path), and for error-level
+/// hits per offending content too, so that every distinct armed version stays visible.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    rule: &'static str,
+    severity: Severity,
+    path: String,
+    content: Option<ObjectId>,
+}
+
+/// The commits behind one finding. `seq` is the commit's place in the walk (1 = the newest
+/// tip; refs and trees named by refs are 0), so "first" and "last" do not depend on which
+/// worker saw a commit first.
+#[derive(Debug, Clone)]
+struct Agg {
+    /// Oldest commit: the largest (seq, id).
+    first: (u64, ObjectId),
+    /// Newest commit: the smallest (seq, id); `why` is this commit's.
+    last: (u64, ObjectId),
+    why: String,
+    commits: u64,
+    contents: HashSet<ObjectId>,
+}
+
+impl Agg {
+    fn new(seq: u64, commit: ObjectId, why: String, content: Option<ObjectId>) -> Self {
+        Agg {
+            first: (seq, commit),
+            last: (seq, commit),
+            why,
+            commits: 1,
+            contents: content.into_iter().collect(),
+        }
+    }
+
+    fn add(&mut self, seq: u64, commit: ObjectId, why: String, content: Option<ObjectId>) {
+        self.commits += 1;
+        if (seq, commit) > self.first {
+            self.first = (seq, commit);
+        }
+        if (seq, commit) < self.last {
+            self.last = (seq, commit);
+            self.why = why;
+        }
+        if let Some(c) = content {
+            self.contents.insert(c);
+        }
+    }
+}
+
+/// Findings, aggregated. Past `Limits::max_findings` distinct findings, further ones are
+/// folded into one summary per (rule, severity): the scan stays complete.
+#[derive(Default)]
+struct Collector {
+    map: HashMap<Key, Agg>,
+    /// Per (rule, severity): hits past the cap (one per commit and path) and their commits.
+    overflow: HashMap<(&'static str, Severity), (u64, Agg)>,
+}
+
+impl Collector {
+    fn into_findings(self, cap: usize) -> Vec<Finding> {
+        let mut out: Vec<Finding> = self
+            .map
+            .into_iter()
+            .map(|(k, a)| Finding {
+                rule_id: k.rule.to_string(),
+                severity: k.severity,
+                commit: a.first.1.to_string(),
+                path: k.path,
+                why: a.why,
+                last_commit: a.last.1.to_string(),
+                commits: a.commits,
+                contents: a.contents.len() as u64,
+                summarised: 0,
+            })
+            .collect();
+        for ((rule, severity), (hits, a)) in self.overflow {
+            out.push(Finding {
+                rule_id: rule.to_string(),
+                severity,
+                commit: a.first.1.to_string(),
+                path: String::new(),
+                why: format!(
+                    "{hits} more hits of this rule past the cap of {cap} findings, summarised (newest: {})",
+                    a.why
+                ),
+                last_commit: a.last.1.to_string(),
+                commits: a.commits,
+                contents: a.contents.len() as u64,
+                summarised: hits,
+            });
+        }
+        out.sort();
+        out
+    }
 }
 
 impl Ctx {
@@ -86,32 +186,58 @@ impl Ctx {
         false
     }
 
-    fn add(&self, rule_id: &'static str, commit: &gix::oid, path: String, why: String) {
-        let rule = r(rule_id);
-        let mut g = self.findings.lock().unwrap_or_else(|e| e.into_inner());
-        if g.len() >= self.limits.max_findings {
-            drop(g);
-            self.halt(format!(
-                "finding limit of {} reached",
-                self.limits.max_findings
-            ));
-            return;
-        }
-        g.push(Finding {
-            rule_id: rule_id.to_string(),
-            severity: rule.severity,
-            commit: commit.to_string(),
+    /// Record one hit: `rule_id` at `path` in the commit `commit` (walk position `seq`),
+    /// with the rule's severity unless `severity` lowers it (a driver no config defines).
+    /// `content` is the object at the path (the offending version).
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &self,
+        rule_id: &'static str,
+        severity: Option<Severity>,
+        seq: u64,
+        commit: &gix::oid,
+        path: String,
+        why: String,
+        content: Option<ObjectId>,
+    ) {
+        let severity = severity.unwrap_or(r(rule_id).severity);
+        let key = Key {
+            rule: rule_id,
+            severity,
             path,
-            why,
-        });
+            content: if severity == Severity::Error {
+                content
+            } else {
+                None
+            },
+        };
+        let commit = commit.to_owned();
+        let mut g = self.findings.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(a) = g.map.get_mut(&key) {
+            a.add(seq, commit, why, content);
+        } else if g.map.len() < self.limits.max_findings {
+            g.map.insert(key, Agg::new(seq, commit, why, content));
+        } else {
+            match g.overflow.entry((rule_id, severity)) {
+                std::collections::hash_map::Entry::Occupied(mut o) => {
+                    let (hits, a) = o.get_mut();
+                    *hits += 1;
+                    a.add(seq, commit, why, content);
+                }
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert((1, Agg::new(seq, commit, why, content)));
+                }
+            }
+        }
     }
 }
 
 /// One unit of work for a worker.
 enum Job {
-    /// A commit with its tree and parents.
+    /// A commit with its tree and parents; `seq` is its place in the walk (1 = newest).
     Commit {
         id: ObjectId,
+        seq: u64,
         tree: ObjectId,
         parents: Vec<ObjectId>,
     },
@@ -148,13 +274,13 @@ pub(super) fn run(
         });
     }
     let now = RefSnapshot::take_from(&repo)?;
-    let (hooks_dirs, show_signature) = config_facts(&repo);
+    let (hooks_dirs, show_signature, drivers) = config_facts(&repo);
     let ctx = Ctx {
         limits: limits.clone(),
         deadline: started + Duration::from_secs(limits.max_seconds),
         stop: AtomicBool::new(false),
         incomplete: Mutex::new(None),
-        findings: Mutex::new(Vec::new()),
+        findings: Mutex::new(Collector::default()),
         commits: AtomicU64::new(0),
         diffs: AtomicU64::new(0),
         paths: AtomicU64::new(0),
@@ -162,6 +288,7 @@ pub(super) fn run(
         blob_bytes: AtomicU64::new(0),
         hooks_dirs,
         show_signature,
+        drivers,
     };
 
     let (tips, trees, hidden) = tips_and_hidden(&repo, snapshot, &now, &ctx);
@@ -174,9 +301,11 @@ pub(super) fn run(
     };
     let rewritten = refs_phase(&repo, snapshot, &now, &new_commits, &ctx);
 
-    let mut findings = ctx.findings.into_inner().unwrap_or_else(|e| e.into_inner());
-    findings.sort();
-    findings.dedup();
+    let findings = ctx
+        .findings
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_findings(limits.max_findings);
     Ok(ScanReport {
         findings,
         rewritten,
@@ -198,9 +327,10 @@ pub(super) fn run(
     })
 }
 
-/// `core.hooksPath` folders inside the work tree, and whether any config file turns on
-/// `log.showSignature`. Every value of every file counts (a superset of the effective one).
-fn config_facts(repo: &gix::Repository) -> (Vec<Vec<u8>>, bool) {
+/// `core.hooksPath` folders inside the work tree, whether any config file turns on
+/// `log.showSignature`, and the drivers some config file gives a program. Every value of
+/// every file counts (a superset of the effective one).
+fn config_facts(repo: &gix::Repository) -> (Vec<Vec<u8>>, bool, HashSet<(DriverKind, BString)>) {
     let snap = repo.config_snapshot();
     let file = snap.plumbing();
     let workdir = repo.workdir().map(gix::path::realpath).and_then(Result::ok);
@@ -235,7 +365,23 @@ fn config_facts(repo: &gix::Repository) -> (Vec<Vec<u8>>, bool) {
         .unwrap_or_default()
         .iter()
         .any(|v| truthy(v));
-    (dirs, show)
+    let mut drivers = HashSet::new();
+    for kind in DriverKind::ALL {
+        for section in file.sections_by_name(kind.name()).into_iter().flatten() {
+            let Some(name) = section.header().subsection_name() else {
+                continue;
+            };
+            // An empty value runs nothing (git skips an empty command): it is how a driver
+            // is disarmed.
+            let armed = kind
+                .program_keys()
+                .any(|k| section.values(k).iter().any(|v| !v.trim_ascii().is_empty()));
+            if armed {
+                drivers.insert((kind, name.to_owned()));
+            }
+        }
+    }
+    (dirs, show, drivers)
 }
 
 /// Lexically normalise a tree-relative folder: drop `.` and empty components, apply `..`.
@@ -404,9 +550,12 @@ fn refs_phase(
         if name.starts_with("refs/replace/") {
             ctx.add(
                 "GW-SCAN-080",
+                None,
+                0,
                 &id,
                 name.clone(),
                 format!("{name} now replaces an object with {id}"),
+                Some(id),
             );
         }
         if ctx.show_signature {
@@ -414,9 +563,12 @@ fn refs_phase(
                 if obj.kind == gix::object::Kind::Tag && tag_is_signed(&obj.data) {
                     ctx.add(
                         "GW-SCAN-081",
+                        None,
+                        0,
                         &id,
                         name.clone(),
                         "signed tag while log.showSignature is on".into(),
+                        None,
                     );
                 }
             }
@@ -601,9 +753,12 @@ fn walk_and_diff(
                 }) {
                     ctx.add(
                         "GW-SCAN-081",
+                        None,
+                        n,
                         &info.id,
                         String::new(),
                         format!("commit carries a {h} header while log.showSignature is on"),
+                        None,
                     );
                 }
             }
@@ -611,6 +766,7 @@ fn walk_and_diff(
             graph.0.insert(info.id, parents.as_slice().into());
             batch.push(Job::Commit {
                 id: info.id,
+                seq: n,
                 tree: commit.tree(),
                 parents,
             });
@@ -632,6 +788,18 @@ fn walk_and_diff(
 struct Deferred {
     what: Content,
     path: BString,
+    kind: EntryKind,
+    oid: ObjectId,
+    /// The blob at the path in the first parent, for a changed file.
+    prev: Option<ObjectId>,
+}
+
+/// A name rule's hit, with the entry it is about.
+struct Hit {
+    rule: &'static str,
+    path: BString,
+    why: String,
+    kind: EntryKind,
     oid: ObjectId,
 }
 
@@ -651,6 +819,8 @@ struct Worker<'r> {
     cbuf: Vec<u8>,
     buf1: Vec<u8>,
     buf2: Vec<u8>,
+    /// Tree reads of path look-ups in a merge's other parents.
+    buf3: Vec<u8>,
     blob: Vec<u8>,
     settings_memo: SettingsMemo,
 }
@@ -669,6 +839,7 @@ impl<'r> Worker<'r> {
             cbuf: Vec::new(),
             buf1: Vec::new(),
             buf2: Vec::new(),
+            buf3: Vec::new(),
             blob: Vec::new(),
             settings_memo: HashMap::new(),
         }
@@ -697,47 +868,105 @@ impl<'r> Worker<'r> {
     }
 
     fn job(&mut self, job: Job) {
-        let (label, tree, parents) = match job {
-            Job::Commit { id, tree, parents } => {
+        let (label, seq, tree, parents) = match job {
+            Job::Commit {
+                id,
+                seq,
+                tree,
+                parents,
+            } => {
                 self.remember(id, tree);
-                (id, tree, parents)
+                (id, seq, tree, parents)
             }
-            Job::Tree { label, tree } => (label, tree, Vec::new()),
+            Job::Tree { label, tree } => (label, 0, tree, Vec::new()),
         };
-        let mut seen: HashSet<(&'static str, String)> = HashSet::new();
-        let olds: Vec<Option<ObjectId>> = if parents.is_empty() {
-            vec![None]
-        } else {
-            let mut v = Vec::with_capacity(parents.len());
-            for p in &parents {
-                match self.tree_of(p) {
-                    Ok(t) => v.push(Some(t)),
-                    Err(e) => {
-                        self.ctx
-                            .halt(format!("parent {p} of {label} cannot be read: {e}"));
-                        return;
-                    }
+        let mut parent_trees = Vec::with_capacity(parents.len());
+        for p in &parents {
+            match self.tree_of(p) {
+                Ok(t) => parent_trees.push(t),
+                Err(e) => {
+                    self.ctx
+                        .halt(format!("parent {p} of {label} cannot be read: {e}"));
+                    return;
                 }
             }
-            v
+        }
+        // git's combined-diff rule (`diff -c`): a merge changes a path only where its content
+        // differs from every parent. A tree equal to a parent's differs nowhere; otherwise
+        // the diff against the first parent finds the candidates and each hit is kept only
+        // if no other parent has the same entry. What a parent brought in is scanned with
+        // that parent's own commits (or was there at the pin).
+        if parent_trees.contains(&tree) {
+            return;
+        }
+        let (first, others) = match parent_trees.split_first() {
+            Some((f, rest)) => (Some(*f), rest.to_vec()),
+            None => (None, Vec::new()),
         };
-        for old in olds {
-            if old == Some(tree) {
-                continue;
-            }
-            if let Err(e) = self.diff(label, old, tree, &mut seen) {
-                self.ctx.halt(e);
-                return;
-            }
+        if let Err(e) = self.diff(label, seq, first, &others, tree) {
+            self.ctx.halt(e);
         }
     }
 
+    /// The entry at `path` (slash-separated, tree-relative) in `tree`, if any.
+    fn entry_at(
+        &mut self,
+        tree: ObjectId,
+        path: &[u8],
+    ) -> Result<Option<(EntryKind, ObjectId)>, String> {
+        let mut cur = tree;
+        let mut comps = path.split(|c| *c == b'/').peekable();
+        while let Some(name) = comps.next() {
+            let iter = self
+                .repo
+                .objects
+                .find_tree_iter(&cur, &mut self.buf3)
+                .map_err(|e| format!("tree {cur} cannot be read: {e}"))?;
+            let mut found = None;
+            for e in iter {
+                let e = e.map_err(|e| format!("tree {cur} cannot be parsed: {e}"))?;
+                if e.filename.as_bytes() == name {
+                    found = Some((e.mode.kind(), e.oid.to_owned()));
+                    break;
+                }
+            }
+            match found {
+                None => return Ok(None),
+                Some(hit) if comps.peek().is_none() => return Ok(Some(hit)),
+                Some((EntryKind::Tree, id)) => cur = id,
+                Some(_) => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Does some tree of `others` (a merge's other parents) hold exactly this entry at
+    /// `path`? Then the merge took it from that parent and it is not the merge's own.
+    fn in_other_parent(
+        &mut self,
+        others: &[ObjectId],
+        path: &[u8],
+        kind: EntryKind,
+        oid: ObjectId,
+    ) -> Result<bool, String> {
+        for t in others {
+            if self.entry_at(*t, path)? == Some((kind, oid)) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Diff `new` against `old` (the first parent's tree; `None`: the empty tree) and report
+    /// what the rules flag, except what one of `others` (a merge's other parents' trees)
+    /// holds unchanged.
     fn diff(
         &mut self,
         label: ObjectId,
+        seq: u64,
         old: Option<ObjectId>,
+        others: &[ObjectId],
         new: ObjectId,
-        seen: &mut HashSet<(&'static str, String)>,
     ) -> Result<(), String> {
         self.ctx.diffs.fetch_add(1, Ordering::Relaxed);
         let hash = self.repo.object_hash();
@@ -769,17 +998,39 @@ impl<'r> Worker<'r> {
             Err(gix::diff::tree::Error::Cancelled) => return Ok(()),
             Err(e) => return Err(format!("diff of {label} failed: {e}")),
         }
-        let mut emit = |id: &'static str, path: &[u8], why: String| {
-            let p = escape_path(path);
-            if seen.insert((id, p.clone())) {
-                self.ctx.add(id, &label, p, why);
+        let Visitor {
+            hits,
+            deferred,
+            trees,
+            candidates,
+            ..
+        } = v;
+        let ctx = self.ctx;
+        let mut seen: HashSet<(&'static str, Option<Severity>, BString)> = HashSet::new();
+        let mut emit = |id: &'static str,
+                        sev: Option<Severity>,
+                        path: &[u8],
+                        why: String,
+                        content: Option<ObjectId>| {
+            if seen.insert((id, sev, path.into())) {
+                ctx.add(id, sev, seq, &label, escape_path(path), why, content);
             }
         };
-        for (id, path, why) in v.hits.drain(..) {
-            emit(id, &path, why);
+        for h in hits {
+            if !others.is_empty() && self.in_other_parent(others, &h.path, h.kind, h.oid)? {
+                continue;
+            }
+            emit(h.rule, None, &h.path, h.why, Some(h.oid));
         }
         // Contents.
-        for d in std::mem::take(&mut v.deferred) {
+        for d in deferred {
+            let kind = match d.what {
+                Content::Link => EntryKind::Link,
+                _ => d.kind,
+            };
+            if !others.is_empty() && self.in_other_parent(others, &d.path, kind, d.oid)? {
+                continue;
+            }
             let cap = match d.what {
                 Content::Link => MAX_LINK_TARGET,
                 _ => self.ctx.limits.max_blob_bytes,
@@ -789,47 +1040,89 @@ impl<'r> Worker<'r> {
                     if h.size() > rules::ATTR_MAX_FILE_SIZE {
                         emit(
                             "GW-SCAN-005",
+                            None,
                             &d.path,
                             format!("{} bytes (git's limit is 100 MiB)", h.size()),
+                            Some(d.oid),
                         );
                         continue;
                     }
                 }
             }
-            let bytes = match read_blob(self.repo, self.ctx, d.oid, cap, &d.path, &mut self.blob) {
-                Some(b) => b,
-                None => return Ok(()),
-            };
             match d.what {
                 Content::Attributes => {
-                    for (id, why) in rules::check_attributes(bytes) {
-                        emit(id, &d.path, why);
+                    // The file in each parent: only its changed lines are judged.
+                    let mut olds: Vec<Vec<u8>> = Vec::new();
+                    let mut old_ids: Vec<ObjectId> = d.prev.into_iter().collect();
+                    for t in others {
+                        if let Some((EntryKind::Blob | EntryKind::BlobExecutable, id)) =
+                            self.entry_at(*t, &d.path)?
+                        {
+                            old_ids.push(id);
+                        }
+                    }
+                    old_ids.sort();
+                    old_ids.dedup();
+                    for id in old_ids {
+                        match read_blob(self.repo, self.ctx, id, cap, &d.path, &mut self.blob) {
+                            Some(b) => olds.push(b.to_vec()),
+                            None => return Ok(()),
+                        }
+                    }
+                    let Some(bytes) =
+                        read_blob(self.repo, self.ctx, d.oid, cap, &d.path, &mut self.blob)
+                    else {
+                        return Ok(());
+                    };
+                    let old_refs: Vec<&[u8]> = olds.iter().map(Vec::as_slice).collect();
+                    for hit in rules::check_attributes(bytes, &old_refs) {
+                        let (sev, why) = match &hit.driver {
+                            Some((kind, name)) => driver_severity(ctx, *kind, name, hit.why),
+                            None => (None, hit.why),
+                        };
+                        emit(hit.rule, sev, &d.path, why, Some(d.oid));
                     }
                 }
                 Content::Modules => {
+                    let Some(bytes) =
+                        read_blob(self.repo, self.ctx, d.oid, cap, &d.path, &mut self.blob)
+                    else {
+                        return Ok(());
+                    };
                     for (id, why) in rules::check_gitmodules(bytes) {
-                        emit(id, &d.path, why);
+                        emit(id, None, &d.path, why, Some(d.oid));
                     }
                 }
                 Content::Link => {
+                    let Some(bytes) =
+                        read_blob(self.repo, self.ctx, d.oid, cap, &d.path, &mut self.blob)
+                    else {
+                        return Ok(());
+                    };
                     if let Some((id, why)) = rules::symlink_problem(&d.path, bytes) {
                         let why = format!("{why}: {}", escape_path(bytes));
-                        emit(id, &d.path, why);
+                        emit(id, None, &d.path, why, Some(d.oid));
                     }
                 }
             }
         }
         // Folders shaped like a git dir.
-        let mut dirs: Vec<BString> = std::mem::take(&mut v.candidates);
+        let mut dirs: Vec<BString> = candidates;
         dirs.sort();
         dirs.dedup();
         for dir in dirs {
             let tree_id = if dir.is_empty() {
                 Some(new)
             } else {
-                v.trees.iter().find(|(p, _)| *p == dir).map(|(_, id)| *id)
+                trees.iter().find(|(p, _)| *p == dir).map(|(_, id)| *id)
             };
             let Some(tree_id) = tree_id else { continue };
+            if !dir.is_empty()
+                && !others.is_empty()
+                && self.in_other_parent(others, &dir, EntryKind::Tree, tree_id)?
+            {
+                continue;
+            }
             let (mut head, mut objects, mut refs, mut config) = (false, false, false, None);
             let iter = self
                 .repo
@@ -842,7 +1135,9 @@ impl<'r> Worker<'r> {
                     (b"HEAD", false) => head = true,
                     (b"objects", true) => objects = true,
                     (b"refs", true) => refs = true,
-                    (b"config", false) if e.mode.is_blob() => config = Some(e.oid.to_owned()),
+                    (b"config", false) if e.mode.is_blob() => {
+                        config = Some((e.mode.kind(), e.oid.to_owned()))
+                    }
                     _ => {}
                 }
             }
@@ -854,28 +1149,64 @@ impl<'r> Worker<'r> {
             if head && objects && refs {
                 emit(
                     "GW-SCAN-040",
+                    None,
                     &shown,
                     "folder holds HEAD, objects/ and refs/".into(),
+                    Some(tree_id),
                 );
             }
-            if let Some(cfg) = config {
+            if let Some((kind, cfg)) = config {
                 let mut p = dir.clone();
                 if !p.is_empty() {
                     p.push(b'/');
                 }
                 p.extend_from_slice(b"config");
+                if !others.is_empty() && self.in_other_parent(others, &p, kind, cfg)? {
+                    continue;
+                }
                 let cap = self.ctx.limits.max_blob_bytes;
                 let Some(bytes) = read_blob(self.repo, self.ctx, cfg, cap, &p, &mut self.blob)
                 else {
                     return Ok(());
                 };
                 if rules::has_core_section(bytes) {
-                    emit("GW-SCAN-041", &p, "has a [core] section".into());
+                    emit(
+                        "GW-SCAN-041",
+                        None,
+                        &p,
+                        "has a [core] section".into(),
+                        Some(cfg),
+                    );
                 }
             }
         }
         Ok(())
     }
+}
+
+/// The severity of a hit that selects a driver: the rule's own if some config file git would
+/// read gives the driver a program, else a note (git's built-in drivers and undefined names
+/// run nothing; a later config change would arm them, which the config checks watch).
+fn driver_severity(
+    ctx: &Ctx,
+    kind: DriverKind,
+    name: &[u8],
+    why: String,
+) -> (Option<Severity>, String) {
+    if ctx.drivers.contains(&(kind, BString::from(name))) {
+        return (None, format!("{why} (a config file defines its program)"));
+    }
+    let k = kind.name();
+    let n = escape_path(name);
+    let builtin = std::str::from_utf8(name)
+        .ok()
+        .is_some_and(|n| kind.builtin_names().contains(&n));
+    let why = if builtin {
+        format!("{why} (git's built-in {k} driver; no config file gives {k}.{n} a program)")
+    } else {
+        format!("{why} (no config file defines a program for {k}.{n})")
+    };
+    (Some(Severity::Note), why)
 }
 
 /// Read a blob for a content rule, within the per-blob and total bounds. `None` means the
@@ -933,8 +1264,10 @@ struct Visitor<'c> {
     settings_memo: &'c mut SettingsMemo,
     path: BString,
     path_deque: VecDeque<BString>,
-    hits: Vec<(&'static str, BString, String)>,
+    hits: Vec<Hit>,
     deferred: Vec<Deferred>,
+    /// The entry being checked.
+    cur: (EntryKind, ObjectId),
     /// Changed folders (path, tree id), for the git-dir shape check.
     trees: Vec<(BString, ObjectId)>,
     /// Folders in which HEAD, objects, refs or config changed.
@@ -950,6 +1283,7 @@ impl<'c> Visitor<'c> {
             path_deque: VecDeque::new(),
             hits: Vec::new(),
             deferred: Vec::new(),
+            cur: (EntryKind::Blob, ObjectId::null(gix::hash::Kind::Sha1)),
             trees: Vec::new(),
             candidates: Vec::new(),
         }
@@ -973,17 +1307,30 @@ impl<'c> Visitor<'c> {
     }
 
     fn hit_at(&mut self, path: &BString, id: &'static str, why: String) {
-        self.hits.push((id, path.clone(), why));
+        self.hits.push(Hit {
+            rule: id,
+            path: path.clone(),
+            why,
+            kind: self.cur.0,
+            oid: self.cur.1,
+        });
     }
 
-    fn check(&mut self, mode: gix::objs::tree::EntryMode, oid: &gix::oid) {
+    fn check(&mut self, mode: gix::objs::tree::EntryMode, oid: &gix::oid, prev: Option<ObjectId>) {
         // Borrow the current path without copying it; it is put back below.
         let path = std::mem::take(&mut self.path);
-        self.check_path(&path, mode, oid);
+        self.check_path(&path, mode, oid, prev);
         self.path = path;
     }
 
-    fn check_path(&mut self, path: &BString, mode: gix::objs::tree::EntryMode, oid: &gix::oid) {
+    fn check_path(
+        &mut self,
+        path: &BString,
+        mode: gix::objs::tree::EntryMode,
+        oid: &gix::oid,
+        prev: Option<ObjectId>,
+    ) {
+        self.cur = (mode.kind(), oid.to_owned());
         let (parent, name) = match path.rfind_byte(b'/') {
             Some(p) => (&path[..p], &path[p + 1..]),
             None => (&b""[..], &path[..]),
@@ -1024,7 +1371,9 @@ impl<'c> Visitor<'c> {
             self.deferred.push(Deferred {
                 what: Content::Link,
                 path: path.clone(),
+                kind,
                 oid: oid.to_owned(),
+                prev: None,
             });
         } else if let Some(d) = dotfile {
             let what = match d.name {
@@ -1036,20 +1385,23 @@ impl<'c> Visitor<'c> {
                 self.deferred.push(Deferred {
                     what,
                     path: path.clone(),
+                    kind,
                     oid: oid.to_owned(),
+                    prev,
                 });
             }
         }
-        // Hooks.
+        // Hooks. git runs a hook only by its exact event name: a `*.sample` never runs.
+        if name.ends_with(catalogue::HOOK_SAMPLE_SUFFIX.as_bytes()) {
+            self.check_settings_and_ci(path);
+            return;
+        }
         for hd in &self.ctx.hooks_dirs {
             let under = hd.is_empty()
                 || (path.len() > hd.len() && path.starts_with(hd) && path[hd.len()] == b'/');
             if under {
-                self.hits.push((
-                    "GW-SCAN-050",
-                    path.clone(),
-                    format!("under core.hooksPath {:?}", escape_path(hd)),
-                ));
+                let why = format!("under core.hooksPath {:?}", escape_path(hd));
+                self.hit_at(path, "GW-SCAN-050", why);
                 break;
             }
         }
@@ -1076,6 +1428,10 @@ impl<'c> Visitor<'c> {
                 );
             }
         }
+        self.check_settings_and_ci(path);
+    }
+
+    fn check_settings_and_ci(&mut self, path: &BString) {
         // Agent and IDE settings: the files settings-watch guards (one list, in settings).
         let guarded = match self.settings_memo.get(path) {
             Some(g) => *g,
@@ -1142,10 +1498,16 @@ impl Visit for Visitor<'_> {
             visit::Change::Deletion { .. } => {}
             visit::Change::Addition {
                 entry_mode, oid, ..
+            } => self.check(entry_mode, &oid, None),
+            visit::Change::Modification {
+                previous_entry_mode,
+                previous_oid,
+                entry_mode,
+                oid,
+            } => {
+                let prev = previous_entry_mode.is_blob().then_some(previous_oid);
+                self.check(entry_mode, &oid, prev)
             }
-            | visit::Change::Modification {
-                entry_mode, oid, ..
-            } => self.check(entry_mode, &oid),
         }
         std::ops::ControlFlow::Continue(())
     }

@@ -3,8 +3,12 @@
 //!
 //! At `wt-check pin` the orchestrator stores a [`RefSnapshot`]. At the turn's end,
 //! [`scan`] walks every commit reachable from the refs now and not from the snapshot's tips,
-//! diffs each against each of its parents (a merge against every parent, a root commit
-//! against the empty tree), and checks every added or changed path against [`RULES`]. A ref
+//! diffs each against its first parent (a root commit against the empty tree), and checks
+//! every added or changed path against [`RULES`]. A merge keeps a hit only where its content
+//! differs from every parent (git's combined-diff rule): what a parent brought in is scanned
+//! with that parent's own commits. Hits are reported once per (rule, severity, path) with the
+//! number of commits and contents, the first and the last commit (error-level hits once per
+//! offending content). A ref
 //! whose old tip is no longer reachable from its new tip, or that was deleted, is reported
 //! in [`ScanReport::rewritten`].
 //!
@@ -14,7 +18,8 @@
 //! three are files the agent can write, and each could hide commits from the walk.
 //!
 //! Work is bounded by [`Limits`]. Past a bound the report carries
-//! [`ScanReport::incomplete`] and is never clean: `wt-check` exits 2.
+//! [`ScanReport::incomplete`] and is never clean: `wt-check` exits 2. The finding cap is not a
+//! work bound: past it findings are summarised per rule and the report stays complete.
 
 mod engine;
 pub mod rules;
@@ -64,7 +69,8 @@ pub struct Limits {
     pub max_total_blob_bytes: u64,
     /// Wall-clock time, in seconds.
     pub max_seconds: u64,
-    /// Findings kept; more stop the scan (the report is then both dirty and incomplete).
+    /// Distinct findings kept; past it, further ones are summarised per rule and severity
+    /// (never dropped: the scan stays complete).
     pub max_findings: usize,
     /// Threads diffing commits (the walk runs on the calling thread). Not a bound on work.
     pub threads: usize,
@@ -84,20 +90,41 @@ impl Default for Limits {
     }
 }
 
-/// One rule hit: a new commit (or a new ref) that carries something a rule flags.
+/// One finding: a rule that flags a path (or a ref) in the new commits, once per
+/// (rule, severity, path) however many commits changed it — and for error-level findings once
+/// per offending content too, so that every armed version is shown.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Finding {
     /// `GW-SCAN-nnn`, see [`RULES`].
     pub rule_id: String,
+    /// The rule's severity, or `note` for a driver attribute whose driver no config file
+    /// gives a program.
     pub severity: Severity,
-    /// The commit that adds or changes the path (for a ref rule: the object the ref names;
-    /// for a tree named directly by a ref: the tree).
+    /// The first (oldest in walk order) commit that adds or changes the path (for a ref rule:
+    /// the object the ref names; for a tree named directly by a ref: the tree).
     pub commit: String,
     /// The path in the commit's tree, or the ref name for ref rules. Bytes that are not
     /// printable UTF-8 are escaped (`\r`, `\n`, `\t`, `\\`, `\xNN`); see [`escape_path`].
     pub path: String,
-    /// Why, in one line, with the offending detail.
+    /// Why, in one line, with the offending detail (of the newest commit).
     pub why: String,
+    /// The last (newest) commit that changed the path this way; `commit` if only one did.
+    #[serde(default)]
+    pub last_commit: String,
+    /// How many new commits changed the path this way.
+    #[serde(default)]
+    pub commits: u64,
+    /// How many distinct contents (blob or tree ids) those commits left at the path.
+    #[serde(default)]
+    pub contents: u64,
+    /// Non-zero for a summary past `Limits::max_findings`: the hits (one per commit and
+    /// path) folded into it. Its `path` is empty.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub summarised: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How a ref lost commits.
@@ -148,9 +175,12 @@ pub struct ScanReport {
 }
 
 impl ScanReport {
-    /// Nothing found, nothing rewritten, and the scan ran to its end.
+    /// Nothing found above a note, nothing rewritten, and the scan ran to its end. Notes
+    /// (driver names no config arms) are reported but do not make the result dirty.
     pub fn is_clean(&self) -> bool {
-        self.findings.is_empty() && self.rewritten.is_empty() && self.incomplete.is_none()
+        self.findings.iter().all(|f| f.severity == Severity::Note)
+            && self.rewritten.is_empty()
+            && self.incomplete.is_none()
     }
 
     /// The checker exit code: incomplete (2) wins over found (1) wins over clean (0).
@@ -184,10 +214,21 @@ impl ScanReport {
 /// `commit_flagged` for one finding.
 pub fn finding_event(f: &Finding, repo: &Path) -> Event {
     let name = rule(&f.rule_id).map(|r| r.name).unwrap_or("");
-    Event::new(
+    let place = if f.commits > 1 {
+        format!(
+            "{} commits, {} contents, {}..{}",
+            f.commits,
+            f.contents,
+            short(&f.commit),
+            short(&f.last_commit)
+        )
+    } else {
+        short(&f.commit).to_string()
+    };
+    let e = Event::new(
         Tool::WtCheck,
         EventKind::CommitFlagged,
-        format!("{} {}: {} ({})", f.rule_id, f.path, f.why, short(&f.commit)),
+        format!("{} {}: {} ({place})", f.rule_id, f.path, f.why),
     )
     .repo(repo)
     .path(&f.path)
@@ -198,7 +239,15 @@ pub fn finding_event(f: &Finding, repo: &Path) -> Event {
         serde_json::to_value(f.severity).unwrap_or_default(),
     )
     .with("commit", f.commit.clone())
-    .with("why", f.why.clone())
+    .with("last_commit", f.last_commit.clone())
+    .with("commits", f.commits)
+    .with("contents", f.contents)
+    .with("why", f.why.clone());
+    if f.summarised > 0 {
+        e.with("summarised", f.summarised)
+    } else {
+        e
+    }
 }
 
 /// `history_rewritten` for one ref.
@@ -262,8 +311,9 @@ pub fn scan(
 /// variable is honoured, no attribute file outside the repository is read. System and
 /// global config files and includes *are* read, for `core.hooksPath` and
 /// `log.showSignature` (as a superset: every value any file sets). Replace refs and the
-/// commit-graph are switched off. The delta-base cache is 16 MiB per handle: on the benchmark
-/// a 96 MiB or 1 GiB cache (research §5.3) bought no speed and cost 65 MiB per thread.
+/// commit-graph are switched off. The delta-base cache is git's default, 96 MiB per handle: on
+/// the synthetic benchmark 16 MiB was as fast, but on git.git's own history (deep tree deltas)
+/// 16 MiB cost 1.5× the CPU time of 96 MiB (docs/perf-scan.md); 512 MiB bought nothing more.
 pub(crate) fn open_repo(path: &Path) -> Result<gix::Repository, ScanError> {
     use gix::open::permissions::{Attributes, Config, Environment};
     use gix::sec::Permission;
@@ -286,7 +336,7 @@ pub(crate) fn open_repo(path: &Path) -> Result<gix::Repository, ScanError> {
         .permissions(perms)
         .strict_config(false)
         .config_overrides([
-            "core.deltaBaseCacheLimit=16m",
+            "core.deltaBaseCacheLimit=96m",
             "core.useReplaceRefs=false",
             "core.commitGraph=false",
         ]);
@@ -346,6 +396,10 @@ mod tests {
                 commit: "a".repeat(40),
                 path: "sub/.gitattributes".into(),
                 why: "line 1: filter=evil".into(),
+                last_commit: "b".repeat(40),
+                commits: 3,
+                contents: 2,
+                summarised: 0,
             }],
             rewritten: vec![],
             incomplete: Some("commit limit of 3 reached".into()),
@@ -360,6 +414,10 @@ mod tests {
         assert_eq!(v["severity"], "error");
         assert_eq!(v["commit"], "a".repeat(40));
         assert_eq!(v["path"], "sub/.gitattributes");
+        assert_eq!(v["last_commit"], "b".repeat(40));
+        assert_eq!(v["commits"], 3);
+        assert_eq!(v["contents"], 2);
+        assert!(v.get("summarised").is_none());
         let v: serde_json::Value = serde_json::from_str(&ev[1].to_line()).unwrap();
         assert_eq!(v["event"], "scan_incomplete");
         assert_eq!(v["reason"], "commit limit of 3 reached");

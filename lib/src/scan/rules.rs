@@ -4,8 +4,9 @@
 //! `utf8.c`: `is_hfs_dotgit`, `next_hfs_char`; `fsck.c`: `verify_path`), so that a path git
 //! would treat as `.git` on some filesystem is caught here on every filesystem.
 
-use crate::catalogue::{self, Severity, TreeDotfile};
+use crate::catalogue::{self, DriverKind, Severity, TreeDotfile};
 use serde::Serialize;
+use std::collections::{HashMap, HashSet};
 
 /// One scan rule: a stable id, how serious a hit is, and why it matters.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -254,15 +255,153 @@ pub const ATTR_MAX_LINE_LENGTH: usize = 2048;
 /// git `attr.c`: attribute files larger than this are refused.
 pub const ATTR_MAX_FILE_SIZE: u64 = 100 * 1024 * 1024;
 
-/// A finding inside a `.gitattributes` file: rule id and why.
-pub fn check_attributes(bytes: &[u8]) -> Vec<(&'static str, String)> {
-    let mut out: Vec<(&'static str, String)> = Vec::new();
-    let mut push = |id: &'static str, why: String| {
-        if !out.iter().any(|(i, _)| *i == id) {
-            out.push((id, why));
+/// A hit inside a `.gitattributes` file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttrHit {
+    pub rule: &'static str,
+    /// Where and what, e.g. `line 3: *.c filter=x`.
+    pub why: String,
+    /// The driver a `filter=`, `diff=` or `merge=` selects: the scan asks the configuration
+    /// whether it runs a program.
+    pub driver: Option<(DriverKind, Vec<u8>)>,
+}
+
+/// How deep `[attr]` macros that name macros are expanded. git resolves a macro only to
+/// macros defined before it, so chains are short and have no cycles; the bound only keeps a
+/// hostile file from making the expansion expensive.
+const MACRO_DEPTH: usize = 8;
+
+const fn attr_blank(c: &u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c)
+}
+
+/// A token still to judge: the token, the macro of its line it came through, the depth.
+type Pending<'a> = (&'a [u8], Option<&'a [u8]>, usize);
+
+/// One parsed `.gitattributes` line: the pattern (or `[attr]name`) and its attribute tokens.
+struct AttrLine<'a> {
+    macro_name: Option<&'a [u8]>,
+    tokens: Vec<&'a [u8]>,
+}
+
+fn parse_attr_line(line: &[u8]) -> Option<AttrLine<'_>> {
+    let start = line
+        .iter()
+        .position(|c| !attr_blank(c))
+        .unwrap_or(line.len());
+    let line = &line[start..];
+    if line.is_empty() || line[0] == b'#' {
+        return None;
+    }
+    // The pattern (or `[attr]name`): quoted C-style or up to the first blank.
+    let (head, rest) = if line[0] == b'"' {
+        let mut i = 1;
+        while i < line.len() && line[i] != b'"' {
+            i += if line[i] == b'\\' { 2 } else { 1 };
+        }
+        let end = (i + 1).min(line.len());
+        (&line[..end], &line[end..])
+    } else {
+        let end = line.iter().position(attr_blank).unwrap_or(line.len());
+        (&line[..end], &line[end..])
+    };
+    Some(AttrLine {
+        macro_name: head.strip_prefix(b"[attr]"),
+        tokens: rest.split(attr_blank).filter(|t| !t.is_empty()).collect(),
+    })
+}
+
+/// The attribute a token sets, unsets or resets, without its `-`/`!` prefix or `=value`.
+fn token_attr(tok: &[u8]) -> &[u8] {
+    let t = tok
+        .strip_prefix(b"-")
+        .or_else(|| tok.strip_prefix(b"!"))
+        .unwrap_or(tok);
+    t.split(|c| *c == b'=').next().unwrap_or(t)
+}
+
+/// Does this line bear on drivers: a macro definition, or a token naming `filter`, `diff`,
+/// `merge`, `export-subst` or a macro (set, unset or reset)? Reordering or removing such lines
+/// can change which driver wins, so [`check_attributes`] then judges the whole file.
+fn bears_on_drivers(l: &AttrLine<'_>, macros: &HashSet<&[u8]>) -> bool {
+    l.macro_name.is_some()
+        || l.tokens.iter().any(|t| {
+            let a = token_attr(t);
+            matches!(a, b"filter" | b"diff" | b"merge" | b"export-subst") || macros.contains(a)
+        })
+}
+
+/// The lines of a file (without a last empty one after a final newline).
+fn attr_lines(b: &[u8]) -> Vec<&[u8]> {
+    let mut v: Vec<&[u8]> = b.split(|c| *c == b'\n').collect();
+    if v.last().is_some_and(|l| l.is_empty()) {
+        v.pop();
+    }
+    v
+}
+
+/// Findings inside a `.gitattributes` file whose content is `new`, judged on the lines that
+/// changed: the lines not present in any of `olds` (the file in the commit's parents; empty
+/// for a new file). Unchanged lines were judged when they were written. If a line bearing on
+/// drivers was removed or moved relative to every parent (a removed `-filter` can arm an
+/// unchanged `filter=x` above it), every line is judged.
+///
+/// A line that sets a driver, directly or through an `[attr]` macro (expanded to a depth of
+/// 8, built-in `binary` included), yields one hit per (rule, driver name).
+pub fn check_attributes(new: &[u8], olds: &[&[u8]]) -> Vec<AttrHit> {
+    let new_lines = attr_lines(new);
+    let old_lines: Vec<Vec<&[u8]>> = olds.iter().map(|o| attr_lines(o)).collect();
+    // Macros of every version: a usage line names one even where its definition is unchanged.
+    let mut macro_defs: HashMap<&[u8], Vec<&[u8]>> = HashMap::new();
+    for l in new_lines.iter().filter_map(|l| parse_attr_line(l)) {
+        if let Some(m) = l.macro_name {
+            macro_defs.insert(m, l.tokens);
+        }
+    }
+    let mut macro_names: HashSet<&[u8]> = macro_defs.keys().copied().collect();
+    for (m, _) in catalogue::BUILTIN_MACROS {
+        macro_names.insert(m.as_bytes());
+    }
+    for l in old_lines
+        .iter()
+        .flatten()
+        .filter_map(|l| parse_attr_line(l))
+    {
+        if let Some(m) = l.macro_name {
+            macro_names.insert(m);
+        }
+    }
+    let relevant = |lines: &[&'_ [u8]]| -> Vec<Vec<u8>> {
+        lines
+            .iter()
+            .filter(|l| parse_attr_line(l).is_some_and(|p| bears_on_drivers(&p, &macro_names)))
+            .map(|l| l.to_vec())
+            .collect()
+    };
+    let in_old: HashSet<&[u8]> = old_lines.iter().flatten().copied().collect();
+    let judge_all = olds.is_empty() || {
+        let new_rel = relevant(&new_lines);
+        !old_lines.iter().any(|old| {
+            let set: HashSet<&[u8]> = old.iter().copied().collect();
+            let kept: Vec<Vec<u8>> = new_rel
+                .iter()
+                .filter(|l| set.contains(l.as_slice()))
+                .cloned()
+                .collect();
+            kept == relevant(old)
+        })
+    };
+
+    let mut out: Vec<AttrHit> = Vec::new();
+    let mut push = |rule: &'static str, why: String, driver: Option<(DriverKind, Vec<u8>)>| {
+        if !out.iter().any(|h| h.rule == rule && h.driver == driver) {
+            out.push(AttrHit { rule, why, driver });
         }
     };
-    for (n, line) in bytes.split(|c| *c == b'\n').enumerate() {
+    for (n, line) in new_lines.iter().enumerate() {
+        if !judge_all && in_old.contains(line) {
+            continue;
+        }
         let lineno = n + 1;
         if line.len() > ATTR_MAX_LINE_LENGTH {
             push(
@@ -271,36 +410,24 @@ pub fn check_attributes(bytes: &[u8]) -> Vec<(&'static str, String)> {
                     "line {lineno} is {} bytes (git's limit is {ATTR_MAX_LINE_LENGTH})",
                     line.len()
                 ),
+                None,
             );
             continue;
         }
-        let blank = |c: &u8| matches!(c, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c);
-        let start = line.iter().position(|c| !blank(c)).unwrap_or(line.len());
-        let line = &line[start..];
-        if line.is_empty() || line[0] == b'#' {
+        let Some(parsed) = parse_attr_line(line) else {
             continue;
-        }
-        // The pattern (or `[attr]name`): quoted C-style or up to the first blank.
-        let (head, rest) = if line[0] == b'"' {
-            let mut i = 1;
-            while i < line.len() && line[i] != b'"' {
-                i += if line[i] == b'\\' { 2 } else { 1 };
-            }
-            let end = (i + 1).min(line.len());
-            (&line[..end], &line[end..])
-        } else {
-            let end = line.iter().position(blank).unwrap_or(line.len());
-            (&line[..end], &line[end..])
         };
-        let macro_name = head.strip_prefix(b"[attr]");
-        let place = match macro_name {
+        let place = match parsed.macro_name {
             Some(m) => format!(
                 "line {lineno}, in macro [attr]{}",
                 String::from_utf8_lossy(m)
             ),
             None => format!("line {lineno}"),
         };
-        for tok in rest.split(blank).filter(|t| !t.is_empty()) {
+        // (token, the macro of this line it came through, expansion depth)
+        let mut stack: Vec<Pending<'_>> =
+            parsed.tokens.iter().rev().map(|t| (*t, None, 0)).collect();
+        while let Some((tok, via, depth)) = stack.pop() {
             if tok.starts_with(b"-") || tok.starts_with(b"!") {
                 continue;
             }
@@ -308,12 +435,37 @@ pub fn check_attributes(bytes: &[u8]) -> Vec<(&'static str, String)> {
                 Some(eq) => (&tok[..eq], Some(&tok[eq + 1..])),
                 None => (tok, None),
             };
-            let shown = || String::from_utf8_lossy(tok).into_owned();
+            let shown = match via {
+                Some(m) => format!(
+                    "{place}: {} (through macro {})",
+                    String::from_utf8_lossy(tok),
+                    String::from_utf8_lossy(m)
+                ),
+                None => format!("{place}: {}", String::from_utf8_lossy(tok)),
+            };
             match (name, value) {
-                (b"filter", Some(_)) => push("GW-SCAN-001", format!("{place}: {}", shown())),
-                (b"diff", Some(_)) => push("GW-SCAN-002", format!("{place}: {}", shown())),
-                (b"merge", Some(_)) => push("GW-SCAN-003", format!("{place}: {}", shown())),
-                (b"export-subst", None) => push("GW-SCAN-004", format!("{place}: export-subst")),
+                (b"filter" | b"diff" | b"merge", Some(v)) => {
+                    let kind = DriverKind::from_attribute(std::str::from_utf8(name).unwrap_or(""))
+                        .expect("filter, diff and merge are driver kinds");
+                    let rule = match kind {
+                        DriverKind::Filter => "GW-SCAN-001",
+                        DriverKind::Diff => "GW-SCAN-002",
+                        DriverKind::Merge => "GW-SCAN-003",
+                    };
+                    push(rule, shown, Some((kind, v.to_vec())));
+                }
+                (b"export-subst", None) => push("GW-SCAN-004", shown, None),
+                (m, None) => {
+                    // A macro: its tokens apply as if written here.
+                    let Some(def) = macro_defs.get(m) else {
+                        continue;
+                    };
+                    if depth < MACRO_DEPTH {
+                        for t in def.iter().rev() {
+                            stack.push((t, Some(via.unwrap_or(m)), depth + 1));
+                        }
+                    }
+                }
                 _ => {}
             }
         }
@@ -536,9 +688,9 @@ mod tests {
     #[test]
     fn attributes_lines() {
         let ids = |s: &str| {
-            check_attributes(s.as_bytes())
+            check_attributes(s.as_bytes(), &[])
                 .into_iter()
-                .map(|(i, _)| i)
+                .map(|h| h.rule)
                 .collect::<Vec<_>>()
         };
         assert_eq!(ids("*.c filter=x\n"), ["GW-SCAN-001"]);
@@ -548,6 +700,62 @@ mod tests {
         assert!(ids("*.c text eol=lf -diff !merge -filter binary diff\n# filter=x\n").is_empty());
         let long = format!("*.c {}\n", "a".repeat(3000));
         assert_eq!(ids(&long), ["GW-SCAN-005"]);
+    }
+
+    #[test]
+    fn attributes_changed_lines_only() {
+        let hits = |new: &str, olds: &[&str]| {
+            let olds: Vec<&[u8]> = olds.iter().map(|o| o.as_bytes()).collect();
+            check_attributes(new.as_bytes(), &olds)
+                .into_iter()
+                .map(|h| {
+                    (
+                        h.rule,
+                        h.why,
+                        h.driver.map(|(k, n)| (k, String::from_utf8(n).unwrap())),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        // Unchanged driver line, a line added below: nothing.
+        assert!(hits("*.c filter=x\n*.txt text\n", &["*.c filter=x\n"]).is_empty());
+        // The added line is judged, with its line number and driver.
+        let h = hits("*.c filter=x\n*.h diff=cpp\n", &["*.c filter=x\n"]);
+        assert_eq!(h.len(), 1);
+        assert_eq!(h[0].0, "GW-SCAN-002");
+        assert_eq!(h[0].1, "line 2: diff=cpp");
+        assert_eq!(h[0].2, Some((DriverKind::Diff, "cpp".into())));
+        // A line present in any parent (a merge) is not the merge's own.
+        assert!(hits(
+            "*.a filter=x\n*.b filter=y\n",
+            &["*.a filter=x\n", "*.b filter=y\n"]
+        )
+        .is_empty());
+        // Removing a neutraliser, or reordering driver lines, re-judges the whole file.
+        assert_eq!(
+            hits("*.c filter=x\n", &["*.c filter=x\n*.c -filter\n"]).len(),
+            1
+        );
+        assert_eq!(
+            hits(
+                "*.c -filter\n*.c filter=x\n",
+                &["*.c filter=x\n*.c -filter\n"]
+            )
+            .len(),
+            1
+        );
+        // Removing a line that bears on no driver does not.
+        assert!(hits("*.c filter=x\n", &["*.c filter=x\n*.txt text\n"]).is_empty());
+        // A changed line that uses an unchanged macro is judged through it.
+        let h = hits(
+            "[attr]m filter=x\n*.c m\n*.h m\n",
+            &["[attr]m filter=x\n*.c m\n"],
+        );
+        assert_eq!(h.len(), 1);
+        assert_eq!(h[0].1, "line 3: filter=x (through macro m)");
+        // Two drivers of one kind are two hits; the same driver twice is one.
+        let h = hits("*.a filter=x\n*.b filter=y\n*.c filter=x\n", &[]);
+        assert_eq!(h.len(), 2);
     }
 
     #[test]
