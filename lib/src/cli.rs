@@ -4,12 +4,16 @@
 
 use clap::ValueEnum;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 /// What `--generate` writes to standard output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Generate {
     /// A roff man page (`man -l -`).
     Man,
+    /// Every man page, the tool's and one per subcommand (`wt-check-pin.1`, …), written as
+    /// files into the current folder; their names go to standard output.
+    ManPages,
     Bash,
     Zsh,
     Fish,
@@ -29,6 +33,12 @@ pub fn generate(
         Generate::Man => {
             return clap_mangen::Man::new(cmd).render(out);
         }
+        Generate::ManPages => {
+            for page in man_pages(cmd, Path::new("."))? {
+                writeln!(out, "{}", page.display())?;
+            }
+            return Ok(());
+        }
         Generate::Bash => Shell::Bash,
         Generate::Zsh => Shell::Zsh,
         Generate::Fish => Shell::Fish,
@@ -37,6 +47,25 @@ pub fn generate(
     };
     clap_complete::generate(shell, &mut cmd, name, out);
     Ok(())
+}
+
+/// Write the man page of `cmd` and of each of its subcommands (not hidden ones, not `help`)
+/// into `dir` as `<name>.1`, `<name>-<sub>.1`, …: the pages the main page's SUBCOMMANDS
+/// section refers to. Returns the files written.
+pub fn man_pages(cmd: clap::Command, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    fn walk(cmd: clap::Command, dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
+            walk(sub, dir, out)?;
+        }
+        out.push(clap_mangen::Man::new(cmd).generate_to(dir)?);
+        Ok(())
+    }
+    let mut cmd = cmd.disable_help_subcommand(true);
+    cmd.build();
+    let mut out = Vec::new();
+    walk(cmd, dir, &mut out)?;
+    out.reverse();
+    Ok(out)
 }
 
 /// Parse the command line, or exit the way every gitward binary does: `--help` and
@@ -101,5 +130,37 @@ mod tests {
         let mut buf = Vec::new();
         generate(cmd, Generate::Bash, &mut buf).unwrap();
         assert!(String::from_utf8(buf).unwrap().contains("demo"));
+    }
+
+    #[test]
+    fn a_man_page_per_subcommand() {
+        let cmd = clap::Command::new("demo")
+            .about("demo tool")
+            .subcommand(clap::Command::new("pin").about("pin it"))
+            .subcommand(
+                clap::Command::new("hook")
+                    .subcommand(clap::Command::new("claude-stop").about("the hook")),
+            )
+            .subcommand(clap::Command::new("secret").hide(true));
+        let d = tempfile::tempdir().unwrap();
+        let pages = man_pages(cmd, d.path()).unwrap();
+        let mut names: Vec<String> = pages
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "demo-hook-claude-stop.1",
+                "demo-hook.1",
+                "demo-pin.1",
+                "demo.1"
+            ]
+        );
+        let pin = std::fs::read_to_string(d.path().join("demo-pin.1")).unwrap();
+        assert!(pin.contains("pin it"), "{pin}");
+        let main = std::fs::read_to_string(d.path().join("demo.1")).unwrap();
+        assert!(main.contains("demo\\-pin(1)"), "{main}");
     }
 }

@@ -192,18 +192,33 @@ fn is_socket(p: &Path) -> bool {
 }
 
 /// Make sure `<state_dir>/bin/git` is the shim: install the `git-shim` that sits beside
-/// agent-shell if the folder has none.
+/// agent-shell if the folder has none, or if the one there is not that binary (an upgrade
+/// replaced the `git-shim` beside agent-shell: the old shim must not keep running).
 pub fn ensure_shim(p: &Policy, me: &Path) -> Result<PathBuf, ShellError> {
     let dir = shim_dir(p);
-    if dir.join("git").is_file() {
+    let src = me.with_file_name("git-shim");
+    let installed = dir.join("git");
+    if installed.is_file() && (!src.is_file() || same_binary(&src, &installed)) {
         return Ok(dir);
     }
-    let src = me.with_file_name("git-shim");
     if !src.is_file() {
         return Err(ShellError::NoShim { path: src, dir });
     }
     shim::install_binary(&src, &dir, Some(&p.file))?;
     Ok(dir)
+}
+
+/// True when `a` and `b` are the same file (a hard link: the usual install) or hold the same
+/// bytes (a copy across file systems).
+fn same_binary(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
+        return false;
+    };
+    if (ma.dev(), ma.ino()) == (mb.dev(), mb.ino()) {
+        return true;
+    }
+    ma.len() == mb.len() && matches!((std::fs::read(a), std::fs::read(b)), (Ok(x), Ok(y)) if x == y)
 }
 
 fn log(p: &Policy, ev: Event) {
@@ -616,5 +631,30 @@ mod tests {
         assert_eq!(exit_code(std::process::ExitStatus::from_raw(9)), 137);
         assert!(!passes(OsStr::new("LD_PRELOAD")));
         assert!(passes(OsStr::new("LANG")));
+    }
+}
+
+#[cfg(test)]
+mod same_binary_tests {
+    /// An upgrade replaces the `git-shim` beside agent-shell (a new file): the installed shim,
+    /// a link to the old one, is no longer the same binary and is reinstalled.
+    #[test]
+    fn an_upgraded_shim_is_not_the_installed_one() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, inst, copy) = (
+            d.path().join("git-shim"),
+            d.path().join("git"),
+            d.path().join("copy"),
+        );
+        std::fs::write(&src, b"v1").unwrap();
+        std::fs::hard_link(&src, &inst).unwrap();
+        std::fs::copy(&src, &copy).unwrap();
+        assert!(super::same_binary(&src, &inst));
+        assert!(super::same_binary(&src, &copy));
+        // What `cargo install` does: a new file renamed over the old name.
+        std::fs::write(d.path().join("new"), b"v2").unwrap();
+        std::fs::rename(d.path().join("new"), &src).unwrap();
+        assert!(!super::same_binary(&src, &inst));
+        assert!(!super::same_binary(&src, &copy));
     }
 }

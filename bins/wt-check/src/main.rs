@@ -26,6 +26,22 @@ EXIT STATUS:
   0 nothing found · 1 findings (restored or not; pin: already armed) · 2 cannot check (never reads as clean)
   120 bad arguments";
 
+const AUDIT_EXAMPLES: &str = "\
+EXAMPLES:
+  # Any repository or workspace, no pinned state needed.
+  wt-check audit ~/src
+
+  # SARIF for GitHub code scanning (locations relative to the first path).
+  wt-check audit --format sarif . > gitward.sarif
+
+  # Accept what is there today; later runs report only what is new.
+  wt-check audit --format json . > .gitward-baseline.json
+  wt-check audit --baseline .gitward-baseline.json --fail-on error .
+
+EXIT STATUS:
+  0 nothing at --fail-on or above (default: warning) · 1 findings · 2 some part could not be read
+  120 bad arguments";
+
 #[derive(Parser)]
 #[command(
     name = "wt-check",
@@ -167,11 +183,19 @@ enum Cmd {
         #[command(subcommand)]
         kind: HookKind,
     },
-    /// Find planted hooks, armed config, redirects and nested repositories; no baseline.
-    #[command(after_long_help = EXAMPLES)]
+    /// Find planted hooks, armed config, redirects and nested repositories; no pinned state.
+    #[command(after_long_help = AUDIT_EXAMPLES)]
     Audit {
+        /// `human` (one line per finding), `json`, or `sarif` (SARIF 2.1.0 for code scanning).
         #[arg(long, value_enum, default_value_t = AuditFormat::Human)]
         format: AuditFormat,
+        /// Leave out the findings recorded in FILE: an earlier `--format json` or
+        /// `--format sarif` output (matched by fingerprint; read errors are never left out).
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// The lowest level that makes the exit status 1 (`note` counts every finding).
+        #[arg(long, value_enum, value_name = "LEVEL", default_value_t = audit::baseline::FailOn::Warning)]
+        fail_on: audit::baseline::FailOn,
         /// Repositories, workspace folders or bare git dirs.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -281,7 +305,19 @@ fn main() -> std::process::ExitCode {
             let _ = std::io::stdout().write_all(ans.stdout.as_bytes());
             return std::process::ExitCode::from(ans.code);
         }
-        Cmd::Audit { format, paths } => audit::run(&paths, format),
+        Cmd::Audit {
+            format,
+            baseline,
+            fail_on,
+            paths,
+        } => audit::run_with(
+            &paths,
+            &audit::RunOptions {
+                format,
+                baseline,
+                fail_on,
+            },
+        ),
     };
     code.into()
 }

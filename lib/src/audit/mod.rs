@@ -17,6 +17,7 @@
 //! Unknown is not clean: a part that cannot be read, or a walk cut short, is a finding of
 //! its own ([`rules::INCOMPLETE`]) and makes the exit status 2.
 
+pub mod baseline;
 pub mod rules;
 pub mod sarif;
 
@@ -1346,7 +1347,39 @@ fn state_files(r: &mut Report, d: &Dir, git_dir: &Path, repo: Option<&Path>) {
 
 /// Print the report in `format` and return the exit code.
 pub fn run(paths: &[PathBuf], format: AuditFormat) -> crate::exit::Code {
-    let report = audit(paths);
+    run_with(
+        paths,
+        &RunOptions {
+            format,
+            ..RunOptions::default()
+        },
+    )
+}
+
+/// What `wt-check audit` was asked for beyond the paths.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub format: AuditFormat,
+    /// An earlier JSON or SARIF output: the findings it records are left out.
+    pub baseline: Option<PathBuf>,
+    /// The lowest level that makes the exit status 1.
+    pub fail_on: baseline::FailOn,
+}
+
+/// Audit, subtract the baseline, print in the chosen format and return the exit code:
+/// 2 when some part could not be read (or the baseline cannot), else 1 when a finding at
+/// `fail_on` or above remains, else 0.
+pub fn run_with(paths: &[PathBuf], opts: &RunOptions) -> crate::exit::Code {
+    let known = match opts.baseline.as_deref().map(baseline::load).transpose() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("wt-check: {e}");
+            return crate::exit::INCOMPLETE;
+        }
+    };
+    let mut report = audit(paths);
+    let left_out = known.map_or(0, |k| baseline::subtract(&mut report, &k));
+    let format = opts.format;
     let text = match format {
         AuditFormat::Human => human(&report),
         AuditFormat::Json => {
@@ -1362,14 +1395,24 @@ pub fn run(paths: &[PathBuf], format: AuditFormat) -> crate::exit::Code {
     };
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    if out
-        .write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .is_err()
-    {
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        eprintln!("wt-check: cannot write the report to stdout: {e}");
         return crate::exit::INCOMPLETE;
     }
-    report.code()
+    if left_out > 0 {
+        eprintln!("wt-check: {left_out} finding(s) left out: recorded in the baseline");
+    }
+    if report.incomplete() {
+        crate::exit::INCOMPLETE
+    } else if report
+        .findings
+        .iter()
+        .any(|f| f.level >= opts.fail_on.level())
+    {
+        crate::exit::FOUND
+    } else {
+        crate::exit::CLEAN
+    }
 }
 
 /// The JSON document (documented in `docs/wt-check.md`).
@@ -1380,7 +1423,11 @@ pub fn json(report: &Report) -> Value {
         "complete": !report.incomplete(),
         "paths": report.paths,
         "repositories": report.repositories,
-        "findings": report.findings,
+        "findings": report.findings.iter().map(|f| {
+            let mut v = serde_json::to_value(f).unwrap_or_default();
+            v["fingerprint"] = baseline::fingerprint(f, &report.paths).into();
+            v
+        }).collect::<Vec<_>>(),
     })
 }
 

@@ -1,8 +1,12 @@
-//! SARIF 2.1.0 output (OASIS, `sarif-schema-2.1.0.json`): one run, the rules table as the
-//! driver's `rules`, one result per finding with a `file://` location. Validated against the
+//! SARIF 2.1.0 output (OASIS, `sarif-schema-2.1.0.json`) shaped for GitHub code scanning:
+//! one run, the rules table as the driver's `rules` (each with `security-severity` and
+//! markdown help), one result per finding with a location relative to the audited path
+//! (`uriBaseId`), `region.startLine` when the line is known and a `partialFingerprints` entry
+//! that is stable across runs and checkouts ([`baseline::fingerprint`]). Read errors are
+//! `toolExecutionNotifications` of the invocation, not alerts. Validated against the
 //! published schema in `bins/wt-check/tests/sarif.rs`.
 
-use super::{rules, Report};
+use super::{baseline, rules, Finding, Report};
 use crate::catalogue::Severity;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -18,10 +22,10 @@ fn level(s: Severity) -> &'static str {
     }
 }
 
-/// `file://` URI of an absolute path, percent-encoding what RFC 3986 does not allow in a path.
-pub fn file_uri(p: &Path) -> String {
+/// Percent-encode what RFC 3986 does not allow in a path.
+fn encode_path(p: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
-    let mut s = String::from("file://");
+    let mut s = String::new();
     for &b in p.as_os_str().as_bytes() {
         if b.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&b) {
             s.push(b as char);
@@ -32,57 +36,176 @@ pub fn file_uri(p: &Path) -> String {
     s
 }
 
+/// `file://` URI of an absolute path, percent-encoding what RFC 3986 does not allow in a path.
+pub fn file_uri(p: &Path) -> String {
+    format!("file://{}", encode_path(p))
+}
+
+/// The project's home, from the workspace's `repository` (one place: `Cargo.toml`). While
+/// that is a placeholder (an `.invalid` host, RFC 2606) no URI is written: a link that
+/// cannot resolve is worse than none. Set `repository` at publication and every
+/// `informationUri` and `helpUri` follows.
+pub fn home() -> Option<&'static str> {
+    let repo = env!("CARGO_PKG_REPOSITORY").trim_end_matches('/');
+    let host = repo.split("://").nth(1)?.split('/').next()?;
+    (!repo.is_empty() && !host.ends_with(".invalid") && !host.is_empty()).then_some(repo)
+}
+
+/// Where a rule is documented (the rules table of `docs/wt-check.md`), if the home is known.
+pub fn help_uri(_id: &str) -> Option<String> {
+    home()
+        .map(|h| format!("{h}/blob/main/docs/wt-check.md#rules-gitwardauditrulesrules-stable-ids"))
+}
+
+/// GitHub code scanning's `security-severity` (CVSS-like: 7.0-8.9 high, 4.0-6.9 medium,
+/// 0.1-3.9 low): error, something in the agent's reach names a program git runs, is high;
+/// warning, one more step is needed, is medium; note, nothing runs, is low.
+pub fn security_severity(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "8.0",
+        Severity::Warning => "5.0",
+        Severity::Note => "2.0",
+    }
+}
+
+/// The `uriBaseId` of the `i`-th audited path: `%SRCROOT%` for the first, which code
+/// scanning resolves against the checkout when the audit ran on the repository's root.
+fn base_id(i: usize) -> String {
+    if i == 0 {
+        "%SRCROOT%".into()
+    } else {
+        format!("AUDITED{i}")
+    }
+}
+
+/// The location of a path: relative to the audited path it lies under, with that path's
+/// `uriBaseId`; an absolute `file://` URI when it lies under none (the repository above an
+/// audited folder) or is the audited path itself.
+fn location(p: &Path, line: Option<u64>, roots: &[std::path::PathBuf]) -> Value {
+    let artifact = match baseline::relative(p, roots) {
+        Some((i, rel)) if !rel.as_os_str().is_empty() => {
+            json!({ "uri": encode_path(rel), "uriBaseId": base_id(i) })
+        }
+        _ => json!({ "uri": file_uri(p) }),
+    };
+    let mut phys = json!({ "artifactLocation": artifact });
+    if let Some(l) = line.filter(|&l| l > 0) {
+        phys["region"] = json!({ "startLine": l });
+    }
+    json!({ "physicalLocation": phys })
+}
+
+/// The alert's text: the rule's one-sentence summary first (code scanning takes the first
+/// sentence as the title), then the finding's own message with the audited paths made
+/// relative.
+fn message(rule: &rules::Rule, f: &Finding, roots: &[std::path::PathBuf]) -> String {
+    format!(
+        "{} {}",
+        rule.short,
+        baseline::portable_message(&f.message, roots)
+    )
+}
+
 /// The SARIF log for a report.
 pub fn to_sarif(report: &Report) -> Value {
+    let roots = &report.paths;
     let rules_json: Vec<Value> = rules::RULES
         .iter()
         .map(|r| {
-            json!({
+            let uri = help_uri(r.id);
+            let more = uri
+                .as_deref()
+                .map(|u| format!("\n\nSee [{} {}]({u}).", r.id, r.name))
+                .unwrap_or_default();
+            let mut v = json!({
                 "id": r.id,
                 "name": r.name,
                 "shortDescription": { "text": r.short },
                 "fullDescription": { "text": format!("{} {}", r.short, r.help) },
-                "help": { "text": r.help },
+                "help": {
+                    "text": r.help,
+                    "markdown": format!("**{}**\n\n{}{more}", r.short, r.help),
+                },
                 "defaultConfiguration": { "level": level(r.level) },
-                "properties": { "tags": ["security", "git"], "research": r.research },
-            })
-        })
-        .collect();
-    let results: Vec<Value> = report
-        .findings
-        .iter()
-        .map(|f| {
-            let idx = rules::RULES
-                .iter()
-                .position(|r| r.id == f.rule)
-                .unwrap_or(0);
-            let mut props = f.details.clone();
-            if let Some(repo) = &f.repo {
-                props.insert("repository".into(), json!(repo));
+                "properties": {
+                    "tags": ["security", "git"],
+                    "research": r.research,
+                    "security-severity": security_severity(r.level),
+                    "precision": "high",
+                },
+            });
+            if let Some(u) = uri {
+                v["helpUri"] = json!(u);
             }
-            json!({
-                "ruleId": f.rule,
-                "ruleIndex": idx,
-                "level": level(f.level),
-                "message": { "text": f.message },
-                "locations": [{
-                    "physicalLocation": { "artifactLocation": { "uri": file_uri(&f.path) } }
-                }],
-                "properties": props,
-            })
+            v
         })
         .collect();
+    let rule_of = |id: &str| {
+        let idx = rules::RULES.iter().position(|r| r.id == id).unwrap_or(0);
+        (idx, &rules::RULES[idx])
+    };
+    let line_of = |f: &Finding| f.details.get("line").and_then(Value::as_u64);
+    let mut results = Vec::new();
+    let mut notifications = Vec::new();
+    for f in &report.findings {
+        let (idx, rule) = rule_of(f.rule);
+        if f.rule == rules::INCOMPLETE.id {
+            // A read error is about the tool's run, not an alert in the code.
+            notifications.push(json!({
+                "level": "error",
+                "message": { "text": format!("Could not read: {}", f.message) },
+                "locations": [location(&f.path, None, roots)],
+                "descriptor": { "id": f.rule, "index": idx },
+            }));
+            continue;
+        }
+        let mut props = f.details.clone();
+        if let Some(repo) = &f.repo {
+            props.insert("repository".into(), json!(repo));
+        }
+        props.insert(
+            "security-severity".into(),
+            json!(security_severity(f.level)),
+        );
+        results.push(json!({
+            "ruleId": f.rule,
+            "ruleIndex": idx,
+            "level": level(f.level),
+            "message": { "text": message(rule, f, roots) },
+            "locations": [location(&f.path, line_of(f), roots)],
+            "partialFingerprints": { (baseline::FINGERPRINT_KEY): baseline::fingerprint(f, roots) },
+            "properties": props,
+        }));
+    }
+    let bases: serde_json::Map<String, Value> = roots
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            (
+                base_id(i),
+                json!({ "uri": format!("{}/", file_uri(r).trim_end_matches('/')) }),
+            )
+        })
+        .collect();
+    let mut driver = json!({
+        "name": "wt-check",
+        "organization": "gitward",
+        "semanticVersion": env!("CARGO_PKG_VERSION"),
+        "rules": rules_json,
+    });
+    if let Some(h) = home() {
+        driver["informationUri"] = json!(h);
+    }
     json!({
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
         "runs": [{
-            "tool": { "driver": {
-                "name": "wt-check",
-                "semanticVersion": env!("CARGO_PKG_VERSION"),
-                "informationUri": "https://example.invalid/gitward",
-                "rules": rules_json,
-            }},
-            "invocations": [{ "executionSuccessful": !report.incomplete() }],
+            "tool": { "driver": driver },
+            "originalUriBaseIds": bases,
+            "invocations": [{
+                "executionSuccessful": !report.incomplete(),
+                "toolExecutionNotifications": notifications,
+            }],
             "results": results,
         }],
     })

@@ -683,6 +683,9 @@ pub fn install_binary(
         std::fs::copy(me, &tmp).map_err(io(&tmp, "cannot copy the shim"))?;
     }
     std::fs::rename(&tmp, &target).map_err(io(&target, "cannot install the shim"))?;
+    // rename(2) of two links to one file (a reinstall of the same binary) succeeds and does
+    // nothing: the temporary link would stay behind.
+    let _ = std::fs::remove_file(&tmp);
     let mut out = Installed {
         shim: target,
         pinned_policy: None,

@@ -994,3 +994,21 @@ fn pruning_touches_only_the_sessions_own_worktree_entries() {
     e.refused(&prune_all, "worktree-prune");
     e.refused(&["gc"], "worktree-prune");
 }
+
+/// Reinstalling the same binary (the shim folder already holds a hard link to it) leaves no
+/// `.git-shim-<pid>.tmp` behind: rename(2) between two links to one file does nothing.
+#[test]
+fn reinstall_leaves_no_temporary_link() {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("git-shim");
+    std::fs::write(&bin, b"#!/bin/sh\n").unwrap();
+    let dir = d.path().join("bin");
+    for _ in 0..2 {
+        super::install_binary(&bin, &dir, None).unwrap();
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["git"], "{names:?}");
+    }
+}
