@@ -1088,7 +1088,8 @@ pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityE
     let wt_paths: Vec<PathBuf> = worktrees.values().filter_map(|w| w.path.clone()).collect();
     let state_path = check_state_location(&opts.state, &loc, &wt_paths, session_dir.as_deref())?;
     // An armed repository must not become the baseline unnoticed.
-    let found = armed_at_pin(&loc, &root, &snap.entries)?;
+    let root = Dir::open_abs(&loc.common_dir)?;
+    let found = armed_at_pin(&loc, &root, &entries)?;
     let blocking: Vec<String> = found
         .iter()
         .filter(|(_, _, blocks)| *blocks)
