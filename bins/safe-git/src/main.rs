@@ -77,7 +77,12 @@ fn main() {
                     serde_json::to_string_pretty(&plan.to_json()).unwrap_or_default()
                 ),
             };
-            print!("{text}");
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                eprintln!("safe-git: cannot write to standard output: {e}");
+                gitward::exit::SETUP.exit();
+            }
         }
         Ok(plan) => {
             plan.log(&req);

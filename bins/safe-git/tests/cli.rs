@@ -235,3 +235,40 @@ fn events_are_written_for_allowed_and_refused_calls() {
     assert_eq!(events[1]["rule"], "not-allowed");
     assert_eq!(events[1]["exit_code"], 121);
 }
+
+/// A full disk is one line on stderr and the setup code, not a panic (exit 101).
+#[test]
+fn explain_to_a_full_disk_is_an_error_line() {
+    if !Path::new("/dev/full").exists() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "/dev/full is missing"
+        );
+        eprintln!("skipped: /dev/full is missing");
+        return;
+    }
+    let git = &gits()[0];
+    let (t, r) = repo(git);
+    let home = t.path().join("home");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_safe-git"))
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("LC_ALL", "C")
+        .arg("--git")
+        .arg(git)
+        .args(["--explain", "status"])
+        .current_dir(&r)
+        .stdout(
+            std::fs::File::options()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(124), "{err}");
+    assert!(err.contains("cannot write to standard output"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -62,8 +62,10 @@ enum HookKind {
     /// Claude Code `Stop` hook: check --restore and the commit scan; answers with the JSON
     /// Claude Code reads (`decision`/`reason` for the agent, `systemMessage` for the owner).
     ClaudeStop {
+        /// The state file `pin` wrote.
         #[arg(long, value_name = "FILE")]
         state: PathBuf,
+        /// The session whose worktrees may change (default: the one pinned).
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
         /// Append every event to this file.
@@ -126,11 +128,13 @@ enum Cmd {
     /// Compare with the baseline (events, one JSON object per line); optionally restore.
     #[command(after_long_help = EXAMPLES)]
     Check {
+        /// The state file `pin` wrote.
         #[arg(long, value_name = "FILE")]
         state: PathBuf,
         /// Put every protected entry back; the agent's versions go to `<FILE>.quarantine/`.
         #[arg(long)]
         restore: bool,
+        /// The session whose worktrees may change (default: the one pinned).
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
         /// Also append every event to this file (the orchestrator's audit log).
@@ -142,18 +146,22 @@ enum Cmd {
         /// `json` (events, default) or `human` (one line per event).
         #[arg(long, value_enum, default_value_t = gitward::cli::Format::Json)]
         format: gitward::cli::Format,
+        /// The repository pinned in the state file (its work tree or git dir).
         repo: PathBuf,
     },
     /// The commit scan alone: commits reachable now and not at pin time, refs rewritten.
     #[command(after_long_help = EXAMPLES)]
     Scan {
+        /// The state file `pin` wrote.
         #[arg(long, value_name = "FILE")]
         state: PathBuf,
         /// Also append every event to this file.
         #[arg(long, value_name = "FILE")]
         audit_log: Option<PathBuf>,
+        /// `json` (events, default) or `human` (one line per event).
         #[arg(long, value_enum, default_value_t = gitward::cli::Format::Json)]
         format: gitward::cli::Format,
+        /// The repository pinned in the state file (its work tree or git dir).
         repo: PathBuf,
     },
     /// The sandbox plan: writable roots, read-only paths, placeholders, hidden sockets —

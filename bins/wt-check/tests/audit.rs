@@ -481,3 +481,15 @@ fn a_promisor_url_is_one_finding_and_a_local_remote_a_note() {
     let (c, v) = audit(&w);
     assert_eq!((c, findings(&v).len()), (0, 0), "{v:#}");
 }
+
+/// An audit that finds no repository says so (it is clean, but maybe the wrong folder).
+#[test]
+fn zero_repositories_is_said() {
+    let w = common::world();
+    let empty = w.root().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = w.wt_check(&["audit", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("no git repository found"), "{text}");
+}

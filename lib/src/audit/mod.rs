@@ -1442,6 +1442,9 @@ pub fn human(report: &Report) -> String {
         };
         s.push_str(&format!("{lvl}[{}] {}\n", f.name, f.message));
     }
+    if report.repositories.is_empty() {
+        s.push_str("no git repository found under the audited path(s)\n");
+    }
     let n = |l: Severity| report.findings.iter().filter(|f| f.level == l).count();
     s.push_str(&format!(
         "{} finding(s) ({} error(s), {} warning(s), {} note(s)) in {} repositor{}{}\n",
