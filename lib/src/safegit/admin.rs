@@ -119,7 +119,16 @@ fn collect(
             }
         }
         EntryKind::File => {
-            let ids = object_ids(&root.read(rel, MAX_FILE)?);
+            let data = root.read(rel, MAX_FILE)?;
+            let mut ids = object_ids(&data);
+            let leaf = rel.rsplit('/').next().unwrap_or(rel);
+            if TODO_LISTS.iter().any(|t| leaf.starts_with(t)) {
+                for id in todo_ids(&data) {
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+            }
             if !ids.is_empty() {
                 st.ids.push((rel.to_owned(), ids));
             }
@@ -133,6 +142,32 @@ fn collect(
         }
     }
     Ok(())
+}
+
+/// The todo lists of the sequencer (`sequencer/todo`) and of `rebase -i`
+/// (`rebase-merge/git-rebase-todo`, `.backup`, `done`): git writes their commits
+/// abbreviated, and the caller resolves them.
+const TODO_LISTS: &[&str] = &["todo", "git-rebase-todo", "done"];
+
+/// The commit named on each line of a todo list (`pick 88574e5 subject`, `fixup -C abc1234`,
+/// `merge -C abc1234 label`): every word of 4 to 64 lowercase hex digits among its first
+/// three, abbreviated or not.
+pub fn todo_ids(data: &[u8]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in String::from_utf8_lossy(data).lines() {
+        if line.trim_start().starts_with('#') {
+            continue;
+        }
+        for w in line.split_whitespace().skip(1).take(3) {
+            if (4..=64).contains(&w.len())
+                && w.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+                && !out.iter().any(|o| o == w)
+            {
+                out.push(w.to_owned());
+            }
+        }
+    }
+    out
 }
 
 /// Every full object id (40 or 64 lowercase hex digits, not part of a longer word) in
@@ -178,6 +213,13 @@ mod tests {
         assert_eq!(object_ids(text.as_bytes()), vec![a.clone(), b.to_owned()]);
         assert!(object_ids(b"ref: refs/heads/main\n").is_empty());
         assert!(object_ids("A".repeat(40).as_bytes()).is_empty());
+    }
+
+    #[test]
+    fn abbreviated_ids_in_a_todo_list() {
+        let todo =
+            b"pick 88574e5 c2\n# pick deadbee no\nfixup -C e44012c fix\nexec make\nlabel onto\n";
+        assert_eq!(todo_ids(todo), vec!["88574e5", "e44012c"]);
     }
 
     #[test]
