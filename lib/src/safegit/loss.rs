@@ -18,10 +18,18 @@
 //!   --ignored=matching --ignore-submodules=none`, the command line beating every config);
 //!   submodules with changes are listed by the same status;
 //! - a stash, and commits reachable from this worktree's `HEAD` and from no branch (other
-//!   than its own), tag or remote-tracking ref, count as work.
+//!   than its own), tag or remote-tracking ref, count as work;
+//! - git's listing is not taken as complete: the work tree is walked without git
+//!   ([`super::unlisted`]: what git's walk skips, a `.git` component below the top, is
+//!   `unlisted` work; a folder that cannot be read, or any warning from git status, leaves
+//!   the answer open);
+//! - what `worktree remove` deletes besides the work tree counts: an object that only the
+//!   worktree's own state names ([`super::admin`]: per-worktree refs, HEAD reflog,
+//!   pseudorefs, autostash, rebase/sequencer/bisect state) is `held` work.
 //!
-//! Exit: 0 nothing would be lost, 1 work would be lost (listed), 2 a git step failed (cannot
-//! tell); the layout and config refusals of safe-git (120–124) come first.
+//! Exit: 0 nothing would be lost, 1 work would be lost (listed), 2 cannot tell (a git step
+//! failed or warned, a folder or admin-dir entry unreadable or not git's); the layout and
+//! config refusals of safe-git (120–124) come first.
 
 use super::plan::{plan, Plan, Refusal, Request};
 use super::unlisted::Accounted;
@@ -34,7 +42,8 @@ use std::process::Stdio;
 /// One piece of work that removing the worktree would lose.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Loss {
-    /// `modified`, `staged`, `untracked`, `ignored`, `submodule`, `stash`, `commits`.
+    /// `modified`, `staged`, `untracked`, `ignored`, `unlisted`, `submodule`, `stash`,
+    /// `commits`, `held`.
     pub kind: &'static str,
     pub what: String,
 }
