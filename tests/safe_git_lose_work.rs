@@ -145,3 +145,143 @@ fn status_is_not_steered_by_repository_config() {
         }
     }
 }
+
+/// What `git worktree remove` deletes beyond what `git status` lists (red-team pass 4: R4-1,
+/// R4-2, R4-7). Each case: plain `git status` lists nothing (control 1), `would-lose-work`
+/// exits 1 naming the kind, and on a second copy plain `git worktree remove` really loses the
+/// work (control 2: the `lost` script succeeds only when the data is gone).
+/// (name, script in wt, line expected, script in the sandbox root that succeeds when lost)
+const REMOVED_WITH_THE_WORKTREE: &[(&str, &str, &str, &str)] = &[
+    // R4-1: git's walk skips every `.git` component; neither is a repository.
+    ("file under d/.git/", "mkdir -p d/.git && echo precious > d/.git/notes.txt", "unlisted: d/.git/notes.txt", "test ! -e wt/d/.git/notes.txt"),
+    ("plain file e/.git", "mkdir e && echo precious > e/.git", "unlisted: e/.git", "test ! -e wt/e/.git"),
+    // R4-2: per-worktree refs and the HEAD reflog live in the admin dir.
+    ("refs/worktree/", "git checkout -q --detach && echo w > w.txt && git add w.txt && git commit -qm w && git update-ref refs/worktree/save HEAD && git checkout -q --detach HEAD~1 && git reflog expire --expire=now --all && git rev-parse refs/worktree/save > ../W", "held: refs/worktree/save:", "! git -C repo rev-list --all --reflog | grep -q \"$(cat W)\""),
+    ("refs/bisect/", "git checkout -q --detach && echo w > w.txt && git add w.txt && git commit -qm w && git update-ref refs/bisect/bad HEAD && git checkout -q --detach HEAD~1 && git reflog expire --expire=now --all && git rev-parse refs/bisect/bad > ../W", "held: refs/bisect/bad:", "! git -C repo rev-list --all --reflog | grep -q \"$(cat W)\""),
+    ("refs/rewritten/", "git checkout -q --detach && echo w > w.txt && git add w.txt && git commit -qm w && git update-ref refs/rewritten/x HEAD && git checkout -q --detach HEAD~1 && git reflog expire --expire=now --all && git rev-parse refs/rewritten/x > ../W", "held: refs/rewritten/x:", "! git -C repo rev-list --all --reflog | grep -q \"$(cat W)\""),
+    ("HEAD reflog only", "git checkout -q --detach && echo w > w.txt && git add w.txt && git commit -qm w && git rev-parse HEAD > ../W && git checkout -q --detach HEAD~1", "held: logs/HEAD:", "! git -C repo rev-list --all --reflog | grep -q \"$(cat W)\""),
+    // R4-7: the autostash of a stopped operation is named only by its state file.
+    ("rebase-merge/autostash", "echo c1 > c && git add c && git commit -qm c1 && echo precious >> b.txt && GIT_SEQUENCE_EDITOR=\"sed -i '1i break'\" git rebase -q -i --autostash HEAD~1 >/dev/null 2>&1; cat \"$(git rev-parse --git-dir)/rebase-merge/autostash\" > ../W && test -z \"$(git status --porcelain)\"", "held: rebase-merge/autostash:", "git -C repo fsck --unreachable --no-reflogs 2>/dev/null | grep -q \"$(cat W)\""),
+    // A stopped cherry-pick's todo list names its commits abbreviated (reflogs expired).
+    ("sequencer/todo", "git checkout -q --detach && echo one-changed > src/a.txt && git commit -qam c1 && echo 2 > n2 && git add n2 && git commit -qm c2 && echo 3 > n3 && git add n3 && git commit -qm c3 && git rev-parse HEAD > ../W && git checkout -q wt && echo conflict > src/a.txt && git commit -qam t && { git cherry-pick main..$(cat ../W) >/dev/null 2>&1 || true; } && git checkout -q --theirs src/a.txt && git add src/a.txt && git commit -q --no-edit && git branch -f keep HEAD && git reflog expire --expire=now --all", "held: sequencer/todo:", "! git -C repo rev-list --all --reflog | grep -q \"$(cat W)\""),
+    ("MERGE_AUTOSTASH", "git checkout -q -b side && echo s > src/a.txt && git commit -qam s && git checkout -q wt && echo t > src/a.txt && git commit -qam t && echo precious >> b.txt && { git merge -q --autostash side >/dev/null 2>&1 || true; } && cat \"$(git rev-parse --git-dir)/MERGE_AUTOSTASH\" > ../W && git checkout -q --theirs src/a.txt && git add src/a.txt && git branch -f side2 HEAD", "held: MERGE_AUTOSTASH:", "git -C repo fsck --unreachable --no-reflogs 2>/dev/null | grep -q \"$(cat W)\""),
+];
+
+#[test]
+fn what_worktree_remove_deletes_is_work() {
+    let safe_git = bin("safe-git");
+    for git in gits() {
+        let g = git.to_str().unwrap();
+        for (name, script, kind, lost) in REMOVED_WITH_THE_WORKTREE {
+            let sb = Sandbox::new(&git);
+            sb.sh(SETUP);
+            sb.sh(&format!("cd wt && {script}"));
+            let wt = sb.root().join("wt");
+            let plain = sb.run(
+                &git,
+                &[
+                    "status",
+                    "--porcelain",
+                    "--untracked-files=all",
+                    "--ignored=matching",
+                ],
+                &wt,
+            );
+            let listed = String::from_utf8_lossy(&plain.stdout).into_owned();
+            // A stopped merge shows its resolved file as staged, never the autostash.
+            assert!(
+                listed.lines().all(|l| l.starts_with("M ")),
+                "control {name}: git status lists it:\n{listed}"
+            );
+            let safe = sb.run(&safe_git, &["--git", g, "would-lose-work", "wt"], sb.root());
+            let out = String::from_utf8_lossy(&safe.stdout);
+            assert_eq!(
+                safe.status.code(),
+                Some(1),
+                "{g} {name}: {out}{}",
+                String::from_utf8_lossy(&safe.stderr)
+            );
+            assert!(out.contains(kind), "{g} {name}: no {kind} in {out}");
+            // Control 2: plain git's removal loses it.
+            sb.sh("git -C repo worktree remove --force --force wt");
+            sb.sh(lost);
+        }
+    }
+}
+
+/// A folder git cannot open (deeper than PATH_MAX: git only warns and `status` exits 0) and
+/// an entry git never writes in the admin dir make the answer "cannot tell" (2), never 0.
+#[test]
+fn what_cannot_be_read_is_not_nothing() {
+    let safe_git = bin("safe-git");
+    let deep = "python3 -c \"
+import os
+fd=os.open('.',os.O_RDONLY)
+for i in range(25):
+    c='d'*200; os.mkdir(c,dir_fd=fd); n=os.open(c,os.O_RDONLY,dir_fd=fd); os.close(fd); fd=n
+f=os.open('deep.txt',os.O_CREAT|os.O_WRONLY,0o644,dir_fd=fd); os.write(f,b'precious'); os.close(f)
+\"";
+    for git in gits() {
+        let g = git.to_str().unwrap();
+        // R4-9: the control is plain git status exiting 0 and listing nothing.
+        let sb = Sandbox::new(&git);
+        sb.sh(SETUP);
+        sb.sh(&format!("cd wt && {deep}"));
+        let wt = sb.root().join("wt");
+        let plain = sb.run(
+            &git,
+            &["status", "--porcelain", "--untracked-files=all"],
+            &wt,
+        );
+        assert_eq!(plain.status.code(), Some(0));
+        assert!(
+            plain.stdout.is_empty(),
+            "control: {}",
+            String::from_utf8_lossy(&plain.stdout)
+        );
+        let safe = sb.run(&safe_git, &["--git", g, "would-lose-work", "wt"], sb.root());
+        assert_eq!(
+            safe.status.code(),
+            Some(2),
+            "{g} deep: {}",
+            String::from_utf8_lossy(&safe.stdout)
+        );
+        // A planted entry in the admin dir: not git's, so its meaning is unknown.
+        let sb = Sandbox::new(&git);
+        sb.sh(SETUP);
+        sb.sh("cd wt && echo x > \"$(git rev-parse --git-dir)/stash-of-my-own\"");
+        let safe = sb.run(&safe_git, &["--git", g, "would-lose-work", "wt"], sb.root());
+        assert_eq!(safe.status.code(), Some(2), "{g} planted admin entry");
+        assert!(String::from_utf8_lossy(&safe.stderr).contains("stash-of-my-own"));
+    }
+}
+
+/// The main worktree's per-worktree refs count too when it is the one asked about.
+#[test]
+fn main_worktree_state_is_read() {
+    let safe_git = bin("safe-git");
+    for git in gits() {
+        let g = git.to_str().unwrap();
+        let sb = Sandbox::new(&git);
+        sb.sh(SETUP);
+        let clean = sb.run(
+            &safe_git,
+            &["--git", g, "would-lose-work", "repo"],
+            sb.root(),
+        );
+        assert_eq!(
+            clean.status.code(),
+            Some(0),
+            "{g}: {}",
+            String::from_utf8_lossy(&clean.stdout)
+        );
+        sb.sh("cd repo && git checkout -q --detach && echo w > w.txt && git add w.txt && git commit -qm w && git update-ref refs/worktree/save HEAD && git checkout -q main");
+        let safe = sb.run(
+            &safe_git,
+            &["--git", g, "would-lose-work", "repo"],
+            sb.root(),
+        );
+        assert_eq!(safe.status.code(), Some(1), "{g}");
+        assert!(String::from_utf8_lossy(&safe.stdout).contains("held: refs/worktree/save"));
+    }
+}

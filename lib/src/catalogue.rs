@@ -1045,6 +1045,37 @@ pub static WORKTREE_PRIVATE_SUBPATHS: &[&str] = &[
     "info/sparse-checkout",
 ];
 
+/// The per-worktree state of the *main* worktree that can name an object: files and folders
+/// at the top of its git dir (the common dir) that git keeps for that worktree alone and
+/// that `would-lose-work` reads for object ids (refs/files-backend `is_per_worktree_ref`,
+/// the pseudorefs, the rebase/sequencer/bisect state). A linked worktree's whole admin dir
+/// is read instead.
+pub static MAIN_WORKTREE_STATE: &[&str] = &[
+    "HEAD",
+    "ORIG_HEAD",
+    "FETCH_HEAD",
+    "MERGE_HEAD",
+    "MERGE_AUTOSTASH",
+    "AUTO_MERGE",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "REBASE_HEAD",
+    "BISECT_HEAD",
+    "BISECT_EXPECTED_REV",
+    "BISECT_START",
+    "BISECT_LOG",
+    "rebase-merge",
+    "rebase-apply",
+    "sequencer",
+    "refs/bisect",
+    "refs/rewritten",
+    "refs/worktree",
+    "logs/HEAD",
+    "logs/refs/bisect",
+    "logs/refs/rewritten",
+    "logs/refs/worktree",
+];
+
 /// git's `path.c` `common_list` entries with `is_common = 1`: paths git always resolves in the
 /// common dir, even when asked for them through a linked worktree's git dir. A planted
 /// `worktrees/<id>/hooks/` or `worktrees/<id>/config` is therefore ignored by git (verified

@@ -18,12 +18,21 @@
 //!   --ignored=matching --ignore-submodules=none`, the command line beating every config);
 //!   submodules with changes are listed by the same status;
 //! - a stash, and commits reachable from this worktree's `HEAD` and from no branch (other
-//!   than its own), tag or remote-tracking ref, count as work.
+//!   than its own), tag or remote-tracking ref, count as work;
+//! - git's listing is not taken as complete: the work tree is walked without git
+//!   ([`super::unlisted`]: what git's walk skips, a `.git` component below the top, is
+//!   `unlisted` work; a folder that cannot be read, or any warning from git status, leaves
+//!   the answer open);
+//! - what `worktree remove` deletes besides the work tree counts: an object that only the
+//!   worktree's own state names ([`super::admin`]: per-worktree refs, HEAD reflog,
+//!   pseudorefs, autostash, rebase/sequencer/bisect state) is `held` work.
 //!
-//! Exit: 0 nothing would be lost, 1 work would be lost (listed), 2 a git step failed (cannot
-//! tell); the layout and config refusals of safe-git (120–124) come first.
+//! Exit: 0 nothing would be lost, 1 work would be lost (listed), 2 cannot tell (a git step
+//! failed or warned, a folder or admin-dir entry unreadable or not git's); the layout and
+//! config refusals of safe-git (120–124) come first.
 
 use super::plan::{plan, Plan, Refusal, Request};
+use super::unlisted::Accounted;
 use serde_json::json;
 use std::ffi::OsString;
 use std::io::Write;
@@ -33,7 +42,8 @@ use std::process::Stdio;
 /// One piece of work that removing the worktree would lose.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Loss {
-    /// `modified`, `staged`, `untracked`, `ignored`, `submodule`, `stash`, `commits`.
+    /// `modified`, `staged`, `untracked`, `ignored`, `unlisted`, `submodule`, `stash`,
+    /// `commits`, `held`.
     pub kind: &'static str,
     pub what: String,
 }
@@ -65,7 +75,11 @@ struct Runner {
 }
 
 impl Runner {
-    fn git(&self, args: &[&str], stdin: Option<&[u8]>) -> Result<(i32, Vec<u8>), Unknown> {
+    fn git3(
+        &self,
+        args: &[&str],
+        stdin: Option<&[u8]>,
+    ) -> Result<(i32, Vec<u8>, Vec<u8>), Unknown> {
         let mut argv: Vec<OsString> = Vec::new();
         for (k, v) in FORCE {
             argv.push("-c".into());
@@ -97,7 +111,11 @@ impl Runner {
             .wait_with_output()
             .map_err(|e| Unknown::Git(format!("git: {e}")))?;
         let code = out.status.code().unwrap_or(-1);
-        Ok((code, out.stdout))
+        Ok((code, out.stdout, out.stderr))
+    }
+
+    fn git(&self, args: &[&str], stdin: Option<&[u8]>) -> Result<(i32, Vec<u8>), Unknown> {
+        self.git3(args, stdin).map(|(c, o, _)| (c, o))
     }
 
     fn ok(&self, args: &[&str], stdin: Option<&[u8]>) -> Result<Vec<u8>, Unknown> {
@@ -173,8 +191,12 @@ fn would_lose_work_at(req: &Request, worktree: &Path, depth: usize) -> Result<Ve
     // Tracked files, hashed as `git add` would hash them, against the index.
     let entries = r.ok(&["ls-files", "-s", "-z"], None)?;
     let mut files: Vec<(String, String)> = Vec::new();
-    for rec in entries.split(|&b| b == 0).filter(|r| !r.is_empty()) {
-        let rec = String::from_utf8_lossy(rec);
+    let mut accounted = Accounted::default();
+    for raw in entries.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+        if let Some(tab) = raw.iter().position(|&b| b == b'\t') {
+            accounted.files.insert(raw[tab + 1..].to_vec());
+        }
+        let rec = String::from_utf8_lossy(raw);
         let Some((meta, path)) = rec.split_once('\t') else {
             return Err(Unknown::Git(format!("ls-files printed {rec:?}")));
         };
@@ -196,6 +218,7 @@ fn would_lose_work_at(req: &Request, worktree: &Path, depth: usize) -> Result<Ve
                 // A populated submodule: asked the same question, recursively (its git dir
                 // may go with this worktree's admin dir).
                 if std::fs::symlink_metadata(full.join(".git")).is_ok() {
+                    accounted.folders.insert(path.as_bytes().to_vec());
                     for l in would_lose_work_at(req, &full, depth + 1)? {
                         out.push(Loss {
                             kind: l.kind,
@@ -278,21 +301,35 @@ fn would_lose_work_at(req: &Request, worktree: &Path, depth: usize) -> Result<Ve
         }
     }
     // Untracked and ignored files, submodules with changes.
-    let status = r.ok(
-        &[
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--ignored=matching",
-            "--ignore-submodules=none",
-            "--no-renames",
-        ],
-        None,
-    )?;
-    for rec in status.split(|&b| b == 0).filter(|r| r.len() > 3) {
-        let rec = String::from_utf8_lossy(rec);
+    // git's walk only warns about a folder it cannot open and goes on: any warning from it
+    // means the listing may be short, so the answer is "cannot tell".
+    let status_args = [
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--ignored=matching",
+        "--ignore-submodules=none",
+        "--no-renames",
+    ];
+    let (code, status, err) = r.git3(&status_args, None)?;
+    if code != 0 || !err.is_empty() {
+        let first = String::from_utf8_lossy(&err);
+        return Err(Unknown::Git(format!(
+            "git status exited with {code}: {}",
+            first.lines().next().unwrap_or("").trim()
+        )));
+    }
+    for raw in status.split(|&b| b == 0).filter(|r| r.len() > 3) {
+        let rec = String::from_utf8_lossy(raw);
         let (xy, path) = rec.split_at(3);
+        if matches!(xy.trim(), "??" | "!!") {
+            let p = &raw[3..];
+            match p.strip_suffix(b"/") {
+                Some(folder) => accounted.folders.insert(folder.to_vec()),
+                None => accounted.files.insert(p.to_vec()),
+            };
+        }
         let kind = match xy.trim() {
             "??" => "untracked",
             "!!" => "ignored",
@@ -307,6 +344,16 @@ fn would_lose_work_at(req: &Request, worktree: &Path, depth: usize) -> Result<Ve
         out.push(Loss {
             kind,
             what: path.to_owned(),
+        });
+    }
+    // Every file below the top that git neither tracks nor listed (a `.git` component below
+    // the top, a folder git could not open): walked here without git, and lost with the rest.
+    let unlisted = super::unlisted::walk(&r.worktree, &accounted)
+        .map_err(|e| Unknown::Git(format!("walking the work tree: {e}")))?;
+    for p in unlisted {
+        out.push(Loss {
+            kind: "unlisted",
+            what: String::from_utf8_lossy(&p).into_owned(),
         });
     }
     // Stashes (shared by every worktree, listed because a destroy script asks about them).
@@ -342,7 +389,82 @@ fn would_lose_work_at(req: &Request, worktree: &Path, depth: usize) -> Result<Ve
             });
         }
     }
+    held_by_worktree_state(&r, &mut out)?;
     Ok(out)
+}
+
+/// Objects that only this worktree's own state names (its admin dir, or the main worktree's
+/// per-worktree refs, reflog, pseudorefs and operation state: see [`super::admin`]): lost
+/// when `worktree remove` deletes that state. The refs that keep an object are the same as
+/// for `HEAD` above: branches other than this worktree's own, tags, remote-tracking refs.
+fn held_by_worktree_state(r: &Runner, out: &mut Vec<Loss>) -> Result<(), Unknown> {
+    let dirs = r.ok(
+        &[
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-dir",
+            "--git-common-dir",
+        ],
+        None,
+    )?;
+    let dirs = String::from_utf8_lossy(&dirs).into_owned();
+    let mut lines = dirs.lines();
+    let (Some(git_dir), Some(common)) = (lines.next(), lines.next()) else {
+        return Err(Unknown::Git(format!("rev-parse printed {dirs:?}")));
+    };
+    let linked = std::fs::canonicalize(git_dir).ok() != std::fs::canonicalize(common).ok();
+    let state = super::admin::read(Path::new(git_dir), linked)
+        .map_err(|e| Unknown::Git(format!("reading the worktree's state: {e}")))?;
+    if state.am_in_progress {
+        out.push(Loss {
+            kind: "held",
+            what: "rebase-apply/ (git am stopped: its patches are in no commit)".into(),
+        });
+    }
+    let branch = r.git(&["symbolic-ref", "-q", "--short", "HEAD"], None)?;
+    let exclude =
+        (branch.0 == 0).then(|| format!("--exclude={}", String::from_utf8_lossy(&branch.1).trim()));
+    for (file, ids) in &state.ids {
+        // Ids of objects that exist (a message may quote an id of nothing), abbreviated ones
+        // of a todo list resolved; one git cannot tell apart leaves the answer open.
+        let batch = r.ok(
+            &["cat-file", "--batch-check=%(objectname) %(objecttype)"],
+            Some(format!("{}\n", ids.join("\n")).as_bytes()),
+        )?;
+        let batch = String::from_utf8_lossy(&batch).into_owned();
+        let mut present: Vec<&str> = Vec::new();
+        for l in batch.lines() {
+            match l.split_once(' ') {
+                Some((id, "commit" | "tree" | "blob" | "tag")) => present.push(id),
+                Some((_, "missing")) => {}
+                _ => {
+                    return Err(Unknown::Git(format!(
+                        "{file}: git cat-file --batch-check printed {l:?}"
+                    )))
+                }
+            }
+        }
+        if present.is_empty() {
+            continue;
+        }
+        let mut args = vec!["rev-list", "--objects", "--stdin", "--not"];
+        if let Some(e) = &exclude {
+            args.push(e);
+        }
+        args.extend(["--branches", "--tags", "--remotes"]);
+        let listed = r.ok(&args, Some(format!("{}\n", present.join("\n")).as_bytes()))?;
+        let n = listed
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count();
+        if n != 0 {
+            out.push(Loss {
+                kind: "held",
+                what: format!("{file}: {n} objects named only here"),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Human or JSON report.

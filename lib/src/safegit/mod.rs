@@ -1,9 +1,11 @@
 //! safe-git: git over an untrusted repository for host-side scripts, on an allow-list of inspection and clean-up subcommands.
 
+pub mod admin;
 pub mod args;
 pub mod gitlinks;
 pub mod locate;
 pub mod loss;
 pub mod plan;
+pub mod unlisted;
 
 pub use plan::{plan, Plan, Refusal, Request};
