@@ -518,6 +518,49 @@ fn each_command_gets_a_fresh_plan() {
     }
 }
 
+/// The command keeps no capability, whoever starts agent-shell: with CAP_SYS_ADMIN a root
+/// caller's command could unmount the read-only binds (`umount .git/config`) or remount `/`
+/// read-write and write the git dir (red-team pass on the plan, P-13). Positive control: the
+/// same bubblewrap base without `--cap-drop ALL` keeps them for root.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn the_sandboxed_command_keeps_no_capability() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    let cap_eff = |out: &[u8]| -> String {
+        String::from_utf8_lossy(out)
+            .lines()
+            .find_map(|l| l.strip_prefix("CapEff:"))
+            .map(|v| v.trim().to_owned())
+            .unwrap_or_default()
+    };
+    let g = &gits()[0];
+    let s = Session::new(g);
+    let o = s.agent(
+        "grep CapEff /proc/self/status; umount .git/config; echo umount=$?",
+        true,
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(cap_eff(&o.stdout), "0000000000000000", "{out}");
+    assert!(out.contains("umount=") && !out.contains("umount=0"), "{out}");
+    // Positive control, only meaningful for a root caller.
+    if nix::unistd::Uid::effective().is_root() {
+        let plain = Command::new(BWRAP)
+            .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+            .args(["--unshare-all", "--die-with-parent", "--new-session"])
+            .args(["grep", "CapEff", "/proc/self/status"])
+            .output()
+            .unwrap();
+        assert_ne!(
+            cap_eff(&plain.stdout),
+            "0000000000000000",
+            "bubblewrap without --cap-drop keeps a root caller's capabilities"
+        );
+    }
+}
+
 /// A link swapped in after planning is refused, not followed: the binder opens every path
 /// again without following links. Positive control: bubblewrap binding by path follows it.
 #[test]

@@ -13,7 +13,7 @@
 //! # Invariants
 //!
 //! - The base is read-only (`--ro-bind / /`), with `--unshare-all` (no network unless asked),
-//!   `--die-with-parent`, `--new-session`; only the plan's writable roots are writable.
+//!   `--die-with-parent`, `--new-session`, `--cap-drop ALL`; only the plan's writable roots are writable.
 //! - The binds go in the plan's order, parents first, each descriptor's type matching the
 //!   plan's (a file where a folder was planned is refused too).
 //! - Placeholders: an empty read-only regular file (`--ro-bind-data` from an empty pipe) for a
@@ -201,6 +201,11 @@ pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
         "--unshare-all",
         "--die-with-parent",
         "--new-session",
+        // Every capability dropped, whoever runs agent-shell: bubblewrap keeps them for a
+        // root caller, and with CAP_SYS_ADMIN the command could unmount or remount the
+        // read-only binds and write the git dir (fourth red-team pass on the plan, P-13).
+        "--cap-drop",
+        "ALL",
     ] {
         args.push(a.into());
     }
