@@ -1123,7 +1123,14 @@ impl<'r> Worker<'r> {
             {
                 continue;
             }
-            let (mut head, mut objects, mut refs, mut config) = (false, false, false, None);
+            // git setup.c `is_git_directory`: a HEAD `validate_headref` accepts, and
+            // `access(X_OK)` on `<common dir>/objects` and `<common dir>/refs`, where a
+            // `commondir` file moves the common dir anywhere. An executable file, a link or
+            // a gitlink (an empty folder) passes `access` as well as a folder does, and so
+            // does a plain file where the checkout has no mode bits: any type counts.
+            let mut head = None;
+            let (mut objects, mut refs, mut commondir) = (false, false, false);
+            let mut configs: Vec<(&'static str, EntryKind, ObjectId)> = Vec::new();
             let iter = self
                 .repo
                 .objects
@@ -1131,12 +1138,15 @@ impl<'r> Worker<'r> {
                 .map_err(|e| format!("tree {tree_id} cannot be read: {e}"))?;
             for e in iter {
                 let e = e.map_err(|e| format!("tree {tree_id} cannot be parsed: {e}"))?;
-                match (e.filename.as_bytes(), e.mode.is_tree()) {
-                    (b"HEAD", false) => head = true,
-                    (b"objects", true) => objects = true,
-                    (b"refs", true) => refs = true,
-                    (b"config", false) if e.mode.is_blob() => {
-                        config = Some((e.mode.kind(), e.oid.to_owned()))
+                let kind = e.mode.kind();
+                match e.filename.as_bytes() {
+                    b"HEAD" => head = Some((kind, e.oid.to_owned())),
+                    b"objects" => objects = true,
+                    b"refs" => refs = true,
+                    b"commondir" => commondir = true,
+                    b"config" if e.mode.is_blob() => configs.push(("config", kind, e.oid.into())),
+                    b"config.worktree" if e.mode.is_blob() => {
+                        configs.push(("config.worktree", kind, e.oid.into()))
                     }
                     _ => {}
                 }
@@ -1146,21 +1156,53 @@ impl<'r> Worker<'r> {
             } else {
                 dir.clone()
             };
-            if head && objects && refs {
-                emit(
-                    "GW-SCAN-040",
-                    None,
-                    &shown,
-                    "folder holds HEAD, objects/ and refs/".into(),
-                    Some(tree_id),
-                );
-            }
-            if let Some((kind, cfg)) = config {
+            let at = |name: &str| {
                 let mut p = dir.clone();
                 if !p.is_empty() {
                     p.push(b'/');
                 }
-                p.extend_from_slice(b"config");
+                p.extend_from_slice(name.as_bytes());
+                p
+            };
+            if let Some((kind, oid)) = head.filter(|_| (objects && refs) || commondir) {
+                let link = kind == EntryKind::Link;
+                let valid = match kind {
+                    EntryKind::Blob | EntryKind::BlobExecutable | EntryKind::Link => {
+                        let cap = if link {
+                            MAX_LINK_TARGET
+                        } else {
+                            self.ctx.limits.max_blob_bytes
+                        };
+                        let p = at("HEAD");
+                        let Some(bytes) =
+                            read_blob(self.repo, self.ctx, oid, cap, &p, &mut self.blob)
+                        else {
+                            return Ok(());
+                        };
+                        rules::head_is_valid(link, bytes)
+                    }
+                    // A folder or a gitlink: git cannot read it as HEAD.
+                    EntryKind::Tree | EntryKind::Commit => false,
+                };
+                if valid {
+                    let what = if objects && refs && commondir {
+                        "HEAD git accepts, objects, refs and commondir"
+                    } else if commondir {
+                        "HEAD git accepts and commondir (objects and refs are looked up where it points)"
+                    } else {
+                        "HEAD git accepts, objects and refs"
+                    };
+                    emit(
+                        "GW-SCAN-040",
+                        None,
+                        &shown,
+                        format!("folder holds a {what}: git's discovery takes it for a git dir"),
+                        Some(tree_id),
+                    );
+                }
+            }
+            for (name, kind, cfg) in configs {
+                let p = at(name);
                 if !others.is_empty() && self.in_other_parent(others, &p, kind, cfg)? {
                     continue;
                 }
@@ -1169,12 +1211,17 @@ impl<'r> Worker<'r> {
                 else {
                     return Ok(());
                 };
-                if rules::has_core_section(bytes) {
+                let keys = rules::config_file_keys(bytes);
+                if let Some(first) = keys.first() {
+                    let more = match keys.len() {
+                        1 => String::new(),
+                        n => format!(" and {} more", n - 1),
+                    };
                     emit(
                         "GW-SCAN-041",
                         None,
                         &p,
-                        "has a [core] section".into(),
+                        format!("git's config reader finds {first}{more}"),
                         Some(cfg),
                     );
                 }
@@ -1270,7 +1317,8 @@ struct Visitor<'c> {
     cur: (EntryKind, ObjectId),
     /// Changed folders (path, tree id), for the git-dir shape check.
     trees: Vec<(BString, ObjectId)>,
-    /// Folders in which HEAD, objects, refs or config changed.
+    /// Folders in which an entry git's discovery looks at (HEAD, objects, refs, commondir,
+    /// config) changed.
     candidates: Vec<BString>,
 }
 
@@ -1348,7 +1396,7 @@ impl<'c> Visitor<'c> {
         if let Some(why) = rules::invalid_component(name) {
             self.hit_at(path, "GW-SCAN-031", why.to_string());
         }
-        if matches!(name, b"HEAD" | b"objects" | b"refs" | b"config") {
+        if rules::GIT_DIR_ENTRY_NAMES.contains(&name) {
             self.candidates.push(parent.into());
         }
         let kind = mode.kind();

@@ -55,8 +55,8 @@ pub static RULES: &[Rule] = &[
     rule!("GW-SCAN-022", "symlink-into-git-dir", Error, "a symbolic link whose target has a component git treats as .git", "checkout writes through it into the git dir, e.g. into hooks (CVE-2021-21300, CVE-2024-32002)", "CVE-2021-21300, CVE-2024-32002"),
     rule!("GW-SCAN-030", "path-dotgit", Error, "a path component that git or a case-insensitive, NTFS or HFS+ filesystem treats as .git (.GIT, .git., git~1, .g\u{200c}it)", "checkout writes into the git dir: config and hooks (CVE-2014-9390, CVE-2019-1352)", "CVE-2014-9390, CVE-2019-1352"),
     rule!("GW-SCAN-031", "path-component-invalid", Error, "a path component that is empty, '.', '..', or holds a backslash", "git's verify_path refuses it; on Windows a backslash is a folder separator (CVE-2019-1354)", "CVE-2019-1354, git fsck.c"),
-    rule!("GW-SCAN-040", "tree-git-dir-shape", Error, "a folder holding HEAD, objects/ and refs/", "git discovers it as a bare repository and honours its config and hooks", "research §3, headline 8"),
-    rule!("GW-SCAN-041", "tree-git-config", Warning, "a file named config whose contents have a [core] section", "a git dir's config: with HEAD, objects/ and refs/ beside it git runs what it names", "research §3.2"),
+    rule!("GW-SCAN-040", "tree-git-dir-shape", Error, "a folder git's discovery takes for a git dir: a HEAD git accepts (ref: refs/…, an object id, a link to refs/…) with entries named objects and refs of any type, or with a commondir", "git discovers it as a bare repository (or a worktree's git dir) and honours its config and hooks", "research §3, headline 8; git setup.c is_git_directory"),
+    rule!("GW-SCAN-041", "tree-git-config", Warning, "a file named config or config.worktree that git's config reader reads as setting a catalogue key or an include", "a git dir's config: where git discovers the folder it runs what the file (or a file it includes) names", "research §3.2"),
     rule!("GW-SCAN-050", "hooks-path-file", Error, "a file under the folder the repository's core.hooksPath names", "git runs it as a hook on commit, checkout, merge, push", "research §1a"),
     rule!("GW-SCAN-051", "hook-like-file", Warning, "an executable, or a file named after a hook event, in a hook-like folder (.husky/, .githooks/, hooks/)", "a hook installer or a later core.hooksPath makes git run it", "research §1a, §3.1"),
     rule!("GW-SCAN-060", "settings-file", Error, "an agent or IDE settings file that settings-watch guards (.claude/, .vscode/, .mcp.json, …)", "it can widen what the agent may do or make the IDE run commands when the owner opens the folder", "research anchors"),
@@ -587,14 +587,71 @@ pub fn check_gitmodules(bytes: &[u8]) -> Vec<(&'static str, String)> {
 // ---------------------------------------------------------------------------------------
 // config files in trees
 
-/// Does this file have a `[core]` section (`[core]`, `[Core]`, `[core "x"]`)?
-pub fn has_core_section(bytes: &[u8]) -> bool {
-    // As git reads it (`crate::config::parse_bytes`): a BOM, `[CORE]`, a header after a lone
-    // CR on the same line all count; so do sections before a bad line (a superset).
-    crate::config::parse_bytes(bytes, crate::config::Dialect::Any)
-        .sections
-        .iter()
-        .any(|(section, _, _)| section == "core")
+/// The entries git's discovery (`setup.c` `is_git_directory`) looks at in a folder, and the
+/// config files it reads there: a change to any of them makes the folder a candidate.
+pub const GIT_DIR_ENTRY_NAMES: &[&[u8]] = &[
+    b"HEAD",
+    b"objects",
+    b"refs",
+    b"commondir",
+    b"config",
+    b"config.worktree",
+];
+
+/// git `setup.c` `validate_headref`: would git accept this `HEAD`? A symbolic link must point
+/// at `refs/…`; a file must start (within its first 255 bytes) with `ref:`, blanks and
+/// `refs/`, or with a full object id (40 or 64 hex digits, nothing required after it).
+pub fn head_is_valid(is_link: bool, bytes: &[u8]) -> bool {
+    if is_link {
+        return bytes.starts_with(b"refs/");
+    }
+    let b = &bytes[..bytes.len().min(255)];
+    // git reads the file into a C string: it ends at the first NUL.
+    let b = &b[..b.iter().position(|c| *c == 0).unwrap_or(b.len())];
+    if let Some(rest) = b.strip_prefix(b"ref:") {
+        // git's isspace: space, \t, \n, \v, \f, \r.
+        let start = rest
+            .iter()
+            .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
+            .unwrap_or(rest.len());
+        if rest[start..].starts_with(b"refs/") {
+            return true;
+        }
+    }
+    let hex = b.iter().take_while(|c| c.is_ascii_hexdigit()).count();
+    hex >= 40
+}
+
+/// What a file named `config` in a tree sets, read by git's config parser
+/// ([`crate::config::parse_bytes`], no includes followed): every include (itself a finding —
+/// the file it names is not judged here and can hold anything) and every catalogue key, as
+/// `line N: key` (rows the catalogue itself rates a note, such as `core.bare`, are not
+/// findings). Empty for a file git would not read as config before its first bad line.
+pub fn config_file_keys(bytes: &[u8]) -> Vec<String> {
+    let raw = crate::config::parse_bytes(bytes, crate::config::Dialect::Any);
+    let mut out = Vec::new();
+    for e in &raw.entries {
+        let Some(key) = e.config_key() else {
+            // A subsection that is not UTF-8: only include and per-name rows have one.
+            if matches!(e.section.as_str(), "includeif" | "include") {
+                out.push(format!("line {}: {} (include)", e.line, e.section));
+            }
+            continue;
+        };
+        let shown = match key.subsection {
+            Some(sub) => format!("{}.{}.{}", key.section, sub, key.name),
+            None => format!("{}.{}", key.section, key.name),
+        };
+        if crate::config::include_condition(&key).is_some() {
+            out.push(format!("line {}: {shown} (include)", e.line));
+        } else if catalogue::KEYS
+            .iter()
+            .any(|k| k.severity != Severity::Note && k.key.matches(&key))
+        {
+            out.push(format!("line {}: {shown}", e.line));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -797,11 +854,48 @@ mod tests {
     }
 
     #[test]
-    fn core_section() {
-        assert!(has_core_section(b"[core]\n\tbare = true\n"));
-        assert!(has_core_section(b"  [Core \"x\"]\n"));
-        assert!(!has_core_section(b"[corex]\n"));
-        assert!(!has_core_section(b"core = 1\n"));
+    fn head_like_git() {
+        assert!(head_is_valid(false, b"ref: refs/heads/main\n"));
+        assert!(head_is_valid(false, b"ref:\t \nrefs/x"));
+        assert!(head_is_valid(false, &[b'a'; 40]));
+        assert!(head_is_valid(
+            false,
+            format!("{}junk", "0".repeat(64)).as_bytes()
+        ));
+        assert!(head_is_valid(true, b"refs/heads/main"));
+        assert!(!head_is_valid(true, b"./refs/heads/main"));
+        assert!(!head_is_valid(false, b"ref: heads/main\n"));
+        assert!(!head_is_valid(
+            false,
+            b"# the HEAD section of a changelog\n"
+        ));
+        assert!(!head_is_valid(false, &[b'a'; 39]));
+        assert!(!head_is_valid(false, b"ref:\0refs/heads/main"));
+        let mut long = vec![b' '; 260];
+        long[..4].copy_from_slice(b"ref:");
+        long.extend_from_slice(b"refs/x");
+        assert!(!head_is_valid(false, &long));
+    }
+
+    #[test]
+    fn config_files_read_like_git() {
+        let k = |s: &str| config_file_keys(s.as_bytes());
+        assert!(k("[core]\n\tbare = true\n\trepositoryformatversion = 0\n").is_empty());
+        assert_eq!(k("[core]\n\tpager = x\n"), ["line 2: core.pager"]);
+        assert_eq!(
+            k("[include]\n\tpath = settings.ini\n"),
+            ["line 2: include.path (include)"]
+        );
+        assert_eq!(
+            k("[includeIf \"gitdir:/\"]\n\tpath = x\n"),
+            ["line 2: includeif.gitdir:/.path (include)"]
+        );
+        // git's spellings: case, a dotted section header, a key on the header line.
+        assert_eq!(k("[CORE] fsmonitor = x\n").len(), 1);
+        assert_eq!(k("[alias]\n\tl = !sh\n"), ["line 2: alias.l"]);
+        // Not git config: nothing (and nothing git would read).
+        assert!(k("name: value\n{ \"json\": 1 }\n").is_empty());
+        assert!(k("[editor]\n\ttabs = 4\n").is_empty());
     }
 }
 
