@@ -977,3 +977,54 @@ fn tracking_setup_under_auto_setup_rebase_is_git_s_own_write() {
             .contains("rebase = true"));
     }
 }
+
+#[test]
+fn a_session_worktree_s_submodule_index_staging_an_armed_repository_is_reported() {
+    for git in gits() {
+        let s = Small::new(&git);
+        let r = s.repo();
+        let src = s.root().join("subsrc");
+        std::fs::create_dir_all(&src).unwrap();
+        s.run(&src, &["init", "-q", "-b", "main"]);
+        std::fs::write(src.join("f"), "f\n").unwrap();
+        s.run(&src, &["add", "f"]);
+        s.run(&src, &["commit", "-qm", "f"]);
+        let file_ok = ["-c", "protocol.file.allow=always"];
+        let add = [
+            &file_ok[..],
+            &["submodule", "add", "-q", src.to_str().unwrap(), "sub"],
+        ]
+        .concat();
+        s.run(&r, &add);
+        s.run(&r, &["commit", "-qm", "sub"]);
+        assert_eq!(s.pin(&["--session", "s1"]).0, 0);
+        // The agent's honest turn: a session worktree with its submodule checked out
+        // (git writes `<common>/worktrees/w/modules/sub`, with `core.worktree`).
+        let w = s.root().join("r-worktrees/s1/w");
+        s.run(
+            &r,
+            &["worktree", "add", "-q", "-b", "w", w.to_str().unwrap()],
+        );
+        let upd = [&file_ok[..], &["submodule", "update", "-q", "--init"]].concat();
+        s.run(&w, &upd);
+        // Nothing in it is taken for an armed repository (the new `worktrees/w/modules` folder
+        // itself is still reported by the baseline comparison: a separate, known cry-wolf).
+        let (_, ev) = s.check(false);
+        assert!(
+            events_of(&ev, "embedded_repository_armed").is_empty(),
+            "{}: {ev:?}",
+            git.display()
+        );
+        // An armed repository staged in that submodule's index (`worktrees/w/modules/sub/index`).
+        s.armed_repo(&w.join("sub/inner"));
+        let _ = s.try_run(&w.join("sub"), &["add", "inner"]);
+        let _ = s.try_run(&w, &["status"]);
+        assert!(
+            s.fired(),
+            "{}: linked submodule index control",
+            git.display()
+        );
+        let _ = std::fs::remove_file(s.canary());
+        assert_eq!(s.armed_events().0, 1);
+    }
+}

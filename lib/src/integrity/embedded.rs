@@ -90,7 +90,9 @@ pub fn nested(roots: &[PathBuf], main_work_tree: Option<&Path>, common_dir: &Pat
         }
         let report = crate::audit::audit(std::slice::from_ref(root));
         for f in report.findings {
-            if main.is_some() && f.repo == main {
+            // The main repository, and what lies in the common dir (worktree entries and
+            // submodule git dirs, `worktrees/<id>/modules/` included): the baseline's.
+            if (main.is_some() && f.repo == main) || f.path.starts_with(&common) {
                 continue;
             }
             let into_common = f
@@ -131,7 +133,8 @@ fn keep(out: &mut Embedded, findings: Vec<Finding>) {
     }
 }
 
-/// Does the gitfile at `dot_git` name a git dir inside `common_dir/modules/`?
+/// Does the gitfile at `dot_git` name a submodule git dir of `common_dir` (under its
+/// `modules/`, or a linked worktree's `worktrees/<id>/modules/`)?
 fn gitfile_into_modules(dot_git: &Path, sub: &Path, common_dir: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(dot_git) else {
         return false;
@@ -145,7 +148,15 @@ fn gitfile_into_modules(dot_git: &Path, sub: &Path, common_dir: &Path) -> bool {
     } else {
         sub.join(t)
     });
-    abs.starts_with(common_dir.join("modules"))
+    if abs.starts_with(common_dir.join("modules")) {
+        return true;
+    }
+    // A linked worktree's submodules: `<common>/worktrees/<id>/modules/…`.
+    let Ok(rest) = abs.strip_prefix(common_dir.join("worktrees")) else {
+        return false;
+    };
+    let mut c = rest.components();
+    c.next().is_some() && c.next().is_some_and(|m| m.as_os_str() == "modules")
 }
 
 /// The gitlink paths of an index file (no index: none), read without following links.
