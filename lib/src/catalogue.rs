@@ -1359,8 +1359,15 @@ pub static GIT_WRITTEN_ENTRIES: &[GitWrittenEntry] = &[
 /// `config` that only adds, changes or removes these, when every value they hold names a
 /// remote the file defines, `.`, or a URL class that runs nothing (`branch.<name>.remote` can be a
 /// URL, [`URL_KEYS`]); any other change of the file is reported as before. Sources: git's
-/// `branch.c:install_branch_config`, `builtin/push.c`, `builtin/fetch.c`.
-pub static TRACKING_CONFIG_KEYS: &[KeyPattern] = &[per!("branch"."remote"), per!("branch"."merge")];
+/// `branch.c:install_branch_config`, `builtin/push.c`, `builtin/fetch.c`. Every key
+/// `install_branch_config_multiple_remotes` writes: `remote`, `merge` (one or more) and,
+/// under the owner's `branch.autoSetupRebase` (`always`, `remote`, `local`), `rebase = true`
+/// (the only value git writes there; any other is the agent's).
+pub static TRACKING_CONFIG_KEYS: &[KeyPattern] = &[
+    per!("branch"."remote"),
+    per!("branch"."merge"),
+    per!("branch"."rebase"),
+];
 
 /// What a state file of an in-progress operation names, and so what the owner's
 /// `--continue` (or `--skip`) runs or passes with it.

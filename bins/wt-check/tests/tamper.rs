@@ -742,3 +742,289 @@ fn pin_refuses_an_armed_repository_unless_accepted() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Every repository the owner's ordinary git enters from a work tree (red-team R4-3, R4-4,
+// R4-6, R4-8): audited at check time, an armed one reported as `embedded_repository_armed`.
+
+impl Small {
+    /// A repository at `dir` with one commit, its `core.fsmonitor` writing the canary.
+    fn armed_repo(&self, dir: &Path) {
+        std::fs::create_dir_all(dir).unwrap();
+        self.run(dir, &["init", "-q", "-b", "main"]);
+        std::fs::write(dir.join("x"), "x\n").unwrap();
+        self.run(dir, &["add", "x"]);
+        self.run(dir, &["commit", "-qm", "x"]);
+        self.run(
+            dir,
+            &[
+                "config",
+                "core.fsmonitor",
+                &format!("echo fired >> '{}'; false", self.canary().display()),
+            ],
+        );
+    }
+    /// Run each command in turn on a copy of the world; true when the canary was written.
+    fn control_seq(&self, cmds: &[&[&str]]) -> bool {
+        let ctl = self.copy();
+        for c in cmds {
+            let _ = ctl.try_run(&ctl.repo(), c);
+        }
+        let fired = self.fired();
+        let _ = std::fs::remove_file(self.canary());
+        fired
+    }
+    fn armed_events(&self) -> (i32, Vec<serde_json::Value>) {
+        let (code, ev) = self.check(true);
+        let armed = events_of(&ev, "embedded_repository_armed");
+        assert!(
+            armed
+                .iter()
+                .any(|e| e["message"].as_str().unwrap().contains("core.fsmonitor")),
+            "{}: {ev:?}",
+            self.git.display()
+        );
+        (code, ev)
+    }
+}
+
+#[test]
+fn an_untracked_armed_repository_the_next_add_stages_is_reported() {
+    for git in gits() {
+        let s = Small::new(&git);
+        let r = s.repo();
+        assert_eq!(s.pin(&[]).0, 0);
+        s.armed_repo(&r.join("n"));
+        // Positive control (R4-8): the owner's `git add -A` stages it, `git status` enters it.
+        assert!(
+            s.control_seq(&[&["add", "-A"], &["status"]]),
+            "{}: untracked nested repository control",
+            git.display()
+        );
+        assert_eq!(s.armed_events().0, 1);
+        assert!(r.join("n/.git/config").is_file(), "reported, not moved");
+    }
+}
+
+#[test]
+fn an_armed_repository_staged_in_a_submodule_s_own_index_is_reported() {
+    for git in gits() {
+        let s = Small::new(&git);
+        let r = s.repo();
+        let src = s.root().join("subsrc");
+        std::fs::create_dir_all(&src).unwrap();
+        s.run(&src, &["init", "-q", "-b", "main"]);
+        std::fs::write(src.join("f"), "f\n").unwrap();
+        s.run(&src, &["add", "f"]);
+        s.run(&src, &["commit", "-qm", "f"]);
+        s.run(
+            &r,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "-q",
+                src.to_str().unwrap(),
+                "sub",
+            ],
+        );
+        s.run(&r, &["commit", "-qm", "sub"]);
+        assert_eq!(s.pin(&[]).0, 0);
+        let sub = r.join("sub");
+        s.armed_repo(&sub.join("inner"));
+        let _ = s.try_run(&sub, &["add", "inner"]);
+        // Positive control (R4-3): the owner's `git status` at the top recurses twice.
+        assert!(
+            s.control(&["status"]),
+            "{}: submodule index control",
+            git.display()
+        );
+        assert_eq!(s.armed_events().0, 1);
+    }
+}
+
+#[test]
+fn a_repository_behind_a_gitlink_only_in_the_turn_s_commits_is_reported() {
+    for git in gits() {
+        let s = Small::new(&git);
+        let r = s.repo();
+        assert_eq!(s.pin(&[]).0, 0);
+        s.armed_repo(&r.join("foo"));
+        s.run(
+            &r.join("foo"),
+            &[
+                "config",
+                "diff.external",
+                &format!("sh -c 'echo fired >> {}'", s.canary().display()),
+            ],
+        );
+        std::fs::write(r.join("foo/x"), "changed\n").unwrap();
+        s.run(&r.join("foo"), &["commit", "-qam", "y"]);
+        let _ = s.try_run(&r, &["add", "foo"]);
+        s.run(&r, &["commit", "-qm", "add foo"]);
+        s.run(&r.join("foo"), &["reset", "-q", "--hard", "HEAD~1"]);
+        s.run(&r, &["rm", "-q", "--cached", "foo"]);
+        s.run(&r, &["commit", "-qm", "rm foo"]);
+        // Positive control (R4-6): `git log -p --submodule=diff` diffs inside foo/.
+        assert!(
+            s.control(&["log", "-p", "--submodule=diff"]),
+            "{}: gitlink-in-commits control",
+            git.display()
+        );
+        assert_eq!(s.armed_events().0, 1);
+    }
+}
+
+#[test]
+fn a_repository_in_the_session_folder_or_behind_a_redirected_gitfile_is_reported() {
+    for git in gits() {
+        // A plain repository made in the session folder (R4-4's sibling).
+        let s = Small::new(&git);
+        assert_eq!(s.pin(&["--session", "s1"]).0, 0);
+        let sd = s.root().join("r-worktrees/s1");
+        s.armed_repo(&sd.join("x"));
+        let fired = {
+            let _ = s.try_run(&sd.join("x"), &["status"]);
+            let f = s.fired();
+            let _ = std::fs::remove_file(s.canary());
+            f
+        };
+        assert!(fired, "{}: session folder control", git.display());
+        let st = s.state();
+        let (code, out, _) = s.wt_check(&[
+            "check",
+            "--no-scan",
+            "--state",
+            st.to_str().unwrap(),
+            s.repo().to_str().unwrap(),
+        ]);
+        assert_eq!(code, 1, "{out}");
+        assert!(out.contains("embedded_repository_armed"), "{out}");
+        // A session worktree whose `.git` file names a git dir the agent made (R4-4).
+        let s = Small::new(&git);
+        assert_eq!(s.pin(&["--session", "s1"]).0, 0);
+        let sd = s.root().join("r-worktrees/s1");
+        s.run(
+            &s.repo(),
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                "feat",
+                sd.join("feat").to_str().unwrap(),
+            ],
+        );
+        s.armed_repo(&sd.join("evil"));
+        std::fs::write(
+            sd.join("feat/.git"),
+            format!("gitdir: {}\n", sd.join("evil/.git").display()),
+        )
+        .unwrap();
+        let _ = s.try_run(&sd.join("feat"), &["status"]);
+        assert!(s.fired(), "{}: redirected gitfile control", git.display());
+        let _ = std::fs::remove_file(s.canary());
+        let st = s.state();
+        let (code, out, _) = s.wt_check(&[
+            "check",
+            "--no-scan",
+            "--state",
+            st.to_str().unwrap(),
+            s.repo().to_str().unwrap(),
+        ]);
+        assert_eq!(code, 1, "{out}");
+        assert!(
+            out.lines()
+                .any(|l| l.contains("embedded_repository_armed") && l.contains("core.fsmonitor")),
+            "{out}"
+        );
+        // --restore: the gitfile names its entry again (the agent's one kept aside), and the
+        // owner's git there no longer runs the planted program.
+        let (code, ev) = s.check(true);
+        assert_eq!(code, 1, "{ev:?}");
+        let gitfile = std::fs::read_to_string(sd.join("feat/.git")).unwrap();
+        assert!(
+            !gitfile.contains("evil") && gitfile.starts_with("gitdir: "),
+            "{}: {gitfile}",
+            git.display()
+        );
+        assert!(events_of(&ev, "quarantined")
+            .iter()
+            .any(|e| e["path"].as_str().unwrap().ends_with("feat/.git")));
+        let _ = s.try_run(&sd.join("feat"), &["status"]);
+        assert!(!s.fired(), "{}: fired after restore", git.display());
+    }
+}
+
+#[test]
+fn tracking_setup_under_auto_setup_rebase_is_git_s_own_write() {
+    for git in gits() {
+        let s = Small::new(&git);
+        std::fs::write(
+            s.root().join("home/.gitconfig"),
+            "[branch]\n\tautoSetupRebase = always\n",
+        )
+        .unwrap();
+        assert_eq!(s.pin(&[]).0, 0);
+        s.run(&s.repo(), &["checkout", "-q", "-b", "topic", "origin/main"]);
+        let cfg = std::fs::read_to_string(s.repo().join(".git/config")).unwrap();
+        assert!(cfg.contains("rebase = true"), "{}: {cfg}", git.display());
+        let (code, ev) = s.check(true);
+        assert_eq!((code, ev.len()), (0, 0), "{}: {ev:?}", git.display());
+        assert!(std::fs::read_to_string(s.repo().join(".git/config"))
+            .unwrap()
+            .contains("rebase = true"));
+    }
+}
+
+#[test]
+fn a_session_worktree_s_submodule_index_staging_an_armed_repository_is_reported() {
+    for git in gits() {
+        let s = Small::new(&git);
+        let r = s.repo();
+        let src = s.root().join("subsrc");
+        std::fs::create_dir_all(&src).unwrap();
+        s.run(&src, &["init", "-q", "-b", "main"]);
+        std::fs::write(src.join("f"), "f\n").unwrap();
+        s.run(&src, &["add", "f"]);
+        s.run(&src, &["commit", "-qm", "f"]);
+        let file_ok = ["-c", "protocol.file.allow=always"];
+        let add = [
+            &file_ok[..],
+            &["submodule", "add", "-q", src.to_str().unwrap(), "sub"],
+        ]
+        .concat();
+        s.run(&r, &add);
+        s.run(&r, &["commit", "-qm", "sub"]);
+        assert_eq!(s.pin(&["--session", "s1"]).0, 0);
+        // The agent's honest turn: a session worktree with its submodule checked out
+        // (git writes `<common>/worktrees/w/modules/sub`, with `core.worktree`).
+        let w = s.root().join("r-worktrees/s1/w");
+        s.run(
+            &r,
+            &["worktree", "add", "-q", "-b", "w", w.to_str().unwrap()],
+        );
+        let upd = [&file_ok[..], &["submodule", "update", "-q", "--init"]].concat();
+        s.run(&w, &upd);
+        // Nothing in it is taken for an armed repository (the new `worktrees/w/modules` folder
+        // itself is still reported by the baseline comparison: a separate, known cry-wolf).
+        let (_, ev) = s.check(false);
+        assert!(
+            events_of(&ev, "embedded_repository_armed").is_empty(),
+            "{}: {ev:?}",
+            git.display()
+        );
+        // An armed repository staged in that submodule's index (`worktrees/w/modules/sub/index`).
+        s.armed_repo(&w.join("sub/inner"));
+        let _ = s.try_run(&w.join("sub"), &["add", "inner"]);
+        let _ = s.try_run(&w, &["status"]);
+        assert!(
+            s.fired(),
+            "{}: linked submodule index control",
+            git.display()
+        );
+        let _ = std::fs::remove_file(s.canary());
+        assert_eq!(s.armed_events().0, 1);
+    }
+}

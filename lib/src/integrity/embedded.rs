@@ -66,7 +66,75 @@ pub fn armed(indexes: &[(PathBuf, PathBuf)], common_dir: &Path) -> Embedded {
     out
 }
 
-/// Does the gitfile at `dot_git` name a git dir inside `common_dir/modules/`?
+/// Audit every repository nested in the given work trees, the way `wt-check audit` walks a
+/// work tree (`crate::audit::audit`: no links followed, bounded in entries and depth, a walk
+/// cut short is a problem, not clean).
+///
+/// This is the class behind the gitlinks: every repository the owner's ordinary git enters
+/// from a work tree is in it — a submodule's own staged repository at any depth (the inner
+/// `git status` recurses), an untracked one the next `git add -A` stages, one behind a
+/// gitlink only in the turn's commits (`log -p --submodule=diff`), a session worktree whose
+/// `.git` file names a git dir of the agent's, a repository made directly in the session
+/// folder. `roots`: the main work tree, and the session folder or the linked worktrees.
+/// Findings about `main_work_tree`'s own repository are left out (the baseline compares
+/// them), and so are `.git` files that lead into `common_dir` (git's own layout: a linked
+/// worktree's entry, a submodule's git dir under `modules/`).
+pub fn nested(roots: &[PathBuf], main_work_tree: Option<&Path>, common_dir: &Path) -> Embedded {
+    let mut out = Embedded::default();
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let main = main_work_tree.map(canon);
+    let common = canon(common_dir);
+    for root in roots {
+        if std::fs::symlink_metadata(root).is_err() {
+            continue; // a session folder not made yet
+        }
+        let report = crate::audit::audit(std::slice::from_ref(root));
+        for f in report.findings {
+            // The main repository, and what lies in the common dir (worktree entries and
+            // submodule git dirs, `worktrees/<id>/modules/` included): the baseline's.
+            if (main.is_some() && f.repo == main) || f.path.starts_with(&common) {
+                continue;
+            }
+            let into_common = f
+                .details
+                .get("target")
+                .and_then(|t| t.as_str())
+                .is_some_and(|t| Path::new(t).starts_with(&common));
+            if f.rule == crate::audit::rules::GITFILE_REDIRECT.id && into_common {
+                continue;
+            }
+            if f.rule == crate::audit::rules::BARE_IN_WORK_TREE.id {
+                // The walk names it but does not look inside: audit it as a repository
+                // (the owner's git run in that folder uses its config).
+                keep(
+                    &mut out,
+                    crate::audit::audit(std::slice::from_ref(&f.path)).findings,
+                );
+                continue;
+            }
+            keep(&mut out, vec![f]);
+        }
+    }
+    out
+}
+
+/// Sort audit findings: a part not read is a problem; anything above a note that is not
+/// only "a repository is here" is armed.
+fn keep(out: &mut Embedded, findings: Vec<Finding>) {
+    for f in findings {
+        if f.rule == crate::audit::rules::INCOMPLETE.id {
+            out.problems.push((f.path.clone(), f.message.clone()));
+        } else if f.level > crate::catalogue::Severity::Note
+            && f.rule != crate::audit::rules::NESTED_REPOSITORY.id
+            && f.rule != crate::audit::rules::BARE_IN_WORK_TREE.id
+        {
+            out.findings.push(f);
+        }
+    }
+}
+
+/// Does the gitfile at `dot_git` name a submodule git dir of `common_dir` (under its
+/// `modules/`, or a linked worktree's `worktrees/<id>/modules/`)?
 fn gitfile_into_modules(dot_git: &Path, sub: &Path, common_dir: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(dot_git) else {
         return false;
@@ -80,7 +148,15 @@ fn gitfile_into_modules(dot_git: &Path, sub: &Path, common_dir: &Path) -> bool {
     } else {
         sub.join(t)
     });
-    abs.starts_with(common_dir.join("modules"))
+    if abs.starts_with(common_dir.join("modules")) {
+        return true;
+    }
+    // A linked worktree's submodules: `<common>/worktrees/<id>/modules/…`.
+    let Ok(rest) = abs.strip_prefix(common_dir.join("worktrees")) else {
+        return false;
+    };
+    let mut c = rest.components();
+    c.next().is_some() && c.next().is_some_and(|m| m.as_os_str() == "modules")
 }
 
 /// The gitlink paths of an index file (no index: none), read without following links.

@@ -500,6 +500,10 @@ pub fn tracking_only(before: &[u8], after: &[u8]) -> bool {
         if n.eq_ignore_ascii_case("merge") {
             return !val.chars().any(char::is_control);
         }
+        if n.eq_ignore_ascii_case("rebase") {
+            // git's tracking setup writes `true` and nothing else.
+            return val == "true";
+        }
         // `branch.<name>.remote`: `.` (this repository), a remote this file defines, or a
         // URL of a class that runs nothing.
         val == "." || remotes.contains(&val.as_str()) || catalogue::classify_url(val).is_none()
@@ -592,8 +596,13 @@ mod tests {
         assert!(tracking_only(tracked, before));
         let url = b"[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://example.com/r\n[branch \"main\"]\n\tremote = https://example.com/other\n";
         assert!(tracking_only(before, url));
+        // `branch.autoSetupRebase=always`: git adds `rebase = true` to the tracking set.
+        let rebase = b"[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://example.com/r\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n\trebase = true\n";
+        assert!(tracking_only(before, rebase));
         for bad in [
-            &b"[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://example.com/r\n[branch \"main\"]\n\tremote = ext::sh -c x\n"[..],
+            // A value git's tracking setup never writes.
+            &b"[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://example.com/r\n[branch \"main\"]\n\tremote = origin\n\trebase = interactive\n"[..],
+            b"[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://example.com/r\n[branch \"main\"]\n\tremote = ext::sh -c x\n",
             b"[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://example.com/r\n[branch \"main\"]\n\tremote = /srv/x\n",
             b"[core]\n\tbare = false\n\tfsmonitor = x\n[remote \"origin\"]\n\turl = https://example.com/r\n",
             b"[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://example.com/r\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n\tpushremote = x\n",

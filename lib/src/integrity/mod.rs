@@ -1363,7 +1363,32 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
         emit(mk(EventKind::CheckIncomplete, p.reason.clone()).path(&p.path));
     }
     // Repositories behind the index's gitlinks (what the owner's `git status` enters).
-    let emb = embedded::armed(&index_work_trees(state, &snap.entries), common);
+    let indexes = index_work_trees(state, &snap.entries);
+    let mut emb = embedded::armed(&indexes, common);
+    // Every repository nested in the work trees the owner's git works in (untracked, in a
+    // submodule's index, behind a gitlink only in the turn's commits, a session worktree's
+    // `.git` file redirected): the same audit, over a bounded walk.
+    let mut roots: Vec<PathBuf> = state.work_tree.iter().cloned().collect();
+    match &state.session_dir {
+        Some(sd) if state.session.is_some() => roots.push(sd.clone()),
+        _ => roots.extend(
+            indexes
+                .iter()
+                .filter(|(i, _)| *i != common.join("index"))
+                .map(|(_, wt)| wt.clone()),
+        ),
+    }
+    let more = embedded::nested(&roots, state.work_tree.as_deref(), common);
+    emb.problems.extend(more.problems);
+    for f in more.findings {
+        if !emb
+            .findings
+            .iter()
+            .any(|e| e.rule == f.rule && e.path == f.path && e.message == f.message)
+        {
+            emb.findings.push(f);
+        }
+    }
     for (path, why) in &emb.problems {
         outcome = Outcome::Incomplete;
         emit(
@@ -1482,8 +1507,103 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
                 );
             }
         }
+        // A linked worktree's `.git` file that names another git dir (one the agent made):
+        // git's own layout back, the agent's file kept aside.
+        for (index, wt) in &indexes {
+            if *index == common.join("index") {
+                continue;
+            }
+            let Some(entry) = index.parent() else {
+                continue;
+            };
+            // Only a worktree the baseline knows at that path, or one in the session's own
+            // folder: the entry's `gitdir` is the agent's to write and could name any folder.
+            let id = entry
+                .file_name()
+                .and_then(OsStr::to_str)
+                .unwrap_or_default();
+            let known = state
+                .worktrees
+                .get(id)
+                .and_then(|b| b.path.as_ref())
+                .is_some_and(|p| p == wt);
+            let in_session = state
+                .session_dir
+                .as_ref()
+                .is_some_and(|sd| wt.starts_with(sd) && wt != sd);
+            if !(known || in_session) || state.work_tree.as_ref() == Some(wt) {
+                continue;
+            }
+            if let Err(e) = restore_gitfile(wt, entry, &mut q, &mk, emit) {
+                outcome = Outcome::Incomplete;
+                emit(
+                    mk(
+                        EventKind::RestoreFailed,
+                        format!("restore of {}/.git failed: {e}", wt.display()),
+                    )
+                    .path(wt.join(".git"))
+                    .with("action", "none"),
+                );
+            }
+        }
     }
     outcome
+}
+
+/// Rewrite the `.git` of the linked worktree `wt` to name its entry `entry` (what `git
+/// worktree add` wrote) when it names anything else or is not a file; what was there goes to
+/// the quarantine. A worktree folder that is gone is left alone (git's "prunable").
+fn restore_gitfile(
+    wt: &Path,
+    entry: &Path,
+    q: &mut Quarantine,
+    mk: &dyn Fn(EventKind, String) -> Event,
+    emit: &mut dyn FnMut(Event),
+) -> Result<(), NfError> {
+    let dir = match Dir::open_abs(wt) {
+        Ok(d) => d,
+        Err(e) if e.is_not_found() => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let name = OsStr::new(".git");
+    let path = wt.join(".git");
+    let st = dir.stat(name)?;
+    if let Some(st) = &st {
+        if st.kind == Kind::File {
+            let (bytes, _) = dir.read(name, 1 << 20)?;
+            let text = String::from_utf8_lossy(&bytes);
+            if let Some(t) = text.strip_prefix("gitdir: ") {
+                let t = Path::new(t.trim_end_matches(['\n', '\r']));
+                if normalize(&wt.join(t)) == normalize(entry) {
+                    return Ok(());
+                }
+            }
+        }
+        let (qdir, qname, dest) = q.slot(&Key::Abs(path.clone()))?;
+        dir.move_out(name, &qdir, &qname)?;
+        emit(
+            mk(
+                EventKind::Quarantined,
+                format!("{} moved to {}", path.display(), dest.display()),
+            )
+            .path(&path)
+            .with("quarantine", dest.display().to_string())
+            .with("was", st.kind.name()),
+        );
+    }
+    dir.write_atomic(
+        name,
+        format!("gitdir: {}\n", entry.display()).as_bytes(),
+        0o644,
+    )?;
+    emit(
+        mk(
+            EventKind::WorktreeEntryRestored,
+            format!("{} rewritten to name its worktree entry", path.display()),
+        )
+        .path(&path),
+    );
+    Ok(())
 }
 
 /// Was this finding present at pin time and recorded as accepted (`pin --accept-armed`,
