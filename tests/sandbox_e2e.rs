@@ -544,7 +544,10 @@ fn the_sandboxed_command_keeps_no_capability() {
     );
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(cap_eff(&o.stdout), "0000000000000000", "{out}");
-    assert!(out.contains("umount=") && !out.contains("umount=0"), "{out}");
+    assert!(
+        out.contains("umount=") && !out.contains("umount=0"),
+        "{out}"
+    );
     // Positive control, only meaningful for a root caller.
     if nix::unistd::Uid::effective().is_root() {
         let plain = Command::new(BWRAP)
