@@ -79,6 +79,8 @@ fn the_pinned_set_is_exactly_what_pin_records() {
             repo: r.repo.clone(),
             state: state.clone(),
             session: Some("s1".into()),
+            // The include inside the work tree is armed: pin refuses it without this.
+            accept_armed: true,
             ..Options::default()
         },
         serde_json::Value::Null,
