@@ -89,6 +89,10 @@ pub enum EventKind {
     /// A repository behind a gitlink of the index (an embedded repository the owner's
     /// `git status` recurses into) is armed: a hook, a program-running key, a redirect.
     EmbeddedRepositoryArmed,
+    /// An index holds an entry whose path git's `verify_path` refuses (`..`, an absolute
+    /// path, a `.git` component): the owner's `git checkout -- .` writes it outside the work
+    /// tree or into the git dir, `git commit -a` hashes the file it names.
+    IndexEntryInvalid,
     // wt-check: commit scans
     /// A new commit changes a path that a scan rule flags.
     CommitFlagged,

@@ -38,6 +38,7 @@ pub mod events;
 pub mod exit;
 pub mod fsx;
 pub mod held;
+pub mod index_paths;
 pub mod integrity;
 pub mod layout;
 pub mod plan;

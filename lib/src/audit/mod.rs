@@ -651,10 +651,12 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
     git_dir_hooks(r, &common_dir.join("hooks"), repo);
     config(r, work_tree, git_dir, &common_dir, repo, root);
     state_files(r, &gd, git_dir, repo);
+    index_entries(r, git_dir, repo);
     if common_dir != git_dir {
         if let Ok(c) = Dir::open_abs(&common_dir) {
             state_files(r, &c, &common_dir, repo);
         }
+        index_entries(r, &common_dir, repo);
     }
     // Submodule git dirs: their hooks and state (their config is enumerated above).
     for m in module_dirs(r, &common_dir.join("modules"), repo, 0) {
@@ -666,6 +668,7 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
         }
         r.audited.push(m.clone());
         git_dir_hooks(r, &m.join("hooks"), repo);
+        index_entries(r, &m, repo);
         if let Ok(d) = Dir::open_abs(&m) {
             state_files(r, &d, &m, repo);
         }
@@ -676,6 +679,9 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
         Ok(entries) => {
             for e in entries {
                 let p = e.admin_dir.clone();
+                if p != git_dir {
+                    index_entries(r, &p, repo);
+                }
                 for why in &e.problems {
                     // A worktree folder that is gone is git's "prunable", not a redirect.
                     if matches!(why, crate::layout::Problem::BacklinkMissing { .. }) {
@@ -711,6 +717,57 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
         }
         Err(e) => r.incomplete_at(e.path(), repo, &e),
     }
+}
+
+/// The index of one git dir (main, linked worktree's admin dir, submodule's) when it holds
+/// entries git's `verify_path` refuses ([`crate::index_paths`]): one GW020 finding, the first
+/// entries in the details. An index that cannot be read as git reads it is incomplete, not
+/// clean.
+fn index_entries(r: &mut Report, dir: &Path, repo: Option<&Path>) {
+    const SHOWN: usize = 5;
+    let name = OsStr::new("index");
+    let path = dir.join(name);
+    let bytes = match Dir::open_abs(dir).and_then(|d| match d.stat(name)? {
+        None => Ok(None),
+        Some(_) => d
+            .read_bytes(name, crate::integrity::embedded::INDEX_LIMIT)
+            .map(Some),
+    }) {
+        Ok(Some(b)) => b,
+        Ok(None) => return,
+        Err(e) if e.is_not_found() => return,
+        Err(e) => return r.incomplete_at(&path, repo, e),
+    };
+    let bad = match crate::index_paths::bad_entries(&path, &bytes) {
+        Ok(b) => b,
+        Err(why) => return r.incomplete_at(&path, repo, why),
+    };
+    let Some(first) = bad.first() else { return };
+    let entries: Vec<Value> = bad
+        .iter()
+        .take(SHOWN)
+        .map(|b| {
+            serde_json::json!({
+                "path": String::from_utf8_lossy(&b.path),
+                "mode": format!("{:o}", b.mode),
+                "why": b.invalid.why(),
+            })
+        })
+        .collect();
+    r.add(
+        &rules::INDEX_ENTRY_PATH,
+        &path,
+        repo,
+        format!(
+            "{}: {} entr{} git refuses to add, e.g. {:?}: {}",
+            path.display(),
+            bad.len(),
+            if bad.len() == 1 { "y" } else { "ies" },
+            String::from_utf8_lossy(&first.path),
+            first.invalid.why()
+        ),
+        details!("count" => bad.len(), "entries" => entries),
+    );
 }
 
 /// Submodule git dirs below `modules/` (any nesting of names and submodules), no links.

@@ -169,6 +169,15 @@ rule!(
     "git run there uses that repository's config and hooks; it is audited with the folder.",
     "§3.3"
 );
+rule!(
+    INDEX_ENTRY_PATH,
+    "GW020",
+    "index-entry-path",
+    Error,
+    "An index holds entries whose paths git refuses to add (`..`, an absolute path, a `.git` component).",
+    "git checks paths when it adds them to the index, not when it loads it: the owner's `git checkout -- .` writes such an entry into the git dir or outside the work tree, and `git commit -a` hashes the file it names. Move the index aside and rebuild it with `git reset`.",
+    "§3.3"
+);
 
 /// Every rule, in id order. The SARIF `rules` array and the docs table come from here.
 pub static RULES: &[Rule] = &[
@@ -191,6 +200,7 @@ pub static RULES: &[Rule] = &[
     SEQUENCER_STATE,
     GIT_DIR_SKIPPED,
     ENCLOSING,
+    INDEX_ENTRY_PATH,
 ];
 
 #[cfg(test)]

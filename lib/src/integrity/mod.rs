@@ -1362,6 +1362,13 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
         outcome = Outcome::Incomplete;
         emit(mk(EventKind::CheckIncomplete, p.reason.clone()).path(&p.path));
     }
+    // Index entries git's own verify_path refuses (written where the owner's checkout goes).
+    let (bad, problems) = index_path_diffs(&root, &snap.entries);
+    diffs.extend(bad);
+    for p in problems {
+        outcome = Outcome::Incomplete;
+        emit(mk(EventKind::CheckIncomplete, p.reason.clone()).path(&p.path));
+    }
     // Repositories behind the index's gitlinks (what the owner's `git status` enters).
     let indexes = index_work_trees(state, &snap.entries);
     let mut emb = embedded::armed(&indexes, common);
@@ -1694,6 +1701,92 @@ fn in_progress_diffs(
                 plan: Plan::Quarantine,
             });
         }
+    }
+    (diffs, problems)
+}
+
+/// The index of every git dir of the snapshot (common dir, each `worktrees/<id>`, each
+/// submodule git dir) whose entries include a path git's `verify_path` refuses
+/// ([`crate::index_paths`]): one finding per index, the index set aside whole on restore (the
+/// owner's git then has no index there: `git status` shows every file as deleted and
+/// untracked until `git reset` rebuilds it from `HEAD`; nothing is lost, the work tree is
+/// untouched and the agent's index is kept in the quarantine).
+fn index_path_diffs(root: &Dir, entries: &BTreeMap<String, Node>) -> (Vec<Diff>, Vec<Problem>) {
+    const SHOWN: usize = 3;
+    let mut diffs = Vec::new();
+    let mut problems = Vec::new();
+    for base in git_dir_bases(entries) {
+        let dir = match root.walk(Path::new(if base.is_empty() { "" } else { base.as_str() })) {
+            Ok(d) => d,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => {
+                problems.push(Problem {
+                    path: e.path().to_path_buf(),
+                    reason: e.to_string(),
+                    link: e.is_link(),
+                });
+                continue;
+            }
+        };
+        let name = OsStr::new("index");
+        let bytes = match dir.stat(name).and_then(|st| match st {
+            None => Ok(None),
+            Some(_) => dir.read_bytes(name, embedded::INDEX_LIMIT).map(Some),
+        }) {
+            Ok(Some(b)) => b,
+            Ok(None) => continue,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => {
+                problems.push(Problem {
+                    path: e.path().to_path_buf(),
+                    reason: e.to_string(),
+                    link: e.is_link(),
+                });
+                continue;
+            }
+        };
+        let rel = if base.is_empty() {
+            "index".to_owned()
+        } else {
+            format!("{base}/index")
+        };
+        let bad = match crate::index_paths::bad_entries(&dir.path().join(name), &bytes) {
+            Ok(b) => b,
+            Err(why) => {
+                problems.push(Problem {
+                    path: dir.path().join(name),
+                    reason: format!("{}: {why}", dir.path().join(name).display()),
+                    link: false,
+                });
+                continue;
+            }
+        };
+        if bad.is_empty() {
+            continue;
+        }
+        let mut why: Vec<String> = bad
+            .iter()
+            .take(SHOWN)
+            .map(|b| {
+                format!(
+                    "entry {:?}: {}",
+                    String::from_utf8_lossy(&b.path),
+                    b.invalid.why()
+                )
+            })
+            .collect();
+        if bad.len() > SHOWN {
+            why.push(format!("{} more", bad.len() - SHOWN));
+        }
+        diffs.push(Diff {
+            key: Key::Rel(rel),
+            kind: EventKind::IndexEntryInvalid,
+            change: "invalid-path",
+            before: Node::Absent,
+            after: read_node(&dir, name).ok(),
+            why: Some(why.join("; ")),
+            plan: Plan::Quarantine,
+        });
     }
     (diffs, problems)
 }

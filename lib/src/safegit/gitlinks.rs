@@ -25,11 +25,45 @@ pub enum Scan {
 /// Gitlink paths of `data` (an index file's bytes, SHA-1 repository), or `None` when the
 /// bytes are not exactly what git would read (the caller refuses: a reader that disagrees
 /// with git about entry boundaries is how a gitlink is hidden).
+pub fn scan(data: &[u8]) -> Option<Scan> {
+    let mut out = Vec::new();
+    let mut sparse: Option<Vec<u8>> = None;
+    let walked = walk(data, &mut |mode, name| {
+        if sparse.is_some() {
+            return;
+        }
+        match mode & 0o170000 {
+            0o040000 => sparse = Some(name.to_vec()),
+            0o160000 => out.push(name.to_vec()),
+            _ => {}
+        }
+    });
+    if let Some(d) = sparse {
+        return Some(Scan::SparseDirectory(d));
+    }
+    match walked? {
+        Walked::Complete => Some(Scan::Gitlinks(out)),
+        Walked::Split => Some(Scan::Split),
+    }
+}
+
+/// How a [`walk`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Walked {
+    /// Every entry was visited and the extensions add up to the trailer.
+    Complete,
+    /// A split index (`link` extension): more entries live in the shared index.
+    Split,
+}
+
+/// Visits every entry of `data` (an index file's bytes, SHA-1 repository) as `(mode, path)`,
+/// in index order, or returns `None` when the bytes are not exactly what git would read
+/// (entries visited before that point were visited; the caller must not trust them).
 ///
 /// Entry boundaries follow `read-cache.c:create_from_disk`: the name length comes from the
 /// flags (`flags & 0xFFF`; `strlen` only when it is 0xFFF), never from the first NUL, and the
 /// name must end with a NUL exactly there.
-pub fn scan(data: &[u8]) -> Option<Scan> {
+pub fn walk(data: &[u8], visit: &mut dyn FnMut(u32, &[u8])) -> Option<Walked> {
     const HEADER: usize = 12;
     const OID: usize = 20; // SHA-1 only; a SHA-256 index fails the size checks below
     const FIXED: usize = 40 + OID + 2; // stat data, mode, …, oid, flags
@@ -45,7 +79,6 @@ pub fn scan(data: &[u8]) -> Option<Scan> {
     let end = data.len() - TRAILER;
     let mut pos = HEADER;
     let mut prev: Vec<u8> = Vec::new();
-    let mut out = Vec::new();
     for _ in 0..count {
         if pos + FIXED > end {
             return None;
@@ -59,10 +92,7 @@ pub fn scan(data: &[u8]) -> Option<Scan> {
             }
             p += 2;
         }
-        let gitlink = mode & 0o170000 == 0o160000;
-        let sparse_dir = mode & 0o170000 == 0o040000;
         let flag_len = usize::from(flags & 0xFFF);
-        let name: &[u8];
         if version == 4 {
             // Strip count (git's offset varint), then the suffix: `len - copy_len` bytes and a
             // NUL, appended to what is left of the previous name.
@@ -82,7 +112,7 @@ pub fn scan(data: &[u8]) -> Option<Scan> {
             prev.extend_from_slice(suffix);
             p += suffix_len + 1;
             pos = p;
-            name = &prev;
+            visit(mode, &prev);
         } else {
             let len = if flag_len == 0xFFF {
                 data.get(p..end)?.iter().position(|&b| b == 0)?
@@ -93,19 +123,13 @@ pub fn scan(data: &[u8]) -> Option<Scan> {
             if data.get(p + len) != Some(&0) || n.contains(&0) {
                 return None;
             }
-            name = n;
             // Entries are padded with 1–8 NUL bytes to a multiple of 8 from the entry start.
             let base = p - pos;
             pos += (base + len + 8) & !7;
             if pos > end {
                 return None;
             }
-        }
-        if sparse_dir {
-            return Some(Scan::SparseDirectory(name.to_vec()));
-        }
-        if gitlink {
-            out.push(name.to_vec());
+            visit(mode, n);
         }
     }
     // Extensions: a split index keeps entries in a shared index as well.
@@ -113,11 +137,11 @@ pub fn scan(data: &[u8]) -> Option<Scan> {
         let sig = &data[pos..pos + 4];
         let size = u32::from_be_bytes(data[pos + 4..pos + 8].try_into().ok()?) as usize;
         if sig == b"link" {
-            return Some(Scan::Split);
+            return Some(Walked::Split);
         }
         pos = pos.checked_add(8 + size)?;
     }
-    (pos == end).then_some(Scan::Gitlinks(out))
+    (pos == end).then_some(Walked::Complete)
 }
 
 /// git's offset encoding (`decode_varint`): 7 bits a byte, high bit = more, plus one per
