@@ -6,16 +6,22 @@
 //! and a reason (`cargo test` lists them as ignored, with the reason) — except under
 //! `CI=true`, where they run and fail on the missing prerequisite: a test that cannot run its
 //! subject must not pass.
+//!
+//! One script for every package whose tests need them (the root package, `lib`, `bins/wt-check`:
+//! `build = "../../build.rs"`): the folder is found beside the workspace root, the nearest
+//! folder up from the package that holds `Cargo.lock`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(gitward_no_realrepos)");
     println!("cargo::rustc-check-cfg=cfg(gitward_no_bwrap)");
     println!("cargo:rerun-if-env-changed=CI");
-    let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let dir = Path::new(&root).join("../shared/realrepos");
+    let mut root =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    while !root.join("Cargo.lock").is_file() && root.pop() {}
+    let dir = root.join("../shared/realrepos");
     println!("cargo:rerun-if-changed={}", dir.display());
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     if !dir.is_dir() && !ci {
