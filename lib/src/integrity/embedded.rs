@@ -95,6 +95,15 @@ pub fn nested(roots: &[PathBuf], main_work_tree: Option<&Path>, common_dir: &Pat
             if (main.is_some() && f.repo == main) || f.path.starts_with(&common) {
                 continue;
             }
+            // A submodule checkout whose `.git` leads into the common dir's `modules/`: its
+            // git dir is compared with the baseline (a planted `commondir` there is reported
+            // as such), so what its audit says, even that it cannot be read, is not repeated.
+            if f.repo
+                .as_deref()
+                .is_some_and(|r| gitfile_into_modules(&r.join(".git"), r, &common))
+            {
+                continue;
+            }
             let into_common = f
                 .details
                 .get("target")
