@@ -92,7 +92,10 @@ pub fn nested(roots: &[PathBuf], main_work_tree: Option<&Path>, common_dir: &Pat
         for f in report.findings {
             // The main repository, and what lies in the common dir (worktree entries and
             // submodule git dirs, `worktrees/<id>/modules/` included): the baseline's.
-            if (main.is_some() && f.repo == main) || f.path.starts_with(&common) {
+            if (main.is_some() && f.repo == main)
+                || f.path.starts_with(&common)
+                || f.repo.as_deref().is_some_and(|r| r.starts_with(&common))
+            {
                 continue;
             }
             // A submodule checkout whose `.git` leads into the common dir's `modules/`: its
