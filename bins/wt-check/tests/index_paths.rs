@@ -16,21 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
-/// The gits to run on. With `CI=true` a missing one fails.
-fn gits() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for g in ["/usr/bin/git", "/usr/local/bin/git"] {
-        if Path::new(g).exists() {
-            out.push(PathBuf::from(g));
-        } else if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{g} is missing (CI=true: every git must be tested)");
-        } else {
-            eprintln!("skipped on {g}: not installed");
-        }
-    }
-    out
-}
-
 /// A temp world for one git: `home/`, `proj/` (one commit, file `f`), `state/`.
 struct W {
     w: common::World,
@@ -332,7 +317,7 @@ fn events_of<'a>(ev: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json:
 
 #[test]
 fn plain_git_writes_the_entries_where_they_point() {
-    for git in gits() {
+    for git in common::gits() {
         for c in cases() {
             let w = setup(&git);
             w.plant(&w.w.main(), c.placeholder, c.real, c.mode, content(&c));
@@ -355,7 +340,7 @@ fn plain_git_writes_the_entries_where_they_point() {
 
 #[test]
 fn check_reports_and_restore_sets_the_index_aside() {
-    for git in gits() {
+    for git in common::gits() {
         for c in cases() {
             let w = setup(&git);
             w.pin();
@@ -412,7 +397,7 @@ fn check_reports_and_restore_sets_the_index_aside() {
 
 #[test]
 fn the_stop_hook_blocks_on_a_bad_index() {
-    for git in gits() {
+    for git in common::gits() {
         let w = setup(&git);
         w.pin();
         let index = w.plant(
@@ -446,7 +431,7 @@ fn the_stop_hook_blocks_on_a_bad_index() {
 /// linked worktree.
 #[test]
 fn a_linked_worktrees_index_is_checked() {
-    for git in gits() {
+    for git in common::gits() {
         let w = setup(&git);
         let wt = w.w.root().join("lwt");
         w.ok(
@@ -487,7 +472,7 @@ fn a_linked_worktrees_index_is_checked() {
 /// submodule's work tree is the superproject's hook.
 #[test]
 fn a_submodules_index_is_checked() {
-    for git in gits() {
+    for git in common::gits() {
         let make = || {
             let w = setup(&git);
             let src = w.w.root().join("subsrc");
@@ -559,7 +544,7 @@ fn realrepos() -> PathBuf {
 )]
 fn honest_clones_hold_no_invalid_entry() {
     let dir = realrepos();
-    for git in gits() {
+    for git in common::gits() {
         for b in ["ripgrep", "pre-commit"] {
             let w = W::new(&git);
             let clone = w.w.main();
@@ -597,7 +582,7 @@ fn honest_clones_hold_no_invalid_entry() {
 /// pass alone is timed in `gitward`'s `index_paths` unit tests).
 #[test]
 fn check_on_a_ten_thousand_entry_index() {
-    let git = gits().pop().expect("a git");
+    let git = common::gits().pop().expect("a git");
     let w = W::new(&git);
     let m = w.w.main();
     let oid = w.hash(&m, "x\n");
@@ -640,7 +625,7 @@ fn gw020(v: &serde_json::Value) -> Vec<&serde_json::Value> {
 /// entries in the details; none on the same repository before the agent's edit.
 #[test]
 fn audit_reports_every_index_once() {
-    for git in gits() {
+    for git in common::gits() {
         let w = setup(&git);
         let src = w.w.root().join("subsrc");
         w.ok(&w.w.root(), &["init", "-q", "subsrc"]);

@@ -302,21 +302,6 @@ fn tamper_cases() {
 // In-progress operations, embedded repositories, git's own writes, armed pins: each with a
 // positive control under plain git, on every git of the machine.
 
-/// The gits to run the positive controls on. With `CI=true` a missing one fails.
-fn gits() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for g in ["/usr/bin/git", "/usr/local/bin/git"] {
-        if Path::new(g).exists() {
-            out.push(PathBuf::from(g));
-        } else if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{g} is missing (CI=true: every git must be tested)");
-        } else {
-            eprintln!("skipped on {g}: not installed");
-        }
-    }
-    out
-}
-
 /// A small repository for one git: `main` with two commits, a side commit to pick, a remote
 /// `origin` (https) with its tracking ref, and a state folder outside it.
 struct Small {
@@ -499,7 +484,7 @@ fn events_of<'a>(ev: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json:
 
 #[test]
 fn a_planted_todo_exec_in_every_parser_form_is_reported_and_set_aside() {
-    for git in gits() {
+    for git in common::gits() {
         for (form, todo) in [
             ("exec", "exec echo fired >> {c}\n"),
             ("x", "x echo fired >> {c}\n"),
@@ -547,7 +532,7 @@ fn a_planted_todo_exec_in_every_parser_form_is_reported_and_set_aside() {
 
 #[test]
 fn a_strategy_with_a_slash_is_reported_for_rebase_and_cherry_pick() {
-    for git in gits() {
+    for git in common::gits() {
         // rebase-merge/strategy
         let s = Small::new(&git);
         s.plant_strategy_program();
@@ -603,7 +588,7 @@ fn a_strategy_with_a_slash_is_reported_for_rebase_and_cherry_pick() {
 
 #[test]
 fn an_honest_stopped_rebase_and_git_s_own_writes_are_not_reported() {
-    for git in gits() {
+    for git in common::gits() {
         let s = Small::new(&git);
         let r = s.repo();
         assert_eq!(s.pin(&[]).0, 0);
@@ -659,7 +644,7 @@ fn an_honest_stopped_rebase_and_git_s_own_writes_are_not_reported() {
 
 #[test]
 fn a_staged_embedded_repository_that_is_armed_is_reported() {
-    for git in gits() {
+    for git in common::gits() {
         let s = Small::new(&git);
         let r = s.repo();
         assert_eq!(s.pin(&[]).0, 0);
@@ -699,7 +684,7 @@ fn a_staged_embedded_repository_that_is_armed_is_reported() {
 
 #[test]
 fn pin_refuses_an_armed_repository_unless_accepted() {
-    for git in gits() {
+    for git in common::gits() {
         let s = Small::new(&git);
         let hook = s.repo().join(".git/hooks/pre-commit");
         std::fs::write(&hook, "#!/bin/sh\ntrue\n").unwrap();
@@ -790,7 +775,7 @@ impl Small {
 
 #[test]
 fn an_untracked_armed_repository_the_next_add_stages_is_reported() {
-    for git in gits() {
+    for git in common::gits() {
         let s = Small::new(&git);
         let r = s.repo();
         assert_eq!(s.pin(&[]).0, 0);
@@ -808,7 +793,7 @@ fn an_untracked_armed_repository_the_next_add_stages_is_reported() {
 
 #[test]
 fn an_armed_repository_staged_in_a_submodule_s_own_index_is_reported() {
-    for git in gits() {
+    for git in common::gits() {
         let s = Small::new(&git);
         let r = s.repo();
         let src = s.root().join("subsrc");
@@ -846,7 +831,7 @@ fn an_armed_repository_staged_in_a_submodule_s_own_index_is_reported() {
 
 #[test]
 fn a_repository_behind_a_gitlink_only_in_the_turn_s_commits_is_reported() {
-    for git in gits() {
+    for git in common::gits() {
         let s = Small::new(&git);
         let r = s.repo();
         assert_eq!(s.pin(&[]).0, 0);
@@ -878,7 +863,7 @@ fn a_repository_behind_a_gitlink_only_in_the_turn_s_commits_is_reported() {
 
 #[test]
 fn a_repository_in_the_session_folder_or_behind_a_redirected_gitfile_is_reported() {
-    for git in gits() {
+    for git in common::gits() {
         // A plain repository made in the session folder (R4-4's sibling).
         let s = Small::new(&git);
         assert_eq!(s.pin(&["--session", "s1"]).0, 0);
@@ -959,7 +944,7 @@ fn a_repository_in_the_session_folder_or_behind_a_redirected_gitfile_is_reported
 
 #[test]
 fn tracking_setup_under_auto_setup_rebase_is_git_s_own_write() {
-    for git in gits() {
+    for git in common::gits() {
         let s = Small::new(&git);
         std::fs::write(
             s.root().join("home/.gitconfig"),
@@ -980,7 +965,7 @@ fn tracking_setup_under_auto_setup_rebase_is_git_s_own_write() {
 
 #[test]
 fn a_session_worktree_s_submodule_index_staging_an_armed_repository_is_reported() {
-    for git in gits() {
+    for git in common::gits() {
         let s = Small::new(&git);
         let r = s.repo();
         let src = s.root().join("subsrc");

@@ -189,3 +189,18 @@ pub fn world() -> World {
     );
     w
 }
+
+/// Every git this machine has; a missing one is reported, and is a failure under `CI=true`.
+pub fn gits() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for g in ["/usr/bin/git", "/usr/local/bin/git"] {
+        if Path::new(g).exists() {
+            out.push(PathBuf::from(g));
+        } else if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{g} is missing (CI=true: every git must be tested)");
+        } else {
+            eprintln!("skipped on {g}: not installed");
+        }
+    }
+    out
+}
