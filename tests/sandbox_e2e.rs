@@ -974,3 +974,178 @@ fn the_last_sandbox_out_removes_the_placeholders() {
     );
     assert!(!modules.exists(), "the last one out removed it");
 }
+
+/// The attacks of the red-team pass on the plan's read-only set (P-1, P-2, P-5, P-10): each
+/// renames a folder that holds a read-only bind or placeholder (the mount travels with the
+/// folder) and puts a writable copy where the protected path was. `name=<status>` per attack.
+const RENAME_ATTACKS: &str = r##"
+step() { name=$1; shift; sh -c "$*" >/dev/null 2>&1; echo "$name=$?"; }
+step r_include 'mv conf conf.old && mkdir conf && printf "[core]\n\tfsmonitor = \"touch $MARK; false\"\n" > conf/shared.cfg'
+step r_own_entry 'mv .git/worktrees/mine .git/worktrees/mine.old && mkdir .git/worktrees/mine && cp -a .git/worktrees/mine.old/. .git/worktrees/mine/ 2>/dev/null; echo /tmp > .git/worktrees/mine/commondir'
+step r_other_entry 'mv .git/worktrees .git/wt.old && mkdir .git/worktrees && cp -a .git/wt.old/. .git/worktrees/ 2>/dev/null; echo /tmp > .git/worktrees/theirs/commondir'
+step r_objects_info 'mv .git/objects/info .git/objects/info.old && mkdir .git/objects/info && echo /tmp > .git/objects/info/alternates'
+step r_objects 'mv .git/objects .git/objects.x && mv .git/objects.x .git/objects'
+step r_other_session 'mv .worktrees .wt.old && mkdir -p .worktrees/s2 && cp -a .wt.old/s2/theirs .worktrees/s2/ 2>/dev/null; echo planted > .worktrees/s2/theirs/planted'
+"##;
+
+/// A read-only bind or placeholder cannot be escaped by renaming a folder above it (red-team
+/// pass on the plan, P-1, P-2, P-5, P-10): every folder between a writable root and a mount is
+/// an anchor, itself a mount point, which the kernel refuses to rename (`EBUSY`). Positive
+/// control: the same plan without its anchors (the sandbox before the fix) lets every attack
+/// through, and the owner's plain git then runs the planted fsmonitor. The session folder lies
+/// inside the work tree (`proj/.worktrees/s1`, a nested writable root), beside another
+/// session's. After the attacks, the agent's normal work goes on and `wt-check check` is clean.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn a_protected_entry_cannot_be_renamed_away_with_its_folder() {
+    use gitward::plan::{plan, PlanOptions};
+    use gitward::sandbox::{prepare, Base};
+    bwrap_works().expect("bubblewrap must work for this test");
+    for g in gits() {
+        for naive in [true, false] {
+            let s = Session::new(&g);
+            let repo = s.repo.to_str().unwrap().to_owned();
+            let wt_dir = s.repo.join(".worktrees/s1");
+            let mark = s.home.join("FIRED");
+            // The owner's layout: an include target in the work tree, sessions' folders in it.
+            std::fs::create_dir_all(s.repo.join("conf")).unwrap();
+            std::fs::write(s.repo.join("conf/shared.cfg"), "[user]\n\tname = o\n").unwrap();
+            std::fs::write(s.repo.join(".gitignore"), ".worktrees/\n").unwrap();
+            s.plain(&["add", "."]);
+            s.plain(&["commit", "-q", "-m", "layout"]);
+            let inc = s.repo.join("conf/shared.cfg");
+            s.plain(&["config", "include.path", inc.to_str().unwrap()]);
+            // A missing include target whose folders are missing too: the placeholder covers
+            // the topmost missing folder (a folder bubblewrap would create could be renamed).
+            let deep = s.repo.join("newdir/sub/x.cfg");
+            s.plain(&["config", "--add", "include.path", deep.to_str().unwrap()]);
+            s.plain(&["worktree", "add", "-q", ".worktrees/s1/mine"]);
+            s.plain(&["worktree", "add", "-q", ".worktrees/s2/theirs"]);
+            let mut pol = std::fs::read_to_string(&s.policy).unwrap();
+            pol.push_str(&format!("worktree_dir = \"{}\"\n", wt_dir.display()));
+            std::fs::write(&s.policy, pol).unwrap();
+            let state = s.home.join("var/wt-state.json");
+            let st = state.to_str().unwrap();
+            let wd = wt_dir.to_str().unwrap();
+            let pin = wt_check(
+                &s,
+                &[
+                    "pin",
+                    "--accept-armed",
+                    "--session",
+                    "s1",
+                    "--worktree-dir",
+                    wd,
+                    "--state",
+                    st,
+                    &repo,
+                ],
+            );
+            assert!(
+                pin.status.success(),
+                "{}",
+                String::from_utf8_lossy(&pin.stderr)
+            );
+            let script = RENAME_ATTACKS.replace("$MARK", mark.to_str().unwrap());
+            let out = if naive {
+                let mut p = plan(&PlanOptions {
+                    repo: s.repo.clone(),
+                    session: Some("s1".into()),
+                    session_dir: Some(wt_dir.clone()),
+                    ..PlanOptions::default()
+                })
+                .unwrap();
+                assert!(!p.anchors.is_empty(), "the plan has anchors to take away");
+                p.anchors.clear();
+                let base = Base {
+                    chdir: Some(s.repo.clone()),
+                    ..Base::default()
+                };
+                let prep = prepare(&p, &base).unwrap();
+                prep.command(Path::new("/bin/bash"), &["-c".into(), script.into()])
+                    .env("PATH", "/usr/bin:/bin")
+                    .output()
+                    .unwrap()
+            } else {
+                s.agent(&script, true)
+            };
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let ctx = format!(
+                "{} naive={naive}\n{text}\n{}",
+                g.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let steps = [
+                "r_include",
+                "r_own_entry",
+                "r_other_entry",
+                "r_objects_info",
+                "r_objects",
+                "r_other_session",
+            ];
+            let git_dir = s.repo.join(".git");
+            let read = |p: PathBuf| std::fs::read_to_string(p).unwrap_or_default();
+            // The owner's plain git after the turn, in the main work tree.
+            s.plain(&["status", "--short"]);
+            let planted = [
+                mark.exists(),
+                read(git_dir.join("worktrees/mine/commondir")).trim() == "/tmp",
+                read(git_dir.join("worktrees/theirs/commondir")).trim() == "/tmp",
+                git_dir.join("objects/info/alternates").exists(),
+                true,
+                s.repo.join(".worktrees/s2/theirs/planted").exists(),
+            ];
+            for (step, planted) in steps.iter().zip(planted) {
+                if naive {
+                    assert_eq!(status_of(&text, step), 0, "control {step}: {ctx}");
+                    assert!(planted, "control {step}: nothing reached the host: {ctx}");
+                } else {
+                    assert_ne!(status_of(&text, step), 0, "{step} succeeded: {ctx}");
+                    assert!(
+                        !planted || *step == "r_objects",
+                        "{step} reached the host: {ctx}"
+                    );
+                }
+            }
+            if naive {
+                continue;
+            }
+            assert!(!mark.exists(), "{ctx}");
+            let o = s.agent(
+                "mkdir -p newdir/sub; echo '[core] fsmonitor = x' > newdir/sub/x.cfg; echo deep=$?
+                 mv newdir newdir.old; echo deep_mv=$?",
+                true,
+            );
+            let t = String::from_utf8_lossy(&o.stdout);
+            assert_ne!(status_of(&t, "deep"), 0, "{t}");
+            assert_ne!(status_of(&t, "deep_mv"), 0, "{t}");
+            assert!(!deep.exists() && !s.repo.join("newdir").exists(), "{t}");
+            // The agent's normal work still goes on, in the work tree and in its worktree
+            // (git-shim refuses a new worktree inside the checkout; adding and removing one
+            // under anchored `.git/worktrees` is `scripted_agent_in_bubblewrap`'s).
+            let o = s.agent(
+                "set -e; echo b > b.txt; git add b.txt; git commit -q -m agent-commit
+                 cd .worktrees/s1/mine; echo f > f.txt; git add f.txt; git commit -q -m wt-commit
+                 echo done",
+                true,
+            );
+            let t = String::from_utf8_lossy(&o.stdout);
+            assert!(
+                o.status.success() && t.contains("done"),
+                "{ctx}\n{t}\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let check = wt_check(&s, &["check", "--session", "s1", "--state", st, &repo]);
+            assert_eq!(
+                check.status.code(),
+                Some(0),
+                "wt-check check after the turn: {}\n{}",
+                String::from_utf8_lossy(&check.stdout),
+                String::from_utf8_lossy(&check.stderr)
+            );
+        }
+    }
+}

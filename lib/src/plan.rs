@@ -153,6 +153,12 @@ pub struct Plan {
     pub read_only: Vec<Bind>,
     /// Missing names inside writable roots covered by an empty read-only file or folder.
     pub placeholders: Vec<Bind>,
+    /// Folders bound onto themselves (writable): every folder between a writable root and a
+    /// read-only bind, placeholder or nested writable root below it. A mount point cannot be
+    /// renamed or removed (`EBUSY`), while a folder that merely *contains* one can, and the
+    /// mount travels with it: without these, `mv conf conf.old; mkdir conf` puts a new,
+    /// writable `conf/shared.cfg` where the read-only include target was.
+    pub anchors: Vec<PathBuf>,
     /// Sockets covered by `/dev/null`.
     pub hide: Vec<Hidden>,
     /// Exactly the set `wt-check pin` records, each with how it is enforced.
@@ -408,6 +414,25 @@ pub(crate) fn build(
     let keep = |b: &Bind| inside(&b.path) || shared.contains(&b.path);
     ro.retain(keep);
     ph.retain(keep);
+    // A placeholder whose parent folders are missing covers the topmost missing one instead
+    // (an empty read-only folder): a folder the sandbox would create as a mount point's
+    // parent is no mount point itself, could be renamed away with the placeholder inside,
+    // and could not be anchored (it does not exist yet to be opened).
+    for b in ph.iter_mut() {
+        let mut top: Option<PathBuf> = None;
+        let mut a = b.path.parent();
+        while let Some(d) = a {
+            if !inside(d) || sys.stat(d)?.is_some() {
+                break;
+            }
+            top = Some(d.to_path_buf());
+            a = d.parent();
+        }
+        if let Some(t) = top {
+            b.path = t;
+            b.kind = EntryKind::Dir;
+        }
+    }
     let mut all: Vec<(Bind, bool)> = ro
         .into_iter()
         .map(|b| (b, false))
@@ -424,6 +449,13 @@ pub(crate) fn build(
     let (read_only, placeholders): (Vec<_>, Vec<_>) = kept.into_iter().partition(|(_, ph)| !ph);
     let read_only: Vec<Bind> = read_only.into_iter().map(|(b, _)| b).collect();
     let placeholders: Vec<Bind> = placeholders.into_iter().map(|(b, _)| b).collect();
+    let anchors = anchors_for(
+        &writable,
+        read_only
+            .iter()
+            .chain(placeholders.iter())
+            .map(|b| b.path.as_path()),
+    );
 
     // Every pinned entry, with how it is enforced.
     let enforced = |path: &Path, rel: Option<&str>| -> Enforced {
@@ -474,9 +506,48 @@ pub(crate) fn build(
         writable,
         read_only,
         placeholders,
+        anchors,
         hide: hide.to_vec(),
         pinned,
     })
+}
+
+/// The anchors (see [`Plan::anchors`]): for every mount target (a read-only bind, a
+/// placeholder, a writable root inside another), each folder strictly between it and the
+/// innermost writable root strictly containing it. Parents first, no duplicates, none that is
+/// a target itself.
+fn anchors_for<'a>(
+    writable: &'a [Writable],
+    binds: impl Iterator<Item = &'a Path>,
+) -> Vec<PathBuf> {
+    let targets: Vec<&Path> = writable
+        .iter()
+        .map(|w| w.path.as_path())
+        .chain(binds)
+        .collect();
+    let mut out: Vec<PathBuf> = Vec::new();
+    for t in &targets {
+        let Some(root) = writable
+            .iter()
+            .map(|w| w.path.as_path())
+            .filter(|w| t.starts_with(w) && w != t)
+            .max_by_key(|w| w.components().count())
+        else {
+            continue;
+        };
+        let mut a = t.parent();
+        while let Some(d) = a {
+            if d == root {
+                break;
+            }
+            if !targets.contains(&d) && !out.iter().any(|o| o == d) {
+                out.push(d.to_path_buf());
+            }
+            a = d.parent();
+        }
+    }
+    out.sort_by(|a, b| depth_then_path(a, b));
+    out
 }
 
 /// Why a pinned entry inside a writable root is left writable during the turn.
@@ -540,6 +611,28 @@ fn depth_then_path(a: &Path, b: &Path) -> std::cmp::Ordering {
 
 // ---- formats ---------------------------------------------------------------------------
 
+/// One mount of [`Plan::mounts`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mount<'a> {
+    /// A writable root, bound read-write.
+    Writable(&'a Path),
+    /// A folder bound onto itself read-write, so it cannot be renamed or removed.
+    Anchor(&'a Path),
+    /// An existing path bound read-only.
+    ReadOnly(&'a Bind),
+    /// A missing name covered by an empty read-only file or folder.
+    Placeholder(&'a Bind),
+}
+
+impl Mount<'_> {
+    pub fn path(&self) -> &Path {
+        match self {
+            Mount::Writable(p) | Mount::Anchor(p) => p,
+            Mount::ReadOnly(b) | Mount::Placeholder(b) => &b.path,
+        }
+    }
+}
+
 /// The descriptor the `bwrap` format's file placeholders copy their (empty) content from.
 pub const BWRAP_EMPTY_FD: i32 = 3;
 
@@ -561,13 +654,11 @@ impl Plan {
     pub fn bwrap_args(&self) -> Vec<String> {
         let mut a: Vec<String> = Vec::new();
         let s = |p: &Path| p.to_string_lossy().into_owned();
-        for w in &self.writable {
-            a.extend(["--bind".into(), s(&w.path), s(&w.path)]);
-        }
-        for b in self.mount_binds() {
-            match b {
-                (b, false) => a.extend(["--ro-bind".into(), s(&b.path), s(&b.path)]),
-                (b, true) => match b.kind {
+        for m in self.mounts() {
+            match m {
+                Mount::Writable(p) | Mount::Anchor(p) => a.extend(["--bind".into(), s(p), s(p)]),
+                Mount::ReadOnly(b) => a.extend(["--ro-bind".into(), s(&b.path), s(&b.path)]),
+                Mount::Placeholder(b) => match b.kind {
                     EntryKind::File => a.extend([
                         "--ro-bind-data".into(),
                         BWRAP_EMPTY_FD.to_string(),
@@ -588,6 +679,28 @@ impl Plan {
             a.extend(["--ro-bind".into(), "/dev/null".into(), s(&h.path)]);
         }
         a
+    }
+
+    /// Every mount a sandbox whose base is read-only (`--ro-bind / /`) makes, in the order it
+    /// must make them: parents first, so that a later mount is never hidden by an earlier one
+    /// bound over its parent (writable roots, anchors, read-only binds and placeholders
+    /// together; [`Plan::mount_binds`] decides which placeholders).
+    pub fn mounts(&self) -> Vec<Mount<'_>> {
+        let mut v: Vec<Mount<'_>> = self
+            .writable
+            .iter()
+            .map(|w| Mount::Writable(&w.path))
+            .chain(self.anchors.iter().map(|a| Mount::Anchor(a)))
+            .chain(self.mount_binds().into_iter().map(|(b, ph)| {
+                if ph {
+                    Mount::Placeholder(b)
+                } else {
+                    Mount::ReadOnly(b)
+                }
+            }))
+            .collect();
+        v.sort_by(|a, b| depth_then_path(a.path(), b.path()));
+        v
     }
 
     /// Is `path` inside a writable root?

@@ -14,7 +14,10 @@
 //!
 //! - The base is read-only (`--ro-bind / /`), with `--unshare-all` (no network unless asked),
 //!   `--die-with-parent`, `--new-session`, `--cap-drop ALL`; only the plan's writable roots are writable.
-//! - The binds go in the plan's order, parents first, each descriptor's type matching the
+//! - Every folder between a writable root and a mount below it is an anchor, bound onto
+//!   itself ([`Plan::anchors`]): renaming a folder that holds a mount point moves the mount
+//!   with it, renaming a mount point fails (`EBUSY`).
+//! - The binds go in the plan's order ([`Plan::mounts`]), parents first, each descriptor's type matching the
 //!   plan's (a file where a folder was planned is refused too).
 //! - Placeholders: an empty read-only regular file (`--ro-bind-data` from an empty pipe) for a
 //!   file, an empty read-only tmpfs for a folder; git reads both as empty.
@@ -25,7 +28,7 @@
 //!   of the repository runs ([`lock_shared`], [`last_out`]): removing a mount point detaches
 //!   it in every mount namespace.
 
-use crate::plan::{EntryKind, Plan};
+use crate::plan::{EntryKind, Mount, Plan};
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::{fstat, Mode, SFlag};
 use std::ffi::OsString;
@@ -221,17 +224,18 @@ pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
             fds.push(fd);
             Ok::<(), SandboxError>(())
         };
-    for w in &plan.writable {
-        bind_fd(&mut args, &mut fds, "--bind-fd", &w.path, EntryKind::Dir)?;
-    }
-    for f in &base.writable_files {
-        bind_fd(&mut args, &mut fds, "--bind-fd", f, EntryKind::File)?;
-    }
-    for (b, placeholder) in plan.mount_binds() {
-        if !placeholder {
-            bind_fd(&mut args, &mut fds, "--ro-bind-fd", &b.path, b.kind)?;
-            continue;
-        }
+    for m in plan.mounts() {
+        let b = match m {
+            Mount::Writable(p) | Mount::Anchor(p) => {
+                bind_fd(&mut args, &mut fds, "--bind-fd", p, EntryKind::Dir)?;
+                continue;
+            }
+            Mount::ReadOnly(b) => {
+                bind_fd(&mut args, &mut fds, "--ro-bind-fd", &b.path, b.kind)?;
+                continue;
+            }
+            Mount::Placeholder(b) => b,
+        };
         // The names bubblewrap will create: the missing ancestors, then the leaf (listed
         // even when it stands already: another sandbox's mount point, removed by the last
         // sandbox out).
@@ -270,6 +274,9 @@ pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
                 ],
             ),
         }
+    }
+    for f in &base.writable_files {
+        bind_fd(&mut args, &mut fds, "--bind-fd", f, EntryKind::File)?;
     }
     for h in &plan.hide {
         push(
