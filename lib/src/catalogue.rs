@@ -1832,6 +1832,62 @@ pub static HIDDEN_SOCKETS: &[HiddenSocket] = &[
     },
 ];
 
+/// Folders of the owner's session daemons, hidden as a whole (an empty read-only tmpfs over
+/// each one that exists and is a folder, not a link) because every socket in them runs
+/// programs as the owner or hands out the owner's keys: a read-only mount does not stop
+/// `connect()` on a Unix socket (`EROFS` applies to files, folders and links only), so the
+/// read-only base leaves them reachable (red-team pass on the plan, P-7: `tmux -S … run-shell`
+/// ran on the host). `{uid}` is the owner's uid, `{runtime}` `$XDG_RUNTIME_DIR` (else
+/// `/run/user/{uid}`), `{home}` `$HOME`.
+///
+/// `{runtime}` as a whole: the user bus (`bus`: `systemd-run --user`), the user manager
+/// (`systemd/private`), gpg-agent (`gnupg/`), ssh-agent sockets kept there, VS Code's IPC
+/// sockets (`vscode-ipc-*.sock`: a command in the owner's editor), Wayland and PulseAudio.
+/// ssh-agent is hidden with the rest: it signs with the owner's keys for any host; an agent
+/// that must push uses a deploy key of its own (no switch keeps the owner's agent).
+pub static HIDDEN_FOLDERS: &[HiddenFolder] = &[
+    HiddenFolder {
+        path: "{runtime}",
+        what: "the owner's runtime dir: user D-Bus, systemd user manager, gpg-agent, ssh-agent, editor IPC",
+    },
+    HiddenFolder {
+        path: "/tmp/tmux-{uid}",
+        what: "tmux server (run-shell runs a command as the owner)",
+    },
+    HiddenFolder {
+        path: "/run/screen",
+        what: "GNU screen sessions",
+    },
+    HiddenFolder {
+        path: "/var/run/screen",
+        what: "GNU screen sessions",
+    },
+    HiddenFolder {
+        path: "/tmp/emacs{uid}",
+        what: "Emacs server (emacsclient --eval)",
+    },
+    HiddenFolder {
+        path: "/tmp/.X11-unix",
+        what: "X11 display (keystrokes into the owner's windows)",
+    },
+    HiddenFolder {
+        path: "{home}/.gnupg",
+        what: "gpg-agent sockets without a runtime dir (S.gpg-agent, S.gpg-agent.ssh)",
+    },
+    HiddenFolder {
+        path: "/tmp/ssh-*",
+        what: "ssh-agent sockets started without a runtime dir (ssh-agent's default)",
+    },
+];
+
+/// A folder of [`HIDDEN_FOLDERS`]: `path` is a template (`{uid}`, `{runtime}`, `{home}`; a
+/// last component `prefix*` stands for every folder of the parent whose name starts so).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HiddenFolder {
+    pub path: &'static str,
+    pub what: &'static str,
+}
+
 /// Folders shared by every process of the host where a planted `.git` would be discovered
 /// by host tools started below them; the plan puts a read-only placeholder there.
 pub static SHARED_DISCOVERY_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];

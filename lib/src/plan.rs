@@ -69,6 +69,9 @@ pub enum PlanError {
         kind: &'static str,
         expected: &'static str,
     },
+    /// The config that names programs cannot be read.
+    #[error("{}: cannot read the config for the programs it names: {reason}: no plan", .path.display())]
+    Config { path: PathBuf, reason: String },
     /// A writable root that is missing or not a folder.
     #[error("{}: writable root is {what}: no plan", .path.display())]
     BadRoot { path: PathBuf, what: &'static str },
@@ -161,6 +164,9 @@ pub struct Plan {
     pub anchors: Vec<PathBuf>,
     /// Sockets covered by `/dev/null`.
     pub hide: Vec<Hidden>,
+    /// Folders of the owner's session daemons (tmux, the runtime dir: user bus, systemd,
+    /// gpg-agent, ssh-agent), each covered as a whole by an empty read-only tmpfs.
+    pub hide_folders: Vec<Hidden>,
     /// Exactly the set `wt-check pin` records, each with how it is enforced.
     pub pinned: Vec<Pinned>,
 }
@@ -178,6 +184,7 @@ const R_WORKTREE: &str = "worktrees/<id>/: another session's worktree entry";
 const R_OWN_WT: &str = "the session's own worktree entry: commondir and config.worktree stay";
 const R_INCLUDE: &str = "include target: config read by git like config";
 const R_OTHER_SESSION: &str = "another session's worktree folder";
+const R_PROGRAM: &str = "a program or hooks folder the config names by path (core.hooksPath, core.fsmonitor, filters, textconv, credential helpers, aliases): git runs it";
 const R_DISCOVERY: &str = "a `.git` planted here is discovered by host tools started below it";
 
 /// Build the plan. Reads the repository the way `wt-check pin` does.
@@ -199,25 +206,105 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
     if let Some(g) = given {
         sys.resolve(&g, true)?;
     }
+    let programs = owner_programs(&p.loc)?;
     let rt = std::env::var_os("XDG_RUNTIME_DIR");
-    build(&sys, &p, opts, &live_sockets(opts, rt.as_deref()))
+    let home = std::env::var_os("HOME");
+    let host = HostPaths {
+        runtime_dir: rt.as_deref(),
+        home: home.as_deref(),
+        uid: nix::unistd::getuid().as_raw(),
+    };
+    let (sockets, folders) = live_sockets(opts, &host);
+    let mut plan = build(&sys, &p, opts, &sockets, &programs)?;
+    plan.hide_folders = folders;
+    Ok(plan)
+}
+
+/// Where the hidden sockets and folders of the catalogue are looked up.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HostPaths<'a> {
+    pub runtime_dir: Option<&'a std::ffi::OsStr>,
+    pub home: Option<&'a std::ffi::OsStr>,
+    pub uid: u32,
 }
 
 /// The sockets of the catalogue (and `<runtime_dir>/docker.sock`) that exist now and the
-/// options do not keep.
-fn live_sockets(opts: &PlanOptions, runtime_dir: Option<&std::ffi::OsStr>) -> Vec<Hidden> {
+/// options do not keep, and the folders of [`catalogue::HIDDEN_FOLDERS`] that exist now.
+///
+/// Each target is the path bubblewrap will mount on: its parent resolved through links
+/// (`/var/run/docker.sock` is `/run/docker.sock` where `/var/run` links to `/run`; bubblewrap
+/// cannot create a mount point through a link, red-team B-1), the last component itself
+/// never a link (a link in `/tmp` would aim the tmpfs at any folder). Duplicates and targets
+/// inside a hidden folder are dropped: every target is one bubblewrap can mount.
+fn live_sockets(opts: &PlanOptions, host: &HostPaths<'_>) -> (Vec<Hidden>, Vec<Hidden>) {
     use std::os::unix::fs::FileTypeExt;
+    let canon = mount_target;
+    let uid = host.uid.to_string();
+    let runtime = match host.runtime_dir.filter(|v| !v.is_empty()) {
+        Some(r) => PathBuf::from(r),
+        None => PathBuf::from(format!("/run/user/{uid}")),
+    };
+    let home = host.home.filter(|h| !h.is_empty()).map(PathBuf::from);
+    let mut folders: Vec<Hidden> = Vec::new();
+    for f in catalogue::HIDDEN_FOLDERS {
+        let t = f.path.replace("{uid}", &uid);
+        // The owner's own folders (its environment's runtime dir and home) are resolved as a
+        // whole: a runtime dir reached through a link is still the owner's.
+        let t = if let Some(rest) = t.strip_prefix("{runtime}") {
+            match std::fs::canonicalize(&runtime) {
+                Ok(r) => PathBuf::from(format!("{}{rest}", r.display())),
+                Err(_) => continue,
+            }
+        } else if let Some(rest) = t.strip_prefix("{home}") {
+            match home.as_ref().and_then(|h| std::fs::canonicalize(h).ok()) {
+                Some(h) => PathBuf::from(format!("{}{rest}", h.display())),
+                None => continue,
+            }
+        } else {
+            PathBuf::from(t)
+        };
+        let cands: Vec<PathBuf> = match t.file_name().and_then(|n| n.to_str()) {
+            Some(n) if n.ends_with('*') => {
+                let prefix = &n[..n.len() - 1];
+                let parent = t.parent().unwrap_or(Path::new("/"));
+                std::fs::read_dir(parent)
+                    .map(|rd| {
+                        rd.filter_map(Result::ok)
+                            .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+                            .map(|e| e.path())
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            }
+            _ => vec![t],
+        };
+        for c in cands {
+            let is_dir = std::fs::symlink_metadata(&c).is_ok_and(|m| m.file_type().is_dir());
+            let Some(path) = canon(&c).filter(|_| is_dir) else {
+                continue;
+            };
+            if !folders.iter().any(|h| h.path == path) {
+                folders.push(Hidden { path, what: f.what });
+            }
+        }
+    }
+    // A folder inside another hidden folder is covered by it.
+    let all = folders.clone();
+    folders.retain(|h| {
+        !all.iter()
+            .any(|o| o.path != h.path && h.path.starts_with(&o.path))
+    });
+    folders.sort_by(|a, b| depth_then_path(&a.path, &b.path));
+
     let mut cands: Vec<(PathBuf, &'static str, SocketRule)> = catalogue::HIDDEN_SOCKETS
         .iter()
         .map(|s| (PathBuf::from(s.path), s.what, s.when))
         .collect();
-    if let Some(rt) = runtime_dir.filter(|v| !v.is_empty()) {
-        cands.push((
-            Path::new(&rt).join("docker.sock"),
-            "Docker (rootless)",
-            SocketRule::UnlessDocker,
-        ));
-    }
+    cands.push((
+        runtime.join("docker.sock"),
+        "Docker (rootless)",
+        SocketRule::UnlessDocker,
+    ));
     let mut out: Vec<Hidden> = Vec::new();
     for (path, what, when) in cands {
         let keep = match when {
@@ -226,12 +313,117 @@ fn live_sockets(opts: &PlanOptions, runtime_dir: Option<&std::ffi::OsStr>) -> Ve
             SocketRule::NetworkOff => opts.network,
         };
         let is_sock = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket());
-        if keep || !is_sock || out.iter().any(|h| h.path == path) {
+        if keep || !is_sock {
+            continue;
+        }
+        let Some(path) = canon(&path) else { continue };
+        if out.iter().any(|h| h.path == path) || folders.iter().any(|f| path.starts_with(&f.path)) {
             continue;
         }
         out.push(Hidden { path, what });
     }
-    out
+    (out, folders)
+}
+
+/// Where the owner's system config files may be (both gits of a machine: the distribution's
+/// and one built under `/usr/local`).
+const SYSTEM_CONFIGS: &[&str] = &["/etc/gitconfig", "/usr/local/etc/gitconfig"];
+
+/// The programs the repository's and the owner's config (system, global, includes) name by a
+/// path — `core.hooksPath` (a folder) and the first word of every program-running key's value
+/// (`core.fsmonitor`, `filter.*.clean`, `diff.*.textconv`, `credential.helper`, `!`-aliases,
+/// …) when it has a `/` — resolved the way git does (`~/`, absolute, else from the work-tree
+/// top). A bare name is looked up on `PATH` by git and is not listed. A superset: every value
+/// of every file, effective or not.
+fn owner_programs(loc: &integrity::Located) -> Result<Vec<(PathBuf, EntryKind)>, PlanError> {
+    use catalogue::Effect;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let xdg = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
+    let mut out: Vec<(PathBuf, EntryKind)> = Vec::new();
+    let systems: Vec<Option<PathBuf>> = {
+        let v: Vec<_> = SYSTEM_CONFIGS
+            .iter()
+            .map(PathBuf::from)
+            .filter(|p| p.exists())
+            .map(Some)
+            .collect();
+        if v.is_empty() {
+            vec![None]
+        } else {
+            v
+        }
+    };
+    let top = loc.work_tree.clone().unwrap_or_else(|| loc.git_dir.clone());
+    for system in systems {
+        let mut o = crate::config::Options::for_repository(
+            loc.work_tree.as_deref(),
+            &loc.git_dir,
+            &loc.common_dir,
+        )
+        .with_owner(None, home.as_deref(), xdg.as_deref());
+        o.system = system;
+        o.linked_worktrees = true;
+        let en = crate::config::enumerate(&o).map_err(|e| PlanError::Config {
+            path: loc.common_dir.join("config"),
+            reason: e.to_string(),
+        })?;
+        for a in en.armed() {
+            let hooks = a.entries.iter().any(|e| {
+                matches!(
+                    e.key,
+                    catalogue::KeyPattern::Key {
+                        section: "core",
+                        name: "hooksPath"
+                    }
+                )
+            });
+            let runs = a
+                .entries
+                .iter()
+                .any(|e| matches!(e.effect, Effect::RunsShell | Effect::RunsProgram));
+            if !hooks && !runs {
+                continue;
+            }
+            let text = a.value.text();
+            let word = if hooks {
+                text.trim().to_owned()
+            } else {
+                let t = text.trim().trim_start_matches('!').trim_start();
+                let w = t.split_whitespace().next().unwrap_or("");
+                w.trim_matches(|c| c == '"' || c == '\'').to_owned()
+            };
+            if word.is_empty() || (!hooks && !word.contains('/')) {
+                continue;
+            }
+            let path = if let Some(rest) = word.strip_prefix("~/") {
+                match &home {
+                    Some(h) => h.join(rest),
+                    None => continue,
+                }
+            } else if Path::new(&word).is_absolute() {
+                PathBuf::from(&word)
+            } else {
+                top.join(&word)
+            };
+            let path = integrity::normalize(&path);
+            let kind = if hooks {
+                EntryKind::Dir
+            } else {
+                EntryKind::File
+            };
+            if !out.iter().any(|(p, _)| *p == path) {
+                out.push((path, kind));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The path bubblewrap mounts on for `p`: its parent resolved through links, its last
+/// component as it is. `None` when the parent cannot be resolved.
+fn mount_target(p: &Path) -> Option<PathBuf> {
+    let parent = std::fs::canonicalize(p.parent()?).ok()?;
+    Some(parent.join(p.file_name()?))
 }
 
 /// The plan from a protected set (pure apart from no-follow `lstat`s through `sys`).
@@ -240,6 +432,7 @@ pub(crate) fn build(
     p: &Protected,
     opts: &PlanOptions,
     hide: &[Hidden],
+    programs: &[(PathBuf, EntryKind)],
 ) -> Result<Plan, PlanError> {
     let loc = &p.loc;
     // Writable roots.
@@ -405,6 +598,57 @@ pub(crate) fn build(
         };
         guard(&path, &node, EntryKind::Dir, R_DISCOVERY, &mut ro, &mut ph)?;
     }
+    // Programs the config names by path (and the hooks folder), inside a writable root: the
+    // owner's next git runs what the agent wrote there (P-6, P-9).
+    for (path, kind) in programs {
+        let node = match sys.stat(path)? {
+            None => Node::Absent,
+            Some(st) if st.is_dir() => Node::Dir { mode: 0 },
+            Some(st) if st.is_file() => Node::File {
+                mode: 0,
+                oid: String::new(),
+                content: integrity::state::Content::Text(String::new()),
+            },
+            Some(_) => {
+                return Err(PlanError::NotPlain {
+                    path: path.clone(),
+                    kind: "link or special file",
+                    expected: if *kind == EntryKind::Dir {
+                        "folder"
+                    } else {
+                        "file"
+                    },
+                })
+            }
+        };
+        guard(path, &node, *kind, R_PROGRAM, &mut ro, &mut ph)?;
+    }
+    // A `.git` at the top of a writable root that is not a work tree (the session's folder,
+    // the policy's roots): the owner's git started anywhere below it would discover a
+    // repository the agent made there (red-team pass on the plan, P-12).
+    for w in writable
+        .iter()
+        .filter(|w| matches!(w.role, "session_dir" | "policy"))
+    {
+        let path = w.path.join(".git");
+        let node = match sys.stat(&path)? {
+            None => Node::Absent,
+            Some(st) if st.is_dir() => Node::Dir { mode: 0 },
+            Some(st) if st.is_file() => Node::File {
+                mode: 0,
+                oid: String::new(),
+                content: integrity::state::Content::Text(String::new()),
+            },
+            Some(_) => {
+                return Err(PlanError::NotPlain {
+                    path,
+                    kind: "link or special file",
+                    expected: "folder",
+                })
+            }
+        };
+        guard(&path, &node, EntryKind::Dir, R_DISCOVERY, &mut ro, &mut ph)?;
+    }
     // Inside writable roots only (the base is read-only already), parents first, and nothing
     // below a bind that already covers it.
     let shared: Vec<PathBuf> = catalogue::SHARED_DISCOVERY_DIRS
@@ -508,6 +752,7 @@ pub(crate) fn build(
         placeholders,
         anchors,
         hide: hide.to_vec(),
+        hide_folders: Vec::new(),
         pinned,
     })
 }
@@ -675,6 +920,16 @@ impl Plan {
                 },
             }
         }
+        for h in &self.hide_folders {
+            a.extend([
+                "--perms".into(),
+                "0555".into(),
+                "--tmpfs".into(),
+                s(&h.path),
+                "--remount-ro".into(),
+                s(&h.path),
+            ]);
+        }
         for h in &self.hide {
             a.extend(["--ro-bind".into(), "/dev/null".into(), s(&h.path)]);
         }
@@ -742,6 +997,7 @@ impl Plan {
             .chain(
                 self.hide
                     .iter()
+                    .chain(&self.hide_folders)
                     .map(|h| h.path.to_string_lossy().into_owned()),
             )
             .collect();
@@ -780,6 +1036,13 @@ impl Plan {
             let _ = writeln!(
                 s,
                 "(deny network-outbound (remote unix-socket (path-literal {})))",
+                sbpl_str(&h.path)
+            );
+        }
+        for h in &self.hide_folders {
+            let _ = writeln!(
+                s,
+                "(deny network-outbound (remote unix-socket (subpath {})))",
                 sbpl_str(&h.path)
             );
         }

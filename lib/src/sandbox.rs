@@ -69,6 +69,8 @@ pub struct Prepared {
     fds: Vec<OwnedFd>,
     /// Names bubblewrap creates on the host as mount points for placeholders (parents first).
     pub stubs: Vec<(PathBuf, EntryKind)>,
+    /// The read end of bubblewrap's `--json-status-fd` (non-blocking).
+    status: OwnedFd,
 }
 
 /// The sandbox's shape besides the plan.
@@ -278,6 +280,19 @@ pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
     for f in &base.writable_files {
         bind_fd(&mut args, &mut fds, "--bind-fd", f, EntryKind::File)?;
     }
+    for h in &plan.hide_folders {
+        push(
+            &mut args,
+            &[
+                "--perms".as_ref(),
+                "0555".as_ref(),
+                "--tmpfs".as_ref(),
+                h.path.as_os_str(),
+                "--remount-ro".as_ref(),
+                h.path.as_os_str(),
+            ],
+        );
+    }
     for h in &plan.hide {
         push(
             &mut args,
@@ -291,11 +306,23 @@ pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
     if let Some(d) = &base.chdir {
         push(&mut args, &["--chdir".as_ref(), d.as_os_str()]);
     }
+    // bubblewrap reports the command's pid on this pipe once the sandbox is built: no
+    // report means bubblewrap itself failed (a mount it could not make), which is a setup
+    // failure, not the command's status ([`Prepared::started`]).
+    let (status_read, status_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
+        .map_err(|source| SandboxError::Open {
+            path: PathBuf::from("(bubblewrap status pipe)"),
+            source,
+        })?;
+    args.push("--json-status-fd".into());
+    args.push(status_write.as_raw_fd().to_string().into());
+    fds.push(status_write);
     Ok(Prepared {
         bwrap,
         args,
         fds,
         stubs,
+        status: status_read,
     })
 }
 
@@ -320,6 +347,20 @@ impl Prepared {
             });
         }
         c
+    }
+
+    /// Did bubblewrap build the sandbox and start the command? Ask after it has exited: its
+    /// status report names the command's pid (`child-pid`) only once every mount is made.
+    pub fn started(&self) -> bool {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = nix::unistd::read(&self.status, &mut chunk) {
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        String::from_utf8_lossy(&buf).contains("\"child-pid\"")
     }
 
     /// Remove the mount points bubblewrap created for placeholders, deepest first, each only

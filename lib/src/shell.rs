@@ -62,6 +62,10 @@ pub enum ShellError {
     /// `--sandbox bwrap`: a planned path cannot be bound (a link swapped in, a type changed).
     #[error("sandbox: {0}")]
     Sandbox(#[from] crate::sandbox::SandboxError),
+    /// `--sandbox bwrap`: bubblewrap stopped before the command started (a mount it could
+    /// not make); its own message is on stderr above this line.
+    #[error("sandbox: bubblewrap could not build the sandbox (exit status {status}); the command did not run")]
+    SandboxFailed { status: u8 },
     #[error("{path}: {what}: {source}")]
     Io {
         path: PathBuf,
@@ -380,6 +384,9 @@ pub fn run(req: Request) -> Result<ExitCode, ShellError> {
     let code = exit_code(status);
     if let Some(s) = &sandbox {
         s.after();
+        if !s.prepared.started() {
+            return Err(ShellError::SandboxFailed { status: code });
+        }
     }
     if let Some(g) = &guard {
         for ev in g.after() {

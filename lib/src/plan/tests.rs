@@ -285,7 +285,7 @@ fn the_formats_come_from_the_same_plan() {
     assert_eq!(allow.len(), p.writable.len());
     assert_eq!(
         deny.len(),
-        p.read_only.len() + p.placeholders.len() + p.hide.len()
+        p.read_only.len() + p.placeholders.len() + p.hide.len() + p.hide_folders.len()
     );
     assert!(deny.contains(&s(&c.join("hooks")).as_str()));
     assert!(deny.contains(&"/tmp/.git"));
@@ -322,17 +322,46 @@ fn hidden_sockets_follow_the_switches() {
     let t = tempfile::tempdir().unwrap();
     let sock = t.path().join("docker.sock");
     let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-    let rt = Some(t.path().as_os_str());
-    let hidden = live_sockets(&PlanOptions::default(), rt);
-    assert!(hidden.iter().any(|h| h.path == sock), "{hidden:?}");
+    let rt = t.path().canonicalize().unwrap();
+    let sock = rt.join("docker.sock");
+    let link = rt.join("link");
+    std::os::unix::fs::symlink(&rt, &link).unwrap();
+    // The runtime dir (named through a link here) is hidden as a whole, by its resolved
+    // path; the socket below it is covered, not listed again.
+    let host = HostPaths {
+        runtime_dir: Some(link.as_os_str()),
+        home: None,
+        uid: 4_000_000_000,
+    };
+    let (hidden, folders) = live_sockets(&PlanOptions::default(), &host);
+    assert_eq!(
+        folders.iter().filter(|h| h.path == rt).count(),
+        1,
+        "{folders:?}"
+    );
+    assert!(
+        !hidden.iter().any(|h| h.path.starts_with(&rt)),
+        "{hidden:?}"
+    );
+    // A mount target through a linked parent is the resolved one (B-1: `/var/run` → `/run`).
+    assert_eq!(mount_target(&link.join("docker.sock")), Some(sock.clone()));
+    let _ = kept_docker(&host);
+}
+
+fn kept_docker(host: &HostPaths<'_>) -> Vec<Hidden> {
     let kept = live_sockets(
         &PlanOptions {
             docker: true,
             ..PlanOptions::default()
         },
-        rt,
+        host,
+    )
+    .0;
+    assert!(
+        !kept.iter().any(|h| h.what.starts_with("Docker")),
+        "{kept:?}"
     );
-    assert!(!kept.iter().any(|h| h.path == sock));
+    kept
 }
 
 #[test]
