@@ -190,14 +190,22 @@ impl Session {
     /// agent-shell -c SCRIPT, optionally inside bubblewrap built from the repository's plan
     /// (`agent-shell --sandbox bwrap`).
     fn agent(&self, script: &str, sandbox: bool) -> Output {
+        self.agent_env(script, sandbox, &[])
+    }
+
+    /// [`Session::agent`] with more variables in agent-shell's environment.
+    fn agent_env(&self, script: &str, sandbox: bool, extra: &[(&str, &Path)]) -> Output {
         let (_, shell) = bins();
         let mut cmd = Command::new(shell);
         cmd.current_dir(&self.repo);
         if sandbox {
             cmd.args(["--sandbox", "bwrap"]);
         }
-        cmd.env_clear()
-            .env("HOME", &self.home)
+        cmd.env_clear();
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        cmd.env("HOME", &self.home)
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("PATH", "/usr/bin:/bin")
             .env("LD_PRELOAD", "")
@@ -1148,4 +1156,259 @@ fn a_protected_entry_cannot_be_renamed_away_with_its_folder() {
             );
         }
     }
+}
+
+/// A plan for the test's session (the session folder created, as agent-shell does).
+fn session_plan(s: &Session, extra: Vec<PathBuf>) -> gitward::plan::Plan {
+    std::fs::create_dir_all(&s.wt).unwrap();
+    gitward::plan::plan(&gitward::plan::PlanOptions {
+        repo: s.repo.clone(),
+        session: Some("s1".into()),
+        session_dir: Some(s.wt.clone()),
+        extra_writable: extra,
+        ..gitward::plan::PlanOptions::default()
+    })
+    .unwrap()
+}
+
+/// Run `script` with bash inside bubblewrap built from `plan` (a test's own, e.g. one with a
+/// protection taken away as a positive control), in the repository.
+fn run_in(plan: &gitward::plan::Plan, s: &Session, script: &str) -> (Output, bool) {
+    let base = gitward::sandbox::Base {
+        chdir: Some(s.repo.clone()),
+        ..gitward::sandbox::Base::default()
+    };
+    let prep = gitward::sandbox::prepare(plan, &base).unwrap();
+    let o = prep
+        .command(Path::new("/bin/bash"), &["-c".into(), script.into()])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &s.home)
+        .output()
+        .unwrap();
+    let started = prep.started();
+    prep.remove_stubs();
+    (o, started)
+}
+
+/// The owner's hooks folder (`core.hooksPath`, repository config) and a program its global
+/// config names by path (`core.fsmonitor`) inside the work tree are read-only in the sandbox
+/// (red-team pass on the plan, P-6, P-9). Positive control: the same writes without the
+/// sandbox, after which the owner's plain `git commit` runs both.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn programs_the_owners_config_names_are_read_only() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    for g in gits() {
+        for sandbox in [false, true] {
+            let s = Session::new(&g);
+            let hook_mark = s.home.join("HOOK-FIRED");
+            let fsm_mark = s.home.join("FSMONITOR-FIRED");
+            std::fs::create_dir_all(s.repo.join(".husky")).unwrap();
+            std::fs::create_dir_all(s.repo.join("tools")).unwrap();
+            std::fs::write(s.repo.join(".husky/README"), "hooks\n").unwrap();
+            std::fs::write(s.repo.join("tools/fsmon.sh"), "#!/bin/sh\nexit 1\n").unwrap();
+            let mut perm = std::fs::metadata(s.repo.join("tools/fsmon.sh"))
+                .unwrap()
+                .permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+            std::fs::set_permissions(s.repo.join("tools/fsmon.sh"), perm).unwrap();
+            s.plain(&["add", "."]);
+            s.plain(&["commit", "-q", "-m", "tools"]);
+            s.plain(&["config", "core.hooksPath", ".husky"]);
+            let mut global = std::fs::read_to_string(s.home.join(".gitconfig")).unwrap();
+            global.push_str("[core]\n\tfsmonitor = tools/fsmon.sh\n");
+            std::fs::write(s.home.join(".gitconfig"), global).unwrap();
+            let script = format!(
+                "printf '#!/bin/sh\\ntouch {h}\\n' > .husky/pre-commit && chmod +x .husky/pre-commit; echo hook=$?
+                 printf '#!/bin/sh\\ntouch {f}; exit 1\\n' > tools/fsmon.sh; echo fsmon=$?",
+                h = hook_mark.display(),
+                f = fsm_mark.display()
+            );
+            let o = s.agent(&script, sandbox);
+            let out = String::from_utf8_lossy(&o.stdout).into_owned();
+            let ctx = format!(
+                "{} sandbox={sandbox}\n{out}\n{}",
+                g.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            // The owner's next commit, outside the sandbox.
+            std::fs::write(s.repo.join("c.txt"), "c\n").unwrap();
+            s.plain(&["add", "c.txt"]);
+            s.plain(&["commit", "-q", "-m", "owner"]);
+            if !sandbox {
+                assert_eq!(status_of(&out, "hook"), 0, "control: {ctx}");
+                assert_eq!(status_of(&out, "fsmon"), 0, "control: {ctx}");
+                assert!(
+                    hook_mark.exists() && fsm_mark.exists(),
+                    "control did not fire: {ctx}"
+                );
+                continue;
+            }
+            assert_ne!(status_of(&out, "hook"), 0, "{ctx}");
+            assert_ne!(status_of(&out, "fsmon"), 0, "{ctx}");
+            assert!(!hook_mark.exists() && !fsm_mark.exists(), "{ctx}");
+            assert!(!s.repo.join(".husky/pre-commit").exists(), "{ctx}");
+        }
+    }
+}
+
+/// The owner's session daemons are out of reach: the runtime dir (user bus, systemd user
+/// manager) and the tmux server's folder are hidden as a whole (red-team pass on the plan,
+/// P-7). Positive control: the same plan without its hidden folders shows the sockets, and
+/// (when tmux is installed) `tmux run-shell` from it runs a command on the host.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn the_owners_session_sockets_are_hidden() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    let g = gits().remove(0);
+    let s = Session::new(&g);
+    let rt = s.home.join("run");
+    std::fs::create_dir_all(rt.join("systemd")).unwrap();
+    let _bus = std::os::unix::net::UnixListener::bind(rt.join("bus")).unwrap();
+    let _mgr = std::os::unix::net::UnixListener::bind(rt.join("systemd/private")).unwrap();
+    let uid = nix::unistd::getuid().as_raw();
+    let name = format!("gw-e2e-{}", std::process::id());
+    let tmux = Path::new("/usr/bin/tmux").exists();
+    if tmux {
+        let st = Command::new("/usr/bin/tmux")
+            .args(["-L", &name, "new-session", "-d", "-s", "owner", "sleep 60"])
+            .env_remove("TMUX_TMPDIR")
+            .status()
+            .unwrap();
+        assert!(st.success());
+    } else {
+        eprintln!("tmux part SKIPPED: /usr/bin/tmux is not installed (the runtime-dir sockets are still tested)");
+    }
+    let mark = s.home.join("TMUX-FIRED");
+    let script = format!(
+        "[ -S {rt}/bus ]; echo bus=$?; [ -S {rt}/systemd/private ]; echo mgr=$?
+         tmux -S /tmp/tmux-{uid}/{name} run-shell 'touch {m}' 2>/dev/null; echo tmux=$?",
+        rt = rt.display(),
+        m = mark.display()
+    );
+    // Positive control: without the hidden folders.
+    std::env::set_var("XDG_RUNTIME_DIR", &rt);
+    let mut p = session_plan(&s, vec![]);
+    std::env::remove_var("XDG_RUNTIME_DIR");
+    assert!(
+        p.hide_folders.iter().any(|h| h.path == rt),
+        "{:?}",
+        p.hide_folders
+    );
+    p.hide_folders.clear();
+    let (o, _) = run_in(&p, &s, &script);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(status_of(&out, "bus"), 0, "control: {out}");
+    assert_eq!(status_of(&out, "mgr"), 0, "control: {out}");
+    if tmux {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(mark.exists(), "control: tmux run-shell did not fire: {out}");
+        std::fs::remove_file(&mark).unwrap();
+    }
+    // agent-shell: hidden.
+    let o = s.agent_env(&script, true, &[("XDG_RUNTIME_DIR", &rt)]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let ctx = format!("{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert_ne!(status_of(&out, "bus"), 0, "{ctx}");
+    assert_ne!(status_of(&out, "mgr"), 0, "{ctx}");
+    assert_ne!(status_of(&out, "tmux"), 0, "{ctx}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!mark.exists(), "{ctx}");
+    if tmux {
+        let _ = Command::new("/usr/bin/tmux")
+            .args(["-L", &name, "kill-server"])
+            .status();
+    }
+}
+
+/// A `.git` cannot be made at the top of the session's folder or a policy writable root,
+/// where the owner's git started below would discover it (red-team pass on the plan, P-12).
+/// Positive control: the plan without those placeholders lets `git init` plant it.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn no_repository_can_be_planted_at_the_top_of_a_writable_root() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    for g in gits() {
+        for naive in [true, false] {
+            let s = Session::new(&g);
+            let scratch = s.home.join("scratch");
+            std::fs::create_dir_all(&scratch).unwrap();
+            let mut pol = std::fs::read_to_string(&s.policy).unwrap();
+            pol.push_str(&format!("writable_roots = [\"{}\"]\n", scratch.display()));
+            std::fs::write(&s.policy, pol).unwrap();
+            let script = format!(
+                "{g} init -q {sc}; echo scratch=$?; {g} init -q {wt}; echo session=$?",
+                g = g.display(),
+                sc = scratch.display(),
+                wt = s.wt.display()
+            );
+            let out = if naive {
+                let mut p = session_plan(&s, vec![scratch.clone()]);
+                let n = p.placeholders.len();
+                p.placeholders
+                    .retain(|b| b.path != scratch.join(".git") && b.path != s.wt.join(".git"));
+                assert_eq!(p.placeholders.len(), n - 2, "{:?}", p.placeholders);
+                run_in(&p, &s, &script).0
+            } else {
+                s.agent(&script, true)
+            };
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let ctx = format!(
+                "{} naive={naive}\n{text}\n{}",
+                g.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            for (step, dir) in [("scratch", &scratch), ("session", &s.wt)] {
+                let planted = dir.join(".git/HEAD").exists();
+                if naive {
+                    assert_eq!(status_of(&text, step), 0, "control: {ctx}");
+                    assert!(planted, "control: {ctx}");
+                } else {
+                    assert_ne!(status_of(&text, step), 0, "{ctx}");
+                    assert!(!planted, "{ctx}");
+                    assert!(!dir.join(".git").exists(), "placeholder left behind: {ctx}");
+                }
+            }
+        }
+    }
+}
+
+/// bubblewrap failing to build the sandbox (a mount it cannot make: B-1's `/var/run` link)
+/// is told apart from the command's own failure, so agent-shell exits with the setup status
+/// (124), not the command's.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn a_sandbox_bubblewrap_cannot_build_is_told_from_the_commands_status() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    let g = gits().remove(0);
+    let s = Session::new(&g);
+    let mut p = session_plan(&s, vec![]);
+    let (o, started) = run_in(&p, &s, "exit 1");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(started, "the command ran and failed");
+    p.hide.push(gitward::plan::Hidden {
+        path: PathBuf::from("/nonexistent-gitward-dir/x.sock"),
+        what: "test",
+    });
+    let (o, started) = run_in(&p, &s, "exit 0");
+    assert_ne!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!started, "bubblewrap could not build this sandbox");
 }

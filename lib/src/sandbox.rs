@@ -306,9 +306,9 @@ pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
     if let Some(d) = &base.chdir {
         push(&mut args, &["--chdir".as_ref(), d.as_os_str()]);
     }
-    // bubblewrap reports the command's pid on this pipe once the sandbox is built: no
-    // report means bubblewrap itself failed (a mount it could not make), which is a setup
-    // failure, not the command's status ([`Prepared::started`]).
+    // bubblewrap reports the command's exit code on this pipe when the command ran: none
+    // means bubblewrap itself failed (a mount it could not make), which is a setup failure,
+    // not the command's status ([`Prepared::started`]).
     let (status_read, status_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
         .map_err(|source| SandboxError::Open {
             path: PathBuf::from("(bubblewrap status pipe)"),
@@ -349,8 +349,9 @@ impl Prepared {
         c
     }
 
-    /// Did bubblewrap build the sandbox and start the command? Ask after it has exited: its
-    /// status report names the command's pid (`child-pid`) only once every mount is made.
+    /// Did bubblewrap build the sandbox and run the command? Ask after it has exited: its
+    /// status report gives the command's `exit-code` only when the command ran (the
+    /// `child-pid` line comes before the mounts are made, so it proves nothing).
     pub fn started(&self) -> bool {
         let mut buf = Vec::new();
         let mut chunk = [0u8; 4096];
@@ -360,7 +361,7 @@ impl Prepared {
             }
             buf.extend_from_slice(&chunk[..n]);
         }
-        String::from_utf8_lossy(&buf).contains("\"child-pid\"")
+        String::from_utf8_lossy(&buf).contains("\"exit-code\"")
     }
 
     /// Remove the mount points bubblewrap created for placeholders, deepest first, each only

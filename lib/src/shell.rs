@@ -384,7 +384,8 @@ pub fn run(req: Request) -> Result<ExitCode, ShellError> {
     let code = exit_code(status);
     if let Some(s) = &sandbox {
         s.after();
-        if !s.prepared.started() {
+        // Killed by a signal, bubblewrap reports nothing: that is the command's fate.
+        if status.code().is_some() && !s.prepared.started() {
             return Err(ShellError::SandboxFailed { status: code });
         }
     }
