@@ -551,11 +551,23 @@ fn the_sandboxed_command_keeps_no_capability() {
     let g = &gits()[0];
     let s = Session::new(g);
     let o = s.agent(
-        "grep CapEff /proc/self/status; umount .git/config; echo umount=$?",
+        "grep CapEff /proc/self/status; umount .git/config; echo umount=$?
+         grep NoNewPrivs /proc/self/status; grep \" $PWD \" /proc/self/mountinfo",
         true,
     );
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(cap_eff(&o.stdout), "0000000000000000", "{out}");
+    // A set-uid program gains nothing inside: no_new_privs is set, and the writable roots
+    // are mounted nosuid (a set-uid bit the agent sets stays on the host's file, though:
+    // docs/sandbox-plan.md). Control: this test process runs without no_new_privs.
+    assert!(out.contains("NoNewPrivs:\t1"), "{out}");
+    let own = std::fs::read_to_string("/proc/self/status").unwrap();
+    assert!(own.contains("NoNewPrivs:\t0"), "control: {own}");
+    let mnt = out
+        .lines()
+        .find(|l| l.contains(&format!(" {} ", s.repo.display())))
+        .unwrap_or_else(|| panic!("no mount of the work tree: {out}"));
+    assert!(mnt.contains("nosuid"), "{mnt}");
     assert!(
         out.contains("umount=") && !out.contains("umount=0"),
         "{out}"
@@ -1411,4 +1423,58 @@ fn a_sandbox_bubblewrap_cannot_build_is_told_from_the_commands_status() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(!started, "bubblewrap could not build this sandbox");
+}
+
+/// The audit log is append-only from inside the sandbox: a FIFO relayed by agent-shell stands
+/// over it, so `: > LOG` erases nothing and nothing inside can read (and so swallow) the
+/// events. Positive control: the log bound writable (the sandbox before) is truncated.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn the_audit_log_cannot_be_truncated_from_inside() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    let g = gits().remove(0);
+    let s = Session::new(&g);
+    std::fs::write(&s.log, "{\"event\":\"earlier\"}\n").unwrap();
+    let script = format!(
+        ": > {l}; echo trunc=$?; timeout 3 cat {l} >/dev/null 2>&1; echo read=$?; git status >/dev/null",
+        l = s.log.display()
+    );
+    // Control: bound writable, the log is emptied.
+    let p = session_plan(&s, vec![]);
+    let base = gitward::sandbox::Base {
+        chdir: Some(s.repo.clone()),
+        writable_files: vec![s.log.clone()],
+        ..gitward::sandbox::Base::default()
+    };
+    let prep = gitward::sandbox::prepare(&p, &base).unwrap();
+    let o = prep
+        .command(
+            Path::new("/bin/bash"),
+            &["-c".into(), script.clone().into()],
+        )
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert_eq!(status_of(&String::from_utf8_lossy(&o.stdout), "trunc"), 0);
+    assert_eq!(std::fs::read_to_string(&s.log).unwrap(), "", "control");
+    // agent-shell: the earlier event stays, the shim's events of the command arrive.
+    std::fs::write(&s.log, "{\"event\":\"earlier\"}\n").unwrap();
+    let o = s.agent(&script, true);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_ne!(status_of(&out, "read"), 0, "{out}");
+    let ev = s.events();
+    assert_eq!(ev[0]["event"], "earlier", "{ev:?}");
+    assert!(ev.iter().any(|e| e["event"] == "git_allowed"), "{ev:?}");
+    assert!(
+        ev.iter().any(|e| e["event"] == "command_finished"),
+        "{ev:?}"
+    );
 }

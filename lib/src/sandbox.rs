@@ -80,6 +80,10 @@ pub struct Base {
     pub network: bool,
     /// Files the agent's tools append to (the audit log): bound writable, opened no-follow.
     pub writable_files: Vec<PathBuf>,
+    /// `(destination, FIFO)`: a FIFO bound read-only over the destination, so the tools inside
+    /// append to it (a FIFO opens for writing on a read-only mount) and cannot truncate or
+    /// rewrite what is already logged ([`Relay`]).
+    pub relays: Vec<(PathBuf, PathBuf)>,
     /// The folder the command starts in.
     pub chdir: Option<PathBuf>,
 }
@@ -280,6 +284,21 @@ pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
     for f in &base.writable_files {
         bind_fd(&mut args, &mut fds, "--bind-fd", f, EntryKind::File)?;
     }
+    for (dest, fifo) in &base.relays {
+        let fd = nix::fcntl::open(
+            fifo.as_path(),
+            OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|source| SandboxError::Open {
+            path: fifo.clone(),
+            source,
+        })?;
+        args.push("--ro-bind-fd".into());
+        args.push(fd.as_raw_fd().to_string().into());
+        args.push(dest.as_os_str().to_os_string());
+        fds.push(fd);
+    }
     for h in &plan.hide_folders {
         push(
             &mut args,
@@ -385,6 +404,82 @@ impl Prepared {
             }
         }
         left
+    }
+}
+
+/// The outside end of an append-only log for the sandbox (the audit log): a FIFO in a private
+/// folder, bound over the log inside the sandbox ([`Base::relays`]); a thread appends what
+/// arrives to the real file. The agent can add lines (as the tools it runs can) but never
+/// truncate or rewrite the log (red-team pass on the plan: `: > LOG` erased the events).
+pub struct Relay {
+    pub fifo: PathBuf,
+    dir: PathBuf,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Relay {
+    /// A FIFO in a new private folder under `tmp`, relayed to `log` (appended).
+    pub fn start(log: &Path, tmp: &Path) -> std::io::Result<Relay> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = nix::unistd::mkdtemp(&tmp.join("gitward-relay.XXXXXX"))?;
+        let fifo = dir.join("log");
+        nix::unistd::mkfifo(&fifo, Mode::from_bits_truncate(0o600))?;
+        // Read-write, so the FIFO never reports end of file while the sandbox runs.
+        let mut rx = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags((OFlag::O_NONBLOCK | OFlag::O_CLOEXEC).bits())
+            .open(&fifo)?;
+        // Write-only for everyone from now on: inside the sandbox (no capability, read-only
+        // mount, so no chmod) the tools can append but not read, so no reader inside can
+        // swallow the events before the relay gets them, and none blocks on the FIFO.
+        std::fs::set_permissions(&fifo, std::os::unix::fs::PermissionsExt::from_mode(0o200))?;
+        let mut out = std::fs::OpenOptions::new()
+            .append(true)
+            .custom_flags(OFlag::O_CLOEXEC.bits())
+            .open(log)?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let mut buf = vec![0u8; 65536];
+            loop {
+                match rx.read(&mut buf) {
+                    Ok(n) if n > 0 => {
+                        let _ = out.write_all(&buf[..n]);
+                    }
+                    _ => {
+                        if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                            break;
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                }
+            }
+        });
+        Ok(Relay {
+            fifo,
+            dir,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// After the sandbox: relay what is left, stop, remove the FIFO and its folder.
+    pub fn finish(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.fifo);
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.finish();
     }
 }
 

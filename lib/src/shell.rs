@@ -404,6 +404,8 @@ pub fn run(req: Request) -> Result<ExitCode, ShellError> {
 /// A bubblewrap sandbox for one command (`--sandbox bwrap`).
 struct Sandboxed {
     prepared: crate::sandbox::Prepared,
+    /// The audit log's relay (see `crate::sandbox::Relay`).
+    relay: std::cell::RefCell<Option<crate::sandbox::Relay>>,
     session_dir: PathBuf,
     common_dir: PathBuf,
     /// Held while the sandbox runs (see `crate::sandbox::lock_shared`).
@@ -429,14 +431,24 @@ fn bwrap_sandbox(policy: &Policy) -> Result<Sandboxed, ShellError> {
         docker: policy.docker.enabled,
         network: false,
     })?;
+    // The audit log: append-only from inside (a FIFO over it, relayed from outside).
+    let mut relays = Vec::new();
+    let mut relay = None;
+    if let Some(log) = policy.audit_log.as_ref().filter(|p| p.is_file()) {
+        let r = crate::sandbox::Relay::start(log, &std::env::temp_dir()).map_err(|source| {
+            ShellError::Io {
+                path: log.clone(),
+                what: "cannot relay the audit log into the sandbox",
+                source,
+            }
+        })?;
+        relays.push((log.clone(), r.fifo.clone()));
+        relay = Some(r);
+    }
     let base = crate::sandbox::Base {
         network: false,
-        writable_files: policy
-            .audit_log
-            .iter()
-            .filter(|p| p.is_file())
-            .cloned()
-            .collect(),
+        writable_files: Vec::new(),
+        relays,
         chdir: std::env::current_dir().ok(),
     };
     let lock = crate::sandbox::lock_shared(&plan.common_dir).map_err(|source| ShellError::Io {
@@ -447,6 +459,7 @@ fn bwrap_sandbox(policy: &Policy) -> Result<Sandboxed, ShellError> {
     let prepared = crate::sandbox::prepare(&plan, &base)?;
     Ok(Sandboxed {
         prepared,
+        relay: std::cell::RefCell::new(relay),
         session_dir: sd,
         common_dir: plan.common_dir,
         lock: std::cell::Cell::new(Some(lock)),
@@ -459,6 +472,9 @@ impl Sandboxed {
     /// empty session folder goes with its last worktree, as git-shim removes it outside a
     /// sandbox (inside, it is a mount point and cannot be removed).
     fn after(&self) {
+        if let Some(mut r) = self.relay.borrow_mut().take() {
+            r.finish();
+        }
         drop(self.lock.take());
         if let Some(_last) = crate::sandbox::last_out(&self.common_dir) {
             for p in self.prepared.remove_stubs() {
