@@ -8,7 +8,7 @@
 //! submodule git dir (under `modules/` and behind gitlinks), and every include target.
 
 use super::args::GitArgs;
-use super::plan::{Refusal, Request};
+use super::request::{Refusal, Request};
 use crate::config::{self, Enumeration};
 use crate::env::GitProbe;
 use crate::exit;
