@@ -7,9 +7,10 @@
 //! `CI=true`, where they run and fail on the missing prerequisite: a test that cannot run its
 //! subject must not pass.
 //!
-//! One script for every package whose tests need them (the root package, `lib`, `bins/wt-check`:
-//! `build = "../../build.rs"`): the folder is found beside the workspace root, the nearest
-//! folder up from the package that holds `Cargo.lock`.
+//! One script, at the workspace root, for every package whose tests need them (`suite`, `lib`:
+//! `build = "../build.rs"`; `bins/wt-check`: `build = "../../build.rs"`): the folder is
+//! found beside the workspace root, the nearest folder up from the package that holds
+//! `Cargo.lock`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

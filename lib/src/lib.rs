@@ -12,6 +12,7 @@
 //! | [`env`] | the defused git environment and `-c` set, per git version; finding the real git |
 //! | [`events`] | JSON-lines events with stable names |
 //! | [`policy`] | the session policy file |
+//! | [`path`] | where a path leads: links and `..` resolved, for paths that may not exist yet |
 //! | [`exit`] | exit codes shared by the binaries |
 //! | [`cli`] | man pages, completions and formats for every binary |
 //! | [`fsx`] | no-follow file access below a trusted root |
@@ -41,6 +42,7 @@ pub mod held;
 pub mod index_paths;
 pub mod integrity;
 pub mod layout;
+pub mod path;
 pub mod plan;
 pub mod policy;
 pub mod safegit;

@@ -6,8 +6,10 @@
 //! file, the key and the rule in one line (see [`PolicyError`]). A commented example is in
 //! `docs/policy.example.toml`, and `docs/policy.md` documents each key.
 
+/// Where [`crate::path::resolve`] used to live; integrity/ still calls it by this name.
+pub use crate::path::resolve;
 use serde::Deserialize;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// A policy error: `<file>: <key>: <rule>`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -292,58 +294,6 @@ fn expand_home(p: &Path, home: &Path) -> PathBuf {
     match p.strip_prefix("~") {
         Ok(rest) => home.join(rest),
         Err(_) => p.to_path_buf(),
-    }
-}
-
-/// Resolve links and `..` for a path that may not exist yet: canonicalise the longest existing
-/// ancestor and append the rest (lexically normalised).
-pub fn resolve(p: &Path) -> PathBuf {
-    let mut existing = p.to_path_buf();
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    loop {
-        if let Ok(c) = std::fs::canonicalize(&existing) {
-            let mut out = c;
-            for comp in rest.iter().rev() {
-                match comp.to_str() {
-                    Some("..") => {
-                        out.pop();
-                    }
-                    Some(".") => {}
-                    _ => out.push(comp),
-                }
-            }
-            return out;
-        }
-        match (
-            existing.file_name().map(|n| n.to_os_string()),
-            existing.parent(),
-        ) {
-            (Some(_), Some(parent)) => {
-                rest.push(
-                    existing
-                        .components()
-                        .next_back()
-                        .unwrap()
-                        .as_os_str()
-                        .to_os_string(),
-                );
-                existing = parent.to_path_buf();
-            }
-            _ => {
-                // Nothing exists (or `..` at the end): lexical normalisation only.
-                let mut out = PathBuf::new();
-                for c in p.components() {
-                    match c {
-                        Component::ParentDir => {
-                            out.pop();
-                        }
-                        Component::CurDir => {}
-                        other => out.push(other.as_os_str()),
-                    }
-                }
-                return out;
-            }
-        }
     }
 }
 

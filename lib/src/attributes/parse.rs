@@ -53,47 +53,13 @@ fn token_len(s: &[u8]) -> usize {
     s.iter().take_while(|&&b| !is_blank(b)).count()
 }
 
-/// git's `unquote_c_style`: `"…"` with `\a \b \f \n \r \t \v \\ \" \ooo`. Returns the
-/// unquoted bytes and the rest after the closing quote, or `None` if it is not well-formed (git
-/// then takes the token literally).
+/// git's `unquote_c_style` (quote.c): `"…"` with `\a \b \f \n \r \t \v \\ \" \ooo` (the
+/// first octal digit 0–3). Returns the unquoted bytes and the rest after the closing quote, or
+/// `None` if it is not well-formed (git then takes the token literally). gitoxide's
+/// `gix_quote::ansi_c::undo` implements the same rules; `s` starts with `"`.
 fn unquote_c_style(s: &[u8]) -> Option<(Vec<u8>, &[u8])> {
-    let mut out = Vec::new();
-    let mut i = 1; // past the opening quote
-    while i < s.len() {
-        match s[i] {
-            b'"' => return Some((out, &s[i + 1..])),
-            b'\\' => {
-                let c = *s.get(i + 1)?;
-                i += 2;
-                let byte = match c {
-                    b'a' => 7,
-                    b'b' => 8,
-                    b'f' => 12,
-                    b'n' => b'\n',
-                    b'r' => b'\r',
-                    b't' => b'\t',
-                    b'v' => 11,
-                    b'\\' | b'"' => c,
-                    b'0'..=b'3' => {
-                        let d1 = *s.get(i)?;
-                        let d2 = *s.get(i + 1)?;
-                        if !(b'0'..=b'7').contains(&d1) || !(b'0'..=b'7').contains(&d2) {
-                            return None;
-                        }
-                        i += 2;
-                        ((c - b'0') << 6) | ((d1 - b'0') << 3) | (d2 - b'0')
-                    }
-                    _ => return None,
-                };
-                out.push(byte);
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    None
+    let (unquoted, consumed) = gix::quote::ansi_c::undo(s.as_bstr()).ok()?;
+    Some((unquoted.into_owned().into(), &s[consumed..]))
 }
 
 /// Parse one line; `None` for blank lines, comments, and lines without a pattern.
@@ -217,5 +183,45 @@ mod tests {
         assert_eq!(st(&l), [("filter".into(), State::Value(b"ev".to_vec()))]);
         let lines = parse_file(b"a filter=1\n\n# c\nb diff=2\n");
         assert_eq!(lines.iter().map(|l| l.number).collect::<Vec<_>>(), [1, 4]);
+    }
+
+    /// git's C-style quoting (quote.c `unquote_c_style`, as `git check-attr` and
+    /// `git ls-files` write it): every named escape, octal escapes with a first digit 0–3, and
+    /// the malformed forms git rejects — the line's token is then taken literally.
+    #[test]
+    fn unquotes_as_git_does() {
+        let ok: &[(&[u8], &[u8], &[u8])] = &[
+            (br#""plain""#, b"plain", b""),
+            (br#""a b" diff"#, b"a b", b" diff"),
+            (br#""\a\b\f\n\r\t\v""#, b"\x07\x08\x0c\n\r\t\x0b", b""),
+            (br#""\\ \"""#, b"\\ \"", b""),
+            (br#""\303\251t\303\251""#, "été".as_bytes(), b""),
+            (br#""\000\177\377""#, b"\0\x7f\xff", b""),
+            (br#""""#, b"", b""),
+            (br#""x"y"#, b"x", b"y"),
+        ];
+        for (quoted, unquoted, rest) in ok {
+            assert_eq!(
+                unquote_c_style(quoted),
+                Some((unquoted.to_vec(), *rest)),
+                "{}",
+                quoted.as_bstr()
+            );
+        }
+        let malformed: &[&[u8]] = &[
+            br#"""#,
+            br#""unterminated"#,
+            br#""\""#,
+            br#""\x41""#,
+            br#""\e""#,
+            br#""\400""#,
+            br#""\38a""#,
+            br#""\3"#,
+            br#""\12""#,
+            br#""\"#,
+        ];
+        for quoted in malformed {
+            assert_eq!(unquote_c_style(quoted), None, "{}", quoted.as_bstr());
+        }
     }
 }

@@ -41,14 +41,18 @@ pub fn file_uri(p: &Path) -> String {
     format!("file://{}", encode_path(p))
 }
 
-/// The project's home, from the workspace's `repository` (one place: `Cargo.toml`). While
-/// that is a placeholder (an `.invalid` host, RFC 2606) no URI is written: a link that
-/// cannot resolve is worse than none. Set `repository` at publication and every
-/// `informationUri` and `helpUri` follows.
+/// The project's home, from the workspace's `repository` (one place: `Cargo.toml`), which is
+/// set at publication. While it is unset (`CARGO_PKG_REPOSITORY` is empty) no URI is written,
+/// and so is a placeholder (an `.invalid` host, RFC 2606): a link that cannot resolve is worse
+/// than none. Every `informationUri` and `helpUri` follows it.
 pub fn home() -> Option<&'static str> {
-    let repo = env!("CARGO_PKG_REPOSITORY").trim_end_matches('/');
+    home_of(env!("CARGO_PKG_REPOSITORY"))
+}
+
+fn home_of(repository: &str) -> Option<&str> {
+    let repo = repository.trim_end_matches('/');
     let host = repo.split("://").nth(1)?.split('/').next()?;
-    (!repo.is_empty() && !host.ends_with(".invalid") && !host.is_empty()).then_some(repo)
+    (!host.is_empty() && !host.ends_with(".invalid")).then_some(repo)
 }
 
 /// Where a rule is documented (the rules table of `docs/wt-check.md`), if the home is known.
@@ -214,6 +218,25 @@ pub fn to_sarif(report: &Report) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn home_only_from_a_real_repository_url() {
+        assert_eq!(home_of(""), None);
+        assert_eq!(home_of("https://example.invalid/gitward"), None);
+        assert_eq!(home_of("not a url"), None);
+        assert_eq!(home_of("https:///x"), None);
+        assert_eq!(
+            home_of("https://github.com/o/gitward/"),
+            Some("https://github.com/o/gitward")
+        );
+        // This build: the workspace sets no `repository` until publication, so the SARIF
+        // carries no informationUri and no helpUri.
+        assert_eq!(home(), home_of(env!("CARGO_PKG_REPOSITORY")));
+        if env!("CARGO_PKG_REPOSITORY").is_empty() {
+            assert_eq!(home(), None);
+            assert_eq!(help_uri("GW001"), None);
+        }
+    }
 
     #[test]
     fn uris_are_encoded() {

@@ -3,8 +3,16 @@
 //!
 //! Every path below the root is walked component by component with `openat(O_NOFOLLOW |
 //! O_DIRECTORY)`; a link where a folder or the file is expected is reported as
-//! [`Content::Link`], never followed. This is the narrow set of operations settings-watch needs;
-//! it mirrors `gitward::fsx` (branch h/layout) so that swapping it in is local to this file.
+//! [`Content::Link`], never followed. This is the narrow set of operations settings-watch needs.
+//!
+//! It walks like [`crate::fsx::Root`] but hands out what `Root` keeps inside: folder descriptors
+//! opened `O_RDONLY`, kept by the caller across several operations (`Root` walks with `O_PATH` and
+//! reopens for each one), a link on the path reported with its target as content (the held record
+//! shows what was planted; `Root` refuses with [`crate::fsx::FsError::Link`]), `RENAME_EXCHANGE` so
+//! a revert cannot overwrite a write that lands in the same instant, read leases on open files
+//! ([`open_for_writing`]), and temporary names the watcher recognises as its own ([`tmp_target`]).
+//! Approved file contents are already written through `Root` (held's `write_approved`); moving the
+//! rest onto `Root` means giving `Root` these operations first.
 
 use super::Content;
 use nix::errno::Errno;

@@ -8,7 +8,7 @@
 //! submodule git dir (under `modules/` and behind gitlinks), and every include target.
 
 use super::args::GitArgs;
-use super::plan::{Refusal, Request};
+use super::request::{Refusal, Request};
 use crate::config::{self, Enumeration};
 use crate::env::GitProbe;
 use crate::exit;
@@ -113,9 +113,9 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
     // explicit git dir and none given, git takes the folder it runs in. Gitlinks are looked
     // up there, and `core.worktree` is checked against it.
     if let Some(w) = &work_tree {
-        layout.work_tree = Some(crate::policy::resolve(w));
+        layout.work_tree = Some(crate::path::resolve(w));
     } else if explicit_git_dir && layout.kind != layout::Kind::Bare {
-        layout.work_tree = Some(crate::policy::resolve(start));
+        layout.work_tree = Some(crate::path::resolve(start));
     }
     let entries = layout::worktree_entries(&layout.common_dir).map_err(|e| layout_refusal(&e))?;
     let mut relative = Vec::new();
@@ -391,7 +391,7 @@ pub fn enumerate(
     let owner_home = owner_home();
     for (is_home, path) in [(true, &home), (false, &xdg)] {
         let Some(p) = path else { continue };
-        let resolved = crate::policy::resolve(p);
+        let resolved = crate::path::resolve(p);
         let owners = owner_home.as_ref().is_some_and(|h| {
             if is_home {
                 resolved == *h
@@ -457,7 +457,7 @@ fn owner_home() -> Option<PathBuf> {
     let user = nix::unistd::User::from_uid(nix::unistd::getuid())
         .ok()
         .flatten()?;
-    Some(crate::policy::resolve(&user.dir))
+    Some(crate::path::resolve(&user.dir))
 }
 
 /// `core.worktree` moves the work tree anywhere. Accept it only where git's own layout puts
@@ -491,7 +491,7 @@ fn check_core_worktree(e: &Enumeration, l: &Located) -> Result<(), Refusal> {
                 ),
             });
         }
-        let target = crate::policy::resolve(&base.join(&value));
+        let target = crate::path::resolve(&base.join(&value));
         let ok = if in_submodule {
             // git's own layout for an absorbed submodule: its work tree's `.git` is a gitfile
             // leading back to this git dir (or the submodule is not populated there).
@@ -499,13 +499,13 @@ fn check_core_worktree(e: &Enumeration, l: &Located) -> Result<(), Refusal> {
             match std::fs::symlink_metadata(&dot_git) {
                 Err(_) => true,
                 Ok(_) => layout::read_gitfile(&dot_git)
-                    .map(|g| crate::policy::resolve(&g.target) == crate::policy::resolve(&base))
+                    .map(|g| crate::path::resolve(&g.target) == crate::path::resolve(&base))
                     .unwrap_or(false),
             }
         } else {
             l.work_tree
                 .as_ref()
-                .is_some_and(|w| crate::policy::resolve(w) == target)
+                .is_some_and(|w| crate::path::resolve(w) == target)
         };
         if !ok {
             return Err(Refusal {
@@ -565,7 +565,7 @@ pub fn check_worktree_forms(args: &GitArgs, l: &Located, start: &Path) -> Result
     let base = if target.is_absolute() {
         PathBuf::from("/")
     } else {
-        crate::policy::resolve(start)
+        crate::path::resolve(start)
     };
     let wanted = physical_path(&base.join(&target)).map_err(|(at, why)| Refusal {
         code: exit::LAYOUT,
@@ -577,7 +577,7 @@ pub fn check_worktree_forms(args: &GitArgs, l: &Located, start: &Path) -> Result
     let entry = l
         .worktrees
         .iter()
-        .find(|(_, p, _)| p.as_ref().map(|p| crate::policy::resolve(p)) == Some(wanted.clone()));
+        .find(|(_, p, _)| p.as_ref().map(|p| crate::path::resolve(p)) == Some(wanted.clone()));
     match entry {
         None => Err(Refusal {
             code: exit::LAYOUT,

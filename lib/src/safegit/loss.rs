@@ -31,7 +31,8 @@
 //! failed or warned, a folder or admin-dir entry unreadable or not git's); the layout and
 //! config refusals of safe-git (120–124) come first.
 
-use super::plan::{plan, Plan, Refusal, Request};
+use super::plan::{plan, Plan};
+use super::request::{Refusal, Request};
 use super::unlisted::Accounted;
 use serde_json::json;
 use std::ffi::OsString;

@@ -6,6 +6,8 @@ pub mod gitlinks;
 pub mod locate;
 pub mod loss;
 pub mod plan;
+pub mod request;
 pub mod unlisted;
 
-pub use plan::{plan, Plan, Refusal, Request};
+pub use plan::{plan, Plan};
+pub use request::{Refusal, Request};

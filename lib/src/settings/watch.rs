@@ -115,7 +115,7 @@ impl WatchConfig {
                         key: key.clone(),
                         rule: "must be an absolute path (a string)".into(),
                     })?;
-                roots.push(crate::policy::resolve(&p));
+                roots.push(crate::path::resolve(&p));
             }
         }
         roots.dedup();

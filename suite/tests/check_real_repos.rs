@@ -10,7 +10,7 @@ use std::process::Command;
 mod common;
 
 fn bundles() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/realrepos");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/realrepos");
     let rd = std::fs::read_dir(&dir).unwrap_or_else(|e| {
         panic!(
             "{}: {e} (the real repositories must be tested)",

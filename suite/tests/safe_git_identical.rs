@@ -227,7 +227,7 @@ fn output_is_byte_identical_on_real_repositories() {
     // `GITWARD_REALREPOS` names another folder (a worktree checked out elsewhere).
     let bundles = std::env::var_os("GITWARD_REALREPOS")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/realrepos"));
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/realrepos"));
     let names = ["ripgrep.bundle", "pre-commit.bundle"];
     for n in names {
         assert!(

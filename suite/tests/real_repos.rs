@@ -49,7 +49,7 @@ const BUNDLES: &[Bundle] = &[
 const SCAN_WARNINGS_AT_MOST: usize = 36;
 
 fn realrepos() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/realrepos");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/realrepos");
     assert!(
         dir.is_dir(),
         "{}: missing; the real-repository suite needs the shared bundles (CI=true makes this a failure, not a skip)",

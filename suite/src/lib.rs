@@ -1,4 +1,4 @@
-//! The attack-corpus runner behind `gitward-corpus` and `tests/corpus.rs`.
+//! The attack-corpus runner behind `gitward-corpus` and `suite/tests/corpus.rs`.
 //!
 //! Every case in `fixtures/attacks/*.toml` plants ONE way for a repository (or the caller's
 //! environment) to make git run a program, and names the command that triggers it. The
@@ -1465,9 +1465,9 @@ pub fn render_list(cases: &[Case], format_json: bool) -> String {
     s
 }
 
-/// `fixtures/attacks` of this source tree.
+/// `fixtures/attacks` of this source tree (beside `suite/`, at the workspace root).
 pub fn default_cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/attacks")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/attacks")
 }
 
 #[cfg(test)]
