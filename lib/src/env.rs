@@ -489,6 +489,36 @@ impl Defused {
         (args, extra)
     }
 
+    /// `GIT_CONFIG_PARAMETERS` as git itself leaves it after reading `-c key=value` for each of
+    /// `pairs` (`git_config_push_parameter`): the `inherited` value if not empty, then each pair
+    /// shell-quoted, separated by spaces; `'key'='value'` from git 2.31, `'key=value'` before.
+    /// Set once in the environment it is the same command-scope config, in the same order
+    /// (before the caller's own `-c`, after `GIT_CONFIG_COUNT`), without git calling `setenv`
+    /// on the growing string once per `-c`. Keys holding `=` cannot be written as `-c`; they
+    /// are skipped here and must travel as `--config-env` ([`Self::config_args`]).
+    pub fn config_parameters<'a>(
+        &self,
+        pairs: impl IntoIterator<Item = &'a (String, String)>,
+        inherited: Option<&OsStr>,
+    ) -> Option<OsString> {
+        use std::os::unix::ffi::OsStringExt;
+        let mut buf: Vec<u8> = inherited.map(|v| v.as_bytes().to_vec()).unwrap_or_default();
+        let split = self.opts.version >= SPLIT_PARAMETERS_SINCE;
+        for (k, v) in pairs.into_iter().filter(|(k, _)| !k.contains('=')) {
+            if !buf.is_empty() {
+                buf.push(b' ');
+            }
+            if split {
+                sq_quote(&mut buf, k.as_bytes());
+                buf.push(b'=');
+                sq_quote(&mut buf, v.as_bytes());
+            } else {
+                sq_quote(&mut buf, format!("{k}={v}").as_bytes());
+            }
+        }
+        (!buf.is_empty() || inherited.is_some()).then(|| OsString::from_vec(buf))
+    }
+
     /// Is an inherited variable kept in the child's environment?
     pub fn keeps(&self, name: &OsStr) -> bool {
         let Some(name) = name.to_str() else {
@@ -549,6 +579,22 @@ impl Defused {
     }
 }
 
+/// From git 2.31 `-c key=value` is pushed as `'key'='value'` (`git_config_push_split_parameter`).
+const SPLIT_PARAMETERS_SINCE: GitVersion = GitVersion::new(2, 31, 0);
+
+/// git's `sq_quote_buf`: `'…'`, with each `'` and `!` written as `'\''` and `'\!'`.
+fn sq_quote(dst: &mut Vec<u8>, src: &[u8]) {
+    dst.push(b'\'');
+    for &b in src {
+        if b == b'\'' || b == b'!' {
+            dst.extend_from_slice(&[b'\'', b'\\', b, b'\'']);
+        } else {
+            dst.push(b);
+        }
+    }
+    dst.push(b'\'');
+}
+
 /// `PATH` without empty or relative entries: git resolves `ssh-keygen`, `gpg`, helpers and
 /// dashed commands through it, and an empty or `.` entry means the folder git runs in — the
 /// repository.
@@ -588,6 +634,78 @@ mod tests {
             .filter(|(k, _)| k.starts_with("hook."))
             .count();
         assert_eq!(hooks, catalogue::HOOK_EVENTS.len());
+    }
+
+    /// `config_parameters` is byte for byte what git itself leaves in `GIT_CONFIG_PARAMETERS`
+    /// after reading the same pairs as `-c`, after an inherited value; checked against each
+    /// real git (an alias prints the variable; its own pair, pushed last, is cut off).
+    #[test]
+    fn config_parameters_are_what_git_builds_from_dash_c() {
+        use std::os::unix::ffi::OsStringExt;
+        const GITS: [&str; 2] = ["/usr/bin/git", "/usr/local/bin/git"];
+        let mut ran = 0;
+        for g in GITS {
+            if !Path::new(g).exists() {
+                assert!(
+                    std::env::var("CI").as_deref() != Ok("true"),
+                    "{g} is missing (CI=true: every git must be tested)"
+                );
+                eprintln!("SKIPPED for {g}: not installed on this machine");
+                continue;
+            }
+            let probe = GitProbe::probe(Path::new(g)).unwrap();
+            let mut d = Defused::new(DefuseOptions::new(probe.version()));
+            d.set_config("user.name", "it's a \"bang\"! $HOME `x`");
+            d.set_config("Section.Sub Name.Key", "a=b");
+            let inherited = "'user.email'='agent@example.com'";
+            let mut cmd = Command::new(g);
+            cmd.env_clear()
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("PATH", "/usr/bin:/bin")
+                .env("GIT_CONFIG_PARAMETERS", inherited)
+                .current_dir("/");
+            for (k, v) in d.config_pairs() {
+                cmd.arg("-c").arg(format!("{k}={v}"));
+            }
+            let alias = "!printf %s \"$GIT_CONFIG_PARAMETERS\"";
+            let out = cmd
+                .arg("-c")
+                .arg(format!("alias.e={alias}"))
+                .arg("e")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{g}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let mut ours = d
+                .config_parameters(d.config_pairs(), Some(OsStr::new(inherited)))
+                .unwrap()
+                .into_vec();
+            ours.extend_from_slice(b" 'alias.e'=");
+            sq_quote(&mut ours, alias.as_bytes());
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&ours),
+                "{g}"
+            );
+            ran += 1;
+        }
+        assert!(ran > 0, "no git found at {GITS:?}");
+        // Before 2.31 git pushed the pair whole.
+        let d = Defused::new(DefuseOptions::new(v("2.30.0"))).without_config();
+        let pairs = [("a.b".to_owned(), "it's".to_owned())];
+        assert_eq!(
+            d.config_parameters(&pairs, None).unwrap(),
+            OsStr::new("'a.b=it'\\''s'")
+        );
+        assert_eq!(d.config_parameters(&[], None), None);
+        assert_eq!(
+            d.config_parameters(&[], Some(OsStr::new(""))),
+            Some(OsString::new())
+        );
     }
 
     #[test]
