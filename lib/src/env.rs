@@ -470,20 +470,18 @@ impl Defused {
         &self.set_env
     }
 
-    /// Git's global options that carry the config: `-c key=value` for each pair, or
-    /// `--config-env=key=VAR` (git splits that at the *last* `=`) when the key holds `=`.
-    /// Returns the arguments and any extra variables those `--config-env` names need.
+    /// Git's global options that carry the config: `--config-env=key=VAR` (git splits that at
+    /// the *last* `=`) for a pair whose key holds `=`, which `-c` cannot carry; every other pair
+    /// travels in `GIT_CONFIG_PARAMETERS` ([`Self::child_env`], [`Self::config_parameters`]).
+    /// Returns the arguments and the extra variables those `--config-env` names need.
     pub fn config_args(&self) -> (Vec<OsString>, Vec<(String, OsString)>) {
-        let mut args = Vec::with_capacity(self.config.len() * 2);
+        let mut args = Vec::new();
         let mut extra = Vec::new();
         for (i, (k, v)) in self.config.iter().enumerate() {
             if k.contains('=') {
                 let var = format!("GITWARD_CONFIG_VALUE_{i}");
                 args.push(OsString::from(format!("--config-env={k}={var}")));
                 extra.push((var, OsString::from(v)));
-            } else {
-                args.push(OsString::from("-c"));
-                args.push(OsString::from(format!("{k}={v}")));
             }
         }
         (args, extra)
@@ -554,11 +552,18 @@ impl Defused {
             out.retain(|(have, _)| have.as_os_str() != OsStr::new(k));
             out.push((OsString::from(k), v.clone()));
         }
+        // The command-scope pairs, after a kept `GIT_CONFIG_PARAMETERS` (never kept by default:
+        // the catalogue removes it) as git would append `-c` to it.
+        let at = out.iter().position(|(k, _)| k == CONFIG_PARAMETERS);
+        let inherited = at.map(|i| out.remove(i).1);
+        if let Some(p) = self.config_parameters(&self.config, inherited.as_deref()) {
+            out.push((CONFIG_PARAMETERS.into(), p));
+        }
         out
     }
 
-    /// A `Command` for `git <config args> <args…>` with the defused environment built from
-    /// `inherited` (normally `std::env::vars_os()`).
+    /// A `Command` for `git <args…>` with the defused environment (the command-scope config
+    /// in `GIT_CONFIG_PARAMETERS`) built from `inherited` (normally `std::env::vars_os()`).
     pub fn command<I, S>(
         &self,
         git: &Path,
@@ -578,6 +583,9 @@ impl Defused {
         cmd
     }
 }
+
+/// The variable git keeps `-c` in.
+const CONFIG_PARAMETERS: &str = "GIT_CONFIG_PARAMETERS";
 
 /// From git 2.31 `-c key=value` is pushed as `'key'='value'` (`git_config_push_split_parameter`).
 const SPLIT_PARAMETERS_SINCE: GitVersion = GitVersion::new(2, 31, 0);
@@ -780,9 +788,22 @@ mod tests {
             .unwrap();
         let var = ce.rsplit('=').next().unwrap();
         assert!(extra.iter().any(|(k, v)| k == var && v.is_empty()));
-        // The extra variable reaches the child even though it is not inherited.
+        // The extra variable reaches the child even though it is not inherited; every other
+        // pair is in GIT_CONFIG_PARAMETERS, none of them as an argument.
         let env = d.child_env(Vec::new());
         assert!(env.iter().any(|(k, _)| k == var));
+        let params = env
+            .iter()
+            .find(|(k, _)| k == "GIT_CONFIG_PARAMETERS")
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+            .unwrap();
+        assert!(params.contains("'core.fsmonitor'='false'"), "{params}");
+        assert!(!params.contains("a=b"), "{params}");
+        assert!(
+            args.iter()
+                .all(|a| a.starts_with("--config-env=filter.a=b.")),
+            "{args:?}"
+        );
     }
 
     #[test]
@@ -828,7 +849,13 @@ mod tests {
                 .find(|(a, _)| a == k)
                 .map(|(_, b)| b.to_string_lossy().into_owned())
         };
-        assert_eq!(get("GIT_CONFIG_PARAMETERS"), None);
+        // The inherited command-scope config is gone; the variable holds only the defused set.
+        let own = d.config_parameters(d.config_pairs(), None).unwrap();
+        assert_eq!(
+            get("GIT_CONFIG_PARAMETERS"),
+            Some(own.to_string_lossy().into_owned())
+        );
+        assert!(!own.to_string_lossy().contains("evil"));
         assert_eq!(get("GIT_CONFIG_COUNT"), None);
         assert_eq!(get("GIT_EXTERNAL_DIFF"), None);
         assert_eq!(get("GIT_SOMETHING_NEW"), None);
