@@ -226,8 +226,9 @@ impl Session {
     pub fn config_pairs(&self) -> impl Iterator<Item = &(String, String)> {
         let hooks = self.policy.shim.hooks;
         self.defused.config_pairs().iter().filter(move |(k, _)| {
-            let lower = k.to_ascii_lowercase();
-            !(hooks && (lower == "core.hookspath" || lower.starts_with("hook.")))
+            let hook_switch = k.eq_ignore_ascii_case("core.hooksPath")
+                || k.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("hook."));
+            !(hooks && hook_switch)
         })
     }
 
@@ -249,7 +250,7 @@ impl Session {
     /// later, and the agent's `GIT_CONFIG_PARAMETERS` earlier).
     pub fn child_env(&self, keep_config_env: bool) -> Vec<(OsString, OsString)> {
         let mut inherited_params = None;
-        let mut out: Vec<(OsString, OsString)> = Vec::new();
+        let mut out: Vec<(OsString, OsString)> = Vec::with_capacity(64);
         for (k, v) in std::env::vars_os() {
             if keep_config_env && is_config_carrier(&k) {
                 if k == "GIT_CONFIG_PARAMETERS" {
