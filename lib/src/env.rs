@@ -444,7 +444,14 @@ impl Defused {
     /// instead of the neutral value, so honest repositories behave as under plain git.
     /// `trusted` maps lower-cased `section.name` to the last trusted value.
     pub fn reassert_trusted(&mut self, trusted: &BTreeMap<String, String>) {
+        if trusted.is_empty() {
+            return;
+        }
         for (key, value) in self.config.iter_mut() {
+            // The map lookup first: the catalogue lookup scans every row.
+            let Some(v) = trusted.get(&key.to_ascii_lowercase()) else {
+                continue;
+            };
             if ConfigKey::parse(key).is_none() {
                 continue;
             }
@@ -453,9 +460,7 @@ impl Defused {
                     && !matches!(e.key, KeyPattern::PerName { .. })
             });
             if is_trusted_or {
-                if let Some(v) = trusted.get(&key.to_ascii_lowercase()) {
-                    *value = v.clone();
-                }
+                *value = v.clone();
             }
         }
     }
