@@ -41,7 +41,8 @@ audit_log = "$work/var/audit.log"
 state_dir = "$work/state"
 TOML
 # --install is run under the shim's own name (a copy named git-shim), as a user would.
-install() { cp "$1" "$work/git-shim" && HOME="$work" "$work/git-shim" --install "$2" --policy "$work/etc/policy.toml" >/dev/null; }
+# A fresh copy each time: --install hard-links it, and cp over a link would rewrite both.
+install() { rm -f "$work/git-shim" && cp "$1" "$work/git-shim" && HOME="$work" "$work/git-shim" --install "$2" --policy "$work/etc/policy.toml" >/dev/null; }
 install "$shim_bin" "$work/bin"
 shims=(-n "shim rev-parse HEAD" "$work/bin/git rev-parse HEAD")
 if [[ ${STATIC:-0} == 1 ]]; then
