@@ -37,17 +37,39 @@ printf '[diff]\n\trenames = true\n' > "$work/inc-c.cfg"
 "$git" commit -qm "10k files"
 "$git" status >/dev/null  # warm the index
 
-echo "git: $("$git" version); files: $("$git" ls-files | wc -l)"
+echo "git: $("$git" version); files: $("$git" ls-files | wc -l); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 hyperfine -N --warmup 5 --runs ${RUNS:-40} \
   -n "git status" "$git status" \
   -n "safe-git status" "$safe_git --git $git status" \
   -n "safe-git --explain status (plan only)" "$safe_git --git $git --explain status" \
+  -n "git rev-parse HEAD" "$git rev-parse HEAD" \
+  -n "safe-git rev-parse HEAD" "$safe_git --git $git rev-parse HEAD" \
   --export-json "$work/hyperfine.json" >&2
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$work/hyperfine.json" <<'PY'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 g, s, p = r["git status"], r["safe-git status"], r["safe-git --explain status (plan only)"]
 print(f"git status            {g['mean']*1000:7.2f} ms ± {g['stddev']*1000:.2f}")
-print(f"safe-git status       {s['mean']*1000:7.2f} ms ± {s['stddev']*1000:.2f}   ratio {s['mean']/g['mean']:.3f}x")
+print(f"safe-git status       {s['mean']*1000:7.2f} ms ± {s['stddev']*1000:.2f}   ratio {s['mean']/g['mean']:.3f}x (median {s['median']/g['median']:.3f}x)")
 print(f"plan only (--explain) {p['mean']*1000:7.2f} ms ± {p['stddev']*1000:.2f}")
+g, s = r["git rev-parse HEAD"], r["safe-git rev-parse HEAD"]
+print(f"rev-parse HEAD        git {g['mean']*1000:.2f} ms, safe-git {s['mean']*1000:.2f} ms: +{(s['mean']-g['mean'])*1000:.2f} ms "
+      f"(median +{(s['median']-g['median'])*1000:.2f}, min +{(s['min']-g['min'])*1000:.2f})")
 PY
+# Instruction counts (valgrind's callgrind, user space, every process of the call summed):
+# load-independent, unlike the wall clock on a shared machine.
+if command -v valgrind >/dev/null; then
+  ir() {
+    local d; d=$(mktemp -d)
+    valgrind --tool=callgrind --trace-children=yes --dump-before=execve \
+      --callgrind-out-file="$d/cg.%p" "$@" >/dev/null 2>&1
+    cat "$d"/cg.* | awk '/^summary:/ {s += $2} END {print s + 0}'
+    rm -rf "$d"
+  }
+  for what in status "rev-parse HEAD"; do
+    # shellcheck disable=SC2086
+    g=$(ir "$git" $what); s=$(ir "$safe_git" --git "$git" $what)
+    echo "instructions, $what: git $g, safe-git $s (+$((s - g)), $(python3 -c "print(f'{$s/$g:.3f}')")x)"
+  done
+fi

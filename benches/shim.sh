@@ -1,30 +1,38 @@
 #!/usr/bin/env bash
 # Overhead per call of git-shim against the real git, measured in one hyperfine run:
-# `git rev-parse HEAD` and `git status` on this repository's own checkout (or $REPO).
+# `git rev-parse HEAD` and `git status` on this repository's own checkout (or $REPO), with the
+# floor (a static C program that only execs git) interleaved in the same run.
 #
 #   benches/shim.sh [GIT]          # GIT defaults to /usr/local/bin/git
 #
-# The shim is built as a static binary first (the hot path is process start-up):
+# The shim measured is the one the README's build produces (`cargo build --release`:
+# target/release/git-shim, dynamically linked); SHIM_BIN=<path> measures another build.
+# STATIC=1 also builds and measures, in the same run, a static one:
 #   RUSTFLAGS="-C target-feature=+crt-static" cargo build --release -p git-shim \
 #       --target x86_64-unknown-linux-gnu
-# SHIM_BIN=<path> measures another build (e.g. one with SHIM_RUSTFLAGS="-C relocation-model=static",
-# a non-PIE static binary: ~25% fewer instructions at start, no ASLR for the shim).
-# Results: target/bench/shim-results.md (markdown table) and .json; the summary printed last gives
-# the ratio and the added milliseconds per call.
+# Wall clock on a loaded machine is mostly scheduling; the load-independent figure is the
+# instruction count (valgrind's callgrind, user space: the shim up to its execve plus git after
+# it), printed last when valgrind is installed (perf's hardware counters are not available
+# in every VM).
+# Results: target/bench/shim-results.md (markdown table) and .json.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 git=${1:-/usr/local/bin/git}
 repo=${REPO:-$here}
 target=x86_64-unknown-linux-gnu
-shim_bin=${SHIM_BIN:-"$here/target/$target/release/git-shim"}
+shim_bin=${SHIM_BIN:-"$here/target/release/git-shim"}
+static_bin="$here/target/$target/release/git-shim"
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
-  (cd "$here" && RUSTFLAGS="-C target-feature=+crt-static ${SHIM_RUSTFLAGS:-}" cargo build -q --release -p git-shim --target $target)
+  (cd "$here" && cargo build -q --release -p git-shim)
+  if [[ ${STATIC:-0} == 1 ]]; then
+    (cd "$here" && RUSTFLAGS="-C target-feature=+crt-static" cargo build -q --release -p git-shim --target $target)
+  fi
 fi
 out=${OUT:-"$here/target/bench"}
 mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/etc" "$work/var" "$work/bin"
+mkdir -p "$work/etc" "$work/var" "$work/bin" "$work/sbin"
 cat > "$work/etc/policy.toml" <<TOML
 session = "bench"
 repo = "$repo"
@@ -32,7 +40,15 @@ real_git = "$git"
 audit_log = "$work/var/audit.log"
 state_dir = "$work/state"
 TOML
-HOME="$work" "$shim_bin" --install "$work/bin" --policy "$work/etc/policy.toml" >/dev/null
+# --install is run under the shim's own name (a copy named git-shim), as a user would.
+# A fresh copy each time: --install hard-links it, and cp over a link would rewrite both.
+install() { rm -f "$work/git-shim" && cp "$1" "$work/git-shim" && HOME="$work" "$work/git-shim" --install "$2" --policy "$work/etc/policy.toml" >/dev/null; }
+install "$shim_bin" "$work/bin"
+shims=(-n "shim rev-parse HEAD" "$work/bin/git rev-parse HEAD")
+if [[ ${STATIC:-0} == 1 ]]; then
+  install "$static_bin" "$work/sbin"
+  shims+=(-n "static shim rev-parse HEAD" "$work/sbin/git rev-parse HEAD")
+fi
 # The floor: a static C program that only execs git (the cost of one more exec here).
 floor=()
 if command -v cc >/dev/null; then
@@ -43,26 +59,49 @@ if command -v cc >/dev/null; then
 fi
 export HOME="$work" GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
 cd "$repo"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); shim: $(file -b "$shim_bin" | cut -d, -f1-2,4)"
 hyperfine -N --warmup 50 --runs "${RUNS:-300}" \
   --export-json "$out/shim-results.json" \
   --export-markdown "$out/shim-results.md" \
   -n "git rev-parse HEAD" "$git rev-parse HEAD" \
-  -n "shim rev-parse HEAD" "$work/bin/git rev-parse HEAD" \
+  "${shims[@]}" "${floor[@]}" \
   -n "git status" "$git --no-optional-locks status --porcelain" \
-  -n "shim status" "$work/bin/git --no-optional-locks status --porcelain" \
-  "${floor[@]}" >&2
+  -n "shim status" "$work/bin/git --no-optional-locks status --porcelain" >&2
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$out/shim-results.json" <<'PY'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
-for what in ("rev-parse HEAD", "status"):
-    g, s = r["git " + what], r["shim " + what]
-    print(f"{what:15s} git {g['mean']*1e3:6.2f} ms  shim {s['mean']*1e3:6.2f} ms  "
-          f"+{(s['mean']-g['mean'])*1e3:5.2f} ms (median +{(s['median']-g['median'])*1e3:5.2f}, "
-          f"min +{(s['min']-g['min'])*1e3:5.2f})  ratio {s['mean']/g['mean']:.2f}")
-f = r.get("exec-only rev-parse HEAD")
-if f:
-    g = r["git rev-parse HEAD"]
-    print(f"floor: a static C exec-only wrapper adds +{(f['mean']-g['mean'])*1e3:5.2f} ms "
-          f"(median +{(f['median']-g['median'])*1e3:5.2f}, min +{(f['min']-g['min'])*1e3:5.2f}) on rev-parse HEAD")
+def added(x, g):
+    return (f"+{(x['mean']-g['mean'])*1e3:5.2f} ms (median +{(x['median']-g['median'])*1e3:5.2f}, "
+            f"min +{(x['min']-g['min'])*1e3:5.2f})")
+g = r["git rev-parse HEAD"]
+print(f"git rev-parse HEAD: mean {g['mean']*1e3:.2f} ms, median {g['median']*1e3:.2f}, min {g['min']*1e3:.2f}")
+for name in ("exec-only rev-parse HEAD", "shim rev-parse HEAD", "static shim rev-parse HEAD"):
+    if name in r:
+        print(f"{name:27s} {added(r[name], g)}  ratio {r[name]['mean']/g['mean']:.2f}")
+gs, ss = r["git status"], r["shim status"]
+print(f"{'shim status':27s} {added(ss, gs)}  ratio {ss['mean']/gs['mean']:.2f}")
 PY
+# Instruction counts (user space), load-independent: the wrapper up to its execve (callgrind
+# dumps there, file cg.<pid>.1) and git after it (cg.<pid>).
+if command -v valgrind >/dev/null; then
+  ir() {
+    local d; d=$(mktemp -d)
+    valgrind --tool=callgrind --trace-children=yes --dump-before=execve \
+      --callgrind-out-file="$d/cg.%p" "$@" >/dev/null 2>&1
+    local pre post
+    pre=$(find "$d" -name 'cg.*.1' -exec cat {} + | awk '/^summary:/ {s += $2} END {print s + 0}')
+    post=$(find "$d" -name 'cg.*' ! -name '*.1' -exec cat {} + | awk '/^summary:/ {s += $2} END {print s + 0}')
+    echo "$pre $post"
+    rm -rf "$d"
+  }
+  read -r _ base < <(ir "$git" rev-parse HEAD)
+  echo "instructions (callgrind), rev-parse HEAD: git alone $base"
+  for pair in "exec-only:$work/floor" "shim:$work/bin/git" "static shim:$work/sbin/git"; do
+    name=${pair%%:*} bin=${pair#*:}
+    [[ -x $bin ]] || continue
+    read -r pre g < <(ir "$bin" rev-parse HEAD)
+    echo "  $name: +$((pre + g - base)) = its own $pre + git's extra $((g - base))"
+  done
+fi
 echo "audit lines written: $(wc -l < "$work/var/audit.log")"

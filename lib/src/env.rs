@@ -444,7 +444,14 @@ impl Defused {
     /// instead of the neutral value, so honest repositories behave as under plain git.
     /// `trusted` maps lower-cased `section.name` to the last trusted value.
     pub fn reassert_trusted(&mut self, trusted: &BTreeMap<String, String>) {
+        if trusted.is_empty() {
+            return;
+        }
         for (key, value) in self.config.iter_mut() {
+            // The map lookup first: the catalogue lookup scans every row.
+            let Some(v) = trusted.get(&key.to_ascii_lowercase()) else {
+                continue;
+            };
             if ConfigKey::parse(key).is_none() {
                 continue;
             }
@@ -453,9 +460,7 @@ impl Defused {
                     && !matches!(e.key, KeyPattern::PerName { .. })
             });
             if is_trusted_or {
-                if let Some(v) = trusted.get(&key.to_ascii_lowercase()) {
-                    *value = v.clone();
-                }
+                *value = v.clone();
             }
         }
     }
@@ -470,23 +475,51 @@ impl Defused {
         &self.set_env
     }
 
-    /// Git's global options that carry the config: `-c key=value` for each pair, or
-    /// `--config-env=key=VAR` (git splits that at the *last* `=`) when the key holds `=`.
-    /// Returns the arguments and any extra variables those `--config-env` names need.
+    /// Git's global options that carry the config: `--config-env=key=VAR` (git splits that at
+    /// the *last* `=`) for a pair whose key holds `=`, which `-c` cannot carry; every other pair
+    /// travels in `GIT_CONFIG_PARAMETERS` ([`Self::child_env`], [`Self::config_parameters`]).
+    /// Returns the arguments and the extra variables those `--config-env` names need.
     pub fn config_args(&self) -> (Vec<OsString>, Vec<(String, OsString)>) {
-        let mut args = Vec::with_capacity(self.config.len() * 2);
+        let mut args = Vec::new();
         let mut extra = Vec::new();
         for (i, (k, v)) in self.config.iter().enumerate() {
             if k.contains('=') {
                 let var = format!("GITWARD_CONFIG_VALUE_{i}");
                 args.push(OsString::from(format!("--config-env={k}={var}")));
                 extra.push((var, OsString::from(v)));
-            } else {
-                args.push(OsString::from("-c"));
-                args.push(OsString::from(format!("{k}={v}")));
             }
         }
         (args, extra)
+    }
+
+    /// `GIT_CONFIG_PARAMETERS` as git itself leaves it after reading `-c key=value` for each of
+    /// `pairs` (`git_config_push_parameter`): the `inherited` value if not empty, then each pair
+    /// shell-quoted, separated by spaces; `'key'='value'` from git 2.31, `'key=value'` before.
+    /// Set once in the environment it is the same command-scope config, in the same order
+    /// (before the caller's own `-c`, after `GIT_CONFIG_COUNT`), without git calling `setenv`
+    /// on the growing string once per `-c`. Keys holding `=` cannot be written as `-c`; they
+    /// are skipped here and must travel as `--config-env` ([`Self::config_args`]).
+    pub fn config_parameters<'a>(
+        &self,
+        pairs: impl IntoIterator<Item = &'a (String, String)>,
+        inherited: Option<&OsStr>,
+    ) -> Option<OsString> {
+        use std::os::unix::ffi::OsStringExt;
+        let mut buf: Vec<u8> = inherited.map(|v| v.as_bytes().to_vec()).unwrap_or_default();
+        let split = self.opts.version >= SPLIT_PARAMETERS_SINCE;
+        for (k, v) in pairs.into_iter().filter(|(k, _)| !k.contains('=')) {
+            if !buf.is_empty() {
+                buf.push(b' ');
+            }
+            if split {
+                sq_quote(&mut buf, k.as_bytes());
+                buf.push(b'=');
+                sq_quote(&mut buf, v.as_bytes());
+            } else {
+                sq_quote(&mut buf, format!("{k}={v}").as_bytes());
+            }
+        }
+        (!buf.is_empty() || inherited.is_some()).then(|| OsString::from_vec(buf))
     }
 
     /// Is an inherited variable kept in the child's environment?
@@ -524,11 +557,18 @@ impl Defused {
             out.retain(|(have, _)| have.as_os_str() != OsStr::new(k));
             out.push((OsString::from(k), v.clone()));
         }
+        // The command-scope pairs, after a kept `GIT_CONFIG_PARAMETERS` (never kept by default:
+        // the catalogue removes it) as git would append `-c` to it.
+        let at = out.iter().position(|(k, _)| k == CONFIG_PARAMETERS);
+        let inherited = at.map(|i| out.remove(i).1);
+        if let Some(p) = self.config_parameters(&self.config, inherited.as_deref()) {
+            out.push((CONFIG_PARAMETERS.into(), p));
+        }
         out
     }
 
-    /// A `Command` for `git <config args> <args…>` with the defused environment built from
-    /// `inherited` (normally `std::env::vars_os()`).
+    /// A `Command` for `git <args…>` with the defused environment (the command-scope config
+    /// in `GIT_CONFIG_PARAMETERS`) built from `inherited` (normally `std::env::vars_os()`).
     pub fn command<I, S>(
         &self,
         git: &Path,
@@ -547,6 +587,25 @@ impl Defused {
         cmd.args(args);
         cmd
     }
+}
+
+/// The variable git keeps `-c` in.
+const CONFIG_PARAMETERS: &str = "GIT_CONFIG_PARAMETERS";
+
+/// From git 2.31 `-c key=value` is pushed as `'key'='value'` (`git_config_push_split_parameter`).
+const SPLIT_PARAMETERS_SINCE: GitVersion = GitVersion::new(2, 31, 0);
+
+/// git's `sq_quote_buf`: `'…'`, with each `'` and `!` written as `'\''` and `'\!'`.
+fn sq_quote(dst: &mut Vec<u8>, src: &[u8]) {
+    dst.push(b'\'');
+    for &b in src {
+        if b == b'\'' || b == b'!' {
+            dst.extend_from_slice(&[b'\'', b'\\', b, b'\'']);
+        } else {
+            dst.push(b);
+        }
+    }
+    dst.push(b'\'');
 }
 
 /// `PATH` without empty or relative entries: git resolves `ssh-keygen`, `gpg`, helpers and
@@ -588,6 +647,78 @@ mod tests {
             .filter(|(k, _)| k.starts_with("hook."))
             .count();
         assert_eq!(hooks, catalogue::HOOK_EVENTS.len());
+    }
+
+    /// `config_parameters` is byte for byte what git itself leaves in `GIT_CONFIG_PARAMETERS`
+    /// after reading the same pairs as `-c`, after an inherited value; checked against each
+    /// real git (an alias prints the variable; its own pair, pushed last, is cut off).
+    #[test]
+    fn config_parameters_are_what_git_builds_from_dash_c() {
+        use std::os::unix::ffi::OsStringExt;
+        const GITS: [&str; 2] = ["/usr/bin/git", "/usr/local/bin/git"];
+        let mut ran = 0;
+        for g in GITS {
+            if !Path::new(g).exists() {
+                assert!(
+                    std::env::var("CI").as_deref() != Ok("true"),
+                    "{g} is missing (CI=true: every git must be tested)"
+                );
+                eprintln!("SKIPPED for {g}: not installed on this machine");
+                continue;
+            }
+            let probe = GitProbe::probe(Path::new(g)).unwrap();
+            let mut d = Defused::new(DefuseOptions::new(probe.version()));
+            d.set_config("user.name", "it's a \"bang\"! $HOME `x`");
+            d.set_config("Section.Sub Name.Key", "a=b");
+            let inherited = "'user.email'='agent@example.com'";
+            let mut cmd = Command::new(g);
+            cmd.env_clear()
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("PATH", "/usr/bin:/bin")
+                .env("GIT_CONFIG_PARAMETERS", inherited)
+                .current_dir("/");
+            for (k, v) in d.config_pairs() {
+                cmd.arg("-c").arg(format!("{k}={v}"));
+            }
+            let alias = "!printf %s \"$GIT_CONFIG_PARAMETERS\"";
+            let out = cmd
+                .arg("-c")
+                .arg(format!("alias.e={alias}"))
+                .arg("e")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{g}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let mut ours = d
+                .config_parameters(d.config_pairs(), Some(OsStr::new(inherited)))
+                .unwrap()
+                .into_vec();
+            ours.extend_from_slice(b" 'alias.e'=");
+            sq_quote(&mut ours, alias.as_bytes());
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&ours),
+                "{g}"
+            );
+            ran += 1;
+        }
+        assert!(ran > 0, "no git found at {GITS:?}");
+        // Before 2.31 git pushed the pair whole.
+        let d = Defused::new(DefuseOptions::new(v("2.30.0"))).without_config();
+        let pairs = [("a.b".to_owned(), "it's".to_owned())];
+        assert_eq!(
+            d.config_parameters(&pairs, None).unwrap(),
+            OsStr::new("'a.b=it'\\''s'")
+        );
+        assert_eq!(d.config_parameters(&[], None), None);
+        assert_eq!(
+            d.config_parameters(&[], Some(OsStr::new(""))),
+            Some(OsString::new())
+        );
     }
 
     #[test]
@@ -662,9 +793,22 @@ mod tests {
             .unwrap();
         let var = ce.rsplit('=').next().unwrap();
         assert!(extra.iter().any(|(k, v)| k == var && v.is_empty()));
-        // The extra variable reaches the child even though it is not inherited.
+        // The extra variable reaches the child even though it is not inherited; every other
+        // pair is in GIT_CONFIG_PARAMETERS, none of them as an argument.
         let env = d.child_env(Vec::new());
         assert!(env.iter().any(|(k, _)| k == var));
+        let params = env
+            .iter()
+            .find(|(k, _)| k == "GIT_CONFIG_PARAMETERS")
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+            .unwrap();
+        assert!(params.contains("'core.fsmonitor'='false'"), "{params}");
+        assert!(!params.contains("a=b"), "{params}");
+        assert!(
+            args.iter()
+                .all(|a| a.starts_with("--config-env=filter.a=b.")),
+            "{args:?}"
+        );
     }
 
     #[test]
@@ -710,7 +854,13 @@ mod tests {
                 .find(|(a, _)| a == k)
                 .map(|(_, b)| b.to_string_lossy().into_owned())
         };
-        assert_eq!(get("GIT_CONFIG_PARAMETERS"), None);
+        // The inherited command-scope config is gone; the variable holds only the defused set.
+        let own = d.config_parameters(d.config_pairs(), None).unwrap();
+        assert_eq!(
+            get("GIT_CONFIG_PARAMETERS"),
+            Some(own.to_string_lossy().into_owned())
+        );
+        assert!(!own.to_string_lossy().contains("evil"));
         assert_eq!(get("GIT_CONFIG_COUNT"), None);
         assert_eq!(get("GIT_EXTERNAL_DIFF"), None);
         assert_eq!(get("GIT_SOMETHING_NEW"), None);

@@ -1,5 +1,13 @@
 //! git-shim: the agent's `git`. Invoked as `git` (its installed name) every argument goes to
 //! the session's rules and then to the real git; invoked as `git-shim` it takes its own flags.
+//!
+//! `no_main`: every agent `git` call starts this process, and std's runtime set-up in
+//! `lang_start` (reading `/proc/self/maps` for the main thread's stack bounds, to name a stack
+//! overflow; ignoring `SIGPIPE`) costs more than the shim's own work. Without it a stack
+//! overflow is a plain `SIGSEGV`, and a write to a closed pipe ends the process like git's own.
+//! The arguments still come from std (glibc hands them to its init hook).
+
+#![no_main]
 
 use clap::{CommandFactory, Parser};
 use gitward::cli::{Format, Generate};
@@ -44,7 +52,17 @@ EXIT STATUS:
     120 usage (git-shim's own flags), 121 refused by a rule,
     124 setup: no policy, bad policy, no real git";
 
-fn main() -> ExitCode {
+/// The C entry point (see the module comment). `std::process::exit` flushes standard output.
+#[no_mangle]
+pub extern "C" fn main(
+    _argc: std::ffi::c_int,
+    _argv: *const *const std::ffi::c_char,
+) -> std::ffi::c_int {
+    std::process::exit(i32::from(shim_main()))
+}
+
+/// The exit status.
+fn shim_main() -> u8 {
     let mut args = std::env::args_os();
     let argv0 = args.next().unwrap_or_default();
     let name = std::path::Path::new(&argv0)
@@ -57,11 +75,16 @@ fn main() -> ExitCode {
     }
     let cli: Cli = gitward::cli::parse_or_exit();
     if let Some(what) = cli.generate {
-        return gitward::cli::print_generated(Cli::command(), what, gitward::exit::SETUP);
+        let done = gitward::cli::print_generated(Cli::command(), what, exit::SETUP);
+        return if done == ExitCode::SUCCESS {
+            0
+        } else {
+            exit::SETUP.code
+        };
     }
     let Some(dir) = cli.install else {
         let _ = Cli::command().print_help();
-        return exit::USAGE.into();
+        return exit::USAGE.code;
     };
     match shim::install(&dir, cli.policy.as_deref()) {
         Ok(done) => {
@@ -77,11 +100,11 @@ fn main() -> ExitCode {
                     }
                 }
             }
-            ExitCode::SUCCESS
+            0
         }
         Err(e) => {
             eprintln!("git-shim: {e}");
-            exit::SETUP.into()
+            exit::SETUP.code
         }
     }
 }

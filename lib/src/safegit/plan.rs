@@ -36,7 +36,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// `git <defused -c set> <caller's arguments>` in the defused environment.
+    /// `git <caller's arguments>` in the defused environment, which carries the command-scope
+    /// config in `GIT_CONFIG_PARAMETERS` as git's own `-c` would.
     pub fn command(&self) -> Command {
         let mut cmd = self.defused.command(
             &self.git,
@@ -143,12 +144,13 @@ impl Plan {
         }
         let _ = writeln!(s, "environment set:");
         for e in v["env_set"].as_array().into_iter().flatten() {
-            let _ = writeln!(
-                s,
-                "  {}={}",
-                e["name"].as_str().unwrap_or(""),
-                e["value"].as_str().unwrap_or("")
-            );
+            let name = e["name"].as_str().unwrap_or("");
+            // git's form of the command-scope config listed above (`Defused::child_env`).
+            let value = match name {
+                "GIT_CONFIG_PARAMETERS" => "<the command-scope config above>",
+                _ => e["value"].as_str().unwrap_or(""),
+            };
+            let _ = writeln!(s, "  {name}={value}");
         }
         let _ = writeln!(s, "environment removed:");
         for e in v["env_removed"].as_array().into_iter().flatten() {

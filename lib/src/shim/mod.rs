@@ -32,7 +32,7 @@ use rules::{Effective, Plan, Refusal, Repository, Rules};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, Stdio};
 
 /// The variable agent-shell sets to the policy file.
 pub const POLICY_ENV: &str = "GITWARD_POLICY";
@@ -221,48 +221,115 @@ impl Session {
         })
     }
 
-    /// The `-c` arguments passed before the agent's arguments: the defused set, without the
-    /// hook switches when the policy lets hooks run inside the sandbox.
+    /// The command-scope pairs git gets before the agent's arguments: the defused set, without
+    /// the hook switches when the policy lets hooks run inside the sandbox.
+    pub fn config_pairs(&self) -> impl Iterator<Item = &(String, String)> {
+        let hooks = self.policy.shim.hooks;
+        self.defused.config_pairs().iter().filter(move |(k, _)| {
+            let hook_switch = k.eq_ignore_ascii_case("core.hooksPath")
+                || k.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("hook."));
+            !(hooks && hook_switch)
+        })
+    }
+
+    /// The arguments before the agent's: `--config-env` for a pair whose key holds `=` (none
+    /// in the fixed set); every other pair travels in `GIT_CONFIG_PARAMETERS`
+    /// ([`Session::child_env`]).
     pub fn config_args(&self) -> Vec<OsString> {
-        let (args, _) = self.defused.config_args();
-        if !self.policy.shim.hooks {
-            return args;
-        }
-        let mut out = Vec::with_capacity(args.len());
-        let mut it = args.into_iter();
-        while let Some(a) = it.next() {
-            if a == "-c" {
-                if let Some(v) = it.next() {
-                    let t = v.to_string_lossy();
-                    let lower = t.to_ascii_lowercase();
-                    if lower.starts_with("core.hookspath=") || lower.starts_with("hook.") {
-                        continue;
-                    }
-                    out.push(a);
-                    out.push(v);
+        self.config_pairs()
+            .enumerate()
+            .filter(|(_, (k, _))| k.contains('='))
+            .map(|(i, (k, _))| OsString::from(format!("--config-env={k}=GITWARD_CONFIG_VALUE_{i}")))
+            .collect()
+    }
+
+    /// git's environment: the inherited variables the defused set keeps, its own settings,
+    /// the agent's `GIT_CONFIG_*` when `keep_config_env` (they passed the rules), and
+    /// `GIT_CONFIG_PARAMETERS` holding the command-scope pairs exactly as git would after
+    /// reading them as `-c` before the agent's arguments (so the agent's own `-c` still comes
+    /// later, and the agent's `GIT_CONFIG_PARAMETERS` earlier).
+    pub fn child_env(&self, keep_config_env: bool) -> Vec<(OsString, OsString)> {
+        let mut inherited_params = None;
+        let mut out: Vec<(OsString, OsString)> = Vec::with_capacity(64);
+        for (k, v) in std::env::vars_os() {
+            if keep_config_env && is_config_carrier(&k) {
+                if k == "GIT_CONFIG_PARAMETERS" {
+                    inherited_params = Some(v);
+                } else {
+                    out.push((k, v));
                 }
-            } else {
-                out.push(a);
+            } else if self.defused.keeps(&k) {
+                out.push((k, v));
             }
+        }
+        for (k, v) in self.defused.set_vars() {
+            out.retain(|(have, _)| have.as_os_str() != OsStr::new(k));
+            out.push((OsString::from(k), v.clone()));
+        }
+        for (i, (k, v)) in self.config_pairs().enumerate() {
+            if k.contains('=') {
+                out.push((format!("GITWARD_CONFIG_VALUE_{i}").into(), v.into()));
+            }
+        }
+        let params = self
+            .defused
+            .config_parameters(self.config_pairs(), inherited_params.as_deref());
+        if let Some(p) = params {
+            out.push(("GIT_CONFIG_PARAMETERS".into(), p));
         }
         out
     }
 
-    /// A command for the real git with the defused environment, the `-c` set and `args`.
-    /// `keep_config_env`: the call's `GIT_CONFIG_*` passed the rules and travel on.
+    /// A command for the real git with the defused environment, the command-scope config and
+    /// `args`. `keep_config_env`: the call's `GIT_CONFIG_*` passed the rules and travel on.
     pub fn command(&self, args: &[OsString], keep_config_env: bool) -> Command {
-        let inherited = std::env::vars_os().filter(|(k, _)| self.defused.keeps(k));
         let mut cmd = Command::new(&self.git);
         cmd.env_clear();
-        cmd.envs(self.defused.child_env(inherited));
-        if keep_config_env {
-            for (k, v) in std::env::vars_os().filter(|(k, _)| is_config_carrier(k)) {
-                cmd.env(k, v);
-            }
-        }
+        cmd.envs(self.child_env(keep_config_env));
         cmd.args(self.config_args());
         cmd.args(args);
         cmd
+    }
+
+    /// Replace this process by the real git: what [`Session::command`]`.exec()` does (an
+    /// empty signal mask and `SIGPIPE` at its default, as std resets them, then `execve`),
+    /// without building std's environment map on the hot path. Returns only on failure.
+    pub fn exec(&self, args: &[OsString], keep_config_env: bool) -> std::io::Error {
+        use nix::sys::signal::{signal, sigprocmask, SigHandler, SigSet, SigmaskHow, Signal};
+        use std::ffi::CString;
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        if !self.git.is_absolute() {
+            return self.command(args, keep_config_env).exec();
+        }
+        let c = |b: &[u8]| CString::new(b).map_err(|_| std::io::ErrorKind::InvalidInput);
+        let prepared = (|| {
+            let path = c(self.git.as_os_str().as_bytes())?;
+            let mut argv = vec![path.clone()];
+            for a in self.config_args().iter().chain(args) {
+                argv.push(c(a.as_bytes())?);
+            }
+            let mut envp = Vec::new();
+            for (k, v) in self.child_env(keep_config_env) {
+                let mut kv = k.into_vec();
+                kv.push(b'=');
+                kv.extend_from_slice(v.as_bytes());
+                envp.push(c(&kv)?);
+            }
+            Ok::<_, std::io::ErrorKind>((path, argv, envp))
+        })();
+        let (path, argv, envp) = match prepared {
+            Ok(p) => p,
+            Err(kind) => return kind.into(),
+        };
+        let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+        // SAFETY: restoring the default disposition runs no handler code.
+        unsafe {
+            let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
+        }
+        match nix::unistd::execve(&path, &argv, &envp) {
+            Err(e) => std::io::Error::from(e),
+            Ok(never) => match never {},
+        }
     }
 }
 
@@ -504,18 +571,19 @@ pub fn one_line(s: &str) -> String {
 }
 
 /// Run the shim as `git` with `args` (without `argv[0]`). Returns only when git was not
-/// `exec`'d: a refusal, a setup error, or a child run for `worktree remove|move|prune`.
-pub fn run(args: Vec<OsString>) -> ExitCode {
+/// `exec`'d: a refusal, a setup error, or a child run for `worktree remove|move|prune`; the
+/// value is the process's exit status.
+pub fn run(args: Vec<OsString>) -> u8 {
     match run_inner(args) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("git-shim: {e}");
-            exit::SETUP.into()
+            exit::SETUP.code
         }
     }
 }
 
-fn run_inner(args: Vec<OsString>) -> Result<ExitCode, ShimError> {
+fn run_inner(args: Vec<OsString>) -> Result<u8, ShimError> {
     let policy = load_policy()?;
     let session = Session::open(policy)?;
     let getenv = |k: &str| std::env::var_os(k);
@@ -546,7 +614,7 @@ fn run_inner(args: Vec<OsString>) -> Result<ExitCode, ShimError> {
                 p,
                 call_event(EventKind::GitRefused, message, &inv, &cwd).with("rule", rule),
             );
-            return Ok(exit::NOT_ALLOWED.into());
+            return Ok(exit::NOT_ALLOWED.code);
         }
     };
     log(
@@ -559,7 +627,6 @@ fn run_inner(args: Vec<OsString>) -> Result<ExitCode, ShimError> {
         )
         .with("decision", "allowed"),
     );
-    let mut cmd = session.command(&args, keep_config_env);
     match plan {
         Plan::Exec => {}
         Plan::CreateFolderThenExec(dir) => {
@@ -578,9 +645,11 @@ fn run_inner(args: Vec<OsString>) -> Result<ExitCode, ShimError> {
                 .path(&dir),
             );
         }
-        Plan::ChildThenTidy => return child_then_tidy(&session, cmd),
+        Plan::ChildThenTidy => {
+            return child_then_tidy(&session, session.command(&args, keep_config_env))
+        }
     }
-    let source = cmd.exec();
+    let source = session.exec(&args, keep_config_env);
     Err(ShimError::Exec {
         path: session.git.clone(),
         source,
@@ -590,7 +659,7 @@ fn run_inner(args: Vec<OsString>) -> Result<ExitCode, ShimError> {
 /// Run git as a child (for commands after which the session folder may be empty), remove the
 /// session folder if nothing is left in it, and end with git's status: its exit code, or the
 /// same signal re-raised.
-fn child_then_tidy(session: &Session, mut cmd: Command) -> Result<ExitCode, ShimError> {
+fn child_then_tidy(session: &Session, mut cmd: Command) -> Result<u8, ShimError> {
     use nix::sys::signal::{signal, SigHandler, Signal};
     let mut child = cmd.spawn().map_err(|source| ShimError::Exec {
         path: session.git.clone(),
@@ -628,10 +697,10 @@ fn child_then_tidy(session: &Session, mut cmd: Command) -> Result<ExitCode, Shim
 
 /// Turn a child's status into ours: its code, or the same signal raised on ourselves (falling
 /// back to 128+n if that does not end us).
-pub fn pass_status(status: std::process::ExitStatus) -> ExitCode {
+pub fn pass_status(status: std::process::ExitStatus) -> u8 {
     use std::os::unix::process::ExitStatusExt;
     if let Some(code) = status.code() {
-        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        return u8::try_from(code).unwrap_or(1);
     }
     let sig = status.signal().unwrap_or(0);
     if let Ok(s) = nix::sys::signal::Signal::try_from(sig) {
@@ -642,7 +711,7 @@ pub fn pass_status(status: std::process::ExitStatus) -> ExitCode {
         }
         let _ = nix::sys::signal::raise(s);
     }
-    ExitCode::from(128u8.wrapping_add(u8::try_from(sig).unwrap_or(0)))
+    128u8.wrapping_add(u8::try_from(sig).unwrap_or(0))
 }
 
 /// What `git-shim --install` did.
