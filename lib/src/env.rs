@@ -16,6 +16,7 @@
 use crate::catalogue::{
     self, ConfigKey, EnvAction, GitVersion, KeyPattern, Neutraliser, CONFIG_HOOKS_SINCE,
 };
+use gix::bstr::{BStr, BString, ByteSlice};
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -223,15 +224,17 @@ impl DefuseOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum DefuseError {
     #[error("config name {name:?} (section {section}) holds a newline or NUL and cannot be neutralised on the command line")]
-    Unrepresentable { section: String, name: String },
+    Unrepresentable { section: String, name: BString },
 }
 
 /// The defused environment: what to drop, what to set, and the command-scope config.
 #[derive(Debug, Clone)]
 pub struct Defused {
     opts: DefuseOptions,
-    /// `(key, value)` command-scope pairs, in order; a later pair for the same key wins.
-    config: Vec<(String, String)>,
+    /// `(key, value)` command-scope pairs, in order; a later pair for the same key wins. Keys
+    /// are bytes: a subsection (a driver's name) is any bytes but newline and NUL to git, and
+    /// an argument or `GIT_CONFIG_PARAMETERS` carries them unchanged.
+    config: Vec<(BString, String)>,
     set_env: Vec<(String, OsString)>,
 }
 
@@ -249,7 +252,7 @@ impl Defused {
                 | (KeyPattern::Key { section, name }, Neutraliser::TrustedOr { value })
                 | (KeyPattern::AnyScope { section, name }, Neutraliser::Set { value })
                 | (KeyPattern::AnyScope { section, name }, Neutraliser::TrustedOr { value }) => {
-                    config.push((format!("{section}.{name}"), value.to_owned()));
+                    config.push((format!("{section}.{name}").into(), value.to_owned()));
                 }
                 _ => {}
             }
@@ -260,17 +263,17 @@ impl Defused {
                 _ => None,
             });
             if let Some(value) = neutral {
-                config.push(((*key).to_owned(), value.to_owned()));
+                config.push(((*key).into(), value.to_owned()));
             }
         }
         if opts.version >= CONFIG_HOOKS_SINCE {
             for ev in catalogue::HOOK_EVENTS {
-                config.push((format!("hook.{ev}.enabled"), "false".to_owned()));
+                config.push((format!("hook.{ev}.enabled").into(), "false".to_owned()));
             }
         }
         // Transports: cut everything not allowed, whatever protocol.* the repository sets.
         for (k, v) in catalogue::ALWAYS_SET {
-            config.push(((*k).to_owned(), (*v).to_owned()));
+            config.push(((*k).into(), (*v).to_owned()));
         }
         let mut set_env: Vec<(String, OsString)> = catalogue::ENV
             .iter()
@@ -302,8 +305,14 @@ impl Defused {
 
     /// Neutralise every program-running per-name key of `section.<name>` (a filter, diff or
     /// merge driver, a tool, a config hook, …) that the catalogue knows, for this version.
-    pub fn neutralise_name(&mut self, section: &str, name: &str) -> Result<(), DefuseError> {
-        if name.contains(['\n', '\0']) {
+    /// `name` is the subsection's exact bytes.
+    pub fn neutralise_name(
+        &mut self,
+        section: &str,
+        name: impl AsRef<[u8]>,
+    ) -> Result<(), DefuseError> {
+        let name = name.as_ref();
+        if name.contains(&b'\n') || name.contains(&0) {
             return Err(DefuseError::Unrepresentable {
                 section: section.into(),
                 name: name.into(),
@@ -325,8 +334,8 @@ impl Defused {
             ) = (e.key, e.neutraliser)
             {
                 if s.eq_ignore_ascii_case(section) {
-                    let k = format!("{s}.{name}.{}", set_key.unwrap_or(key));
-                    if !self.config.iter().any(|(have, v)| have == &k && v == value) {
+                    let k = per_name_key(s, name.as_bstr(), set_key.unwrap_or(key));
+                    if !self.config.iter().any(|(have, v)| *have == k && v == value) {
                         self.config.push((k, value.to_owned()));
                     }
                 }
@@ -336,7 +345,8 @@ impl Defused {
     }
 
     /// Neutralise the per-name keys (drivers, tools, config hooks) that an untrusted file sets,
-    /// given every config value as `(key, value, trusted)` in git's load order.
+    /// given every config value as `(key, value, trusted)` in git's load order; a key is git's
+    /// (section and name lower-cased), with the subsection's exact bytes.
     ///
     /// For each catalogue per-name key set by any untrusted file, the command scope gets the
     /// last *trusted* value for that key if the owner's config has one (so a globally
@@ -346,23 +356,29 @@ impl Defused {
     /// set are left alone.
     pub fn neutralise_untrusted<'a>(
         &mut self,
-        values: impl IntoIterator<Item = (&'a str, Option<&'a str>, bool)>,
+        values: impl IntoIterator<Item = (&'a [u8], Option<&'a str>, bool)>,
     ) -> Result<(), DefuseError> {
-        // lower-cased section + name, subsection as written → (untrusted seen, last trusted)
-        let mut seen: BTreeMap<(String, String, String), (bool, Option<String>)> = BTreeMap::new();
+        // lower-cased section + name, subsection's bytes → (untrusted seen, last trusted)
+        let mut seen: BTreeMap<(String, BString, String), (bool, Option<String>)> = BTreeMap::new();
         for (key, value, trusted) in values {
-            let Some(k) = ConfigKey::parse(key) else {
+            // Section and name are ASCII to git, so the lossy text splits where the bytes do;
+            // the catalogue matches section and name only.
+            let text = key.to_str_lossy();
+            let Some(k) = ConfigKey::parse(&text) else {
                 continue;
             };
-            let Some(sub) = k.subsection else { continue };
-            let per_name = catalogue::lookup(key).any(|e| {
+            if k.subsection.is_none() {
+                continue;
+            }
+            let per_name = catalogue::lookup(&text).any(|e| {
                 matches!(e.key, KeyPattern::PerName { .. })
                     && matches!(e.neutraliser, Neutraliser::PerName { .. })
             });
             if !per_name {
                 continue;
             }
-            if sub.contains(['\n', '\0']) {
+            let sub = &key[k.section.len() + 1..key.len() - k.name.len() - 1];
+            if sub.contains(&b'\n') || sub.contains(&0) {
                 return Err(DefuseError::Unrepresentable {
                     section: k.section.into(),
                     name: sub.into(),
@@ -371,7 +387,7 @@ impl Defused {
             let slot = seen
                 .entry((
                     k.section.to_ascii_lowercase(),
-                    sub.to_owned(),
+                    sub.into(),
                     k.name.to_ascii_lowercase(),
                 ))
                 .or_insert((false, None));
@@ -386,8 +402,8 @@ impl Defused {
             if !untrusted {
                 continue;
             }
-            let key = format!("{section}.{sub}.{name}");
-            for e in catalogue::lookup(&key) {
+            // Any subsection finds the same rows (they match section and name).
+            for e in catalogue::lookup(&format!("{section}.x.{name}")) {
                 if e.since.is_some_and(|v| self.opts.version < v) {
                     continue;
                 }
@@ -401,7 +417,7 @@ impl Defused {
                 else {
                     continue;
                 };
-                let target = format!("{section}.{sub}.{}", set_key.unwrap_or(row_name));
+                let target = per_name_key(section, sub.as_bstr(), set_key.unwrap_or(row_name));
                 let v = match (set_key, last_trusted) {
                     (None, Some(t)) => t.clone(),
                     _ => value.to_owned(),
@@ -416,14 +432,16 @@ impl Defused {
             }
         }
         for sub in emptied_filters {
-            self.config
-                .push((format!("filter.{sub}.required"), "false".to_owned()));
+            self.config.push((
+                per_name_key("filter", sub.as_bstr(), "required"),
+                "false".to_owned(),
+            ));
         }
         Ok(())
     }
 
     /// Add one command-scope pair (a later pair for the same key wins).
-    pub fn set_config(&mut self, key: impl Into<String>, value: impl Into<String>) {
+    pub fn set_config(&mut self, key: impl Into<BString>, value: impl Into<String>) {
         self.config.push((key.into(), value.into()));
     }
 
@@ -448,6 +466,10 @@ impl Defused {
             return;
         }
         for (key, value) in self.config.iter_mut() {
+            // The fixed keys these rows name are ASCII.
+            let Ok(key) = std::str::from_utf8(key) else {
+                continue;
+            };
             // The map lookup first: the catalogue lookup scans every row.
             let Some(v) = trusted.get(&key.to_ascii_lowercase()) else {
                 continue;
@@ -466,7 +488,7 @@ impl Defused {
     }
 
     /// The command-scope pairs, in the order they are passed.
-    pub fn config_pairs(&self) -> &[(String, String)] {
+    pub fn config_pairs(&self) -> &[(BString, String)] {
         &self.config
     }
 
@@ -482,10 +504,12 @@ impl Defused {
     pub fn config_args(&self) -> (Vec<OsString>, Vec<(String, OsString)>) {
         let mut args = Vec::new();
         let mut extra = Vec::new();
+        // Arguments are bytes on Unix: a key whose subsection is not UTF-8 reaches git as is.
+        let arg = |parts: &[&[u8]]| OsString::from(OsStr::from_bytes(&parts.concat()));
         for (i, (k, v)) in self.config.iter().enumerate() {
-            if k.contains('=') {
+            if k.contains(&b'=') {
                 let var = format!("GITWARD_CONFIG_VALUE_{i}");
-                args.push(OsString::from(format!("--config-env={k}={var}")));
+                args.push(arg(&[b"--config-env=", k, b"=", var.as_bytes()]));
                 extra.push((var, OsString::from(v)));
             }
         }
@@ -499,24 +523,29 @@ impl Defused {
     /// (before the caller's own `-c`, after `GIT_CONFIG_COUNT`), without git calling `setenv`
     /// on the growing string once per `-c`. Keys holding `=` cannot be written as `-c`; they
     /// are skipped here and must travel as `--config-env` ([`Self::config_args`]).
-    pub fn config_parameters<'a>(
+    pub fn config_parameters<'a, K: AsRef<[u8]> + 'a>(
         &self,
-        pairs: impl IntoIterator<Item = &'a (String, String)>,
+        pairs: impl IntoIterator<Item = &'a (K, String)>,
         inherited: Option<&OsStr>,
     ) -> Option<OsString> {
         use std::os::unix::ffi::OsStringExt;
         let mut buf: Vec<u8> = inherited.map(|v| v.as_bytes().to_vec()).unwrap_or_default();
         let split = self.opts.version >= SPLIT_PARAMETERS_SINCE;
-        for (k, v) in pairs.into_iter().filter(|(k, _)| !k.contains('=')) {
+        // Keys are bytes: a subsection that is not UTF-8 reaches git as is.
+        for (k, v) in pairs
+            .into_iter()
+            .map(|(k, v)| (k.as_ref(), v))
+            .filter(|(k, _)| !k.contains(&b'='))
+        {
             if !buf.is_empty() {
                 buf.push(b' ');
             }
             if split {
-                sq_quote(&mut buf, k.as_bytes());
+                sq_quote(&mut buf, k);
                 buf.push(b'=');
                 sq_quote(&mut buf, v.as_bytes());
             } else {
-                sq_quote(&mut buf, format!("{k}={v}").as_bytes());
+                sq_quote(&mut buf, &[k, b"=", v.as_bytes()].concat());
             }
         }
         (!buf.is_empty() || inherited.is_some()).then(|| OsString::from_vec(buf))
@@ -608,6 +637,17 @@ fn sq_quote(dst: &mut Vec<u8>, src: &[u8]) {
     dst.push(b'\'');
 }
 
+/// `section.<sub>.name` with the subsection's exact bytes.
+fn per_name_key(section: &str, sub: &BStr, name: &str) -> BString {
+    let mut k: Vec<u8> = Vec::with_capacity(section.len() + sub.len() + name.len() + 2);
+    k.extend_from_slice(section.as_bytes());
+    k.push(b'.');
+    k.extend_from_slice(sub);
+    k.push(b'.');
+    k.extend_from_slice(name.as_bytes());
+    k.into()
+}
+
 /// `PATH` without empty or relative entries: git resolves `ssh-keygen`, `gpg`, helpers and
 /// dashed commands through it, and an empty or `.` entry means the folder git runs in — the
 /// repository.
@@ -639,12 +679,15 @@ mod tests {
         assert!(has("log.showSignature", "false"));
         assert!(has("protocol.ext.allow", "never"));
         // Config hooks do not exist before 2.54.
-        assert!(!d.config_pairs().iter().any(|(k, _)| k.starts_with("hook.")));
+        assert!(!d
+            .config_pairs()
+            .iter()
+            .any(|(k, _)| k.starts_with_str("hook.")));
         let d = Defused::new(DefuseOptions::new(v("2.54.0")));
         let hooks = d
             .config_pairs()
             .iter()
-            .filter(|(k, _)| k.starts_with("hook."))
+            .filter(|(k, _)| k.starts_with_str("hook."))
             .count();
         assert_eq!(hooks, catalogue::HOOK_EVENTS.len());
     }
@@ -738,7 +781,7 @@ mod tests {
         assert!(!d
             .config_pairs()
             .iter()
-            .any(|(k, _)| k.starts_with("hook.h.")));
+            .any(|(k, _)| k.starts_with_str("hook.h.")));
         let mut d = Defused::new(DefuseOptions::new(v("2.54.1")));
         d.neutralise_name("hook", "h").unwrap();
         assert!(d
@@ -763,7 +806,8 @@ mod tests {
             ("filter.Evil.required", None, false),
             ("user.name", Some("x"), false),
         ];
-        d.neutralise_untrusted(values).unwrap();
+        d.neutralise_untrusted(values.map(|(k, v, t)| (k.as_bytes(), v, t)))
+            .unwrap();
         let get = |k: &str| {
             d.config_pairs()
                 .iter()
@@ -776,6 +820,31 @@ mod tests {
         assert_eq!(get("filter.Evil.clean").as_deref(), Some(""));
         assert_eq!(get("filter.Evil.required").as_deref(), Some("false"));
         assert_eq!(get("user.name"), None);
+    }
+
+    /// git takes any byte but newline and NUL in a subsection (`[filter "\xff"]`), and an
+    /// argument carries bytes: the neutraliser names exactly that driver, never a lossy copy
+    /// of its name (which would leave the real one armed).
+    #[test]
+    fn non_utf8_names_are_neutralised_by_their_bytes() {
+        let mut d = Defused::new(DefuseOptions::new(v("2.47.3")));
+        let values: [(&[u8], Option<&str>, bool); 2] = [
+            (b"filter.\xff.clean", Some("evil"), false),
+            (b"diff.a\xfeb.textconv", Some("evil"), false),
+        ];
+        d.neutralise_untrusted(values).unwrap();
+        d.neutralise_name("merge", b"m\xff").unwrap();
+        let (args, _) = d.config_args();
+        let has = |a: &[u8]| args.iter().any(|x| x.as_bytes() == a);
+        assert!(has(b"filter.\xff.clean="));
+        assert!(has(b"filter.\xff.required=false"));
+        assert!(has(b"diff.a\xfeb.textconv="));
+        assert!(has(b"merge.m\xff.driver="));
+        // No lossy copy (U+FFFD's UTF-8 bytes) of any name.
+        let fffd = "\u{fffd}".as_bytes();
+        assert!(!args
+            .iter()
+            .any(|x| x.as_bytes().windows(fffd.len()).any(|w| w == fffd)));
     }
 
     #[test]

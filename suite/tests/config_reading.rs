@@ -88,6 +88,24 @@ touch -d "2020-01-02 00:00" a.txt"#,
         command: &["status"],
         key: "filter.cr.clean",
     },
+    // git takes any byte but newline and NUL in a subsection; safe-git neutralises the name by
+    // its bytes (`-c filter.\xff.clean=`), not a lossy copy of it.
+    Armed {
+        name: "[filter \"\\xff\"] + filter=\\xff, git status",
+        setup: r#"printf '*.txt filter=\377\n' > .gitattributes && git add . && git commit -qm attrs
+printf '[filter "\377"]\n\tclean = %s\n' "$PWD/../conv.sh" >> .git/config
+touch -d "2020-01-02 00:00" a.txt"#,
+        command: &["status"],
+        key: "filter.\u{fffd}.clean",
+    },
+    Armed {
+        name: "[diff \"a\\xfeb\"] + diff=a\\xfeb, git log -p",
+        setup: r#"printf '*.txt diff=a\376b\n' > .gitattributes && git add . && git commit -qm attrs
+echo more >> a.txt && git commit -qam two
+printf '[diff "a\376b"]\n\ttextconv = %s\n' "$PWD/../conv.sh" >> .git/config"#,
+        command: &["log", "-p"],
+        key: "diff.a\u{fffd}b.textconv",
+    },
 ];
 
 #[test]
@@ -177,6 +195,10 @@ printf '[includeIf "nosuch:x"]\n\tpath = folder\n' >> .git/config"#,
     (
         "a broken config.worktree while extensions.worktreeConfig is off",
         r#"printf '[broken\n' > .git/config.worktree"#,
+    ),
+    (
+        "non-UTF-8 driver names whose keys run nothing",
+        r#"printf '[diff "\377"]\n\tbinary = true\n[merge "\376"]\n\tname = m\n' >> .git/config"#,
     ),
 ];
 

@@ -102,7 +102,10 @@ pub enum ConfigError {
     ProcessDependent { file: PathBuf, reason: String },
     #[error("{}: more than {limit} config files to read (includes and submodules); refusing to go on", file.display())]
     TooManyFiles { file: PathBuf, limit: usize },
-    #[error("{}: line {line}: subsection name is not UTF-8 and cannot be neutralised by name", file.display())]
+    /// A section or variable name that is not UTF-8 (git's parser takes only ASCII letters,
+    /// digits, `-` and `.` there, so git refuses such a file too; kept as a refusal in case a
+    /// git version ever differs). Subsections may hold any bytes and are kept exactly.
+    #[error("{}: line {line}: section or variable name is not UTF-8", file.display())]
     NonUtf8Name { file: PathBuf, line: usize },
     #[error("{}: walk of submodule git dirs cut short: {reason}", dir.display())]
     Incomplete { dir: PathBuf, reason: String },
@@ -249,8 +252,13 @@ pub struct Value {
     /// Subsection as git assembles it: as written in the `[section "sub"]` form
     /// (case-sensitive), lower-cased in the deprecated `[section.sub]` form, `a.b` for the
     /// mixed `[section.A "b"]` (everything between the key's first and last dot, as git's
-    /// `parse_config_key` splits it).
+    /// `parse_config_key` splits it). Text for display and for matching the catalogue (which
+    /// looks at section and name only): lossy (U+FFFD) where the bytes are not UTF-8.
     pub subsection: Option<String>,
+    /// The subsection's exact bytes (git takes any byte but newline and NUL there). A key
+    /// handed back to git (a `-c` neutraliser) is built from these, never from the lossy text,
+    /// or `[filter "\xff"]` would be neutralised under another name.
+    pub raw_subsection: Option<BString>,
     /// Variable name, lower-cased as git reads it.
     pub name: String,
     /// The value after git's unquoting; `None` for a variable written without `=` (an
@@ -277,6 +285,21 @@ impl Value {
         k.push('.');
         k.push_str(&self.name.to_ascii_lowercase());
         k
+    }
+
+    /// [`Value::key`] with the subsection's exact bytes: the key as git reads it, byte for byte.
+    pub fn key_bytes(&self) -> BString {
+        if self.section.is_empty() && self.raw_subsection.is_none() {
+            return self.name.to_ascii_lowercase().into();
+        }
+        let mut k: Vec<u8> = self.section.to_ascii_lowercase().into_bytes();
+        if let Some(s) = &self.raw_subsection {
+            k.push(b'.');
+            k.extend_from_slice(s);
+        }
+        k.push(b'.');
+        k.extend_from_slice(self.name.to_ascii_lowercase().as_bytes());
+        k.into()
     }
 
     /// The key split as the catalogue splits it.
@@ -324,7 +347,10 @@ impl Value {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SectionHeader {
     pub section: String,
+    /// Lossy (U+FFFD) where not UTF-8; see [`Value::subsection`].
     pub subsection: Option<String>,
+    /// The subsection's exact bytes.
+    pub raw_subsection: Option<BString>,
     pub line: usize,
     pub origin: Arc<Origin>,
 }
@@ -625,13 +651,13 @@ impl Enumeration {
             .collect()
     }
 
-    /// Every `(section lower-cased, subsection)` defined in any file read — a strict superset
-    /// of the driver, tool and hook names git could use.
-    pub fn per_name_sections(&self) -> BTreeSet<(String, String)> {
+    /// Every `(section lower-cased, subsection as its exact bytes)` defined in any file read —
+    /// a strict superset of the driver, tool and hook names git could use.
+    pub fn per_name_sections(&self) -> BTreeSet<(String, BString)> {
         self.sections
             .iter()
             .filter_map(|s| {
-                s.subsection
+                s.raw_subsection
                     .as_ref()
                     .map(|sub| (s.section.to_ascii_lowercase(), sub.clone()))
             })

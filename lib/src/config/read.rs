@@ -627,26 +627,18 @@ impl<'a> Loader<'a> {
                 line,
             })
         };
-        // A subsection that is not UTF-8: a refusal only where the name would have to be
-        // neutralised (a section with per-name program keys); elsewhere it can run nothing
-        // and is kept lossily (U+FFFD), so it can match no catalogue key either.
-        let sub_utf8 = |section: &[u8], b: &[u8], line: usize| -> Result<String, ConfigError> {
-            match std::str::from_utf8(b) {
-                Ok(s) => Ok(s.to_owned()),
-                Err(_) if names_programs(section) => Err(ConfigError::NonUtf8Name {
-                    file: path.to_path_buf(),
-                    line,
-                }),
-                Err(_) => Ok(String::from_utf8_lossy(b).into_owned()),
-            }
-        };
+        // A subsection is any bytes but newline and NUL to git: kept exactly
+        // (`raw_subsection`, what a neutraliser hands back to git) and as text, lossy where it
+        // is not UTF-8 (display; the catalogue matches section and name only).
+        let sub_text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         for ev in events {
             match ev {
                 Event::Section { stem, line } => {
                     let (section, sub) = parse::split_stem(&stem);
                     self.out.sections.push(SectionHeader {
                         section: utf8(section, line)?,
-                        subsection: sub.map(|s| sub_utf8(section, s, line)).transpose()?,
+                        subsection: sub.map(sub_text),
+                        raw_subsection: sub.map(BString::from),
                         line,
                         origin: Arc::clone(origin),
                     });
@@ -660,7 +652,8 @@ impl<'a> Loader<'a> {
                     };
                     let v = Value {
                         section: utf8(section, e.line)?,
-                        subsection: sub.map(|s| sub_utf8(section, s, e.line)).transpose()?,
+                        subsection: sub.map(sub_text),
+                        raw_subsection: sub.map(BString::from),
                         name: utf8(name, e.line)?,
                         value: value.map(BString::from),
                         line: e.line,
@@ -773,18 +766,6 @@ impl<'a> Loader<'a> {
             Ok(from.parent().unwrap_or(Path::new("")).join(expanded))
         }
     }
-}
-
-/// Does the catalogue name programs per subsection of `section` (`filter.<name>.clean`,
-/// `hook.<name>.command`, …)? Then every subsection name must be neutralisable by name.
-fn names_programs(section: &[u8]) -> bool {
-    use crate::catalogue::{KeyPattern, KEYS};
-    KEYS.iter().any(|e| match e.key {
-        KeyPattern::PerName { section: s, .. }
-        | KeyPattern::AnyScope { section: s, .. }
-        | KeyPattern::Section { section: s } => s.as_bytes().eq_ignore_ascii_case(section),
-        KeyPattern::Key { .. } => false,
-    })
 }
 
 /// git's `interpolate_path()` for pathname values (`include.path`, `core.attributesFile`,

@@ -432,20 +432,33 @@ fn fifo_and_oversized_files_are_errors_not_hangs() {
     ));
 }
 
+/// git takes any byte but newline and NUL in a subsection: `[filter "ev\xffil"]` is read,
+/// kept byte for byte (what a neutraliser names) and as lossy text (what is shown).
 #[test]
-fn non_utf8_driver_names_fail_closed() {
+fn non_utf8_driver_names_are_kept_byte_for_byte() {
     let s = Scratch::new();
     fs::write(
         s.git.join("config"),
-        b"[filter \"ev\xffil\"]\n\tclean = x\n",
+        b"[filter \"ev\xffil\"]\n\tclean = x\n[filter \"ev\xfeil\"]\n\tclean = y\n",
     )
     .unwrap();
-    let err = enumerate(&s.opts()).unwrap_err();
-    assert!(
-        matches!(err, ConfigError::NonUtf8Name { line: 1, .. }),
-        "{err}"
+    let e = enumerate(&s.opts()).unwrap();
+    let keys: Vec<Vec<u8>> = e.values().iter().map(|v| v.key_bytes().to_vec()).collect();
+    assert_eq!(
+        keys,
+        [
+            b"filter.ev\xffil.clean".to_vec(),
+            b"filter.ev\xfeil.clean".to_vec()
+        ]
     );
-    // A non-UTF-8 value is fine: it is data, not a name to neutralise.
+    assert_eq!(e.values()[0].key(), "filter.ev\u{fffd}il.clean");
+    // Two names that read the same as text stay two names.
+    let names = e.per_name_sections();
+    assert!(names.contains(&("filter".into(), b"ev\xffil".as_slice().into())));
+    assert!(names.contains(&("filter".into(), b"ev\xfeil".as_slice().into())));
+    // The audit still sees a driver program there.
+    assert_eq!(e.armed().len(), 2);
+    // A non-UTF-8 value is data, kept as is.
     fs::write(s.git.join("config"), b"[user]\n\tname = \xff\n").unwrap();
     let e = enumerate(&s.opts()).unwrap();
     assert_eq!(

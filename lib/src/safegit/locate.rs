@@ -344,7 +344,10 @@ pub struct ConfigView {
 }
 
 pub struct ViewValue {
+    /// git's key as text, lossy (U+FFFD) where a subsection is not UTF-8.
     pub key: String,
+    /// git's key with the subsection's exact bytes: what a `-c` neutraliser names.
+    pub raw_key: gix::bstr::BString,
     pub value: Option<String>,
     pub trusted: bool,
 }
@@ -419,6 +422,7 @@ pub fn enumerate(
         .iter()
         .map(|v| ViewValue {
             key: v.key(),
+            raw_key: v.key_bytes(),
             value: v.value.as_ref().map(|b| b.to_string()),
             trusted: v.origin.trust == config::Trust::Trusted
                 && !reaching.contains(&(v as *const _)),
@@ -602,6 +606,7 @@ mod tests {
     fn value(key: &str, v: &str, trusted: bool) -> ViewValue {
         ViewValue {
             key: key.into(),
+            raw_key: key.into(),
             value: Some(v.into()),
             trusted,
         }
@@ -612,7 +617,7 @@ mod tests {
         d.config_pairs()
             .iter()
             .rev()
-            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .find(|(k, _)| k.eq_ignore_ascii_case(key.as_bytes()))
             .map(|(_, v)| v.clone())
     }
 

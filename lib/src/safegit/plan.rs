@@ -14,6 +14,7 @@ use crate::catalogue::{loader, GitVersion, RELATIVE_WORKTREES_SINCE};
 use crate::env::{find_real_git, DefuseOptions, Defused, GitProbe};
 use crate::events::{Event, EventKind, Sink, Tool};
 use crate::exit;
+use gix::bstr::BString;
 use serde_json::{json, Value};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -95,7 +96,7 @@ impl Plan {
             "cwd": self.cwd,
             "repository": self.location.as_ref().map(|l| l.to_json()),
             "config_files": self.config_files,
-            "config": self.defused.config_pairs().iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>(),
+            "config": self.defused.config_pairs().iter().map(|(k, v)| json!({"key": shown_key(k), "value": v})).collect::<Vec<_>>(),
             "env_set": env,
             "env_removed": removed,
             "argv": cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
@@ -140,7 +141,7 @@ impl Plan {
             self.defused.config_pairs().len()
         );
         for (k, val) in self.defused.config_pairs() {
-            let _ = writeln!(s, "  {k}={val}");
+            let _ = writeln!(s, "  {}={val}", shown_key(k));
         }
         let _ = writeln!(s, "environment set:");
         for e in v["env_set"].as_array().into_iter().flatten() {
@@ -360,11 +361,13 @@ fn owner_view(defused: &mut Defused, view: &super::locate::ConfigView, work_tree
                 && c.name.eq_ignore_ascii_case("ignore")
         })
     };
-    let mut keys: Vec<String> = view
+    // Keys as bytes: a submodule's name is any bytes to git, and the override must name the
+    // same submodule.
+    let mut keys: Vec<BString> = view
         .values
         .iter()
         .filter(|v| !v.trusted && is_ignore(&v.key))
-        .map(|v| v.key.clone())
+        .map(|v| v.raw_key.clone())
         .collect();
     // `.gitmodules` in the work tree (git reads it before the index or HEAD copy).
     if let Some(bytes) = work_tree.and_then(|w| read_gitmodules(&w.join(".gitmodules"))) {
@@ -379,17 +382,33 @@ fn owner_view(defused: &mut Defused, view: &super::locate::ConfigView, work_tree
                     continue;
                 };
                 if section.value("ignore").is_some() {
-                    keys.push(format!("submodule.{name}.ignore"));
+                    keys.push([b"submodule.".as_slice(), name, b".ignore"].concat().into());
                 }
             }
         }
     }
     for key in keys {
-        if key.contains(['\n', '\0']) {
+        if key.contains(&b'\n') || key.contains(&0) {
             continue;
         }
-        let value = owner_or(&key, "none");
+        // The owner's value for exactly this key (subsection compared byte for byte).
+        let owner = view
+            .values
+            .iter()
+            .rev()
+            .find(|v| v.trusted && v.raw_key == key)
+            .map(|v| v.value.clone().unwrap_or_else(|| "true".to_owned()));
+        let value = owner.unwrap_or_else(|| "none".to_owned());
         defused.set_config(key, value);
+    }
+}
+
+/// A `-c` key for `--explain`: as is when it is UTF-8, else with its bytes escaped (`\xff`),
+/// so that the name shown is the one passed (a lossy U+FFFD would hide which it is).
+fn shown_key(k: &[u8]) -> String {
+    match std::str::from_utf8(k) {
+        Ok(s) => s.to_owned(),
+        Err(_) => k.escape_ascii().to_string(),
     }
 }
 
@@ -491,7 +510,7 @@ pub fn plan(req: &Request) -> Result<Plan, Refusal> {
         .neutralise_untrusted(
             view.values
                 .iter()
-                .map(|v| (v.key.as_str(), v.value.as_deref(), v.trusted)),
+                .map(|v| (v.raw_key.as_slice(), v.value.as_deref(), v.trusted)),
         )
         .map_err(|e| Refusal::new(exit::CONFIG, "config", e))?;
     defused.reassert_trusted(&view.trusted);

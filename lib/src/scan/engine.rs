@@ -9,6 +9,7 @@
 //! contents a rule must read. Nothing grows with the size of the push except the walk's set
 //! of seen commit ids, and the walk is itself bounded by `Limits::max_commits`.
 
+use super::packs::PackReader;
 use super::rules::{self, r};
 use super::snapshot::{RefSnapshot, RefValue};
 use super::{
@@ -41,6 +42,9 @@ const OBJECT_CACHE_BYTES: usize = 4 << 20;
 /// Decoded-object cache of the commit walk: holds the commits of a range of ~50,000 commits
 /// between gix's two reads of each (commits only; the workers have their own caches).
 const WALK_OBJECT_CACHE_BYTES: usize = 16 << 20;
+/// Delta-base cache of a worker's tree reads ([`PackReader`]): git's default
+/// `core.deltaBaseCacheLimit`.
+const DELTA_BASE_CACHE_BYTES: usize = 96 << 20;
 /// Longest symbolic-link target read (PATH_MAX).
 const MAX_LINK_TARGET: u64 = 4096;
 /// Tag chains followed at most this deep.
@@ -813,6 +817,8 @@ enum Content {
 /// Per-thread diff worker.
 struct Worker<'r> {
     repo: &'r gix::Repository,
+    /// Trees are read through this (git's delta-base cache); blobs and commits through `repo`.
+    trees: PackReader<'r>,
     ctx: &'r Ctx,
     state: gix::diff::tree::State,
     memo: HashMap<ObjectId, ObjectId>,
@@ -833,6 +839,12 @@ impl<'r> Worker<'r> {
     fn new(repo: &'r gix::Repository, ctx: &'r Ctx) -> Self {
         Worker {
             repo,
+            trees: PackReader::new(
+                &repo.common_dir().join("objects"),
+                repo.object_hash(),
+                &repo.objects,
+                DELTA_BASE_CACHE_BYTES,
+            ),
             ctx,
             state: Default::default(),
             memo: HashMap::new(),
@@ -918,8 +930,7 @@ impl<'r> Worker<'r> {
         let mut comps = path.split(|c| *c == b'/').peekable();
         while let Some(name) = comps.next() {
             let iter = self
-                .repo
-                .objects
+                .trees
                 .find_tree_iter(&cur, &mut self.buf3)
                 .map_err(|e| format!("tree {cur} cannot be read: {e}"))?;
             let mut found = None;
@@ -971,14 +982,12 @@ impl<'r> Worker<'r> {
         self.ctx.diffs.fetch_add(1, Ordering::Relaxed);
         let hash = self.repo.object_hash();
         let new_iter = self
-            .repo
-            .objects
+            .trees
             .find_tree_iter(&new, &mut self.buf1)
             .map_err(|e| format!("tree {new} of {label} cannot be read: {e}"))?;
         let old_iter = match old {
             Some(t) => self
-                .repo
-                .objects
+                .trees
                 .find_tree_iter(&t, &mut self.buf2)
                 .map_err(|e| format!("tree {t} cannot be read: {e}"))?,
             None => TreeRefIter::from_bytes(&[], hash),
@@ -987,13 +996,7 @@ impl<'r> Worker<'r> {
             self.settings_memo.clear();
         }
         let mut v = Visitor::new(self.ctx, &mut self.settings_memo);
-        match gix::diff::tree(
-            old_iter,
-            new_iter,
-            &mut self.state,
-            &self.repo.objects,
-            &mut v,
-        ) {
+        match gix::diff::tree(old_iter, new_iter, &mut self.state, &self.trees, &mut v) {
             Ok(()) => {}
             Err(gix::diff::tree::Error::Cancelled) => return Ok(()),
             Err(e) => return Err(format!("diff of {label} failed: {e}")),
@@ -1132,8 +1135,7 @@ impl<'r> Worker<'r> {
             let (mut objects, mut refs, mut commondir) = (false, false, false);
             let mut configs: Vec<(&'static str, EntryKind, ObjectId)> = Vec::new();
             let iter = self
-                .repo
-                .objects
+                .trees
                 .find_tree_iter(&tree_id, &mut self.buf2)
                 .map_err(|e| format!("tree {tree_id} cannot be read: {e}"))?;
             for e in iter {

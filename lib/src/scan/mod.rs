@@ -22,6 +22,7 @@
 //! work bound: past it findings are summarised per rule and the report stays complete.
 
 mod engine;
+mod packs;
 pub mod rules;
 mod snapshot;
 

@@ -29,7 +29,9 @@ use crate::exit;
 use crate::policy::{Policy, PolicyError};
 use argv::{env_config, Invocation};
 use rules::{Effective, Plan, Refusal, Repository, Rules};
+use gix::bstr::BString;
 use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -223,11 +225,11 @@ impl Session {
 
     /// The command-scope pairs git gets before the agent's arguments: the defused set, without
     /// the hook switches when the policy lets hooks run inside the sandbox.
-    pub fn config_pairs(&self) -> impl Iterator<Item = &(String, String)> {
+    pub fn config_pairs(&self) -> impl Iterator<Item = &(BString, String)> {
         let hooks = self.policy.shim.hooks;
         self.defused.config_pairs().iter().filter(move |(k, _)| {
-            let hook_switch = k.eq_ignore_ascii_case("core.hooksPath")
-                || k.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("hook."));
+            let hook_switch = k.eq_ignore_ascii_case(b"core.hooksPath")
+                || k.get(..5).is_some_and(|p| p.eq_ignore_ascii_case(b"hook."));
             !(hooks && hook_switch)
         })
     }
@@ -238,8 +240,11 @@ impl Session {
     pub fn config_args(&self) -> Vec<OsString> {
         self.config_pairs()
             .enumerate()
-            .filter(|(_, (k, _))| k.contains('='))
-            .map(|(i, (k, _))| OsString::from(format!("--config-env={k}=GITWARD_CONFIG_VALUE_{i}")))
+            .filter(|(_, (k, _))| k.contains(&b'='))
+            .map(|(i, (k, _))| {
+                let var = format!("=GITWARD_CONFIG_VALUE_{i}");
+                OsString::from_vec([b"--config-env=".as_slice(), k, var.as_bytes()].concat())
+            })
             .collect()
     }
 
@@ -267,7 +272,7 @@ impl Session {
             out.push((OsString::from(k), v.clone()));
         }
         for (i, (k, v)) in self.config_pairs().enumerate() {
-            if k.contains('=') {
+            if k.contains(&b'=') {
                 out.push((format!("GITWARD_CONFIG_VALUE_{i}").into(), v.into()));
             }
         }

@@ -99,7 +99,7 @@ fn named_worktree(arg: &OsStr, cwd: &Path, repo: &dyn Repository) -> PathBuf {
 pub struct Rules<'a> {
     pub policy: &'a Policy,
     /// The defused `-c` pairs: passing one of them again (e.g. `-c core.pager=cat`) is harmless.
-    pub neutral: &'a [(String, String)],
+    pub neutral: &'a [(gix::bstr::BString, String)],
 }
 
 /// The commands that are builtins in *every* supported git (2.39–2.47, the intersection of
@@ -407,11 +407,14 @@ impl Rules<'_> {
         };
         self.neutral.iter().any(|(nk, nv)| {
             nv == v
-                && ConfigKey::parse(nk).is_some_and(|n| {
-                    n.section.eq_ignore_ascii_case(k.section)
-                        && n.name.eq_ignore_ascii_case(k.name)
-                        && n.subsection == k.subsection
-                })
+                && std::str::from_utf8(nk)
+                    .ok()
+                    .and_then(ConfigKey::parse)
+                    .is_some_and(|n| {
+                        n.section.eq_ignore_ascii_case(k.section)
+                            && n.name.eq_ignore_ascii_case(k.name)
+                            && n.subsection == k.subsection
+                    })
         })
     }
 

@@ -56,7 +56,7 @@ struct Env {
     _t: tempfile::TempDir,
     policy: Policy,
     fake: Fake,
-    neutral: Vec<(String, String)>,
+    neutral: Vec<(gix::bstr::BString, String)>,
 }
 
 fn env(extra: &str) -> Env {
@@ -656,7 +656,7 @@ fn redteam3_template_dir_is_a_program_running_key() {
     assert!(e
         .neutral
         .iter()
-        .any(|(k, v)| k.eq_ignore_ascii_case("init.templateDir") && v.is_empty()));
+        .any(|(k, v)| k.eq_ignore_ascii_case(b"init.templateDir") && v.is_empty()));
     e.allowed(&["-c", "init.templateDir=", "init"]);
 }
 
