@@ -31,7 +31,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 /// Most folder entries looked at while walking one audit path for repositories.
-pub const WALK_LIMIT: usize = 500_000;
+pub const WALK_LIMIT: usize = 5_000_000;
 /// Deepest folder level walked.
 pub const WALK_DEPTH: usize = 40;
 
@@ -380,11 +380,9 @@ fn walk_workspace(r: &mut Report, root: &Path) {
     let mut seen = 0usize;
     // Work trees found so far (a repository below one of them is nested).
     let mut work_trees: Vec<PathBuf> = Vec::new();
-    let mut it = walkdir::WalkDir::new(root)
-        .follow_links(false)
-        .max_depth(WALK_DEPTH)
-        .sort_by_file_name()
-        .into_iter();
+    // walkdir's order and bounds, without a system call or an allocation per entry
+    // (`crate::layout::walk`): a build folder of 50,000 entries is walked, not skipped.
+    let mut it = crate::layout::walk::Walk::new(root, WALK_DEPTH);
     while let Some(ent) = it.next() {
         seen += 1;
         if seen > WALK_LIMIT {
@@ -410,13 +408,20 @@ fn walk_workspace(r: &mut Report, root: &Path) {
                 format!("deeper than {WALK_DEPTH} levels; not walked"),
             );
         }
+        // Only a `.git` or a folder with a `HEAD` (git's `is_git_directory` needs one) can be
+        // a repository: nothing else is looked at further.
+        let is_dot_git = ent.file_name() == OsStr::new(".git");
+        let may_be_git_dir = ent.file_type().is_dir() && ent.has_child("HEAD") != Some(false);
+        if !is_dot_git && !may_be_git_dir {
+            continue;
+        }
         let path = ent.path().to_path_buf();
         let enclosing = work_trees
             .iter()
             .rev()
             .find(|w| path.starts_with(w) && path != **w)
             .cloned();
-        if ent.file_name() == OsStr::new(".git") {
+        if is_dot_git {
             let wt = path.parent().unwrap_or(root).to_path_buf();
             let ft = ent.file_type();
             if ft.is_dir() {

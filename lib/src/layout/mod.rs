@@ -35,6 +35,7 @@
 //! different file, but never makes it read through a link.
 
 mod nested;
+pub mod walk;
 mod worktrees;
 
 pub use nested::{nested_repositories, NestedFinding, NestedKind, NestedLimits, NestedReport};

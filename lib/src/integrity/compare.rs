@@ -1,0 +1,884 @@
+//! `check`: the baseline of the state file compared with the repository now.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------
+// check
+
+/// One difference between the baseline and now.
+#[derive(Debug, Clone)]
+pub(super) struct Diff {
+    pub(super) key: Key,
+    pub(super) kind: EventKind,
+    pub(super) change: &'static str,
+    pub(super) before: Node,
+    pub(super) after: Option<Node>,
+    /// Why (for layout findings).
+    pub(super) why: Option<String>,
+    /// What restore does.
+    pub(super) plan: Plan,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Key {
+    Rel(String),
+    Abs(PathBuf),
+}
+
+impl Key {
+    pub(super) fn path(&self, common_dir: &Path) -> PathBuf {
+        match self {
+            Key::Rel(r) => common_dir.join(r),
+            Key::Abs(p) => p.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Plan {
+    /// Put the baseline back (moving the agent's version aside first).
+    Restore,
+    /// Move the whole entry aside (a planted worktree entry, a new folder).
+    Quarantine,
+    /// Cannot be undone from here (e.g. a worktree's own `.git` file): reported.
+    Report,
+}
+
+/// Compare the state file's baseline with the repository now; with `opts.restore`, put it
+/// back. Every event goes to `emit` as it happens.
+pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outcome {
+    let mut outcome = Outcome::Clean;
+    let session = state.session.clone().or(opts.session.clone());
+    let mk = |kind: EventKind, msg: String| {
+        Event::new(Tool::WtCheck, kind, msg)
+            .session(session.as_deref())
+            .repo(&state.repo)
+    };
+    let common = &state.common_dir;
+    let root = match Dir::open_abs(common) {
+        Ok(r) => r,
+        Err(e) => {
+            let kind = if e.is_link() {
+                EventKind::LinkRefused
+            } else {
+                EventKind::CheckIncomplete
+            };
+            emit(
+                mk(kind, format!("cannot open the common dir: {e}"))
+                    .path(e.path())
+                    .with("action", "none"),
+            );
+            if kind == EventKind::LinkRefused {
+                emit(
+                    mk(
+                        EventKind::CheckIncomplete,
+                        "the common dir cannot be opened without following a link".into(),
+                    )
+                    .path(common),
+                );
+            }
+            return Outcome::Incomplete;
+        }
+    };
+    // The worktree entries first: the collector takes their admin-dir files from this read.
+    let layout = layout_entries(common);
+    let snap = collect(
+        &root,
+        common,
+        Some(state),
+        layout.as_ref().unwrap_or(&BTreeMap::new()),
+    );
+    for p in &snap.problems {
+        outcome = Outcome::Incomplete;
+        if p.link {
+            emit(
+                mk(
+                    EventKind::LinkRefused,
+                    format!(
+                        "{}: a symbolic link where a folder was expected; not followed",
+                        p.path.display()
+                    ),
+                )
+                .path(&p.path)
+                .with("action", if opts.restore { "restore" } else { "reported" }),
+            );
+        } else {
+            emit(mk(EventKind::CheckIncomplete, p.reason.clone()).path(&p.path));
+        }
+    }
+    let layout = match layout {
+        Ok(l) => l,
+        Err(e) => {
+            outcome = Outcome::Incomplete;
+            emit(
+                mk(
+                    EventKind::CheckIncomplete,
+                    format!("cannot read the worktree entries: {e}"),
+                )
+                .path(e.path()),
+            );
+            BTreeMap::new()
+        }
+    };
+    let mut diffs = compare(state, &snap, &layout, session.is_some());
+    // In-progress operations that name a program: reported and set aside whole.
+    let (armed, problems) = in_progress_diffs(state, &root, &snap.entries);
+    diffs.extend(armed);
+    for p in problems {
+        outcome = Outcome::Incomplete;
+        emit(mk(EventKind::CheckIncomplete, p.reason.clone()).path(&p.path));
+    }
+    // Index entries git's own verify_path refuses (written where the owner's checkout goes).
+    let (bad, problems) = index_path_diffs(&root, &snap.entries);
+    diffs.extend(bad);
+    for p in problems {
+        outcome = Outcome::Incomplete;
+        emit(mk(EventKind::CheckIncomplete, p.reason.clone()).path(&p.path));
+    }
+    // Repositories behind the index's gitlinks (what the owner's `git status` enters).
+    let indexes = index_work_trees(state, &snap.entries);
+    let mut emb = embedded::armed(&indexes, common);
+    // Every repository nested in the work trees the owner's git works in (untracked, in a
+    // submodule's index, behind a gitlink only in the turn's commits, a session worktree's
+    // `.git` file redirected): the same audit, over a bounded walk.
+    let mut roots: Vec<PathBuf> = state.work_tree.iter().cloned().collect();
+    match &state.session_dir {
+        Some(sd) if state.session.is_some() => roots.push(sd.clone()),
+        _ => roots.extend(
+            indexes
+                .iter()
+                .filter(|(i, _)| *i != common.join("index"))
+                .map(|(_, wt)| wt.clone()),
+        ),
+    }
+    let more = embedded::nested(&roots, state.work_tree.as_deref(), common);
+    emb.problems.extend(more.problems);
+    for f in more.findings {
+        if !emb
+            .findings
+            .iter()
+            .any(|e| e.rule == f.rule && e.path == f.path && e.message == f.message)
+        {
+            emb.findings.push(f);
+        }
+    }
+    for (path, why) in &emb.problems {
+        outcome = Outcome::Incomplete;
+        emit(
+            mk(
+                EventKind::CheckIncomplete,
+                format!("{}: {why}", path.display()),
+            )
+            .path(path),
+        );
+    }
+    for f in &emb.findings {
+        if accepted(state, "audit", f.rule, &f.path, &f.message) {
+            continue;
+        }
+        if outcome == Outcome::Clean {
+            outcome = Outcome::Found;
+        }
+        emit(
+            mk(EventKind::EmbeddedRepositoryArmed, f.message.clone())
+                .path(&f.path)
+                .with("rule", f.rule)
+                .with("level", format!("{:?}", f.level).to_ascii_lowercase())
+                .with("action", "reported"),
+        );
+    }
+    let suppressed = suppressed_keys(&diffs);
+    let mut q = Quarantine::new(&opts.state);
+    for d in &diffs {
+        if outcome == Outcome::Clean {
+            outcome = Outcome::Found;
+        }
+        if outcome == Outcome::Incomplete && d.change == "unreadable" {
+            continue;
+        }
+        let path = d.key.path(common);
+        let action = if !opts.restore {
+            "reported"
+        } else {
+            match d.plan {
+                Plan::Restore if matches!(d.before, Node::Absent) => "quarantined",
+                Plan::Restore => "restored",
+                Plan::Quarantine => "quarantined",
+                Plan::Report => "reported",
+            }
+        };
+        let mut ev_kind = d.kind;
+        if matches!(d.after, Some(Node::Link { .. })) {
+            ev_kind = EventKind::LinkRefused;
+        }
+        let mut msg = format!(
+            "{}: {} ({} → {})",
+            path.display(),
+            d.change,
+            d.before.kind_name(),
+            d.after.as_ref().map_or("unreadable", Node::kind_name)
+        );
+        if let Some(w) = &d.why {
+            msg = format!("{}: {w}", path.display());
+        }
+        let mut ev = mk(ev_kind, msg)
+            .path(&path)
+            .with("change", d.change)
+            .with("before", d.before.kind_name())
+            .with(
+                "after",
+                d.after.as_ref().map_or("unreadable", Node::kind_name),
+            )
+            .with("action", action);
+        if let Some(w) = &d.why {
+            ev = ev.with("why", w.clone());
+        }
+        if let (Some(Node::File { oid, .. }), Node::File { oid: b, .. }) = (&d.after, &d.before) {
+            ev = ev
+                .with("oid_before", b.clone())
+                .with("oid_after", oid.clone());
+        }
+        if suppressed.contains(&d.key) {
+            // Implied by a parent's finding; still restored below.
+        } else {
+            emit(ev);
+        }
+    }
+    if opts.restore {
+        let quarantined: Vec<&Key> = diffs
+            .iter()
+            .filter(|d| d.plan == Plan::Quarantine)
+            .map(|d| &d.key)
+            .collect();
+        for d in &diffs {
+            if d.plan == Plan::Report {
+                continue;
+            }
+            let inside_quarantined = quarantined.iter().any(|q| match (q, &d.key) {
+                (Key::Rel(q), Key::Rel(k)) => {
+                    k.starts_with(q.as_str()) && k.as_bytes().get(q.len()) == Some(&b'/')
+                }
+                _ => false,
+            });
+            if inside_quarantined {
+                continue; // moved aside with its folder
+            }
+            if let Err(e) = restore_one(state, &root, d, &mut q, &mk, emit) {
+                outcome = Outcome::Incomplete;
+                let kind = if e.is_link() {
+                    EventKind::LinkRefused
+                } else {
+                    EventKind::RestoreFailed
+                };
+                emit(
+                    mk(
+                        kind,
+                        format!("restore of {} failed: {e}", d.key.path(common).display()),
+                    )
+                    .path(d.key.path(common))
+                    .with("action", "none"),
+                );
+            }
+        }
+        // A linked worktree's `.git` file that names another git dir (one the agent made):
+        // git's own layout back, the agent's file kept aside.
+        for (index, wt) in &indexes {
+            if *index == common.join("index") {
+                continue;
+            }
+            let Some(entry) = index.parent() else {
+                continue;
+            };
+            // Only a worktree the baseline knows at that path, or one in the session's own
+            // folder: the entry's `gitdir` is the agent's to write and could name any folder.
+            let id = entry
+                .file_name()
+                .and_then(OsStr::to_str)
+                .unwrap_or_default();
+            let known = state
+                .worktrees
+                .get(id)
+                .and_then(|b| b.path.as_ref())
+                .is_some_and(|p| p == wt);
+            let in_session = state
+                .session_dir
+                .as_ref()
+                .is_some_and(|sd| wt.starts_with(sd) && wt != sd);
+            if !(known || in_session) || state.work_tree.as_ref() == Some(wt) {
+                continue;
+            }
+            if let Err(e) = restore_gitfile(wt, entry, &mut q, &mk, emit) {
+                outcome = Outcome::Incomplete;
+                emit(
+                    mk(
+                        EventKind::RestoreFailed,
+                        format!("restore of {}/.git failed: {e}", wt.display()),
+                    )
+                    .path(wt.join(".git"))
+                    .with("action", "none"),
+                );
+            }
+        }
+    }
+    outcome
+}
+
+/// Was this finding present at pin time and recorded as accepted (`pin --accept-armed`,
+/// or a finding below error level, which pin records without asking)?
+pub(super) fn accepted(state: &State, kind: &str, rule: &str, path: &Path, key: &str) -> bool {
+    state
+        .accepted
+        .iter()
+        .any(|a| a.kind == kind && a.rule == rule && a.path == path && a.key == key)
+}
+
+/// The git dirs of a snapshot, as keys relative to the common dir: `""` (the common dir),
+/// every `worktrees/<id>`, every submodule git dir (a folder below a `modules` folder that
+/// holds `HEAD` or `config`).
+pub(super) fn git_dir_bases(entries: &BTreeMap<String, Node>) -> BTreeSet<String> {
+    let mut out = BTreeSet::from([String::new()]);
+    for (k, n) in entries {
+        if let Some(id) = k.strip_prefix("worktrees/") {
+            if !id.contains('/') && n.is_dir() {
+                out.insert(k.clone());
+            }
+        }
+        let (parent, name) = split(k);
+        let in_modules = parent.starts_with("modules/") || parent.contains("/modules/");
+        if in_modules
+            && (name == "HEAD" || name == "config")
+            && !matches!(n, Node::Absent)
+            && entries.get(parent).is_some_and(Node::is_dir)
+        {
+            out.insert(parent.to_owned());
+        }
+    }
+    out
+}
+
+/// The in-progress operations of every git dir that name a program, strategy, options or
+/// signing key (`inprogress::judge`), not accepted at pin time: one finding each, the
+/// operation's folder set aside whole on restore. The owner's git then sees no operation in
+/// progress; the agent's state stays in the quarantine.
+pub(super) fn in_progress_diffs(
+    state: &State,
+    root: &Dir,
+    entries: &BTreeMap<String, Node>,
+) -> (Vec<Diff>, Vec<Problem>) {
+    let mut diffs = Vec::new();
+    let mut problems = Vec::new();
+    let to_problem = |e: &NfError| Problem {
+        path: e.path().to_path_buf(),
+        reason: e.to_string(),
+        link: e.is_link(),
+    };
+    for (base, armed) in in_progress(root, entries, &mut problems, &to_problem) {
+        for a in armed {
+            let j = |n: &str| {
+                if base.is_empty() {
+                    n.to_owned()
+                } else {
+                    format!("{base}/{n}")
+                }
+            };
+            let file = state.common_dir.join(j(&a.file));
+            if accepted(state, "sequencer", a.file.as_str(), &file, &a.key()) {
+                continue;
+            }
+            let op = j(a.op_dir);
+            let after = root
+                .walk(Path::new(if base.is_empty() { "" } else { base.as_str() }))
+                .and_then(|d| read_node(&d, OsStr::new(a.op_dir)))
+                .ok();
+            // The message starts with the operation's folder; name the file inside it.
+            let inside = a
+                .file
+                .strip_prefix(a.op_dir)
+                .map(|r| r.trim_start_matches('/'))
+                .unwrap_or(&a.file);
+            let why = match (inside.is_empty(), a.line) {
+                (true, _) => a.why.clone(),
+                (false, Some(l)) => format!("{inside}:{l}: {}", a.why),
+                (false, None) => format!("{inside}: {}", a.why),
+            };
+            diffs.push(Diff {
+                key: Key::Rel(op),
+                kind: EventKind::SequencerStateArmed,
+                change: "armed",
+                before: Node::Absent,
+                after,
+                why: Some(why),
+                plan: Plan::Quarantine,
+            });
+        }
+    }
+    (diffs, problems)
+}
+
+/// The index of every git dir of the snapshot (common dir, each `worktrees/<id>`, each
+/// submodule git dir) whose entries include a path git's `verify_path` refuses
+/// ([`crate::index_paths`]): one finding per index, the index set aside whole on restore (the
+/// owner's git then has no index there: `git status` shows every file as deleted and
+/// untracked until `git reset` rebuilds it from `HEAD`; nothing is lost, the work tree is
+/// untouched and the agent's index is kept in the quarantine).
+pub(super) fn index_path_diffs(
+    root: &Dir,
+    entries: &BTreeMap<String, Node>,
+) -> (Vec<Diff>, Vec<Problem>) {
+    const SHOWN: usize = 3;
+    let mut diffs = Vec::new();
+    let mut problems = Vec::new();
+    for base in git_dir_bases(entries) {
+        let dir = match root.walk(Path::new(if base.is_empty() { "" } else { base.as_str() })) {
+            Ok(d) => d,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => {
+                problems.push(Problem {
+                    path: e.path().to_path_buf(),
+                    reason: e.to_string(),
+                    link: e.is_link(),
+                });
+                continue;
+            }
+        };
+        let name = OsStr::new("index");
+        let bytes = match dir.stat(name).and_then(|st| match st {
+            None => Ok(None),
+            Some(_) => dir.read_bytes(name, embedded::INDEX_LIMIT).map(Some),
+        }) {
+            Ok(Some(b)) => b,
+            Ok(None) => continue,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => {
+                problems.push(Problem {
+                    path: e.path().to_path_buf(),
+                    reason: e.to_string(),
+                    link: e.is_link(),
+                });
+                continue;
+            }
+        };
+        let rel = if base.is_empty() {
+            "index".to_owned()
+        } else {
+            format!("{base}/index")
+        };
+        let bad = match crate::index_paths::bad_entries(&dir.path().join(name), &bytes) {
+            Ok(b) => b,
+            Err(why) => {
+                problems.push(Problem {
+                    path: dir.path().join(name),
+                    reason: format!("{}: {why}", dir.path().join(name).display()),
+                    link: false,
+                });
+                continue;
+            }
+        };
+        if bad.is_empty() {
+            continue;
+        }
+        let mut why: Vec<String> = bad
+            .iter()
+            .take(SHOWN)
+            .map(|b| {
+                format!(
+                    "entry {:?}: {}",
+                    String::from_utf8_lossy(&b.path),
+                    b.invalid.why()
+                )
+            })
+            .collect();
+        if bad.len() > SHOWN {
+            why.push(format!("{} more", bad.len() - SHOWN));
+        }
+        diffs.push(Diff {
+            key: Key::Rel(rel),
+            kind: EventKind::IndexEntryInvalid,
+            change: "invalid-path",
+            before: Node::Absent,
+            after: read_node(&dir, name).ok(),
+            why: Some(why.join("; ")),
+            plan: Plan::Quarantine,
+        });
+    }
+    (diffs, problems)
+}
+
+/// `inprogress::judge` over every git dir of the snapshot: `(base, findings)`.
+pub(super) fn in_progress(
+    root: &Dir,
+    entries: &BTreeMap<String, Node>,
+    problems: &mut Vec<Problem>,
+    to_problem: &dyn Fn(&NfError) -> Problem,
+) -> Vec<(String, Vec<inprogress::Armed>)> {
+    let mut out = Vec::new();
+    for base in git_dir_bases(entries) {
+        let dir = match root.walk(Path::new(&base)) {
+            Ok(d) => d,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => {
+                problems.push(to_problem(&e));
+                continue;
+            }
+        };
+        let (armed, errors) = inprogress::judge(&dir);
+        problems.extend(errors.iter().map(to_problem));
+        if !armed.is_empty() {
+            out.push((base, armed));
+        }
+    }
+    out
+}
+
+/// Every index the agent can stage into, with the work tree it stages: the main work tree's
+/// (`<common>/index`) and each linked worktree's (`worktrees/<id>/index`, its work tree as
+/// the entry's `gitdir` names it) — with a session, only the session's own worktrees (another
+/// session's work tree is not this agent's to write; its own check reads it).
+pub(super) fn index_work_trees(
+    state: &State,
+    entries: &BTreeMap<String, Node>,
+) -> Vec<(PathBuf, PathBuf)> {
+    let common = &state.common_dir;
+    let mut out = Vec::new();
+    if let Some(wt) = &state.work_tree {
+        out.push((common.join("index"), wt.clone()));
+    }
+    for (k, n) in entries {
+        let Some(id) = k.strip_prefix("worktrees/") else {
+            continue;
+        };
+        if id.contains('/') || !n.is_dir() {
+            continue;
+        }
+        if let Some(p) = gitdir_path(common, id, entries.get(&format!("{k}/gitdir"))) {
+            let own = match (&state.session_dir, state.worktrees.get(id)) {
+                (None, _) => true,
+                (Some(_), Some(b)) => b.own,
+                (Some(sd), None) => p.starts_with(sd) && &p != sd,
+            };
+            if own || state.session.is_none() {
+                out.push((common.join(k).join("index"), p));
+            }
+        }
+    }
+    out
+}
+
+/// Keys whose finding is implied by an ancestor's (a folder turned into a link or file, or a
+/// new folder moved aside as a whole).
+pub(super) fn suppressed_keys(diffs: &[Diff]) -> BTreeSet<Key> {
+    let mut out = BTreeSet::new();
+    for d in diffs {
+        let Key::Rel(k) = &d.key else { continue };
+        let parent_covers = diffs.iter().any(|p| {
+            let Key::Rel(pk) = &p.key else { return false };
+            k.starts_with(pk.as_str())
+                && k.as_bytes().get(pk.len()) == Some(&b'/')
+                && (!matches!(p.after, Some(Node::Dir { .. })) || p.plan == Plan::Quarantine)
+        });
+        if parent_covers {
+            out.insert(d.key.clone());
+        }
+    }
+    out
+}
+
+pub(super) fn event_kinds(rel: &str, change: &str) -> EventKind {
+    let name = split(rel).1;
+    if rel.starts_with("worktrees/") {
+        return if name == "config.worktree" {
+            EventKind::ConfigChanged
+        } else {
+            EventKind::WorktreeEntryChanged
+        };
+    }
+    if (rel == "hooks"
+        || rel.starts_with("hooks/")
+        || rel.contains("/hooks/")
+        || rel.ends_with("/hooks"))
+        && change != "removed"
+    {
+        return EventKind::HookPlanted;
+    }
+    if name == "config" || name == "config.worktree" {
+        return EventKind::ConfigChanged;
+    }
+    EventKind::GitDirEntryChanged
+}
+
+pub(super) fn same(rel: &str, a: &Node, b: &Node) -> bool {
+    if is_head_key(rel) && head_node_valid(a) && head_node_valid(b) {
+        return true;
+    }
+    match (a, b) {
+        (Node::Dir { .. }, Node::Dir { .. }) => true,
+        (
+            Node::File {
+                mode: m1, oid: o1, ..
+            },
+            Node::File {
+                mode: m2, oid: o2, ..
+            },
+        ) => o1 == o2 && (m1 & 0o777) == (m2 & 0o777),
+        _ => a == b,
+    }
+}
+
+pub(super) fn change_word(before: &Node, after: &Node) -> &'static str {
+    match (before, after) {
+        (Node::Absent, _) => "created",
+        (_, Node::Absent) => "removed",
+        (Node::File { oid: a, .. }, Node::File { oid: b, .. }) if a == b => "mode_changed",
+        (Node::File { .. }, Node::File { .. }) => "content_changed",
+        (Node::File { .. }, Node::Dir { .. })
+        | (Node::Dir { .. }, _)
+        | (_, Node::Link { .. })
+        | (_, Node::Special { .. })
+        | (Node::Link { .. }, _)
+        | (Node::Special { .. }, _) => "type_changed",
+    }
+}
+
+/// The keys of two sorted maps in order, each once, with its node in each (a merge join).
+pub(super) fn merged<'a>(
+    a: &'a BTreeMap<String, Node>,
+    b: &'a BTreeMap<String, Node>,
+) -> Vec<(&'a String, Option<&'a Node>, Option<&'a Node>)> {
+    let mut out = Vec::with_capacity(a.len().max(b.len()));
+    let (mut ia, mut ib) = (a.iter().peekable(), b.iter().peekable());
+    loop {
+        let step = match (ia.peek(), ib.peek()) {
+            (None, None) => break,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some((ka, _)), Some((kb, _))) => ka.cmp(kb),
+        };
+        match step {
+            std::cmp::Ordering::Less => {
+                let (k, n) = ia.next().expect("peeked");
+                out.push((k, Some(n), None));
+            }
+            std::cmp::Ordering::Greater => {
+                let (k, n) = ib.next().expect("peeked");
+                out.push((k, None, Some(n)));
+            }
+            std::cmp::Ordering::Equal => {
+                let (k, n) = ia.next().expect("peeked");
+                let (_, m) = ib.next().expect("peeked");
+                out.push((k, Some(n), Some(m)));
+            }
+        }
+    }
+    out
+}
+
+/// The id of the worktree entry a key belongs to.
+pub(super) fn worktree_id(rel: &str) -> Option<&str> {
+    rel.strip_prefix("worktrees/")
+        .map(|r| r.split('/').next().unwrap_or(r))
+}
+
+pub(super) fn compare(
+    state: &State,
+    snap: &Snapshot,
+    layout: &BTreeMap<String, WorktreeEntry>,
+    has_session: bool,
+) -> Vec<Diff> {
+    let common = &state.common_dir;
+    let sd = state.session_dir.as_deref();
+    let now_wt = worktree_baselines(common, &snap.entries, layout, sd);
+    let mut diffs = Vec::new();
+    // Which current entries are the session's own: in the baseline, by the baseline's
+    // record; new ones, by where their gitdir points now.
+    let own = |id: &str| -> bool {
+        match state.worktrees.get(id) {
+            Some(b) => b.own,
+            None => has_session && now_wt.get(id).is_some_and(|w| w.own),
+        }
+    };
+    let absent = Node::Absent;
+    // Every key of the baseline and of now, in order: one merge of the two sorted maps.
+    for (k, before, now) in merged(&state.entries, &snap.entries) {
+        if git_written_unreported(k) {
+            continue; // recorded by an older pin; git writes it on its own
+        }
+        let before: &Node = before.unwrap_or(&absent);
+        // Not recorded now: removed when its folder was listed, else hidden (a parent is not
+        // a folder, or could not be read).
+        let after: Option<&Node> = now.or_else(|| {
+            let parent = split(k).0;
+            let parent_listed =
+                parent.is_empty() || matches!(snap.entries.get(parent), Some(Node::Dir { .. }));
+            parent_listed.then_some(&absent)
+        });
+        let own_skip = worktree_id(k).is_some_and(|id| {
+            own(id) && !k.ends_with("/config.worktree") && {
+                let rest = &k[("worktrees/".len() + id.len())..];
+                let name = rest.trim_start_matches('/');
+                let top = name.split('/').next().unwrap_or("");
+                name.is_empty() || WORKTREE_FILES.contains(&top) || is_worktree_state_name(top)
+            }
+        });
+        if own_skip {
+            // The session's own entry: its files may change; its layout is checked below.
+            // Extra names (hooks/, config) are still planted.
+            continue;
+        }
+        let Some(after_n) = after else {
+            if matches!(before, Node::Absent) {
+                continue; // nothing was there; the parent's own difference says it all
+            }
+            diffs.push(Diff {
+                key: Key::Rel(k.clone()),
+                kind: event_kinds(k, "unreadable"),
+                change: "unreadable",
+                before: before.clone(),
+                after: None,
+                why: None,
+                plan: Plan::Restore,
+            });
+            continue;
+        };
+        if let Some(id) = worktree_id(k) {
+            // `worktrees/<id>` itself (not a file below it).
+            let is_entry = k.len() == "worktrees/".len() + id.len();
+            if is_entry && !state.worktrees.contains_key(id) {
+                if own(id) {
+                    continue;
+                }
+                if !same(k, before, after_n) {
+                    diffs.push(Diff {
+                        key: Key::Rel(k.clone()),
+                        kind: EventKind::WorktreeEntryPlanted,
+                        change: "created",
+                        before: before.clone(),
+                        after: Some(after_n.clone()),
+                        why: Some(format!(
+                            "new worktree entry `{id}` that is not the session's (its gitdir names {})",
+                            now_wt.get(id).and_then(|w| w.path.as_ref()).map_or("nothing".into(), |p| p.display().to_string())
+                        )),
+                        plan: Plan::Quarantine,
+                    });
+                }
+                continue;
+            }
+        }
+        if (k == "worktrees" || k == "modules")
+            && matches!(before, Node::Absent)
+            && after_n.is_dir()
+        {
+            continue;
+        }
+        if same(k, before, after_n) || tracking_only_change(k, before, after_n) {
+            continue;
+        }
+        let created_dir = matches!(before, Node::Absent) && after_n.is_dir();
+        diffs.push(Diff {
+            key: Key::Rel(k.clone()),
+            kind: event_kinds(k, change_word(before, after_n)),
+            change: change_word(before, after_n),
+            before: before.clone(),
+            after: Some(after_n.clone()),
+            why: None,
+            plan: if created_dir {
+                Plan::Quarantine
+            } else {
+                Plan::Restore
+            },
+        });
+    }
+    // Layout of every worktree entry now: problems that were not there at pin time.
+    for id in now_wt.keys() {
+        let w_problems = wt_problems(
+            layout.get(id),
+            now_wt.get(id).and_then(|w| w.path.as_deref()),
+            own(id),
+            sd,
+        );
+        let was: &[String] = state
+            .worktrees
+            .get(id)
+            .map_or(&[], |b| b.problems.as_slice());
+        let is_own = own(id);
+        let new_problems: Vec<&String> = w_problems.iter().filter(|p| !was.contains(p)).collect();
+        if new_problems.is_empty() {
+            continue;
+        }
+        if !is_own && !state.worktrees.contains_key(id) {
+            continue; // already a planted entry
+        }
+        let rel = format!("worktrees/{id}");
+        // Another session's entry: its files are restored from the baseline (diffs above);
+        // the layout finding says why. A new own entry that breaks git's layout is moved
+        // aside whole; a baseline own entry gets its protected files back.
+        let restorable_by_files = state.worktrees.contains_key(id) && !is_own;
+        let plan = if restorable_by_files {
+            Plan::Report
+        } else if !state.worktrees.contains_key(id) {
+            Plan::Quarantine
+        } else {
+            // Own baseline entry: gitdir/commondir/HEAD back from the baseline.
+            Plan::Report
+        };
+        for p in new_problems {
+            diffs.push(Diff {
+                key: Key::Rel(rel.clone()),
+                kind: EventKind::WorktreeEntryChanged,
+                change: "layout",
+                before: state.entries.get(&rel).cloned().unwrap_or(Node::Absent),
+                after: snap.entries.get(&rel).cloned(),
+                why: Some(p.clone()),
+                plan: plan.clone(),
+            });
+        }
+        if is_own && state.worktrees.contains_key(id) {
+            // Restore the files that define the linkage from the baseline.
+            for f in ["gitdir", "commondir", "HEAD"] {
+                let k = format!("{rel}/{f}");
+                let (Some(b), Some(a)) = (state.entries.get(&k), snap.entries.get(&k)) else {
+                    continue;
+                };
+                if !same(&k, b, a) {
+                    diffs.push(Diff {
+                        key: Key::Rel(k),
+                        kind: EventKind::WorktreeEntryChanged,
+                        change: change_word(b, a),
+                        before: b.clone(),
+                        after: Some(a.clone()),
+                        why: Some("the session's entry no longer matches git's layout".into()),
+                        plan: Plan::Restore,
+                    });
+                }
+            }
+        }
+    }
+    // Includes.
+    let inc_keys: BTreeSet<&PathBuf> = state.includes.keys().chain(snap.includes.keys()).collect();
+    for p in inc_keys {
+        let before = state.includes.get(p).cloned().unwrap_or(Node::Absent);
+        let Some(after) = snap.includes.get(p) else {
+            continue;
+        };
+        if same("", &before, after) {
+            continue;
+        }
+        // A target that no baseline config named is reported, not moved: the config change
+        // that names it is restored, and the file may be the agent's own work.
+        let plan = if state.includes.contains_key(p) {
+            Plan::Restore
+        } else {
+            Plan::Report
+        };
+        diffs.push(Diff {
+            key: Key::Abs(p.clone()),
+            kind: EventKind::IncludeTargetChanged,
+            change: change_word(&before, after),
+            before,
+            after: Some(after.clone()),
+            why: None,
+            plan,
+        });
+    }
+    diffs.sort_by(|a, b| a.key.cmp(&b.key));
+    diffs
+}

@@ -1,0 +1,525 @@
+//! A fast, no-follow, depth-first walk of a folder tree, for the search of nested
+//! repositories (`crate::audit`'s workspace walk, which `wt-check check` runs over every work
+//! tree the owner's git works in).
+//!
+//! Why its own walker: a work tree can hold a build folder of hundreds of thousands of
+//! entries (`target/`, `node_modules/`), ignored by git but still a place where the owner's
+//! git, run there, discovers a repository — so it cannot be skipped, and it must be cheap.
+//! Per folder: one `openat` relative to the parent's descriptor (`O_NOFOLLOW |
+//! O_DIRECTORY`: a folder swapped for a link between the listing and the open is refused,
+//! never followed), `getdents64` into a reused buffer, the names kept in one byte buffer per
+//! folder and sorted as offsets. Per entry: no system call (the kind comes from `d_type`; an
+//! `fstatat` only where the file system does not fill it) and no allocation; the path of the
+//! current entry is one buffer pushed and popped.
+//!
+//! Order and bounds are walkdir's with `sort_by_file_name`, `follow_links(false)` and
+//! `max_depth`: the root first (depth 0), then each folder's entries sorted by name bytes,
+//! a folder's contents right after it. A folder's listing is read before the folder is
+//! handed out, so [`Entry::has_child`] answers from it; a listing that fails is handed out
+//! as an error right after the folder.
+
+use nix::errno::Errno;
+use nix::fcntl::{openat, AtFlags, OFlag, AT_FDCWD};
+use nix::sys::stat::{fstatat, Mode, SFlag};
+use std::ffi::OsStr;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+const DIR_FLAGS: OFlag = OFlag::O_RDONLY
+    .union(OFlag::O_DIRECTORY)
+    .union(OFlag::O_NOFOLLOW)
+    .union(OFlag::O_CLOEXEC);
+
+const DT_UNKNOWN: u8 = 0;
+const DT_DIR: u8 = 4;
+const DT_LNK: u8 = 10;
+const DT_REG: u8 = 8;
+
+/// What an entry is, as the listing (or an `lstat` of it) says; links are never followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WalkKind {
+    Dir,
+    File,
+    Symlink,
+    /// A fifo, socket or device.
+    Other,
+}
+
+impl WalkKind {
+    pub fn is_dir(self) -> bool {
+        self == WalkKind::Dir
+    }
+    pub fn is_symlink(self) -> bool {
+        self == WalkKind::Symlink
+    }
+    fn from_dtype(t: u8) -> Option<WalkKind> {
+        match t {
+            DT_DIR => Some(WalkKind::Dir),
+            DT_REG => Some(WalkKind::File),
+            DT_LNK => Some(WalkKind::Symlink),
+            DT_UNKNOWN => None,
+            _ => Some(WalkKind::Other),
+        }
+    }
+}
+
+/// A folder that could not be opened or listed.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: cannot {op}: {source}", path.display())]
+pub struct WalkError {
+    pub path: PathBuf,
+    pub op: &'static str,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl WalkError {
+    pub fn path(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
+}
+
+/// One entry of the walk; its path borrows the walker's buffer.
+#[derive(Debug)]
+pub struct Entry<'a> {
+    path: &'a Path,
+    depth: usize,
+    kind: WalkKind,
+    /// The folder's own listing (folders only, when it was read).
+    listing: Option<&'a Listing>,
+}
+
+impl Entry<'_> {
+    pub fn path(&self) -> &Path {
+        self.path
+    }
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+    pub fn file_type(&self) -> WalkKind {
+        self.kind
+    }
+    /// The last component of the path (the whole path for a root without one).
+    pub fn file_name(&self) -> &OsStr {
+        let b = self.path.as_os_str().as_bytes();
+        match b.iter().rposition(|c| *c == b'/') {
+            Some(i) if i + 1 < b.len() => OsStr::from_bytes(&b[i + 1..]),
+            _ => self.path.as_os_str(),
+        }
+    }
+    /// Is `name` the name of this folder's child (answered from its listing)? `None` when
+    /// the entry is not a folder or its listing could not be read: the caller must look.
+    pub fn has_child(&self, name: &str) -> Option<bool> {
+        self.listing.map(|l| l.find(name.as_bytes()).is_some())
+    }
+}
+
+/// One folder's sorted listing: names in one buffer, sorted `(start, len, d_type)` slots.
+#[derive(Debug, Default)]
+pub struct Listing {
+    names: Vec<u8>,
+    slots: Vec<(u32, u16, u8)>,
+}
+
+impl Listing {
+    fn name(&self, i: usize) -> &[u8] {
+        let (s, l, _) = self.slots[i];
+        &self.names[s as usize..s as usize + l as usize]
+    }
+    fn find(&self, name: &[u8]) -> Option<usize> {
+        self.slots
+            .binary_search_by(|&(s, l, _)| {
+                self.names[s as usize..s as usize + l as usize].cmp(name)
+            })
+            .ok()
+    }
+}
+
+struct Frame {
+    fd: OwnedFd,
+    listing: Listing,
+    next: usize,
+    /// Length of the walker's path buffer for this folder.
+    path_len: usize,
+    depth: usize,
+}
+
+/// The walker. Use as `while let Some(e) = walk.next() { … walk.skip_current_dir() … }`.
+pub struct Walk {
+    root: PathBuf,
+    max_depth: usize,
+    stack: Vec<Frame>,
+    path: PathBuf,
+    buf: Vec<u8>,
+    started: bool,
+    /// The folder just handed out; `skip_current_dir` drops its frame.
+    current_frame: bool,
+    pending_error: Option<WalkError>,
+    /// Frames given up (listings dropped), reused to keep their buffers.
+    spare: Vec<Listing>,
+}
+
+impl Walk {
+    pub fn new(root: &Path, max_depth: usize) -> Walk {
+        Walk {
+            root: root.to_path_buf(),
+            max_depth,
+            stack: Vec::new(),
+            path: root.to_path_buf(),
+            buf: vec![0; 64 << 10],
+            started: false,
+            current_frame: false,
+            pending_error: None,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Do not walk the contents of the folder just handed out.
+    pub fn skip_current_dir(&mut self) {
+        if self.current_frame {
+            self.current_frame = false;
+            if let Some(f) = self.stack.pop() {
+                self.recycle(f);
+            }
+        }
+    }
+
+    fn recycle(&mut self, f: Frame) {
+        let mut l = f.listing;
+        l.names.clear();
+        l.slots.clear();
+        self.spare.push(l);
+    }
+
+    /// The next entry, or an error for a folder that could not be read.
+    #[allow(clippy::should_implement_trait)] // a lending iterator: entries borrow the walker
+    pub fn next(&mut self) -> Option<Result<Entry<'_>, WalkError>> {
+        self.current_frame = false;
+        if let Some(e) = self.pending_error.take() {
+            return Some(Err(e));
+        }
+        if !self.started {
+            self.started = true;
+            let root = self.root.clone();
+            let fd = openat(AT_FDCWD, &root, DIR_FLAGS, Mode::empty());
+            return Some(self.enter(fd, root.as_os_str().len(), 0, WalkKind::Dir));
+        }
+        loop {
+            let top = self.stack.last_mut()?;
+            if top.next >= top.listing.slots.len() {
+                let f = self.stack.pop().expect("a frame");
+                self.recycle(f);
+                continue;
+            }
+            let i = top.next;
+            top.next += 1;
+            let depth = top.depth + 1;
+            let top = self.stack.last().expect("a frame");
+            let name = top.listing.name(i);
+            let dtype = top.listing.slots[i].2;
+            // The path of the entry: the parent's, one component pushed.
+            let mut bytes = std::mem::take(&mut self.path).into_os_string().into_vec();
+            bytes.truncate(top.path_len);
+            if bytes.last() != Some(&b'/') {
+                bytes.push(b'/');
+            }
+            bytes.extend_from_slice(name);
+            self.path = PathBuf::from(std::ffi::OsString::from_vec(bytes));
+            let name = OsStr::from_bytes(name);
+            let kind = match WalkKind::from_dtype(dtype) {
+                Some(k) => k,
+                None => match fstatat(&top.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+                    Ok(st) => match SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT {
+                        SFlag::S_IFDIR => WalkKind::Dir,
+                        SFlag::S_IFREG => WalkKind::File,
+                        SFlag::S_IFLNK => WalkKind::Symlink,
+                        _ => WalkKind::Other,
+                    },
+                    // Gone since the listing: handed out as a file (no descent); the
+                    // caller's own read of it meets the error.
+                    Err(_) => WalkKind::File,
+                },
+            };
+            if kind != WalkKind::Dir || depth >= self.max_depth {
+                return Some(Ok(Entry {
+                    path: &self.path,
+                    depth,
+                    kind,
+                    listing: None,
+                }));
+            }
+            // No-follow: a folder swapped for a link since the listing is refused (ELOOP).
+            let fd = openat(&top.fd, name, DIR_FLAGS, Mode::empty());
+            let path_len = self.path.as_os_str().len();
+            return Some(self.enter(fd, path_len, depth, WalkKind::Dir));
+        }
+    }
+
+    /// Hand out the folder at `self.path`, its listing read (a frame pushed) when it opened.
+    fn enter(
+        &mut self,
+        fd: nix::Result<OwnedFd>,
+        path_len: usize,
+        depth: usize,
+        kind: WalkKind,
+    ) -> Result<Entry<'_>, WalkError> {
+        let err = |path: &Path, op, e: Errno| WalkError {
+            path: path.to_path_buf(),
+            op,
+            source: std::io::Error::from(e),
+        };
+        let listed = match fd {
+            Ok(fd) => {
+                let mut listing = self.spare.pop().unwrap_or_default();
+                match list(&fd, &mut self.buf, &mut listing) {
+                    Ok(()) => {
+                        self.stack.push(Frame {
+                            fd,
+                            listing,
+                            next: 0,
+                            path_len,
+                            depth,
+                        });
+                        true
+                    }
+                    Err(e) => {
+                        self.pending_error = Some(err(&self.path, "list", e));
+                        false
+                    }
+                }
+            }
+            // ELOOP/ENOTDIR: swapped for a link or a file since the listing.
+            Err(e) => {
+                self.pending_error = Some(err(&self.path, "open", e));
+                false
+            }
+        };
+        self.current_frame = listed;
+        Ok(Entry {
+            path: &self.path,
+            depth,
+            kind,
+            listing: if listed {
+                self.stack.last().map(|f| &f.listing)
+            } else {
+                None
+            },
+        })
+    }
+}
+
+/// Read the whole folder `fd` into `out`, sorted by name bytes, `.` and `..` left out.
+fn list(fd: &OwnedFd, buf: &mut [u8], out: &mut Listing) -> Result<(), Errno> {
+    const NAME_AT: usize = 19;
+    loop {
+        // SAFETY: `fd` is open for the whole call; the kernel writes at most `buf.len()`
+        // bytes into `buf`, which is exclusively borrowed for the call.
+        let r = unsafe {
+            nix::libc::syscall(
+                nix::libc::SYS_getdents64,
+                fd.as_raw_fd(),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+        if r < 0 {
+            match Errno::last() {
+                Errno::EINTR => continue,
+                e => return Err(e),
+            }
+        }
+        let n = usize::try_from(r).map_err(|_| Errno::EIO)?;
+        if n == 0 {
+            break;
+        }
+        let mut b = &buf[..n];
+        while !b.is_empty() {
+            let reclen = usize::from(u16::from_ne_bytes([
+                *b.get(16).ok_or(Errno::EIO)?,
+                *b.get(17).ok_or(Errno::EIO)?,
+            ]));
+            let rec = b
+                .get(..reclen)
+                .filter(|_| reclen > NAME_AT)
+                .ok_or(Errno::EIO)?;
+            let d_type = rec[NAME_AT - 1];
+            let raw = &rec[NAME_AT..];
+            let name = &raw[..raw.iter().position(|c| *c == 0).ok_or(Errno::EIO)?];
+            if name != b"." && name != b".." {
+                let start = u32::try_from(out.names.len()).map_err(|_| Errno::EOVERFLOW)?;
+                let len = u16::try_from(name.len()).map_err(|_| Errno::EOVERFLOW)?;
+                out.names.extend_from_slice(name);
+                out.slots.push((start, len, d_type));
+            }
+            b = &b[reclen..];
+        }
+    }
+    let names = &out.names;
+    out.slots.sort_unstable_by(|&(a, al, _), &(b, bl, _)| {
+        names[a as usize..a as usize + al as usize]
+            .cmp(&names[b as usize..b as usize + bl as usize])
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(root: &Path, max_depth: usize) -> Vec<(String, usize, WalkKind)> {
+        let mut w = Walk::new(root, max_depth);
+        let mut out = Vec::new();
+        while let Some(e) = w.next() {
+            let e = e.unwrap();
+            let rel = e.path().strip_prefix(root).unwrap().display().to_string();
+            out.push((rel, e.depth(), e.file_type()));
+        }
+        out
+    }
+
+    #[test]
+    fn same_order_and_kinds_as_walkdir_sorted() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        for d in ["a/b/c", "a/.git", "B", "z/y", "-x"] {
+            std::fs::create_dir_all(r.join(d)).unwrap();
+        }
+        for f in ["a/f", "a/b/c/g", "z/y/h", ".hidden", "a/.git/HEAD"] {
+            std::fs::write(r.join(f), "x").unwrap();
+        }
+        std::os::unix::fs::symlink("/etc", r.join("a/link")).unwrap();
+        nix::unistd::mkfifo(&r.join("fifo"), Mode::from_bits_truncate(0o600)).unwrap();
+        for depth in [1, 2, 3, 40] {
+            let ours = collect(r, depth);
+            let theirs: Vec<_> = walkdir::WalkDir::new(r)
+                .follow_links(false)
+                .max_depth(depth)
+                .sort_by_file_name()
+                .into_iter()
+                .map(|e| {
+                    let e = e.unwrap();
+                    let ft = e.file_type();
+                    let k = if ft.is_dir() {
+                        WalkKind::Dir
+                    } else if ft.is_symlink() {
+                        WalkKind::Symlink
+                    } else if ft.is_file() {
+                        WalkKind::File
+                    } else {
+                        WalkKind::Other
+                    };
+                    let rel = e.path().strip_prefix(r).unwrap().display().to_string();
+                    (rel, e.depth(), k)
+                })
+                .collect();
+            assert_eq!(ours, theirs, "max_depth {depth}");
+        }
+    }
+
+    #[test]
+    fn skip_and_has_child() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        std::fs::create_dir_all(r.join("a/.git/objects")).unwrap();
+        std::fs::create_dir_all(r.join("b")).unwrap();
+        std::fs::write(r.join("a/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let mut w = Walk::new(r, 40);
+        let mut seen = Vec::new();
+        while let Some(e) = w.next() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            let head = e.has_child("HEAD");
+            seen.push(name.clone());
+            if name == ".git" {
+                assert_eq!(head, Some(true));
+                w.skip_current_dir();
+            } else if name == "b" {
+                assert_eq!(head, Some(false));
+            }
+        }
+        assert!(
+            !seen.iter().any(|n| n == "objects" || n == "HEAD"),
+            "{seen:?}"
+        );
+        assert!(seen.iter().any(|n| n == "b"));
+    }
+
+    #[test]
+    fn a_folder_swapped_for_a_link_is_an_error_after_it() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path().join("r");
+        std::fs::create_dir_all(r.join("d")).unwrap();
+        // Open the root, then swap `d` for a link before it is entered.
+        let mut w = Walk::new(&r, 40);
+        let root = w.next().unwrap().unwrap();
+        assert_eq!(root.depth(), 0);
+        std::fs::remove_dir(r.join("d")).unwrap();
+        std::os::unix::fs::symlink("/", r.join("d")).unwrap();
+        // The listing said folder; the open refuses the link.
+        let d = w.next().unwrap().unwrap();
+        assert!(d.file_type().is_dir());
+        assert_eq!(d.has_child("etc"), None);
+        let e = w.next().unwrap().unwrap_err();
+        assert!(e.path.ends_with("d"), "{e}");
+        assert!(w.next().is_none());
+    }
+}
+
+/// The audit's workspace walk over this walker still finds what is planted deep in a big
+/// ignored build folder: a nested repository with a hook, and a bare-shaped folder with a
+/// program-running config.
+#[cfg(test)]
+mod audit_tests {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+
+    fn git_dir(at: &Path) {
+        std::fs::create_dir_all(at.join("objects")).unwrap();
+        std::fs::create_dir_all(at.join("refs/heads")).unwrap();
+        std::fs::write(at.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    }
+
+    #[test]
+    fn repositories_planted_in_a_large_build_folder_are_found() {
+        let t = tempfile::tempdir().unwrap();
+        let outer = std::fs::canonicalize(t.path()).unwrap().join("outer");
+        git_dir(&outer.join(".git"));
+        std::fs::write(outer.join(".git/info-exclude"), "target/\n").unwrap();
+        // 3,000 files in 60 folders around the planted ones.
+        for a in 0..60 {
+            let d = outer.join(format!("target/debug/deps/d{a}"));
+            std::fs::create_dir_all(&d).unwrap();
+            for c in 0..50 {
+                std::fs::write(d.join(format!("f{c}.o")), "").unwrap();
+            }
+        }
+        let inner = outer.join("target/debug/deps/d31/inner");
+        git_dir(&inner.join(".git"));
+        let hook = inner.join(".git/hooks/pre-commit");
+        std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+        std::fs::write(&hook, "#!/bin/sh\ntouch /tmp/pwned\n").unwrap();
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bare = outer.join("target/debug/deps/d59/zz/bare");
+        git_dir(&bare);
+        std::fs::write(bare.join("config"), "[core]\n\tfsmonitor = /tmp/evil\n").unwrap();
+        let report = crate::audit::audit(std::slice::from_ref(&outer));
+        let armed = |p: &Path| {
+            report
+                .findings
+                .iter()
+                .any(|f| f.path.starts_with(p) && f.level > crate::catalogue::Severity::Note)
+        };
+        assert!(armed(&inner), "{:#?}", report.findings);
+        assert!(armed(&bare), "{:#?}", report.findings);
+        assert!(
+            !report
+                .findings
+                .iter()
+                .any(|f| f.rule == crate::audit::rules::INCOMPLETE.id),
+            "{:#?}",
+            report.findings
+        );
+    }
+}
