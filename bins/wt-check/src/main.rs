@@ -57,25 +57,55 @@ struct Cli {
     cmd: Option<Cmd>,
 }
 
+/// The arguments every end-of-turn hook takes.
+#[derive(clap::Args)]
+struct TurnHookArgs {
+    /// The state file `pin` wrote.
+    #[arg(long, value_name = "FILE")]
+    state: PathBuf,
+    /// The session whose worktrees may change (default: the one pinned).
+    #[arg(long, value_name = "NAME")]
+    session: Option<String>,
+    /// Append every event to this file.
+    #[arg(long, value_name = "FILE")]
+    audit_log: Option<PathBuf>,
+    /// Skip the commit scan.
+    #[arg(long)]
+    no_scan: bool,
+    /// The repository (default: the one named in the state file).
+    repo: Option<PathBuf>,
+}
+
 #[derive(Subcommand)]
 enum HookKind {
     /// Claude Code `Stop` hook: check --restore and the commit scan; answers with the JSON
     /// Claude Code reads (`decision`/`reason` for the agent, `systemMessage` for the owner).
-    ClaudeStop {
-        /// The state file `pin` wrote.
+    #[command(after_long_help = HOOK_EXAMPLES)]
+    ClaudeStop(TurnHookArgs),
+    /// Codex CLI `Stop` hook (hooks.json): the same check, answered in Codex's Stop hook
+    /// JSON (`decision: "block"` + `reason` becomes the agent's continuation prompt).
+    #[command(after_long_help = CODEX_EXAMPLES)]
+    CodexStop(TurnHookArgs),
+    /// Gemini CLI `AfterAgent` hook: the same check, answered in Gemini's JSON
+    /// (`decision: "deny"` + `reason` is sent to the agent as a new prompt).
+    #[command(after_long_help = GEMINI_EXAMPLES)]
+    GeminiAfterAgent(TurnHookArgs),
+    /// `SessionStart` hook of any of the three CLIs: pin on `source: "startup"` only; on
+    /// resume, clear or compact it keeps the existing baseline (re-pinning mid-session would
+    /// take the agent's changes as the baseline), and stops the session when there is none.
+    #[command(after_long_help = SESSION_START_EXAMPLES)]
+    SessionStart {
+        /// The state file to write (outside the repository, its git dir and work trees).
         #[arg(long, value_name = "FILE")]
         state: PathBuf,
-        /// The session whose worktrees may change (default: the one pinned).
+        /// The session whose worktrees (`<repo>-worktrees/<session>/`) may change.
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
-        /// Append every event to this file.
-        #[arg(long, value_name = "FILE")]
-        audit_log: Option<PathBuf>,
-        /// Skip the commit scan.
-        #[arg(long)]
-        no_scan: bool,
-        /// The repository (default: the one named in the state file).
-        repo: Option<PathBuf>,
+        /// The session's worktree folder, if not `<repo>-worktrees/<session>/`.
+        #[arg(long, value_name = "DIR")]
+        worktree_dir: Option<PathBuf>,
+        /// A work tree, linked worktree or bare git dir.
+        repo: PathBuf,
     },
 }
 
@@ -84,7 +114,40 @@ EXAMPLES:
   # .claude/settings.json (owner's user settings, not the project's):
   # {\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\",
   #   \"command\": \"wt-check hook claude-stop --state ~/.local/state/gitward/proj.json --audit-log ~/.local/state/gitward/audit.jsonl\"}]}]}}
-  echo '{\"hook_event_name\":\"Stop\",\"stop_hook_active\":false}' | wt-check hook claude-stop --state s.json";
+  echo '{\"hook_event_name\":\"Stop\",\"stop_hook_active\":false}' | wt-check hook claude-stop --state s.json
+
+EXIT STATUS:
+  0 the answer is on stdout (the decision is in the JSON) · 120 bad arguments";
+
+const CODEX_EXAMPLES: &str = "\
+EXAMPLES:
+  # ~/.codex/hooks.json (the owner's, not the repository's .codex/):
+  # {\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\",
+  #   \"command\": \"wt-check hook codex-stop --state ~/.local/state/gitward/proj.json\", \"timeout\": 60}]}]}}
+  echo '{\"hook_event_name\":\"Stop\",\"turn_id\":\"1\",\"stop_hook_active\":false}' | wt-check hook codex-stop --state s.json
+
+EXIT STATUS:
+  0 the answer is on stdout (the decision is in the JSON) · 120 bad arguments";
+
+const GEMINI_EXAMPLES: &str = "\
+EXAMPLES:
+  # ~/.gemini/settings.json (the owner's, not the project's .gemini/):
+  # {\"hooks\": {\"AfterAgent\": [{\"hooks\": [{\"type\": \"command\",
+  #   \"command\": \"wt-check hook gemini-after-agent --state ~/.local/state/gitward/proj.json\", \"timeout\": 60000}]}]}}
+  echo '{\"hook_event_name\":\"AfterAgent\",\"stop_hook_active\":false}' | wt-check hook gemini-after-agent --state s.json
+
+EXIT STATUS:
+  0 the answer is on stdout (the decision is in the JSON) · 120 bad arguments";
+
+const SESSION_START_EXAMPLES: &str = "\
+EXAMPLES:
+  # Claude Code / Codex CLI: give the hook group \"matcher\": \"startup\" as well.
+  # {\"hooks\": {\"SessionStart\": [{\"matcher\": \"startup\", \"hooks\": [{\"type\": \"command\",
+  #   \"command\": \"wt-check hook session-start --state ~/.local/state/gitward/proj.json ~/src/proj\"}]}]}}
+  echo '{\"hook_event_name\":\"SessionStart\",\"source\":\"startup\"}' | wt-check hook session-start --state s.json ~/src/proj
+
+EXIT STATUS:
+  0 the answer is on stdout (pinned, kept, or continue:false with the reason) · 120 bad arguments";
 
 const PLAN_EXAMPLES: &str = "\
 EXAMPLES:
@@ -281,37 +344,53 @@ fn main() -> std::process::ExitCode {
             network,
             format,
         }),
-        Cmd::Hook {
-            kind:
-                HookKind::ClaudeStop {
-                    state,
-                    session,
-                    audit_log,
-                    no_scan,
-                    repo,
-                },
-        } => {
-            use std::io::{Read, Write};
+        Cmd::Hook { kind } => {
+            use gitward::integrity::hook::{self, Agent};
+            use std::io::Read;
             let mut input = String::new();
             if std::io::stdin().read_to_string(&mut input).is_err() {
                 input.clear();
             }
-            let given = repo.is_some();
-            let ans = gitward::integrity::claude::claude_stop(
-                &input,
-                &CheckArgs {
-                    repo: repo.unwrap_or_default(),
+            let (agent, h) = match kind {
+                HookKind::ClaudeStop(h) => (Agent::Claude, h),
+                HookKind::CodexStop(h) => (Agent::Codex, h),
+                HookKind::GeminiAfterAgent(h) => (Agent::Gemini, h),
+                HookKind::SessionStart {
                     state,
                     session,
+                    worktree_dir,
+                    repo,
+                } => {
+                    let ans = hook::session_start(
+                        &input,
+                        &PinArgs {
+                            repo,
+                            state,
+                            session,
+                            worktree_dir,
+                            accept_armed: false,
+                            format: gitward::cli::Format::Json,
+                        },
+                    );
+                    return hook_answer(ans);
+                }
+            };
+            let given = h.repo.is_some();
+            let ans = hook::end_of_turn(
+                agent,
+                &input,
+                &CheckArgs {
+                    repo: h.repo.unwrap_or_default(),
+                    state: h.state,
+                    session: h.session,
                     restore: true,
-                    audit_log,
-                    scan: !no_scan,
+                    audit_log: h.audit_log,
+                    scan: !h.no_scan,
                     format: gitward::cli::Format::Json,
                 },
                 given,
             );
-            let _ = std::io::stdout().write_all(ans.stdout.as_bytes());
-            return std::process::ExitCode::from(ans.code);
+            return hook_answer(ans);
         }
         Cmd::Audit {
             format,
@@ -328,4 +407,22 @@ fn main() -> std::process::ExitCode {
         ),
     };
     code.into()
+}
+
+/// Print a hook's answer. When stdout cannot take it, the CLI would read silence as a clean
+/// turn: say so on stderr and exit 2 (every CLI treats a non-zero exit as a hook failure, and
+/// Codex and Gemini CLI read 2 as a block with stderr as the reason).
+fn hook_answer(ans: gitward::integrity::hook::Answer) -> std::process::ExitCode {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out
+        .write_all(ans.stdout.as_bytes())
+        .and_then(|()| out.flush())
+    {
+        Ok(()) => std::process::ExitCode::from(ans.code),
+        Err(e) => {
+            eprintln!("wt-check: cannot write the hook's answer to standard output: {e}; the git folder's state after this turn is not confirmed");
+            gitward::exit::INCOMPLETE.into()
+        }
+    }
 }

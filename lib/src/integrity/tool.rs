@@ -37,8 +37,9 @@ fn fail(e: &IntegrityError) -> Code {
     crate::exit::INCOMPLETE
 }
 
-/// Pin: write the state file; print a summary.
-pub fn pin(a: &PinArgs) -> Code {
+/// Pin without printing: locate the repository, take the ref snapshot, write the state file.
+/// Shared by `wt-check pin` and the session-start hook.
+pub fn pin_state(a: &PinArgs) -> Result<super::Pinned, IntegrityError> {
     let opts = Options {
         repo: a.repo.clone(),
         state: a.state.clone(),
@@ -47,21 +48,18 @@ pub fn pin(a: &PinArgs) -> Code {
         restore: false,
         accept_armed: a.accept_armed,
     };
-    let loc = match super::locate(&a.repo) {
-        Ok(l) => l,
-        Err(e) => return fail(&e),
-    };
-    let refs = match super::scanlink::snapshot(&loc.common_dir) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!(
-                "wt-check: {}: cannot take the ref snapshot: {e}",
-                a.repo.display()
-            );
-            return crate::exit::INCOMPLETE;
-        }
-    };
-    match super::pin(&opts, refs) {
+    let loc = super::locate(&a.repo)?;
+    let refs =
+        super::scanlink::snapshot(&loc.common_dir).map_err(|e| IntegrityError::Unreadable {
+            path: a.repo.clone(),
+            reason: format!("cannot take the ref snapshot: {e}"),
+        })?;
+    super::pin(&opts, refs)
+}
+
+/// Pin: write the state file; print a summary.
+pub fn pin(a: &PinArgs) -> Code {
+    match pin_state(a) {
         Ok(p) => {
             let own = p.state.worktrees.values().filter(|w| w.own).count();
             let summary = serde_json::json!({
