@@ -55,33 +55,50 @@ fn main() -> ExitCode {
     if !name.starts_with("git-shim") {
         return shim::run(rest);
     }
-    let cli: Cli = gitward::cli::parse_or_exit();
+    let cli: Cli = gitward::cli::parse_or_exit(exit::SETUP);
     if let Some(what) = cli.generate {
         return gitward::cli::print_generated(Cli::command(), what, gitward::exit::SETUP);
     }
     let Some(dir) = cli.install else {
-        let _ = Cli::command().print_help();
-        return exit::USAGE.into();
+        return gitward::cli::usage_help(Cli::command()).into();
     };
     match shim::install(&dir, cli.policy.as_deref()) {
         Ok(done) => {
-            match cli.format {
-                Format::Json => println!("{}", serde_json::to_string(&done).unwrap_or_default()),
+            let text = match cli.format {
+                Format::Json => format!("{}\n", serde_json::to_string(&done).unwrap_or_default()),
                 Format::Human => {
-                    println!("installed {}", done.shim.display());
+                    let mut t = format!("installed {}\n", done.shim.display());
                     if let Some(p) = &done.pinned_policy {
-                        println!("pinned policy {}", p.display());
+                        t.push_str(&format!("pinned policy {}\n", p.display()));
                     }
                     if let Some(g) = &done.real_git {
-                        println!("real git {}", g.display());
+                        t.push_str(&format!("real git {}\n", g.display()));
                     }
+                    t
                 }
+            };
+            match gitward::cli::print("git-shim", &text, exit::SETUP) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(c) => c.into(),
             }
-            ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("git-shim: {e}");
             exit::SETUP.into()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every option and subcommand has help text (`--help` and the man pages show no bare option).
+    #[test]
+    fn every_option_has_help() {
+        assert_eq!(
+            gitward::cli::undocumented(&Cli::command()),
+            Vec::<String>::new()
+        );
     }
 }

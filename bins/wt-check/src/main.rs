@@ -26,6 +26,38 @@ EXIT STATUS:
   0 nothing found · 1 findings (restored or not; pin: already armed) · 2 cannot check (never reads as clean)
   120 bad arguments";
 
+const PIN_EXAMPLES: &str = "\
+EXAMPLES:
+  # At sandbox build (host side): record the baseline outside the repository.
+  wt-check pin --state ~/.local/state/gitward/s1.json --session s1 ~/src/proj
+
+  # A bare repository, the session's worktrees elsewhere; a JSON summary.
+  wt-check pin --state /var/lib/gitward/s1.json --session s1 --worktree-dir /work/s1 --format json /srv/proj.git
+
+EXIT STATUS:
+  0 state file written · 1 already armed (nothing written; what is armed is listed)
+  2 cannot pin (state file placement, an unreadable entry) · 120 bad arguments";
+
+const CHECK_EXAMPLES: &str = "\
+EXAMPLES:
+  # At every turn's end: report and put everything back; events go to stdout.
+  wt-check check --state ~/.local/state/gitward/s1.json --restore ~/src/proj
+
+  # Report only, one line per event, also appended to the orchestrator's log.
+  wt-check check --state s1.json --format human --audit-log audit.jsonl ~/src/proj
+
+EXIT STATUS:
+  0 nothing found · 1 findings (restored or not) · 2 cannot check (never reads as clean)
+  120 bad arguments";
+
+const SCAN_EXAMPLES: &str = "\
+EXAMPLES:
+  # The commit scan alone: commits reachable now and not at pin time, refs rewritten.
+  wt-check scan --state ~/.local/state/gitward/s1.json ~/src/proj
+
+EXIT STATUS:
+  0 nothing flagged · 1 flagged commits or rewritten refs · 2 cannot scan · 120 bad arguments";
+
 const AUDIT_EXAMPLES: &str = "\
 EXAMPLES:
   # Any repository or workspace, no pinned state needed.
@@ -37,6 +69,9 @@ EXAMPLES:
   # Accept what is there today; later runs report only what is new.
   wt-check audit --format json . > .gitward-baseline.json
   wt-check audit --baseline .gitward-baseline.json --fail-on error .
+
+  # A large workspace: leave out folders that hold no repositories.
+  wt-check audit --exclude build --exclude 'web/dist' ~/src
 
 EXIT STATUS:
   0 nothing at --fail-on or above (default: warning) · 1 findings · 2 some part could not be read
@@ -119,6 +154,20 @@ EXAMPLES:
 EXIT STATUS:
   0 the answer is on stdout (the decision is in the JSON) · 120 bad arguments";
 
+const HOOKS_EXAMPLES: &str = "\
+EXAMPLES:
+  # End of turn: Claude Code Stop, Codex CLI Stop, Gemini CLI AfterAgent (docs/integration.md).
+  wt-check hook claude-stop --state ~/.local/state/gitward/proj.json < stop.json
+  wt-check hook codex-stop --state ~/.local/state/gitward/proj.json < stop.json
+  wt-check hook gemini-after-agent --state ~/.local/state/gitward/proj.json < after-agent.json
+
+  # Session start (any of the three): pins on source \"startup\" only.
+  wt-check hook session-start --state ~/.local/state/gitward/proj.json ~/src/proj < start.json
+
+EXIT STATUS:
+  0 the answer is on stdout (the decision is in the JSON) · 2 it could not be written
+  120 bad arguments";
+
 const CODEX_EXAMPLES: &str = "\
 EXAMPLES:
   # ~/.codex/hooks.json (the owner's, not the repository's .codex/):
@@ -165,7 +214,7 @@ EXIT STATUS:
 #[derive(Subcommand)]
 enum Cmd {
     /// Record the baseline of every protected git-folder entry and the refs.
-    #[command(after_long_help = EXAMPLES)]
+    #[command(after_long_help = PIN_EXAMPLES)]
     Pin {
         /// The state file to write (outside the repository, its git dir and work trees).
         #[arg(long, value_name = "FILE")]
@@ -189,7 +238,7 @@ enum Cmd {
         repo: PathBuf,
     },
     /// Compare with the baseline (events, one JSON object per line); optionally restore.
-    #[command(after_long_help = EXAMPLES)]
+    #[command(after_long_help = CHECK_EXAMPLES)]
     Check {
         /// The state file `pin` wrote.
         #[arg(long, value_name = "FILE")]
@@ -213,7 +262,7 @@ enum Cmd {
         repo: PathBuf,
     },
     /// The commit scan alone: commits reachable now and not at pin time, refs rewritten.
-    #[command(after_long_help = EXAMPLES)]
+    #[command(after_long_help = SCAN_EXAMPLES)]
     Scan {
         /// The state file `pin` wrote.
         #[arg(long, value_name = "FILE")]
@@ -243,13 +292,16 @@ enum Cmd {
         /// The sandbox keeps the network (database sockets stay reachable).
         #[arg(long)]
         network: bool,
+        /// `json` (the plan), `bwrap` (bubblewrap arguments, one per line), `srt` (a
+        /// sandbox-runtime settings fragment) or `seatbelt` (an SBPL fragment).
         #[arg(long, value_enum, default_value_t = gitward::plan::PlanFormat::Json)]
         format: gitward::plan::PlanFormat,
         /// A work tree, linked worktree or bare git dir.
         repo: PathBuf,
     },
-    /// Run as an agent's end-of-turn hook (reads the hook's JSON on stdin).
-    #[command(after_long_help = HOOK_EXAMPLES)]
+    /// Run as an agent CLI's hook: end of turn (check and restore) or session start (pin);
+    /// reads the hook's JSON on stdin.
+    #[command(after_long_help = HOOKS_EXAMPLES)]
     Hook {
         #[command(subcommand)]
         kind: HookKind,
@@ -267,6 +319,16 @@ enum Cmd {
         /// The lowest level that makes the exit status 1 (`note` counts every finding).
         #[arg(long, value_enum, value_name = "LEVEL", default_value_t = audit::baseline::FailOn::Warning)]
         fail_on: audit::baseline::FailOn,
+        /// Do not walk folders matching GLOB: a path relative to the audited path
+        /// (`web/dist`), or, without a `/`, a folder name at any depth (`build`, `*.cache`).
+        /// Repeatable. Excluded folders are listed in the report.
+        #[arg(long, value_name = "GLOB", value_parser = parse_glob)]
+        exclude: Vec<gitward::settings::glob::Glob>,
+        /// Also walk dependency folders (node_modules, folders tagged CACHEDIR.TAG such as
+        /// Cargo's target/, Python virtualenvs, …), which are skipped by default when no
+        /// repository sits at their top level.
+        #[arg(long)]
+        walk_all: bool,
         /// Repositories, workspace folders or bare git dirs.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -274,13 +336,12 @@ enum Cmd {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli: Cli = gitward::cli::parse_or_exit();
+    let cli: Cli = gitward::cli::parse_or_exit(gitward::exit::INCOMPLETE);
     if let Some(g) = cli.generate {
         return gitward::cli::print_generated(Cli::command(), g, gitward::exit::INCOMPLETE);
     }
     let Some(cmd) = cli.cmd else {
-        let _ = Cli::command().print_help();
-        return gitward::exit::USAGE.into();
+        return gitward::cli::usage_help(Cli::command()).into();
     };
     let code = match cmd {
         Cmd::Pin {
@@ -396,6 +457,8 @@ fn main() -> std::process::ExitCode {
             format,
             baseline,
             fail_on,
+            exclude,
+            walk_all,
             paths,
         } => audit::run_with(
             &paths,
@@ -403,26 +466,70 @@ fn main() -> std::process::ExitCode {
                 format,
                 baseline,
                 fail_on,
+                walk: audit::Walk {
+                    exclude,
+                    skip_dependencies: !walk_all,
+                },
             },
         ),
     };
     code.into()
 }
 
+/// `--exclude GLOB`: compiled here so a bad pattern is a usage error naming it.
+fn parse_glob(s: &str) -> Result<gitward::settings::glob::Glob, String> {
+    gitward::settings::glob::Glob::new(s)
+}
+
 /// Print a hook's answer. When stdout cannot take it, the CLI would read silence as a clean
 /// turn: say so on stderr and exit 2 (every CLI treats a non-zero exit as a hook failure, and
 /// Codex and Gemini CLI read 2 as a block with stderr as the reason).
 fn hook_answer(ans: gitward::integrity::hook::Answer) -> std::process::ExitCode {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out
-        .write_all(ans.stdout.as_bytes())
-        .and_then(|()| out.flush())
-    {
+    match gitward::cli::print("wt-check", &ans.stdout, gitward::exit::INCOMPLETE) {
         Ok(()) => std::process::ExitCode::from(ans.code),
-        Err(e) => {
-            eprintln!("wt-check: cannot write the hook's answer to standard output: {e}; the git folder's state after this turn is not confirmed");
-            gitward::exit::INCOMPLETE.into()
+        Err(code) => code.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every option and subcommand has help text (`--help` and the man pages show no bare option).
+    #[test]
+    fn every_option_has_help() {
+        assert_eq!(
+            gitward::cli::undocumented(&Cli::command()),
+            Vec::<String>::new()
+        );
+    }
+
+    /// Each subcommand's `--help` shows its own examples: every `wt-check <sub>` command in
+    /// them (comments aside) is that subcommand.
+    #[test]
+    fn each_subcommand_shows_its_own_examples() {
+        let cmd = Cli::command();
+        let mut subs: Vec<(String, clap::Command)> = Vec::new();
+        for s in cmd.get_subcommands() {
+            subs.push((s.get_name().to_owned(), s.clone()));
+            for h in s.get_subcommands() {
+                subs.push((format!("{} {}", s.get_name(), h.get_name()), h.clone()));
+            }
+        }
+        for (name, s) in subs {
+            let Some(text) = s.get_after_long_help() else {
+                panic!("wt-check {name} has no examples");
+            };
+            let text = text.to_string();
+            for line in text.lines().filter(|l| !l.trim_start().starts_with('#')) {
+                for (i, _) in line.match_indices("wt-check ") {
+                    let rest = &line[i + "wt-check ".len()..];
+                    assert!(
+                        rest.starts_with(&name),
+                        "wt-check {name} --help shows another command: {line}"
+                    );
+                }
+            }
         }
     }
 }
