@@ -492,7 +492,12 @@ fn walk_workspace(r: &mut Report, root: &Path, walk: &Walk) {
                 root,
                 None,
                 format!(
-                    "more than {WALK_LIMIT} entries; walk stopped (leave out folders that hold no repositories with --exclude GLOB, e.g. --exclude build; dependency folders such as node_modules are left out unless --walk-all)"
+                    "more than {WALK_LIMIT} entries; walk stopped (leave out folders that hold no repositories with --exclude GLOB, e.g. --exclude build{})",
+                    if walk.skip_dependencies {
+                        "; dependency folders such as node_modules are already left out"
+                    } else {
+                        "; without --walk-all, dependency folders such as node_modules are left out"
+                    }
                 ),
             );
             return;
