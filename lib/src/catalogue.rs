@@ -1891,3 +1891,33 @@ pub struct HiddenFolder {
 /// Folders shared by every process of the host where a planted `.git` would be discovered
 /// by host tools started below them; the plan puts a read-only placeholder there.
 pub static SHARED_DISCOVERY_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
+
+/// Folders `wt-check audit` does not walk by default (`--walk-all` walks them): package and
+/// build output that can hold hundreds of thousands of entries and, as installed, no
+/// repository. A folder is also one when it carries a Cache Directory Tagging `CACHEDIR.TAG`
+/// (Cargo's `target/`, and other caches) or a Python virtualenv's `pyvenv.cfg`. Such a folder
+/// is still walked when a repository sits at its top level (`node_modules/<pkg>/.git`), and
+/// every one skipped is listed in the report. The turn-end check (`wt-check check`) never
+/// skips them: an agent can name a folder `node_modules`.
+pub static DEPENDENCY_FOLDERS: &[&str] = &[
+    "node_modules",
+    "bower_components",
+    "__pycache__",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".gradle",
+    ".terraform",
+];
+/// Files whose presence marks a folder as a cache or an environment (see
+/// [`DEPENDENCY_FOLDERS`]), with the first bytes they must start with (`None`: any).
+pub static DEPENDENCY_MARKERS: &[(&str, Option<&[u8]>)] = &[
+    // https://bford.info/cachedir/
+    (
+        "CACHEDIR.TAG",
+        Some(b"Signature: 8a477f597d28d172789f06886806bc55"),
+    ),
+    ("pyvenv.cfg", None),
+];

@@ -14,10 +14,15 @@ pub enum Generate {
     /// Every man page, the tool's and one per subcommand (`wt-check-pin.1`, …), written as
     /// files into the current folder; their names go to standard output.
     ManPages,
+    /// A bash completion script.
     Bash,
+    /// A zsh completion script.
     Zsh,
+    /// A fish completion script.
     Fish,
+    /// An elvish completion script.
     Elvish,
+    /// A PowerShell completion script.
     Powershell,
 }
 
@@ -71,19 +76,49 @@ pub fn man_pages(cmd: clap::Command, dir: &Path) -> std::io::Result<Vec<PathBuf>
 /// Parse the command line, or exit the way every gitward binary does: `--help` and
 /// `--version` print to stdout and exit 0; bad arguments print clap's message and exit 120
 /// ([`crate::exit::USAGE`]), never clap's default 2 (which is "incomplete" for the checkers).
-pub fn parse_or_exit<T: clap::Parser>() -> T {
+/// When the help cannot be written (a full disk), one line on stderr and `on_stdout_error`,
+/// the tool's code for "cannot write to standard output" (see [`print`]).
+pub fn parse_or_exit<T: clap::Parser>(on_stdout_error: crate::exit::Code) -> T {
     match T::try_parse() {
         Ok(t) => t,
         Err(e) => {
-            let code = if e.use_stderr() {
-                crate::exit::USAGE.code
-            } else {
-                0
-            };
+            if !e.use_stderr() {
+                // --help, --version: the text goes to stdout and must arrive.
+                let text = e.render().to_string();
+                let name = T::command().get_name().to_owned();
+                let code = match print(&name, &text, on_stdout_error) {
+                    Ok(()) => 0,
+                    Err(c) => c.code,
+                };
+                std::process::exit(i32::from(code));
+            }
             let _ = e.print();
-            std::process::exit(i32::from(code));
+            std::process::exit(i32::from(crate::exit::USAGE.code));
         }
     }
+}
+
+/// The one way a gitward binary writes to standard output: all of `text`, then a flush. A
+/// write error (a full disk, a closed pipe) is never a panic and never silent: it prints one
+/// line on stderr, `<tool>: cannot write to standard output: <error>`, and returns
+/// `on_error`, the tool's documented code for it (docs/exit-codes.md: 2 for the checkers —
+/// the result did not reach the caller, so it never reads as clean — and 124 for safe-git,
+/// git-shim and agent-shell).
+pub fn print(tool: &str, text: &str, on_error: crate::exit::Code) -> Result<(), crate::exit::Code> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            eprintln!("{tool}: cannot write to standard output: {e}");
+            Err(on_error)
+        }
+    }
+}
+
+/// Print the help of `cmd` on stderr (a missing subcommand is a usage error, not output).
+pub fn usage_help(mut cmd: clap::Command) -> crate::exit::Code {
+    eprint!("{}", cmd.render_help());
+    crate::exit::USAGE
 }
 
 /// `--generate`: write the man page or completion script of `cmd` to standard output.
@@ -95,13 +130,52 @@ pub fn print_generated(
     on_error: crate::exit::Code,
 ) -> std::process::ExitCode {
     let name = cmd.get_name().to_owned();
-    match generate(cmd, what, &mut std::io::stdout().lock()) {
+    let mut out = std::io::stdout().lock();
+    match generate(cmd, what, &mut out).and_then(|()| out.flush()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{name}: cannot write to standard output: {e}");
             on_error.into()
         }
     }
+}
+
+/// Every option, positional and subcommand of `cmd` (and of its subcommands) that has no
+/// help text, as `tool sub --option`: what each binary's test requires to be empty, so that
+/// `--help` and the man pages never show a bare option.
+pub fn undocumented(cmd: &clap::Command) -> Vec<String> {
+    fn walk(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for a in cmd.get_arguments() {
+            let id = a.get_id().as_str();
+            if a.is_hide_set() || id == "help" || id == "version" {
+                continue;
+            }
+            let empty = a.get_help().is_none_or(|h| h.to_string().trim().is_empty());
+            if empty {
+                let name = a
+                    .get_long()
+                    .map(|l| format!("--{l}"))
+                    .or_else(|| a.get_short().map(|c| format!("-{c}")))
+                    .unwrap_or_else(|| format!("<{id}>"));
+                out.push(format!("{path} {name}"));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            if sub.is_hide_set() || sub.get_name() == "help" {
+                continue;
+            }
+            let p = format!("{path} {}", sub.get_name());
+            if sub.get_about().is_none() {
+                out.push(p.clone());
+            }
+            walk(sub, &p, out);
+        }
+    }
+    let mut cmd = cmd.clone();
+    cmd.build();
+    let mut out = Vec::new();
+    walk(&cmd, cmd.get_name(), &mut out);
+    out
 }
 
 /// Output formats for data.

@@ -1162,9 +1162,8 @@ pub fn run_tool(args: &ToolArgs) -> crate::exit::Code {
             s
         }
     };
-    use std::io::Write;
-    if std::io::stdout().write_all(out.as_bytes()).is_err() {
-        return crate::exit::INCOMPLETE;
+    match crate::cli::print("wt-check", &out, crate::exit::INCOMPLETE) {
+        Ok(()) => crate::exit::CLEAN,
+        Err(code) => code,
     }
-    crate::exit::CLEAN
 }

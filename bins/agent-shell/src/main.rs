@@ -29,8 +29,7 @@ struct Cli {
     #[arg(
         value_name = "ARGS",
         trailing_var_arg = true,
-        allow_hyphen_values = true,
-        requires = "command"
+        allow_hyphen_values = true
     )]
     args: Vec<OsString>,
     /// Run the command inside a sandbox built from the repository's plan (made afresh for
@@ -56,11 +55,34 @@ EXIT STATUS:
     (a layout the plan cannot vouch for), a planned path that cannot be bound";
 
 fn main() -> ExitCode {
-    let cli: Cli = gitward::cli::parse_or_exit();
+    let cli: Cli = gitward::cli::parse_or_exit(exit::SETUP);
     if let Some(what) = cli.generate {
         return gitward::cli::print_generated(Cli::command(), what, gitward::exit::SETUP);
     }
     let _ = cli.login;
+    // ARGS take anything after CMD, as bash's do (`-c CMD -x` sets $0 to `-x`); so a
+    // mistyped option before `-c` lands in ARGS too. Say what it is, not that `-c` is missing.
+    if cli.command.is_none() {
+        if let Some(first) = cli.args.first() {
+            let mut cmd = Cli::command();
+            let e = if first.to_string_lossy().starts_with('-') {
+                cmd.error(
+                    clap::error::ErrorKind::UnknownArgument,
+                    format!("unexpected argument '{}' found", first.to_string_lossy()),
+                )
+            } else {
+                cmd.error(
+                    clap::error::ErrorKind::MissingRequiredArgument,
+                    format!(
+                        "ARGS ('{}' …) are positional parameters for -c CMD, and -c is not given",
+                        first.to_string_lossy()
+                    ),
+                )
+            };
+            let _ = e.print();
+            return exit::USAGE.into();
+        }
+    }
     let req = shell::Request {
         policy: cli.policy,
         command: cli.command,
@@ -74,5 +96,19 @@ fn main() -> ExitCode {
             eprintln!("agent-shell: {e}");
             exit::SETUP.into()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every option and subcommand has help text (`--help` and the man pages show no bare option).
+    #[test]
+    fn every_option_has_help() {
+        assert_eq!(
+            gitward::cli::undocumented(&Cli::command()),
+            Vec::<String>::new()
+        );
     }
 }

@@ -7,7 +7,8 @@
 //! overflow is a plain `SIGSEGV`, and a write to a closed pipe ends the process like git's own.
 //! The arguments still come from std (glibc hands them to its init hook).
 
-#![no_main]
+// The test harness brings its own `main`; the unit tests below never start the shim.
+#![cfg_attr(not(test), no_main)]
 
 use clap::{CommandFactory, Parser};
 use gitward::cli::{Format, Generate};
@@ -53,6 +54,7 @@ EXIT STATUS:
     124 setup: no policy, bad policy, no real git";
 
 /// The C entry point (see the module comment). `std::process::exit` flushes standard output.
+#[cfg(not(test))]
 #[no_mangle]
 pub extern "C" fn main(
     _argc: std::ffi::c_int,
@@ -62,6 +64,7 @@ pub extern "C" fn main(
 }
 
 /// The exit status.
+#[cfg_attr(test, allow(dead_code))]
 fn shim_main() -> u8 {
     let mut args = std::env::args_os();
     let argv0 = args.next().unwrap_or_default();
@@ -73,7 +76,7 @@ fn shim_main() -> u8 {
     if !name.starts_with("git-shim") {
         return shim::run(rest);
     }
-    let cli: Cli = gitward::cli::parse_or_exit();
+    let cli: Cli = gitward::cli::parse_or_exit(exit::SETUP);
     if let Some(what) = cli.generate {
         let done = gitward::cli::print_generated(Cli::command(), what, exit::SETUP);
         return if done == ExitCode::SUCCESS {
@@ -83,28 +86,45 @@ fn shim_main() -> u8 {
         };
     }
     let Some(dir) = cli.install else {
-        let _ = Cli::command().print_help();
-        return exit::USAGE.code;
+        return gitward::cli::usage_help(Cli::command()).code;
     };
     match shim::install(&dir, cli.policy.as_deref()) {
         Ok(done) => {
-            match cli.format {
-                Format::Json => println!("{}", serde_json::to_string(&done).unwrap_or_default()),
+            let text = match cli.format {
+                Format::Json => format!("{}\n", serde_json::to_string(&done).unwrap_or_default()),
                 Format::Human => {
-                    println!("installed {}", done.shim.display());
+                    let mut t = format!("installed {}\n", done.shim.display());
                     if let Some(p) = &done.pinned_policy {
-                        println!("pinned policy {}", p.display());
+                        t.push_str(&format!("pinned policy {}\n", p.display()));
                     }
                     if let Some(g) = &done.real_git {
-                        println!("real git {}", g.display());
+                        t.push_str(&format!("real git {}\n", g.display()));
                     }
+                    t
                 }
+            };
+            match gitward::cli::print("git-shim", &text, exit::SETUP) {
+                Ok(()) => 0,
+                Err(c) => c.code,
             }
-            0
         }
         Err(e) => {
             eprintln!("git-shim: {e}");
             exit::SETUP.code
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every option and subcommand has help text (`--help` and the man pages show no bare option).
+    #[test]
+    fn every_option_has_help() {
+        assert_eq!(
+            gitward::cli::undocumented(&Cli::command()),
+            Vec::<String>::new()
+        );
     }
 }

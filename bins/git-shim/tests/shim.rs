@@ -1206,3 +1206,34 @@ fn push_set_upstream_to_a_local_path_is_refused() {
         assert_eq!(upstream(&w), "t", "{}", g.display());
     }
 }
+
+/// git-shim's own output (help, install summary) to a full disk: one line, 124.
+#[test]
+fn a_full_disk_is_one_error_line() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("bin");
+    for args in [
+        vec!["--help".to_owned()],
+        vec!["--install".to_owned(), dir.to_string_lossy().into_owned()],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_git-shim"))
+            .args(&args)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", t.path())
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(124), "{args:?}: {err}");
+        assert!(
+            err.starts_with("git-shim: cannot write to standard output")
+                && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}

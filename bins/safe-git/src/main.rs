@@ -50,7 +50,7 @@ struct Cli {
 }
 
 fn main() {
-    let cli: Cli = gitward::cli::parse_or_exit();
+    let cli: Cli = gitward::cli::parse_or_exit(gitward::exit::SETUP);
     if let Some(what) = cli.generate {
         let code = gitward::cli::print_generated(Cli::command(), what, gitward::exit::SETUP);
         if code != std::process::ExitCode::SUCCESS {
@@ -77,11 +77,8 @@ fn main() {
                     serde_json::to_string_pretty(&plan.to_json()).unwrap_or_default()
                 ),
             };
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-                eprintln!("safe-git: cannot write to standard output: {e}");
-                gitward::exit::SETUP.exit();
+            if let Err(code) = gitward::cli::print("safe-git", &text, gitward::exit::SETUP) {
+                code.exit();
             }
         }
         Ok(plan) => {
@@ -121,7 +118,14 @@ fn would_lose_work(cli: Cli) {
     use gitward::safegit::loss::{render, would_lose_work, Unknown};
     match would_lose_work(&req, &worktree) {
         Ok(losses) => {
-            print!("{}", render(&worktree, &losses, json));
+            // The answer did not arrive: "cannot tell" (2), so the worktree is kept.
+            if let Err(code) = gitward::cli::print(
+                "safe-git",
+                &render(&worktree, &losses, json),
+                gitward::exit::INCOMPLETE,
+            ) {
+                code.exit();
+            }
             if !losses.is_empty() {
                 std::process::exit(1);
             }
@@ -144,4 +148,18 @@ fn would_lose_work(cli: Cli) {
 fn usage(why: &str) -> ! {
     eprintln!("safe-git: would-lose-work [--format human|json] <worktree>: {why}");
     gitward::exit::USAGE.exit();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every option and subcommand has help text (`--help` and the man pages show no bare option).
+    #[test]
+    fn every_option_has_help() {
+        assert_eq!(
+            gitward::cli::undocumented(&Cli::command()),
+            Vec::<String>::new()
+        );
+    }
 }

@@ -272,3 +272,51 @@ fn explain_to_a_full_disk_is_an_error_line() {
     assert!(err.contains("cannot write to standard output"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// A full disk: one line on stderr and a documented code, never a panic. `--explain` and the
+/// help are safe-git's own output (124, setup); would-lose-work's answer that cannot be
+/// written is "cannot tell" (2), so the worktree is kept.
+#[test]
+fn a_full_disk_is_one_error_line_never_a_panic() {
+    use assert_cmd::prelude::*;
+    let Some(git) = gits().into_iter().next() else {
+        if std::env::var_os("CI").is_some() {
+            panic!("no git");
+        }
+        eprintln!("skipped: no git");
+        return;
+    };
+    let (t, r) = repo(&git);
+    let home = t.path().join("home");
+    for (args, code) in [
+        (vec!["--explain", "status"], 124),
+        (vec!["--help"], 124),
+        (vec!["--version"], 124),
+        (vec!["would-lose-work", r.to_str().unwrap()], 2),
+        (
+            vec!["would-lose-work", "--format", "json", r.to_str().unwrap()],
+            2,
+        ),
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        std::process::Command::cargo_bin("safe-git")
+            .unwrap()
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("LC_ALL", "C")
+            .current_dir(&r)
+            .args(&args)
+            .stdout(full)
+            .assert()
+            .code(code)
+            .stderr(
+                predicate::str::starts_with("safe-git: cannot write to standard output")
+                    .and(predicate::str::contains("panicked").not())
+                    .and(predicate::function(|s: &str| s.lines().count() == 1)),
+            );
+    }
+}

@@ -49,11 +49,13 @@ enum Cmd {
     },
     /// One pass with the same rules (end of a turn, or no inotify).
     Check {
+        /// The session's policy file.
         #[arg(long, value_name = "FILE")]
         policy: PathBuf,
     },
     /// Review held writes: list, show, approve, reject.
     Held {
+        /// The session's policy file (required: it names the held-writes folder).
         #[arg(long, value_name = "FILE", global = true)]
         policy: Option<PathBuf>,
         /// Output format for list and show.
@@ -68,27 +70,34 @@ enum Cmd {
 enum HeldSub {
     /// Pending held writes (with --all, resolved ones too).
     List {
+        /// Also list resolved (approved or rejected) writes.
         #[arg(long)]
         all: bool,
     },
     /// One held write: why, and the diff.
-    Show { id: String },
+    Show {
+        /// The held write's id (from `held list`).
+        id: String,
+    },
     /// Write the held bytes (refused if the file changed since it was held).
-    Approve { id: String },
+    Approve {
+        /// The held write's id (from `held list`).
+        id: String,
+    },
     /// Discard the held bytes.
-    Reject { id: String },
+    Reject {
+        /// The held write's id (from `held list`).
+        id: String,
+    },
 }
 
 fn main() -> ExitCode {
-    let cli: Cli = gitward::cli::parse_or_exit();
+    let cli: Cli = gitward::cli::parse_or_exit(gitward::exit::INCOMPLETE);
     if let Some(g) = cli.generate {
         return gitward::cli::print_generated(Cli::command(), g, gitward::exit::INCOMPLETE);
     }
     let code = match cli.cmd {
-        None => {
-            let _ = Cli::command().print_help();
-            gitward::exit::USAGE
-        }
+        None => gitward::cli::usage_help(Cli::command()),
         Some(Cmd::Run { policy }) => command::run(&policy),
         Some(Cmd::Check { policy }) => command::check(&policy),
         Some(Cmd::Held {
@@ -110,4 +119,18 @@ fn main() -> ExitCode {
         }
     };
     code.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every option and subcommand has help text (`--help` and the man pages show no bare option).
+    #[test]
+    fn every_option_has_help() {
+        assert_eq!(
+            gitward::cli::undocumented(&Cli::command()),
+            Vec::<String>::new()
+        );
+    }
 }

@@ -102,9 +102,24 @@ fn held_list_show_approve_reject() {
         v["proposed"]["bytes"]["text"],
         r#"{"chat.tools.autoApprove": true}"#
     );
-    // Approve: the bytes go in, event on stdout and in the audit log.
-    let o = run(&env, &["held", "approve", &vs]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    // Approve with the command `held show` printed, as printed (from another folder): the
+    // bytes go in, event on stdout and in the audit log.
+    let hint = s
+        .lines()
+        .find_map(|l| l.strip_prefix("approve: "))
+        .unwrap_or_else(|| panic!("no approve hint: {s}"))
+        .to_owned();
+    assert!(hint.contains("--policy"), "{hint}");
+    let bin_dir = std::path::Path::new(BIN).parent().unwrap();
+    let o = std::process::Command::new("/bin/sh")
+        .current_dir("/")
+        .env("HOME", &env.home)
+        .env_remove("XDG_STATE_HOME")
+        .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+        .args(["-c", &hint])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{hint}: {}", text(&o.stderr));
     let ev: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(ev["event"], "held_approved");
     assert_eq!(
@@ -253,4 +268,40 @@ fn a_worktree_created_while_running_is_guarded_from_its_first_file() {
     assert!(wt.join(".claude/settings.json").exists());
     let (code, _) = w.stop();
     assert_eq!(code, 0);
+}
+
+/// A full disk: one line on stderr and 2 (a listing or an event stream that did not arrive
+/// never reads as clean), never a panic.
+#[test]
+fn a_full_disk_is_one_error_line() {
+    let env = Env::new();
+    env.write(".claude/settings.json", br#"{"permissions":{"allow":[]}}"#);
+    assert_eq!(run(&env, &["check"]).status.code(), Some(0));
+    for args in [
+        &["--help"][..],
+        &["held", "list"],
+        &["held", "list", "--format", "json"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let mut c = env.cmd();
+        c.args(args);
+        if args[0] != "--help" {
+            c.arg("--policy").arg(&env.policy);
+        }
+        let o = c.stdout(full).output().unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("settings-watch: cannot write to standard output")
+                && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    // No subcommand: the help goes to stderr (a usage error), not stdout.
+    let o = env.cmd().output().unwrap();
+    assert_eq!(o.status.code(), Some(120));
+    assert!(o.stdout.is_empty() && text(&o.stderr).contains("Usage: settings-watch"));
 }

@@ -38,9 +38,12 @@ pub const WALK_DEPTH: usize = 40;
 /// `--format` of `wt-check audit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum AuditFormat {
+    /// One line per finding, then a summary.
     #[default]
     Human,
+    /// One JSON document (docs/wt-check.md).
     Json,
+    /// SARIF 2.1.0, for code scanning.
     Sarif,
 }
 
@@ -76,6 +79,98 @@ pub struct Report {
     /// superproject) is audited once.
     #[serde(skip)]
     audited: Vec<PathBuf>,
+    /// Folders the walk did not enter ([`Walk`]): listed in every output format, so what was
+    /// not audited is never silent.
+    pub skipped: Vec<SkippedFolder>,
+}
+
+/// A folder the workspace walk did not enter, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedFolder {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+/// How the workspace walk chooses folders (`wt-check audit --exclude`, `--walk-all`).
+#[derive(Debug, Clone, Default)]
+pub struct Walk {
+    /// Folders not to enter: a glob on the path relative to the audited path, or, when it has
+    /// no `/`, on the folder's name at any depth (`crate::settings::glob` syntax, ignoring
+    /// case).
+    pub exclude: Vec<crate::settings::glob::Glob>,
+    /// Skip dependency folders ([`crate::catalogue::DEPENDENCY_FOLDERS`]) that hold no
+    /// repository at their top level. Off in [`audit`] (what `pin` and `check` use: they
+    /// must see everything), on by default in `wt-check audit`.
+    pub skip_dependencies: bool,
+}
+
+impl Walk {
+    /// Why the folder `path` (below `root`) is not entered, or `None` to walk it.
+    fn skip(&self, root: &Path, path: &Path) -> Option<String> {
+        let rel = path.strip_prefix(root).ok()?.to_string_lossy().into_owned();
+        let name = path.file_name()?.to_string_lossy().into_owned();
+        if let Some(g) = self
+            .exclude
+            .iter()
+            .find(|g| g.matches(&rel) || (!g.as_str().contains('/') && g.matches(&name)))
+        {
+            return Some(format!("--exclude {}", g.as_str()));
+        }
+        if !self.skip_dependencies {
+            return None;
+        }
+        let kind = if crate::catalogue::DEPENDENCY_FOLDERS.contains(&name.as_str()) {
+            name.clone()
+        } else {
+            let marker = crate::catalogue::DEPENDENCY_MARKERS
+                .iter()
+                .find(|(file, sig)| has_marker(path, file, *sig))?;
+            marker.0.to_owned()
+        };
+        // A repository at its top level (or the folder itself one): walked as usual.
+        if holds_repository_at_top(path) {
+            return None;
+        }
+        Some(format!(
+            "a dependency folder ({kind}) with no repository at its top level; --walk-all walks it"
+        ))
+    }
+}
+
+/// Does `dir` hold `file` (a regular file, not a link) starting with `sig`?
+fn has_marker(dir: &Path, file: &str, sig: Option<&[u8]>) -> bool {
+    let p = dir.join(file);
+    match std::fs::symlink_metadata(&p) {
+        Ok(m) if m.is_file() => match sig {
+            None => true,
+            Some(sig) => small_file(&p).is_some_and(|t| t.as_bytes().starts_with(sig)),
+        },
+        _ => false,
+    }
+}
+
+/// Is `dir` a repository (a `.git` entry of any kind, or a git dir), or does one of its
+/// children hold a `.git` entry or look like a git dir? Links are not followed. An unreadable
+/// folder counts as holding one, so the walk enters it and reports what it cannot read.
+fn holds_repository_at_top(dir: &Path) -> bool {
+    let dot_git = |d: &Path| std::fs::symlink_metadata(d.join(".git")).is_ok();
+    if dot_git(dir) || looks_like_git_dir(dir) {
+        return true;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return true;
+    };
+    for ent in rd {
+        let Ok(ent) = ent else { return true };
+        let Ok(ft) = ent.file_type() else { return true };
+        if ft.is_dir() {
+            let p = ent.path();
+            if dot_git(&p) || looks_like_git_dir(&p) {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 impl Report {
@@ -171,6 +266,11 @@ macro_rules! details {
 /// What is audited is what git would use: a folder inside a repository's work tree (or whose
 /// own `.git` git skips) also gets the repository git finds above it ([`discover`]).
 pub fn audit(paths: &[PathBuf]) -> Report {
+    audit_with(paths, &Walk::default())
+}
+
+/// [`audit`], with the folders `walk` leaves out.
+pub fn audit_with(paths: &[PathBuf], walk: &Walk) -> Report {
     let mut r = Report::default();
     for p in paths {
         let abs = match std::fs::canonicalize(p) {
@@ -200,7 +300,7 @@ pub fn audit(paths: &[PathBuf]) -> Report {
                 audit_repository(&mut r, wt.as_deref(), git_dir, &abs);
             }
         }
-        walk_workspace(&mut r, &abs);
+        walk_workspace(&mut r, &abs, walk);
     }
     r.findings
         .sort_by(|a, b| (b.level, &a.path, a.rule).cmp(&(a.level, &b.path, b.rule)));
@@ -376,7 +476,7 @@ fn small_file(path: &Path) -> Option<String> {
 
 /// Walk a folder for repositories: every `.git` (folder, file or link), every folder shaped
 /// like a git dir. Never follows links, never descends into a git dir.
-fn walk_workspace(r: &mut Report, root: &Path) {
+fn walk_workspace(r: &mut Report, root: &Path, walk: &Walk) {
     let mut seen = 0usize;
     // Work trees found so far (a repository below one of them is nested).
     let mut work_trees: Vec<PathBuf> = Vec::new();
@@ -389,7 +489,14 @@ fn walk_workspace(r: &mut Report, root: &Path) {
             r.incomplete_at(
                 root,
                 None,
-                format!("more than {WALK_LIMIT} entries; walk stopped"),
+                format!(
+                    "more than {WALK_LIMIT} entries; walk stopped (leave out folders that hold no repositories with --exclude GLOB, e.g. --exclude build{})",
+                    if walk.skip_dependencies {
+                        "; dependency folders such as node_modules are already left out"
+                    } else {
+                        "; without --walk-all, dependency folders such as node_modules are left out"
+                    }
+                ),
             );
             return;
         }
@@ -416,6 +523,13 @@ fn walk_workspace(r: &mut Report, root: &Path) {
             continue;
         }
         let path = ent.path().to_path_buf();
+        if ent.depth() > 0 && ent.file_type().is_dir() && ent.file_name() != OsStr::new(".git") {
+            if let Some(why) = walk.skip(root, &path) {
+                it.skip_current_dir();
+                r.skipped.push(SkippedFolder { path, why });
+                continue;
+            }
+        }
         let enclosing = work_trees
             .iter()
             .rev()
@@ -1426,6 +1540,8 @@ pub struct RunOptions {
     pub baseline: Option<PathBuf>,
     /// The lowest level that makes the exit status 1.
     pub fail_on: baseline::FailOn,
+    /// Which folders the workspace walk leaves out.
+    pub walk: Walk,
 }
 
 /// Audit, subtract the baseline, print in the chosen format and return the exit code:
@@ -1439,7 +1555,7 @@ pub fn run_with(paths: &[PathBuf], opts: &RunOptions) -> crate::exit::Code {
             return crate::exit::INCOMPLETE;
         }
     };
-    let mut report = audit(paths);
+    let mut report = audit_with(paths, &opts.walk);
     let left_out = known.map_or(0, |k| baseline::subtract(&mut report, &k));
     let format = opts.format;
     let text = match format {
@@ -1455,14 +1571,15 @@ pub fn run_with(paths: &[PathBuf], opts: &RunOptions) -> crate::exit::Code {
             s
         }
     };
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        eprintln!("wt-check: cannot write the report to stdout: {e}");
-        return crate::exit::INCOMPLETE;
+    if let Err(code) = crate::cli::print("wt-check", &text, crate::exit::INCOMPLETE) {
+        return code;
     }
     if left_out > 0 {
         eprintln!("wt-check: {left_out} finding(s) left out: recorded in the baseline");
+    }
+    if report.repositories.is_empty() && format != AuditFormat::Human {
+        // The human report says it on stdout; JSON and SARIF readers may not look.
+        eprintln!("wt-check: no git repository found under the audited path(s)");
     }
     if report.incomplete() {
         crate::exit::INCOMPLETE
@@ -1485,6 +1602,7 @@ pub fn json(report: &Report) -> Value {
         "complete": !report.incomplete(),
         "paths": report.paths,
         "repositories": report.repositories,
+        "skipped_folders": report.skipped,
         "findings": report.findings.iter().map(|f| {
             let mut v = serde_json::to_value(f).unwrap_or_default();
             v["fingerprint"] = baseline::fingerprint(f, &report.paths).into();
@@ -1506,6 +1624,22 @@ pub fn human(report: &Report) -> String {
     }
     if report.repositories.is_empty() {
         s.push_str("no git repository found under the audited path(s)\n");
+    }
+    if !report.skipped.is_empty() {
+        const SHOWN: usize = 5;
+        let names: Vec<String> = report
+            .skipped
+            .iter()
+            .take(SHOWN)
+            .map(|f| f.path.display().to_string())
+            .collect();
+        let more = report.skipped.len().saturating_sub(SHOWN);
+        s.push_str(&format!(
+            "not walked: {} folder(s) ({}{}): dependency folders with no repository at their top level (--walk-all walks them) or --exclude\n",
+            report.skipped.len(),
+            names.join(", "),
+            if more > 0 { format!(", … {more} more; --format json lists all") } else { String::new() }
+        ));
     }
     let n = |l: Severity| report.findings.iter().filter(|f| f.level == l).count();
     s.push_str(&format!(

@@ -181,6 +181,14 @@ pub fn to_sarif(report: &Report) -> Value {
             "properties": props,
         }));
     }
+    for f in &report.skipped {
+        // Not audited, by choice: said, never silent.
+        notifications.push(json!({
+            "level": "note",
+            "message": { "text": format!("Not walked: {}", f.why) },
+            "locations": [location(&f.path, None, roots)],
+        }));
+    }
     let bases: serde_json::Map<String, Value> = roots
         .iter()
         .enumerate()

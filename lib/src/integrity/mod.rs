@@ -23,8 +23,8 @@
 //!   and removed, but must stay consistent with git's layout (gix-and-perf §3) and inside
 //!   that folder. Everyone else's entries must not change.
 
-pub mod claude;
 pub mod embedded;
+pub mod hook;
 pub mod inprogress;
 pub mod nf;
 pub mod scanlink;

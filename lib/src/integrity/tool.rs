@@ -37,8 +37,9 @@ fn fail(e: &IntegrityError) -> Code {
     crate::exit::INCOMPLETE
 }
 
-/// Pin: write the state file; print a summary.
-pub fn pin(a: &PinArgs) -> Code {
+/// Pin without printing: locate the repository, take the ref snapshot, write the state file.
+/// Shared by `wt-check pin` and the session-start hook.
+pub fn pin_state(a: &PinArgs) -> Result<super::Pinned, IntegrityError> {
     let opts = Options {
         repo: a.repo.clone(),
         state: a.state.clone(),
@@ -47,21 +48,18 @@ pub fn pin(a: &PinArgs) -> Code {
         restore: false,
         accept_armed: a.accept_armed,
     };
-    let loc = match super::locate(&a.repo) {
-        Ok(l) => l,
-        Err(e) => return fail(&e),
-    };
-    let refs = match super::scanlink::snapshot(&loc.common_dir) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!(
-                "wt-check: {}: cannot take the ref snapshot: {e}",
-                a.repo.display()
-            );
-            return crate::exit::INCOMPLETE;
-        }
-    };
-    match super::pin(&opts, refs) {
+    let loc = super::locate(&a.repo)?;
+    let refs =
+        super::scanlink::snapshot(&loc.common_dir).map_err(|e| IntegrityError::Unreadable {
+            path: a.repo.clone(),
+            reason: format!("cannot take the ref snapshot: {e}"),
+        })?;
+    super::pin(&opts, refs)
+}
+
+/// Pin: write the state file; print a summary.
+pub fn pin(a: &PinArgs) -> Code {
+    match pin_state(a) {
         Ok(p) => {
             let own = p.state.worktrees.values().filter(|w| w.own).count();
             let summary = serde_json::json!({
@@ -74,10 +72,10 @@ pub fn pin(a: &PinArgs) -> Code {
                 "session_dir": p.state.session_dir,
                 "accepted": p.state.accepted.len(),
             });
-            match a.format {
-                Format::Json => println!("{summary}"),
-                Format::Human => println!(
-                    "pinned {} entries, {} include targets, {} worktree entries ({} the session's) of {} into {}",
+            let text = match a.format {
+                Format::Json => format!("{summary}\n"),
+                Format::Human => format!(
+                    "pinned {} entries, {} include targets, {} worktree entries ({} the session's) of {} into {}\n",
                     p.state.entries.len(),
                     p.state.includes.len(),
                     p.state.worktrees.len(),
@@ -85,8 +83,12 @@ pub fn pin(a: &PinArgs) -> Code {
                     p.state.common_dir.display(),
                     p.path.display()
                 ),
+            };
+            // The state file is written; a summary that cannot be shown is still an error.
+            match crate::cli::print("wt-check", &text, crate::exit::INCOMPLETE) {
+                Ok(()) => crate::exit::CLEAN,
+                Err(c) => c,
             }
-            crate::exit::CLEAN
         }
         Err(e @ IntegrityError::Armed { .. }) => {
             eprintln!("wt-check: {e}");
@@ -96,20 +98,35 @@ pub fn pin(a: &PinArgs) -> Code {
     }
 }
 
-/// Where events go: stdout (JSON lines or human lines) and, optionally, the audit log.
+/// Where events go: stdout (JSON lines or human lines) and, optionally, the audit log. A
+/// sink that cannot be written is said once on stderr and makes the outcome incomplete: the
+/// caller did not get the whole answer.
 struct Out {
     format: Format,
     log: Option<Sink>,
     failed_log: bool,
+    failed_stdout: bool,
 }
 
 impl Out {
+    fn new(a: &CheckArgs) -> Out {
+        Out {
+            format: a.format,
+            log: a.audit_log.clone().map(Sink::File),
+            failed_log: false,
+            failed_stdout: false,
+        }
+    }
+
     fn emit(&mut self, e: Event) {
-        match self.format {
-            Format::Json => {
-                let _ = Sink::Stdout.emit(&e);
-            }
-            Format::Human => println!("{}: {}", e.event.as_str(), e.message),
+        let line = match self.format {
+            Format::Json => e.to_line(),
+            Format::Human => format!("{}: {}\n", e.event.as_str(), e.message),
+        };
+        if !self.failed_stdout
+            && crate::cli::print("wt-check", &line, crate::exit::INCOMPLETE).is_err()
+        {
+            self.failed_stdout = true;
         }
         if let Some(l) = &self.log {
             if let Err(err) = l.emit(&e) {
@@ -120,47 +137,75 @@ impl Out {
             }
         }
     }
+
+    fn failed(&self) -> bool {
+        self.failed_log || self.failed_stdout
+    }
+}
+
+/// Cannot check: the reason as an event on stdout (and in the audit log) and as one line on
+/// stderr, where errors go.
+fn cannot(out: &mut Out, path: &std::path::Path, why: String) -> Code {
+    eprintln!("wt-check: {why}");
+    out.emit(Event::new(Tool::WtCheck, EventKind::CheckIncomplete, why).path(path));
+    crate::exit::INCOMPLETE
 }
 
 fn load(a: &CheckArgs, out: &mut Out) -> Result<super::state::State, Code> {
-    let st = super::read_state(&a.state).map_err(|e| {
-        out.emit(
-            Event::new(Tool::WtCheck, EventKind::CheckIncomplete, e.to_string()).path(&a.state),
-        );
-        crate::exit::INCOMPLETE
-    })?;
+    let st = match super::read_state(&a.state) {
+        Ok(st) => st,
+        Err(e) => return Err(cannot(out, &a.state, e.to_string())),
+    };
     // The state must be about this repository: compare the common dir it names.
     match super::locate(&a.repo) {
         Ok(l) if l.common_dir == st.common_dir => Ok(st),
-        Ok(l) => {
-            out.emit(
-                Event::new(
-                    Tool::WtCheck,
-                    EventKind::CheckIncomplete,
+        Ok(l) => Err(cannot(
+            out,
+            &a.repo,
+            format!(
+                "{}: the state file {} was pinned for {}, but this repository uses {}",
+                a.repo.display(),
+                a.state.display(),
+                st.common_dir.display(),
+                l.common_dir.display()
+            ),
+        )),
+        // The repository may be damaged now (a removed HEAD, a planted `.git` file): the
+        // check runs on the pinned paths anyway — but only when the path given is one of
+        // them. A path that does not exist, or names something else, is a mistake in the
+        // call, and checking the pinned repository instead would answer another question.
+        Err(e) => {
+            let pinned = [
+                Some(&st.repo),
+                st.work_tree.as_ref(),
+                Some(&st.git_dir),
+                Some(&st.common_dir),
+            ];
+            match std::fs::canonicalize(&a.repo) {
+                Ok(p) if pinned.iter().flatten().any(|q| **q == p) => Ok(st),
+                Ok(_) => Err(cannot(
+                    out,
+                    &a.repo,
                     format!(
-                        "the state file was pinned for {}, but {} uses {}",
-                        st.common_dir.display(),
+                        "{}: not a git repository ({}), and not the repository pinned in {} ({})",
                         a.repo.display(),
-                        l.common_dir.display()
+                        match e {
+                            IntegrityError::NotARepository(_, why) => why,
+                            other => other.to_string(),
+                        },
+                        a.state.display(),
+                        st.repo.display()
                     ),
-                )
-                .path(&a.repo),
-            );
-            Err(crate::exit::INCOMPLETE)
+                )),
+                Err(io) => Err(cannot(out, &a.repo, format!("{}: {io}", a.repo.display()))),
+            }
         }
-        // The repository may be damaged now (a removed HEAD, a planted `.git` file):
-        // the check runs on the pinned paths anyway.
-        Err(_) => Ok(st),
     }
 }
 
 /// Check (and restore), then the commit scan.
 pub fn check(a: &CheckArgs) -> Code {
-    let mut out = Out {
-        format: a.format,
-        log: a.audit_log.clone().map(Sink::File),
-        failed_log: false,
-    };
+    let mut out = Out::new(a);
     let st = match load(a, &mut out) {
         Ok(s) => s,
         Err(c) => return c,
@@ -177,7 +222,7 @@ pub fn check(a: &CheckArgs) -> Code {
     if a.scan {
         outcome = outcome.and(super::scanlink::scan(&st, &mut |e| out.emit(e)));
     }
-    if out.failed_log {
+    if out.failed() {
         outcome = outcome.and(Outcome::Incomplete);
     }
     outcome.code()
@@ -185,17 +230,13 @@ pub fn check(a: &CheckArgs) -> Code {
 
 /// The commit scan alone (`wt-check scan`).
 pub fn scan_only(a: &CheckArgs) -> Code {
-    let mut out = Out {
-        format: a.format,
-        log: a.audit_log.clone().map(Sink::File),
-        failed_log: false,
-    };
+    let mut out = Out::new(a);
     let st = match load(a, &mut out) {
         Ok(s) => s,
         Err(c) => return c,
     };
     let mut outcome = super::scanlink::scan(&st, &mut |e| out.emit(e));
-    if out.failed_log {
+    if out.failed() {
         outcome = outcome.and(Outcome::Incomplete);
     }
     outcome.code()

@@ -26,6 +26,8 @@ pub enum HeldCmd {
 /// Where events go: standard output and the policy's audit log.
 pub struct Sinks {
     sinks: Vec<Sink>,
+    /// A sink failed at least once: the caller did not get every event.
+    failed: std::cell::Cell<bool>,
 }
 
 impl Sinks {
@@ -37,7 +39,10 @@ impl Sinks {
         if let Some(log) = &policy.audit_log {
             sinks.push(Sink::File(log.clone()));
         }
-        Sinks { sinks }
+        Sinks {
+            sinks,
+            failed: std::cell::Cell::new(false),
+        }
     }
 
     /// Emit to every sink; a sink that fails is reported on stderr (the decision stands).
@@ -45,6 +50,7 @@ impl Sinks {
         for s in &self.sinks {
             if let Err(err) = s.emit(e) {
                 eprintln!("settings-watch: cannot write event to {s:?}: {err}");
+                self.failed.set(true);
             }
         }
     }
@@ -96,6 +102,8 @@ pub fn check(policy: &Path) -> Code {
         Watcher::open(cfg).and_then(|w| w.check(&mut |e| sinks.emit(e)));
     match res {
         Ok(s) if s.held + s.recovered > 0 => exit::FOUND,
+        // Clean, but not every event reached stdout or the audit log: never reads as clean.
+        Ok(_) if sinks.failed.get() => exit::INCOMPLETE,
         Ok(_) => exit::CLEAN,
         Err(e) => fail(e),
     }
@@ -126,39 +134,41 @@ pub fn held(policy: &Path, cmd: HeldCmd, format: Format) -> Code {
                     Err(e) => return fail(e),
                 }
             }
-            match format {
+            let text = match format {
                 Format::Json => {
                     let v: Vec<_> = list.iter().map(summary_json).collect();
-                    println!("{}", serde_json::Value::Array(v));
+                    format!("{}\n", serde_json::Value::Array(v))
                 }
                 Format::Human => {
+                    let mut t = String::new();
                     if list.is_empty() {
-                        println!("no held writes");
+                        t.push_str("no held writes\n");
                     }
                     for w in &list {
-                        println!(
-                            "{}  {:<8} {}  {}  {}",
+                        t.push_str(&format!(
+                            "{}  {:<8} {}  {}  {}\n",
                             w.id,
                             format!("{:?}", w.status).to_lowercase(),
                             w.time,
                             w.path.display(),
                             w.new.reasons.first().map(String::as_str).unwrap_or("")
-                        );
+                        ));
                     }
+                    t
                 }
-            }
-            exit::CLEAN
+            };
+            print(&text)
         }
         HeldCmd::Show(id) => match store.get(&id) {
-            Ok(w) => {
-                match format {
-                    Format::Json => {
-                        println!("{}", serde_json::to_string_pretty(&w).unwrap_or_default())
-                    }
-                    Format::Human => print!("{}", show_human(&w)),
+            Ok(w) => print(&match format {
+                Format::Json => {
+                    format!("{}\n", serde_json::to_string_pretty(&w).unwrap_or_default())
                 }
-                exit::CLEAN
-            }
+                Format::Human => show_human(
+                    &w,
+                    &std::fs::canonicalize(policy).unwrap_or_else(|_| policy.to_path_buf()),
+                ),
+            }),
             Err(e) => fail(e),
         },
         HeldCmd::Approve(id) | HeldCmd::Reject(id) => {
@@ -221,7 +231,32 @@ fn summary_json(w: &HeldWrite) -> serde_json::Value {
     })
 }
 
-fn show_human(w: &HeldWrite) -> String {
+/// Write a listing to stdout: `held list|show` exit 0, or 2 when it cannot be written.
+fn print(text: &str) -> Code {
+    match crate::cli::print("settings-watch", text, exit::INCOMPLETE) {
+        Ok(()) => exit::CLEAN,
+        Err(c) => c,
+    }
+}
+
+/// `p` as one word for a POSIX shell: unchanged when it is made of safe characters, else in
+/// single quotes (a `'` inside becomes `'\''`).
+fn shell_word(p: &Path) -> String {
+    let s = p.to_string_lossy();
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%,=~".contains(&b))
+        && !s.starts_with('~')
+    {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// `held show` for people; the approve/reject hints are commands that work as printed
+/// (they name the policy: `held` has no default).
+fn show_human(w: &HeldWrite, policy: &Path) -> String {
     let mut s = format!(
         "id:       {}\nstatus:   {}\nheld at:  {}\npath:     {}\nrule:     {}\nverdict:  {}\nsource:   {}\nreplaced: {}\nproposed: {}\n",
         w.id,
@@ -251,8 +286,9 @@ fn show_human(w: &HeldWrite) -> String {
     s.push_str(&w.new.diff);
     if w.status == Status::Pending {
         s.push_str(&format!(
-            "\napprove: settings-watch held approve {}\nreject:  settings-watch held reject {}\n",
-            w.id, w.id
+            "\napprove: settings-watch held approve {id} --policy {p}\nreject:  settings-watch held reject {id} --policy {p}\n",
+            id = w.id,
+            p = shell_word(policy)
         ));
     }
     s
