@@ -149,7 +149,9 @@ pub fn strip_jsonc(src: &str) -> Result<String, String> {
                 out.push_str(&src[start..end]);
             }
             b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
+                // jsonc-parser (VS Code) ends a line comment at CR as well as LF: what follows a
+                // lone CR is live JSON to VS Code (docs/fuzzing.md, JSONC).
+                while i < b.len() && b[i] != b'\n' && b[i] != b'\r' {
                     i += 1;
                 }
             }
@@ -306,6 +308,11 @@ mod tests {
         assert!(parse(Format::Jsonc, b"{,}").is_err());
         // A BOM is accepted by VS Code.
         assert!(parse(Format::Jsonc, "\u{feff}{}".as_bytes()).is_ok());
+        // A line comment ends at CR for VS Code: the key after it is live.
+        let v = parse(Format::Jsonc, b"{\"a\": 1, // c\r\"b\": 2\n}")
+            .unwrap()
+            .unwrap();
+        assert_eq!(v["b"], 2);
     }
 
     #[test]
