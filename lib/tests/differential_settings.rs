@@ -259,6 +259,10 @@ fn norm_toml(v: Value) -> Value {
         }
         Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, norm_toml(v))).collect()),
         Value::Array(a) => Value::Array(a.into_iter().map(norm_toml).collect()),
+        // A CRLF inside a multi-line string: the spec lets readers normalise it (tomllib reads
+        // LF, the toml crate keeps CRLF). gitward seeing a difference the reader does not is a
+        // held write at worst, never a silent one.
+        Value::String(s) => Value::String(s.replace("\r\n", "\n")),
         v => v,
     }
 }
