@@ -268,7 +268,7 @@ fn generated(rng: &mut Rng) -> Vec<u8> {
             } else {
                 start + size - d.len()
             };
-            d.extend(std::iter::repeat(0).take(pad));
+            d.resize(d.len() + pad, 0);
         }
     }
     let exts: &[&[u8]] = &[
@@ -366,7 +366,7 @@ fn generated_ieot(rng: &mut Rng) -> Vec<u8> {
     for (sig, data) in &exts {
         d.extend(*sig);
         d.extend((data.len() as u32).to_be_bytes());
-        h.update(*sig);
+        h.update(sig);
         h.update(&(data.len() as u32).to_be_bytes());
         d.extend(data);
     }

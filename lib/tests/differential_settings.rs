@@ -102,7 +102,7 @@ fn gen_json_value(rng: &mut Rng, depth: usize, out: &mut String) {
     let comment = |rng: &mut Rng, out: &mut String| match rng.below(8) {
         0 => out.push_str(" // c \"x\" /* y\n"),
         1 => out.push_str(" /* c // \"q\n */ "),
-        2 => out.push_str("\n"),
+        2 => out.push('\n'),
         _ => out.push(' '),
     };
     match choice {
@@ -161,11 +161,11 @@ fn gen_json_value(rng: &mut Rng, depth: usize, out: &mut String) {
             ]);
             out.push_str(&format!("\"{s}\""));
         }
-        4 => out.push_str(*rng.pick(&[
+        4 => out.push_str(rng.pick::<&str>(&[
             "0", "1", "-1", "1.5", "1e3", "01", "1.", ".5", "-0", "1e400", "0x10", "+1", "NaN",
         ])),
-        5 => out.push_str(*rng.pick(&["true", "false", "null", "True", "undefined"])),
-        _ => out.push_str(*rng.pick(&["\"\"", "{}", "[]"])),
+        5 => out.push_str(rng.pick::<&str>(&["true", "false", "null", "True", "undefined"])),
+        _ => out.push_str(rng.pick::<&str>(&["\"\"", "{}", "[]"])),
     }
 }
 
@@ -434,7 +434,7 @@ fn gen_env(rng: &mut Rng) -> String {
             _ => format!("{key}={val}"),
         };
         s.push_str(&line);
-        s.push_str(*rng.pick(&["\n", "\n", "\n", "\r\n", "\r", "\u{2028}"]));
+        s.push_str(rng.pick::<&str>(&["\n", "\n", "\n", "\r\n", "\r", "\u{2028}"]));
     }
     s
 }
@@ -566,7 +566,7 @@ process.stdin.on('end', () => {
   process.stdout.write(JSON.stringify([{ keys }]));
 });
 "#;
-    let read = oracle("node", script, &[proto.clone()]);
+    let read = oracle("node", script, std::slice::from_ref(&proto));
     assert_eq!(
         read[0]["keys"],
         serde_json::json!(["task.allowAutomaticTasks"]),

@@ -109,7 +109,7 @@ pub fn mutate_bytes(rng: &mut Rng, data: &mut Vec<u8>, interesting: &[&[u8]]) {
     let rounds = 1 + rng.below(4);
     for _ in 0..rounds {
         if data.is_empty() {
-            data.extend_from_slice(*rng.pick(interesting));
+            data.extend_from_slice(rng.pick::<&[u8]>(interesting));
             continue;
         }
         let at = rng.below(data.len());
