@@ -40,4 +40,31 @@ fn main() {
     if !works && !ci {
         println!("cargo:rustc-cfg=gitward_no_bwrap");
     }
+    // The oracles of the settings differential tests (lib/tests/differential_settings.rs):
+    // node with VS Code's `jsonc-parser` and npm `dotenv` (installed by .ci/run under
+    // target/oracles), python3 with `tomllib` and `python-dotenv`.
+    println!("cargo::rustc-check-cfg=cfg(gitward_no_node_oracles)");
+    println!("cargo::rustc-check-cfg=cfg(gitward_no_python_oracles)");
+    println!("cargo:rerun-if-env-changed=GITWARD_NODE_MODULES");
+    let modules = std::env::var_os("GITWARD_NODE_MODULES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/oracles/node_modules"));
+    println!("cargo:rerun-if-changed={}", modules.display());
+    let node = ["jsonc-parser", "dotenv"]
+        .iter()
+        .all(|m| modules.join(m).join("package.json").is_file())
+        && Command::new("node")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !node && !ci {
+        println!("cargo:rustc-cfg=gitward_no_node_oracles");
+    }
+    let python = Command::new("python3")
+        .args(["-c", "import tomllib, dotenv"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !python && !ci {
+        println!("cargo:rustc-cfg=gitward_no_python_oracles");
+    }
 }

@@ -63,6 +63,16 @@ pub enum Walked {
 /// Entry boundaries follow `read-cache.c:create_from_disk`: the name length comes from the
 /// flags (`flags & 0xFFF`; `strlen` only when it is 0xFFF), never from the first NUL, and the
 /// name must end with a NUL exactly there.
+///
+/// git has a second way to read the same file, and the walk must agree with both: with more
+/// than one thread (`index.threads` ≥ 3, or unset on a machine with 3+ CPUs and an index of
+/// 20,000+ entries), git takes the extensions from the offset the `EOIE` extension names and
+/// loads the entries in blocks where the `IEOT` table says, each block starting afresh (no
+/// previous name to strip in version 4). A crafted table points a block into an unknown
+/// extension that holds other entries (`.git/hooks/pre-commit`, a gitlink), which only the
+/// threaded reader sees. So an `EOIE` must name the end of the entries, and an `IEOT` must
+/// name exactly the entry boundaries of the sequential reading, or the walk refuses
+/// (docs/fuzzing.md, index: found by the differential test).
 pub fn walk(data: &[u8], visit: &mut dyn FnMut(u32, &[u8])) -> Option<Walked> {
     const HEADER: usize = 12;
     const OID: usize = 20; // SHA-1 only; a SHA-256 index fails the size checks below
@@ -79,10 +89,14 @@ pub fn walk(data: &[u8], visit: &mut dyn FnMut(u32, &[u8])) -> Option<Walked> {
     let end = data.len() - TRAILER;
     let mut pos = HEADER;
     let mut prev: Vec<u8> = Vec::new();
+    // Where each entry starts, and whether a reader that starts a block there (no previous
+    // name) reads the same name: the `IEOT` check below.
+    let mut starts: Vec<(usize, bool)> = Vec::with_capacity(count.min(end / FIXED));
     for _ in 0..count {
         if pos + FIXED > end {
             return None;
         }
+        let start = pos;
         let mode = u32::from_be_bytes(data[pos + 24..pos + 28].try_into().ok()?);
         let flags = u16::from_be_bytes(data[pos + 60..pos + 62].try_into().ok()?);
         let mut p = pos + FIXED;
@@ -99,6 +113,7 @@ pub fn walk(data: &[u8], visit: &mut dyn FnMut(u32, &[u8])) -> Option<Walked> {
             let (strip, used) = varint(data.get(p..end)?)?;
             p += used;
             let keep = prev.len().checked_sub(strip)?;
+            starts.push((start, keep == 0));
             let suffix_len = if flag_len == 0xFFF {
                 data.get(p..end)?.iter().position(|&b| b == 0)?
             } else {
@@ -114,6 +129,7 @@ pub fn walk(data: &[u8], visit: &mut dyn FnMut(u32, &[u8])) -> Option<Walked> {
             pos = p;
             visit(mode, &prev);
         } else {
+            starts.push((start, true));
             let len = if flag_len == 0xFFF {
                 data.get(p..end)?.iter().position(|&b| b == 0)?
             } else {
@@ -133,15 +149,59 @@ pub fn walk(data: &[u8], visit: &mut dyn FnMut(u32, &[u8])) -> Option<Walked> {
         }
     }
     // Extensions: a split index keeps entries in a shared index as well.
+    let entries_end = pos;
+    let mut split = false;
+    let mut ieot: Option<&[u8]> = None;
     while pos + 8 <= end {
         let sig = &data[pos..pos + 4];
         let size = u32::from_be_bytes(data[pos + 4..pos + 8].try_into().ok()?) as usize;
-        if sig == b"link" {
-            return Some(Walked::Split);
-        }
+        let body = pos + 8;
         pos = pos.checked_add(8 + size)?;
+        match sig {
+            b"link" => split = true,
+            b"IEOT" if ieot.is_none() => ieot = Some(data.get(body..pos.min(end))?),
+            _ => {}
+        }
     }
-    (pos == end).then_some(Walked::Complete)
+    if pos != end {
+        return None;
+    }
+    // `read_eoie_extension`: the last extension, at a fixed distance from the end.
+    const EOIE_WITH_HEADER: usize = 8 + 4 + OID;
+    if end >= HEADER + EOIE_WITH_HEADER && &data[end - EOIE_WITH_HEADER..][..4] == b"EOIE" {
+        let at = end - EOIE_WITH_HEADER;
+        let size = u32::from_be_bytes(data[at + 4..at + 8].try_into().ok()?) as usize;
+        let offset = u32::from_be_bytes(data[at + 8..at + 12].try_into().ok()?) as usize;
+        if size != 4 + OID || offset != entries_end {
+            return None;
+        }
+    }
+    // `read_ieot_extension` + `load_cache_entries_threaded`: version 1, then (offset, count)
+    // pairs; every block must begin where the sequential reading has an entry begin (and
+    // reads the same name there), and the blocks must cover the entries exactly.
+    if let Some(t) = ieot {
+        if t.len() < 4 + 8 || u32::from_be_bytes(t[..4].try_into().ok()?) != 1 {
+            return None;
+        }
+        let mut next = 0usize;
+        for pair in t[4..].chunks_exact(8) {
+            let offset = u32::from_be_bytes(pair[..4].try_into().ok()?) as usize;
+            let nr = u32::from_be_bytes(pair[4..].try_into().ok()?) as usize;
+            match starts.get(next) {
+                Some(&(at, fresh)) if at == offset && fresh => {}
+                _ => return None,
+            }
+            next = next.checked_add(nr)?;
+        }
+        if next != count {
+            return None;
+        }
+    }
+    Some(if split {
+        Walked::Split
+    } else {
+        Walked::Complete
+    })
 }
 
 /// git's offset encoding (`decode_varint`): 7 bits a byte, high bit = more, plus one per

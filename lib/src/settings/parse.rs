@@ -95,6 +95,15 @@ impl<'de> Visitor<'de> for StrictVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrictValue, A::Error> {
         let mut m = Map::new();
         while let Some(k) = map.next_key::<String>()? {
+            if k == "__proto__" {
+                // VS Code's `jsonc-parser` builds objects by assignment: `o["__proto__"] = v`
+                // makes an object value the prototype, whose keys VS Code's `for … in` then
+                // reads as settings, while here it would be one key of its own
+                // (docs/fuzzing.md, JSONC).
+                return Err(de::Error::custom(
+                    "key \"__proto__\" (JavaScript readers make its value the object's prototype)",
+                ));
+            }
             let StrictValue(v) = map.next_value()?;
             if m.insert(k.clone(), v).is_some() {
                 return Err(de::Error::custom(format!(
@@ -140,7 +149,9 @@ pub fn strip_jsonc(src: &str) -> Result<String, String> {
                 out.push_str(&src[start..end]);
             }
             b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
+                // jsonc-parser (VS Code) ends a line comment at CR as well as LF: what follows a
+                // lone CR is live JSON to VS Code (docs/fuzzing.md, JSONC).
+                while i < b.len() && b[i] != b'\n' && b[i] != b'\r' {
                     i += 1;
                 }
             }
@@ -195,7 +206,31 @@ pub fn strip_jsonc(src: &str) -> Result<String, String> {
 /// Parse a dotenv-style file (`KEY=VALUE`, `export KEY=VALUE`, `#` comments, blank lines) into
 /// an object. Anything else (a command, a function, `$(…)`, a line continuation) is refused:
 /// such a file is a program, not settings, and is compared as a whole by the caller's rule.
+///
+/// Invariant: two files with the same value here are read the same by every dotenv reader
+/// (npm `dotenv`, `python-dotenv`, `dotenvy`), so a write that leaves this value unchanged
+/// changes nothing for them either (docs/fuzzing.md, dotenv). Hence: a carriage return that
+/// does not end a line is refused (`dotenv` and `python-dotenv` break lines there, a `#`
+/// comment line would hide the assignment after it); a quoted value must close on its own
+/// line (readers continue it over the next lines, comments included); and quotes are taken off
+/// only a value whose readers all see the same text quoted or not (no `\`, `$`, `#` or
+/// quote inside) — any other value is kept as written, quotes and all.
 pub fn parse_env(text: &str) -> Result<Value, String> {
+    // Every character some reader takes as a line break besides `\n`: CR (npm `dotenv`,
+    // `python-dotenv`), U+2028 and U+2029 (JavaScript's `^` in npm `dotenv`'s multi-line
+    // pattern), and the rest of Python's `str.splitlines` set.
+    const BREAKS: &[char] = &[
+        '\r', '\u{b}', '\u{c}', '\u{1c}', '\u{1d}', '\u{1e}', '\u{85}', '\u{2028}', '\u{2029}',
+    ];
+    if let Some(n) = text
+        .split('\n')
+        .position(|l| l.strip_suffix('\r').unwrap_or(l).contains(BREAKS))
+    {
+        return Err(format!(
+            "line {}: a line break other than LF or CRLF inside a line (some dotenv readers break the line there)",
+            n + 1
+        ));
+    }
     let mut m = Map::new();
     for (n, line) in text.lines().enumerate() {
         let l = line.trim();
@@ -220,11 +255,28 @@ pub fn parse_env(text: &str) -> Result<Value, String> {
                 n + 1
             ));
         }
-        let v = v
-            .strip_prefix('"')
-            .and_then(|x| x.strip_suffix('"'))
-            .or_else(|| v.strip_prefix('\'').and_then(|x| x.strip_suffix('\'')))
-            .unwrap_or(v);
+        // Text every reader takes literally, quoted or not.
+        let plain = |s: &str| !s.contains(['\\', '$', '#', '"', '\'', '`']);
+        let v = match v.chars().next() {
+            Some(q @ ('"' | '\'')) => {
+                let inner = v
+                    .strip_prefix(q)
+                    .and_then(|x| x.strip_suffix(q))
+                    .filter(|x| !x.contains(q))
+                    .ok_or_else(|| {
+                        format!(
+                            "line {}: the quoted value of {k} does not close on its line",
+                            n + 1
+                        )
+                    })?;
+                if plain(inner) {
+                    inner
+                } else {
+                    v
+                }
+            }
+            _ => v,
+        };
         if m.insert(k.to_owned(), Value::String(v.to_owned()))
             .is_some()
         {
@@ -256,6 +308,11 @@ mod tests {
         assert!(parse(Format::Jsonc, b"{,}").is_err());
         // A BOM is accepted by VS Code.
         assert!(parse(Format::Jsonc, "\u{feff}{}".as_bytes()).is_ok());
+        // A line comment ends at CR for VS Code: the key after it is live.
+        let v = parse(Format::Jsonc, b"{\"a\": 1, // c\r\"b\": 2\n}")
+            .unwrap()
+            .unwrap();
+        assert_eq!(v["b"], 2);
     }
 
     #[test]
