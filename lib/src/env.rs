@@ -757,9 +757,10 @@ mod tests {
             d.config_parameters(&pairs, None).unwrap(),
             OsStr::new("'a.b=it'\\''s'")
         );
-        assert_eq!(d.config_parameters(&[], None), None);
+        let none: [(String, String); 0] = [];
+        assert_eq!(d.config_parameters(&none, None), None);
         assert_eq!(
-            d.config_parameters(&[], Some(OsStr::new(""))),
+            d.config_parameters(&none, Some(OsStr::new(""))),
             Some(OsString::new())
         );
     }
