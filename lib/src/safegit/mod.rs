@@ -8,4 +8,4 @@ pub mod loss;
 pub mod plan;
 pub mod unlisted;
 
-pub use plan::{plan, Plan, Refusal, Request};
+pub use plan::{gitmodules_ignore_keys, plan, Plan, Refusal, Request};

@@ -439,7 +439,11 @@ fn diff_drivers(
 /// the catalogue's; every `submodule.<name>.ignore` the repository sets (its config, or the
 /// work tree's `.gitmodules`) gets the owner's value, else `none`; the untracked cache is
 /// never trusted. On a repository that sets none of these, git's output is unchanged.
-fn owner_view(defused: &mut Defused, view: &super::locate::ConfigView, work_tree: Option<&Path>) {
+fn owner_view(
+    defused: &mut Defused,
+    view: &super::locate::ConfigView,
+    work_tree: Option<&Path>,
+) -> Result<(), Refusal> {
     use crate::catalogue::{ConfigKey, SAFE_GIT_ALWAYS_SET, WORK_HIDING_KEYS};
     for (k, v) in SAFE_GIT_ALWAYS_SET {
         defused.set_config(*k, *v);
@@ -473,21 +477,21 @@ fn owner_view(defused: &mut Defused, view: &super::locate::ConfigView, work_tree
         .map(|v| v.key.clone())
         .collect();
     // `.gitmodules` in the work tree (git reads it before the index or HEAD copy).
-    if let Some(bytes) = work_tree.and_then(|w| read_gitmodules(&w.join(".gitmodules"))) {
-        let meta = gix::config::file::Metadata::from(gix::config::Source::Local);
-        if let Ok(f) = gix::config::File::from_bytes_no_includes(&bytes, meta, Default::default()) {
-            for section in f.sections() {
-                let header = section.header();
-                if !header.name().eq_ignore_ascii_case(b"submodule") {
-                    continue;
-                }
-                let Some(name) = header.subsection_name() else {
-                    continue;
-                };
-                if section.value("ignore").is_some() {
-                    keys.push(format!("submodule.{name}.ignore"));
-                }
-            }
+    if let Some(w) = work_tree {
+        let path = w.join(".gitmodules");
+        if let Some(bytes) = read_gitmodules(&path) {
+            let found = gitmodules_ignore_keys(&bytes).map_err(|line| {
+                Refusal::new(
+                    exit::CONFIG,
+                    "config",
+                    format!(
+                        "{}: line {line}: submodule.<name>.ignore with a name that is not UTF-8 \
+                         cannot be given the owner's value",
+                        path.display()
+                    ),
+                )
+            })?;
+            keys.extend(found);
         }
     }
     for key in keys {
@@ -497,6 +501,32 @@ fn owner_view(defused: &mut Defused, view: &super::locate::ConfigView, work_tree
         let value = owner_or(&key, "none");
         defused.set_config(key, value);
     }
+    Ok(())
+}
+
+/// Every `submodule.<name>.ignore` key a `.gitmodules` file sets, as git reads it (git's own
+/// parser, [`crate::config::parse_bytes`]: `[submodule.A]` is the submodule `a`,
+/// `[submodule.a "b"]` is `a.b`, and what git reads before a bad line counts), spelled so that
+/// `git -c <key>=<value>` overrides it: `-c` folds the section and the variable name to lower
+/// case and keeps the name as written. A name that is not UTF-8 cannot be spelled in a `-c`
+/// key: `Err` with its line (safe-git refuses).
+pub fn gitmodules_ignore_keys(bytes: &[u8]) -> Result<Vec<String>, usize> {
+    let raw = crate::config::parse_bytes(bytes, crate::config::Dialect::Any);
+    let mut keys: Vec<String> = Vec::new();
+    for e in &raw.entries {
+        if e.section != "submodule" || e.name != "ignore" {
+            continue;
+        }
+        let Some(name) = &e.subsection else {
+            continue;
+        };
+        let name = std::str::from_utf8(name).map_err(|_| e.line)?;
+        let key = format!("submodule.{name}.ignore");
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    Ok(keys)
 }
 
 /// `.gitmodules` read without following a link (git refuses a `.gitmodules` link too).
@@ -607,7 +637,7 @@ pub fn plan(req: &Request) -> Result<Plan, Refusal> {
         &mut defused,
         &view,
         located.as_ref().and_then(|l| l.work_tree.as_deref()),
-    );
+    )?;
     if defused.config_pairs().len() > MAX_CONFIG_PAIRS {
         return Err(Refusal::new(
             exit::CONFIG,
