@@ -353,3 +353,72 @@ fn gitmodules_readers_decide_on_what_git_reads() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// The commit scan rates a driver attribute by whether some config file gives the driver a
+/// program. Its config comes through gix, which reads `[diff.A "b"]` as the section `diff.A`
+/// and keeps `[diff.A]`'s `A`; git reads the drivers `a.b` and `a` (the class the config
+/// differential test covers). A `.gitattributes` selecting them must be rated as the armed
+/// driver it is, not as a note.
+#[test]
+#[cfg_attr(
+    gitward_no_git,
+    ignore = "no git at /usr/bin/git or /usr/local/bin/git to compare with"
+)]
+fn scan_reads_driver_headers_as_git_does() {
+    use crate::catalogue::Severity;
+    for g in difftest::gits() {
+        for (header, attr) in [
+            ("[diff.A \"b\"]", "diff=a.b"),
+            ("[diff.A]", "diff=a"),
+            ("[diff\t\"t\"]", "diff=t"),
+            ("[filter.Q \"x\"]", "filter=q.x"),
+        ] {
+            let tmp = tempfile::tempdir().unwrap();
+            let home = tmp.path().join("home");
+            let repo = tmp.path().join("repo");
+            fs::create_dir_all(&home).unwrap();
+            fs::create_dir_all(&repo).unwrap();
+            let git = |args: &[&str]| {
+                let out = difftest::git_isolated(&g, &home, &repo)
+                    .args(["-c", "user.name=a", "-c", "user.email=a@b"])
+                    .args(args)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{args:?}: {out:?}");
+                out.stdout
+            };
+            git(&["init", "-q"]);
+            fs::write(repo.join("a.txt"), "one\n").unwrap();
+            git(&["add", "."]);
+            git(&["commit", "-qm", "one"]);
+            let snap = super::RefSnapshot::take(&repo.join(".git")).unwrap();
+            let mut cfg = fs::read(repo.join(".git/config")).unwrap();
+            cfg.extend_from_slice(
+                format!("{header}\n\ttextconv = sh -c x\n\tclean = sh -c x\n").as_bytes(),
+            );
+            fs::write(repo.join(".git/config"), cfg).unwrap();
+            let listed = git(&["config", "--list"]);
+            let (kind, name) = attr.split_once('=').unwrap();
+            assert!(
+                String::from_utf8_lossy(&listed).contains(&format!("{kind}.{name}.")),
+                "control: git reads {header} as {kind}.{name}"
+            );
+            fs::write(repo.join(".gitattributes"), format!("*.txt {attr}\n")).unwrap();
+            git(&["add", "."]);
+            git(&["commit", "-qm", "attrs"]);
+            let rep = super::scan(&repo.join(".git"), &snap, &super::Limits::default()).unwrap();
+            let f = rep
+                .findings
+                .iter()
+                .find(|f| f.path == ".gitattributes")
+                .unwrap_or_else(|| panic!("{header}: no finding: {:?}", rep.findings));
+            assert_ne!(
+                f.severity,
+                Severity::Note,
+                "{} {header} + {attr}: rated a note: {}",
+                g.display(),
+                f.why
+            );
+        }
+    }
+}
