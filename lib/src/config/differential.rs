@@ -1,5 +1,6 @@
 //! Differential test of the config reader against both gits: a few thousand seeded, generated
-//! config files (with include targets) in every syntax git accepts or nearly accepts, read by
+//! config files (with include targets) in every syntax git accepts or nearly accepts, and
+//! mutations of real and hand-made files (`fuzz/seeds/config_parse/`), read by
 //! `git config --list -z --includes --file F` and by [`enumerate`].
 //!
 //! The rule checked for every file, on each git:
@@ -14,32 +15,10 @@
 
 use super::tests::dialect_of;
 use super::{enumerate, ConfigError, Options};
+use crate::difftest::Rng;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// splitmix64: small, seeded, reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    /// True with probability `p` percent.
-    fn pct(&mut self, p: usize) -> bool {
-        self.below(100) < p
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len())]
-    }
-}
 
 const NAMES: &[&str] = &[
     "a",
@@ -409,6 +388,7 @@ fn cases() -> usize {
 /// and the shared `home/h.cfg`.
 fn corpus(root: &Path) -> Vec<PathBuf> {
     let mut r = Rng(seed());
+    let seeds = crate::difftest::seeds("config_parse");
     let home = root.join("home");
     fs::create_dir_all(&home).unwrap();
     fs::write(home.join("h.cfg"), "[home]\n\tk = 1\n").unwrap();
@@ -417,7 +397,18 @@ fn corpus(root: &Path) -> Vec<PathBuf> {
             let dir = root.join(format!("case{i}"));
             fs::create_dir_all(dir.join("folder")).unwrap();
             let n = 2 + r.below(10);
-            fs::write(dir.join("main.cfg"), file(&mut r, n, true)).unwrap();
+            let main = if r.pct(25) {
+                // a near-miss of a real or hand-made file (`fuzz/seeds/config_parse/`)
+                let base = &seeds[r.below(seeds.len())];
+                let mut m = crate::difftest::mutate(&mut r, base);
+                if r.pct(50) {
+                    m.extend_from_slice(&file(&mut r, n / 2, true));
+                }
+                m
+            } else {
+                file(&mut r, n, true)
+            };
+            fs::write(dir.join("main.cfg"), main).unwrap();
             let n = 1 + r.below(4);
             let nested = r.pct(20);
             let inc1 = file(&mut r, n, nested);
@@ -430,20 +421,12 @@ fn corpus(root: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
+#[cfg_attr(
+    gitward_no_git,
+    ignore = "no git at /usr/bin/git or /usr/local/bin/git to compare with"
+)]
 fn enumeration_reads_what_git_reads() {
-    let gits: Vec<PathBuf> = ["/usr/bin/git", "/usr/local/bin/git"]
-        .iter()
-        .map(PathBuf::from)
-        .filter(|p| p.exists())
-        .collect();
-    if gits.is_empty() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI: no git to compare with"
-        );
-        eprintln!("skipped: no git at /usr/bin/git or /usr/local/bin/git");
-        return;
-    }
+    let gits = crate::difftest::gits();
     let tmp = tempfile::tempdir().unwrap();
     let root = fs::canonicalize(tmp.path()).unwrap();
     let dirs = corpus(&root);
