@@ -4,7 +4,7 @@
 //! Every differential test reads bytes the agent could write with gitward's parser and with
 //! git itself, and fails where the two readings lead gitward to decide differently from git
 //! without refusing. Seed and size come from the environment so that a long run is the same
-//! test with more cases: `GITWARD_DIFF_SEED`, `GITWARD_DIFF_CASES`.
+//! test with more cases: `GITWARD_DIFF_SEED`, `GITWARD_DIFF_N` (or `GITWARD_DIFF_CASES`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,11 +40,12 @@ pub(crate) fn seed(default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Cases per git (`GITWARD_DIFF_CASES`), else `default`.
+/// Cases per git (`GITWARD_DIFF_N`, the name the other differential tests read, or
+/// `GITWARD_DIFF_CASES`), else `default`.
 pub(crate) fn cases(default: usize) -> usize {
-    std::env::var("GITWARD_DIFF_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
+    ["GITWARD_DIFF_N", "GITWARD_DIFF_CASES"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().and_then(|s| s.parse().ok()))
         .unwrap_or(default)
 }
 

@@ -371,17 +371,11 @@ fn run_case(g: &Path, dir: &Path, home: &Path, tally: &mut Tally, label: &str) {
 }
 
 fn seed() -> u64 {
-    std::env::var("GITWARD_DIFF_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x0067_6974_7761_7264)
+    crate::difftest::seed(0x0067_6974_7761_7264)
 }
 
 fn cases() -> usize {
-    std::env::var("GITWARD_DIFF_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1500)
+    crate::difftest::cases(1500)
 }
 
 /// The generated corpus, written once: `case<i>/main.cfg`, `inc1.cfg`, `inc2.cfg`, `folder/`,
