@@ -698,3 +698,35 @@ mod redaction_tests {
         );
     }
 }
+
+#[cfg(test)]
+mod gitmodules_tests {
+    use super::gitmodules_ignore_keys;
+
+    /// The names git reads (`git config -f .gitmodules --list` prints `submodule.sub.ignore`
+    /// and `submodule.a.b.ignore` for these headers); `scan::differential` checks it against
+    /// git on generated files.
+    #[test]
+    fn ignore_keys_name_the_submodules_git_reads() {
+        let keys = gitmodules_ignore_keys(
+            b"[submodule.Sub]\n\tignore = all\n[submodule.a \"b\"]\n\tIgnore = dirty\n\
+              [submodule \"Q\\\"t\"]\n\tignore\n[submodule \"x\"]\n\tpath = x\n",
+        )
+        .unwrap();
+        assert_eq!(
+            keys,
+            [
+                "submodule.sub.ignore",
+                "submodule.a.b.ignore",
+                "submodule.Q\"t.ignore"
+            ]
+        );
+        // What git reads before a bad line counts (git may act on it before dying).
+        let keys = gitmodules_ignore_keys(b"[submodule \"s\"]\n\tignore = all\n[bad\n").unwrap();
+        assert_eq!(keys, ["submodule.s.ignore"]);
+        assert_eq!(
+            gitmodules_ignore_keys(b"[submodule \"x\xff\"]\n\tignore = all\n"),
+            Err(2)
+        );
+    }
+}
