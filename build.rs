@@ -3,7 +3,8 @@
 //! `../shared/realrepos/` (bundles of real public repositories) is laid beside the project's
 //! checkout on the developers' machines and in CI; bubblewrap (`/usr/bin/bwrap`) runs the
 //! sandbox tests. Where one is missing, the tests that need it are compiled with `#[ignore]`
-//! and a reason (`cargo test` lists them as ignored, with the reason) — except under
+//! and a reason (`cargo test` lists them as ignored, with the reason); so are the differential
+//! tests where neither `/usr/bin/git` nor `/usr/local/bin/git` is installed — except under
 //! `CI=true`, where they run and fail on the missing prerequisite: a test that cannot run its
 //! subject must not pass.
 //!
@@ -18,6 +19,7 @@ use std::process::Command;
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(gitward_no_realrepos)");
     println!("cargo::rustc-check-cfg=cfg(gitward_no_bwrap)");
+    println!("cargo::rustc-check-cfg=cfg(gitward_no_git)");
     println!("cargo:rerun-if-env-changed=CI");
     let mut root =
         PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -27,6 +29,14 @@ fn main() {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     if !dir.is_dir() && !ci {
         println!("cargo:rustc-cfg=gitward_no_realrepos");
+    }
+    // The differential tests compare with git itself (docs/fuzzing.md).
+    let gits = ["/usr/bin/git", "/usr/local/bin/git"];
+    for g in gits {
+        println!("cargo:rerun-if-changed={g}");
+    }
+    if !gits.iter().any(|g| Path::new(g).exists()) && !ci {
+        println!("cargo:rustc-cfg=gitward_no_git");
     }
     // bubblewrap must be installed and able to make namespaces here.
     let bwrap = "/usr/bin/bwrap";

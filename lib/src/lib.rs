@@ -34,6 +34,8 @@ pub mod audit;
 pub mod catalogue;
 pub mod cli;
 pub mod config;
+#[cfg(test)]
+mod difftest;
 pub mod env;
 pub mod events;
 pub mod exit;

@@ -18,6 +18,8 @@
 //!   walk; a `.gitattributes` that is a link is recorded and not read (git ≥ 2.32 does not
 //!   follow in-tree `.gitattributes` links either).
 
+#[cfg(test)]
+mod differential;
 mod objects;
 mod parse;
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Differential test of the config reader against both gits: a few thousand seeded, generated
-//! config files (with include targets) in every syntax git accepts or nearly accepts, read by
+//! config files (with include targets) in every syntax git accepts or nearly accepts, and
+//! mutations of real and hand-made files (`fuzz/seeds/config_parse/`), read by
 //! `git config --list -z --includes --file F` and by [`enumerate`].
 //!
 //! The rule checked for every file, on each git:
@@ -15,32 +16,10 @@
 
 use super::tests::dialect_of;
 use super::{enumerate, ConfigError, Options};
+use crate::difftest::Rng;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// splitmix64: small, seeded, reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    /// True with probability `p` percent.
-    fn pct(&mut self, p: usize) -> bool {
-        self.below(100) < p
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len())]
-    }
-}
 
 const NAMES: &[&str] = &[
     "a",
@@ -373,23 +352,18 @@ fn run_case(g: &Path, dir: &Path, home: &Path, tally: &mut Tally, label: &str) {
 }
 
 fn seed() -> u64 {
-    std::env::var("GITWARD_DIFF_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x0067_6974_7761_7264)
+    crate::difftest::seed(0x0067_6974_7761_7264)
 }
 
 fn cases() -> usize {
-    std::env::var("GITWARD_DIFF_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1500)
+    crate::difftest::cases(1500)
 }
 
 /// The generated corpus, written once: `case<i>/main.cfg`, `inc1.cfg`, `inc2.cfg`, `folder/`,
 /// and the shared `home/h.cfg`.
 fn corpus(root: &Path) -> Vec<PathBuf> {
     let mut r = Rng(seed());
+    let seeds = crate::difftest::seeds("config_parse");
     let home = root.join("home");
     fs::create_dir_all(&home).unwrap();
     fs::write(home.join("h.cfg"), "[home]\n\tk = 1\n").unwrap();
@@ -398,7 +372,18 @@ fn corpus(root: &Path) -> Vec<PathBuf> {
             let dir = root.join(format!("case{i}"));
             fs::create_dir_all(dir.join("folder")).unwrap();
             let n = 2 + r.below(10);
-            fs::write(dir.join("main.cfg"), file(&mut r, n, true)).unwrap();
+            let main = if r.pct(25) {
+                // a near-miss of a real or hand-made file (`fuzz/seeds/config_parse/`)
+                let base = &seeds[r.below(seeds.len())];
+                let mut m = crate::difftest::mutate(&mut r, base);
+                if r.pct(50) {
+                    m.extend_from_slice(&file(&mut r, n / 2, true));
+                }
+                m
+            } else {
+                file(&mut r, n, true)
+            };
+            fs::write(dir.join("main.cfg"), main).unwrap();
             let n = 1 + r.below(4);
             let nested = r.pct(20);
             let inc1 = file(&mut r, n, nested);
@@ -411,20 +396,12 @@ fn corpus(root: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
+#[cfg_attr(
+    gitward_no_git,
+    ignore = "no git at /usr/bin/git or /usr/local/bin/git to compare with"
+)]
 fn enumeration_reads_what_git_reads() {
-    let gits: Vec<PathBuf> = ["/usr/bin/git", "/usr/local/bin/git"]
-        .iter()
-        .map(PathBuf::from)
-        .filter(|p| p.exists())
-        .collect();
-    if gits.is_empty() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI: no git to compare with"
-        );
-        eprintln!("skipped: no git at /usr/bin/git or /usr/local/bin/git");
-        return;
-    }
+    let gits = crate::difftest::gits();
     let tmp = tempfile::tempdir().unwrap();
     let root = fs::canonicalize(tmp.path()).unwrap();
     let dirs = corpus(&root);

@@ -34,6 +34,8 @@
 //! agent that keeps writing: each read is no-follow, so a race can make a check fail or see a
 //! different file, but never makes it read through a link.
 
+#[cfg(test)]
+mod differential;
 mod nested;
 pub mod walk;
 mod worktrees;

@@ -9,5 +9,5 @@ pub mod plan;
 pub mod request;
 pub mod unlisted;
 
-pub use plan::{plan, Plan};
+pub use plan::{gitmodules_ignore_keys, plan, Plan};
 pub use request::{Refusal, Request};

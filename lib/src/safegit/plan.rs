@@ -334,7 +334,11 @@ fn diff_drivers(
 /// the catalogue's; every `submodule.<name>.ignore` the repository sets (its config, or the
 /// work tree's `.gitmodules`) gets the owner's value, else `none`; the untracked cache is
 /// never trusted. On a repository that sets none of these, git's output is unchanged.
-fn owner_view(defused: &mut Defused, view: &super::locate::ConfigView, work_tree: Option<&Path>) {
+fn owner_view(
+    defused: &mut Defused,
+    view: &super::locate::ConfigView,
+    work_tree: Option<&Path>,
+) -> Result<(), Refusal> {
     use crate::catalogue::{ConfigKey, SAFE_GIT_ALWAYS_SET, WORK_HIDING_KEYS};
     for (k, v) in SAFE_GIT_ALWAYS_SET {
         defused.set_config(*k, *v);
@@ -370,21 +374,9 @@ fn owner_view(defused: &mut Defused, view: &super::locate::ConfigView, work_tree
         .map(|v| v.raw_key.clone())
         .collect();
     // `.gitmodules` in the work tree (git reads it before the index or HEAD copy).
-    if let Some(bytes) = work_tree.and_then(|w| read_gitmodules(&w.join(".gitmodules"))) {
-        let meta = gix::config::file::Metadata::from(gix::config::Source::Local);
-        if let Ok(f) = gix::config::File::from_bytes_no_includes(&bytes, meta, Default::default()) {
-            for section in f.sections() {
-                let header = section.header();
-                if !header.name().eq_ignore_ascii_case(b"submodule") {
-                    continue;
-                }
-                let Some(name) = header.subsection_name() else {
-                    continue;
-                };
-                if section.value("ignore").is_some() {
-                    keys.push([b"submodule.".as_slice(), name, b".ignore"].concat().into());
-                }
-            }
+    if let Some(w) = work_tree {
+        if let Some(bytes) = read_gitmodules(&w.join(".gitmodules")) {
+            keys.extend(gitmodules_ignore_keys(&bytes));
         }
     }
     for key in keys {
@@ -401,6 +393,32 @@ fn owner_view(defused: &mut Defused, view: &super::locate::ConfigView, work_tree
         let value = owner.unwrap_or_else(|| "none".to_owned());
         defused.set_config(key, value);
     }
+    Ok(())
+}
+
+/// Every `submodule.<name>.ignore` key a `.gitmodules` file sets, as git reads it (git's own
+/// parser, [`crate::config::parse_bytes`]: `[submodule.A]` is the submodule `a`,
+/// `[submodule.a "b"]` is `a.b`, and what git reads before a bad line counts), spelled so that
+/// `git -c <key>=<value>` overrides it: `-c` folds the section and the variable name to lower
+/// case and keeps the name as written, byte for byte (a name that is not UTF-8 too: `-c` and
+/// `GIT_CONFIG_PARAMETERS` carry any byte but NUL; a name holding a newline is never one git
+/// reads from a file).
+pub fn gitmodules_ignore_keys(bytes: &[u8]) -> Vec<BString> {
+    let raw = crate::config::parse_bytes(bytes, crate::config::Dialect::Any);
+    let mut keys: Vec<BString> = Vec::new();
+    for e in &raw.entries {
+        if e.section != "submodule" || e.name != "ignore" {
+            continue;
+        }
+        let Some(name) = &e.subsection else {
+            continue;
+        };
+        let key: BString = [b"submodule.".as_slice(), name, b".ignore"].concat().into();
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    keys
 }
 
 /// A `-c` key for `--explain`: as is when it is UTF-8, else with its bytes escaped (`\xff`),
@@ -520,7 +538,7 @@ pub fn plan(req: &Request) -> Result<Plan, Refusal> {
         &mut defused,
         &view,
         located.as_ref().and_then(|l| l.work_tree.as_deref()),
-    );
+    )?;
     if defused.config_pairs().len() > MAX_CONFIG_PAIRS {
         return Err(Refusal::new(
             exit::CONFIG,
@@ -578,6 +596,38 @@ mod redaction_tests {
         assert!(
             !s.contains("s3cr3t") && s.contains("https://***@host/r"),
             "{s}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod gitmodules_tests {
+    use super::gitmodules_ignore_keys;
+
+    /// The names git reads (`git config -f .gitmodules --list` prints `submodule.sub.ignore`
+    /// and `submodule.a.b.ignore` for these headers); `scan::differential` checks it against
+    /// git on generated files.
+    #[test]
+    fn ignore_keys_name_the_submodules_git_reads() {
+        let keys = gitmodules_ignore_keys(
+            b"[submodule.Sub]\n\tignore = all\n[submodule.a \"b\"]\n\tIgnore = dirty\n\
+              [submodule \"Q\\\"t\"]\n\tignore\n[submodule \"x\"]\n\tpath = x\n",
+        )
+        .unwrap();
+        assert_eq!(
+            keys,
+            [
+                "submodule.sub.ignore",
+                "submodule.a.b.ignore",
+                "submodule.Q\"t.ignore"
+            ]
+        );
+        // What git reads before a bad line counts (git may act on it before dying).
+        let keys = gitmodules_ignore_keys(b"[submodule \"s\"]\n\tignore = all\n[bad\n").unwrap();
+        assert_eq!(keys, ["submodule.s.ignore"]);
+        assert_eq!(
+            gitmodules_ignore_keys(b"[submodule \"x\xff\"]\n\tignore = all\n"),
+            Err(2)
         );
     }
 }

@@ -370,19 +370,26 @@ fn config_facts(repo: &gix::Repository) -> (Vec<Vec<u8>>, bool, HashSet<(DriverK
         .iter()
         .any(|v| truthy(v));
     let mut drivers = HashSet::new();
-    for kind in DriverKind::ALL {
-        for section in file.sections_by_name(kind.name()).into_iter().flatten() {
-            let Some(name) = section.header().subsection_name() else {
-                continue;
-            };
-            // An empty value runs nothing (git skips an empty command): it is how a driver
-            // is disarmed.
-            let armed = kind
-                .program_keys()
-                .any(|k| section.values(k).iter().any(|v| !v.trim_ascii().is_empty()));
-            if armed {
-                drivers.insert((kind, name.to_owned()));
-            }
+    for section in file.sections() {
+        // The header as git reads it: gix takes `[diff.A "b"]` for the section `diff.A` and
+        // keeps `[diff.A]`'s `A`, where git reads the driver `a.b` and `a`. Its bytes (gix
+        // writes them back as they were) are read again with git's grammar.
+        let mut header = section.header().to_bstring().to_vec();
+        header.push(b'\n');
+        let raw = crate::config::parse_bytes(&header, crate::config::Dialect::Any);
+        let Some((sec, Some(name), _)) = raw.sections.first() else {
+            continue;
+        };
+        let Some(kind) = DriverKind::ALL.into_iter().find(|k| k.name() == sec) else {
+            continue;
+        };
+        // An empty value runs nothing (git skips an empty command): it is how a driver
+        // is disarmed.
+        let armed = kind
+            .program_keys()
+            .any(|k| section.values(k).iter().any(|v| !v.trim_ascii().is_empty()));
+        if armed {
+            drivers.insert((kind, name.clone()));
         }
     }
     (dirs, show, drivers)

@@ -21,6 +21,8 @@
 //! [`ScanReport::incomplete`] and is never clean: `wt-check` exits 2. The finding cap is not a
 //! work bound: past it findings are summarised per rule and the report stays complete.
 
+#[cfg(test)]
+mod differential;
 mod engine;
 mod packs;
 pub mod rules;

@@ -521,24 +521,49 @@ pub fn check_gitmodules(bytes: &[u8]) -> Vec<(&'static str, String)> {
             }
         }
     }
-    for name in &names {
+    let entries: Vec<ModuleEntry<'_>> = raw
+        .entries
+        .iter()
+        .filter(|e| e.section == "submodule")
+        .map(|e| ModuleEntry {
+            name: e.subsection.as_ref().map_or(&b""[..], |s| &s[..]),
+            key: e.name.as_str(),
+            value: e.value.as_ref().map(|v| &v[..]),
+        })
+        .collect();
+    out.extend(gitmodules_findings(&names, &entries));
+    out
+}
+
+/// One `submodule.<name>.<key>` entry of a `.gitmodules` file, as git reads it (`key`
+/// lower-cased; `value` `None` for an implicit boolean).
+#[derive(Debug, Clone, Copy)]
+pub struct ModuleEntry<'a> {
+    pub name: &'a [u8],
+    pub key: &'a str,
+    pub value: Option<&'a [u8]>,
+}
+
+/// The findings of submodule names (every `[submodule "<name>"]` header, with or without
+/// entries) and entries, however they were read: [`check_gitmodules`] reads them with git's
+/// parser; the differential test (`scan::differential`) hands in git's own reading, so both
+/// readings meet the same rules.
+pub fn gitmodules_findings(
+    names: &[Vec<u8>],
+    entries: &[ModuleEntry<'_>],
+) -> Vec<(&'static str, String)> {
+    let mut out: Vec<(&'static str, String)> = Vec::new();
+    for name in names {
         let shown_name = super::escape_path(name);
         if let Some(p) = traversal_or_odd(name) {
             out.push(("GW-SCAN-012", format!("submodule name {shown_name:?} {p}")));
         }
     }
-    for e in &raw.entries {
-        if e.section != "submodule" {
-            continue;
-        }
-        let name = e
-            .subsection
-            .as_ref()
-            .map(|s| s.to_vec())
-            .unwrap_or_default();
-        let shown_name = super::escape_path(&name);
-        let k = e.name.as_str();
-        let v: Vec<u8> = e.value.as_ref().map(|v| v.to_vec()).unwrap_or_default();
+    for e in entries {
+        let name = e.name;
+        let shown_name = super::escape_path(name);
+        let k = e.key;
+        let v: Vec<u8> = e.value.map(|v| v.to_vec()).unwrap_or_default();
         match k {
             "path" => {
                 if let Some(p) = traversal_or_odd(&v) {
