@@ -835,17 +835,21 @@ mod tests {
         ];
         d.neutralise_untrusted(values).unwrap();
         d.neutralise_name("merge", b"m\xff").unwrap();
-        let (args, _) = d.config_args();
-        let has = |a: &[u8]| args.iter().any(|x| x.as_bytes() == a);
-        assert!(has(b"filter.\xff.clean="));
-        assert!(has(b"filter.\xff.required=false"));
-        assert!(has(b"diff.a\xfeb.textconv="));
-        assert!(has(b"merge.m\xff.driver="));
+        // The pairs travel in `GIT_CONFIG_PARAMETERS`, shell-quoted as git itself quotes `-c`.
+        let env = d.child_env(Vec::new());
+        let params = env
+            .iter()
+            .find(|(k, _)| k == "GIT_CONFIG_PARAMETERS")
+            .map(|(_, v)| v.as_bytes().to_vec())
+            .expect("GIT_CONFIG_PARAMETERS is set");
+        let has = |a: &[u8]| params.windows(a.len()).any(|w| w == a);
+        assert!(has(b"'filter.\xff.clean'=''"));
+        assert!(has(b"'filter.\xff.required'='false'"));
+        assert!(has(b"'diff.a\xfeb.textconv'=''"));
+        assert!(has(b"'merge.m\xff.driver'=''"));
         // No lossy copy (U+FFFD's UTF-8 bytes) of any name.
         let fffd = "\u{fffd}".as_bytes();
-        assert!(!args
-            .iter()
-            .any(|x| x.as_bytes().windows(fffd.len()).any(|w| w == fffd)));
+        assert!(!has(fffd));
     }
 
     #[test]
