@@ -757,9 +757,9 @@ mod tests {
             d.config_parameters(&pairs, None).unwrap(),
             OsStr::new("'a.b=it'\\''s'")
         );
-        assert_eq!(d.config_parameters(&[], None), None);
+        assert_eq!(d.config_parameters::<String>(&[], None), None);
         assert_eq!(
-            d.config_parameters(&[], Some(OsStr::new(""))),
+            d.config_parameters::<String>(&[], Some(OsStr::new(""))),
             Some(OsString::new())
         );
     }
