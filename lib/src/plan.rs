@@ -53,8 +53,9 @@ pub struct PlanOptions {
     pub docker: bool,
     /// The sandbox keeps the network: database sockets stay reachable.
     pub network: bool,
-    /// Folders the command reads that may lie below a hidden tree (agent-shell's shim
-    /// folder): bound back read-only there, with `$HOME` and the folders on `$PATH`.
+    /// Paths the command reads that may lie below a hidden tree (agent-shell's shim folder,
+    /// the policy file the shim reads): bound back read-only there, with `$HOME` and the
+    /// folders on `$PATH`.
     pub read_back: Vec<PathBuf>,
 }
 
@@ -226,7 +227,24 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
     if let Some(g) = given {
         sys.resolve(&g, true)?;
     }
-    let programs = owner_programs(&p.loc)?;
+    let mut programs = owner_programs(&p.loc)?;
+    // git resolves a relative program from the top of the work tree it runs in: the same
+    // relative path in every worktree of the repository (the session's are writable roots)
+    // runs for the owner's git there too (fifth red-team pass, R5-3).
+    if let Some(top) = p.loc.work_tree.as_deref() {
+        let relative: Vec<(PathBuf, EntryKind)> = programs
+            .iter()
+            .filter_map(|(path, kind)| Some((path.strip_prefix(top).ok()?.to_path_buf(), *kind)))
+            .collect();
+        for wt in p.worktrees.values().filter_map(|w| w.path.as_deref()) {
+            for (rel, kind) in &relative {
+                let path = integrity::normalize(&wt.join(rel));
+                if !programs.iter().any(|(q, _)| *q == path) {
+                    programs.push((path, *kind));
+                }
+            }
+        }
+    }
     let rt = std::env::var_os("XDG_RUNTIME_DIR");
     let home = std::env::var_os("HOME");
     let host = HostPaths {
@@ -297,14 +315,14 @@ pub(crate) fn hide_trees(
         let Ok(path) = std::fs::canonicalize(d) else {
             continue;
         };
-        if path.is_dir()
+        if (path.is_dir() || path.is_file())
             && under_tree(&path)
             && !in_root(&path)
             && !trees.iter().any(|t| t.path == path)
         {
             keep.push(Hidden {
                 path,
-                what: "a folder the command reads (its shim, $HOME, $PATH)",
+                what: "a path the command reads (its shim and policy, $HOME, $PATH)",
             });
         }
     }
@@ -1303,7 +1321,7 @@ pub fn options_from(args: &ToolArgs) -> Result<PlanOptions, String> {
             o.session_dir = Some(p.worktree_dir.clone());
         }
         o.extra_writable = policy_writable(&p);
-        o.read_back = vec![crate::shell::shim_dir(&p)];
+        o.read_back = vec![crate::shell::shim_dir(&p), p.file.clone()];
         o.docker = p.docker.enabled;
     }
     Ok(o)

@@ -1664,3 +1664,81 @@ fn a_worktree_added_in_an_earlier_command_can_be_removed() {
         assert!(!entry.exists(), "{ctx}");
     }
 }
+
+/// The owner's relative `core.hooksPath` and `core.fsmonitor` are read-only in the session's
+/// worktree too, not only in the main work tree: git resolves them from the top of the work
+/// tree it runs in (fifth red-team pass, R5-3). Positive control: without the sandbox the
+/// owner's commit in the session's worktree runs both.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn relative_programs_are_read_only_in_the_sessions_worktree() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    for g in gits() {
+        for sandbox in [false, true] {
+            let s = Session::new(&g);
+            let hook_mark = s.home.join("HOOK-FIRED");
+            let fsm_mark = s.home.join("FSMON-FIRED");
+            std::fs::create_dir_all(s.repo.join(".husky")).unwrap();
+            std::fs::create_dir_all(s.repo.join("tools")).unwrap();
+            std::fs::write(s.repo.join(".husky/README"), "hooks\n").unwrap();
+            std::fs::write(s.repo.join("tools/fsmon.sh"), "#!/bin/sh\nexit 1\n").unwrap();
+            let mut perm = std::fs::metadata(s.repo.join("tools/fsmon.sh"))
+                .unwrap()
+                .permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+            std::fs::set_permissions(s.repo.join("tools/fsmon.sh"), perm).unwrap();
+            s.plain(&["add", "."]);
+            s.plain(&["commit", "-q", "-m", "tools"]);
+            s.plain(&["worktree", "add", "-q", "../proj-worktrees/s1/mine"]);
+            s.plain(&["config", "core.hooksPath", ".husky"]);
+            let mut global = std::fs::read_to_string(s.home.join(".gitconfig")).unwrap();
+            global.push_str("[core]\n\tfsmonitor = tools/fsmon.sh\n");
+            std::fs::write(s.home.join(".gitconfig"), global).unwrap();
+            let wt = s.worktrees.join("s1/mine");
+            let script = format!(
+                "cd {wt} || exit 9
+                 printf '#!/bin/sh\\ntouch {h}\\n' > .husky/pre-commit && chmod +x .husky/pre-commit; echo hook=$?
+                 printf '#!/bin/sh\\ntouch {f}; exit 1\\n' > tools/fsmon.sh; echo fsmon=$?",
+                wt = wt.display(),
+                h = hook_mark.display(),
+                f = fsm_mark.display()
+            );
+            let o = s.agent(&script, sandbox);
+            let out = String::from_utf8_lossy(&o.stdout).into_owned();
+            let ctx = format!(
+                "{} sandbox={sandbox}\n{out}\n{}",
+                g.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            // The owner's next commit in the session's worktree (reviewing the branch).
+            std::fs::write(wt.join("c.txt"), "c\n").unwrap();
+            for args in [&["add", "c.txt"][..], &["commit", "-q", "-m", "owner"][..]] {
+                let o = Command::new(&g)
+                    .env_clear()
+                    .env("HOME", &s.home)
+                    .env("GIT_CONFIG_NOSYSTEM", "1")
+                    .env("PATH", "/usr/bin:/bin")
+                    .current_dir(&wt)
+                    .args(args)
+                    .output()
+                    .unwrap();
+                assert!(o.status.success(), "{args:?}: {o:?} {ctx}");
+            }
+            if !sandbox {
+                assert_eq!(status_of(&out, "hook"), 0, "control: {ctx}");
+                assert_eq!(status_of(&out, "fsmon"), 0, "control: {ctx}");
+                assert!(
+                    hook_mark.exists() && fsm_mark.exists(),
+                    "control did not fire: {ctx}"
+                );
+                continue;
+            }
+            assert_ne!(status_of(&out, "hook"), 0, "{ctx}");
+            assert_ne!(status_of(&out, "fsmon"), 0, "{ctx}");
+            assert!(!hook_mark.exists() && !fsm_mark.exists(), "{ctx}");
+        }
+    }
+}

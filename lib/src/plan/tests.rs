@@ -447,3 +447,39 @@ fn tmp_run_and_the_runtime_dir_are_hidden_as_trees_before_every_bind() {
     assert!(p.srt().contains("gitwardHiddenTrees"));
     assert!(p.to_json().contains("\"hide_trees\""));
 }
+
+#[test]
+fn what_the_command_reads_below_a_tree_is_bound_back_read_only() {
+    let r = repo();
+    let tmp = std::fs::canonicalize("/tmp").unwrap();
+    if !r.root.starts_with(&tmp) {
+        eprintln!(
+            "SKIPPED: the test's folder is not below /tmp ({})",
+            r.root.display()
+        );
+        return;
+    }
+    let policy = r.root.join("cfg/s1.toml");
+    let shim = r.root.join("state/bin");
+    std::fs::create_dir_all(policy.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(&shim).unwrap();
+    std::fs::write(&policy, "").unwrap();
+    let mut p = plan(&opts(&r)).unwrap();
+    let host = HostPaths {
+        runtime_dir: None,
+        home: None,
+        uid: 4_000_000_000,
+    };
+    hide_trees(&mut p, &host, Vec::new(), &[policy.clone(), shim.clone()]);
+    let kept: Vec<&Path> = p.keep.iter().map(|k| k.path.as_path()).collect();
+    assert!(kept.contains(&policy.as_path()), "{kept:?}");
+    assert!(kept.contains(&shim.as_path()), "{kept:?}");
+    // Inside a writable root: the root's bind shows it already.
+    let mut p = plan(&opts(&r)).unwrap();
+    hide_trees(&mut p, &host, Vec::new(), &[r.repo.join(".git")]);
+    assert!(
+        p.keep.iter().all(|k| !k.path.starts_with(&r.repo)),
+        "{:?}",
+        p.keep
+    );
+}
