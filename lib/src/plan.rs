@@ -477,7 +477,8 @@ const SYSTEM_CONFIGS: &[&str] = &["/etc/gitconfig", "/usr/local/etc/gitconfig"];
 /// The programs the repository's and the owner's config (system, global, includes) name by a
 /// path — `core.hooksPath` (a folder) and the first word of every program-running key's value
 /// (`core.fsmonitor`, `filter.*.clean`, `diff.*.textconv`, `credential.helper`, `!`-aliases,
-/// …) when it has a `/` — resolved the way git does (`~/`, absolute, else from the work-tree
+/// …) when it has a `/`, and every later word naming an existing file (an interpreter in front)
+/// — resolved the way git does (`~/`, absolute, else from the work-tree
 /// top). A bare name is looked up on `PATH` by git and is not listed. A superset: every value
 /// of every file, effective or not.
 fn owner_programs(loc: &integrity::Located) -> Result<Vec<(PathBuf, EntryKind)>, PlanError> {
@@ -530,34 +531,48 @@ fn owner_programs(loc: &integrity::Located) -> Result<Vec<(PathBuf, EntryKind)>,
                 continue;
             }
             let text = a.value.text();
-            let word = if hooks {
-                text.trim().to_owned()
+            // The program (first word, when it has a `/`), and every later word that names
+            // an existing file: an interpreter in front (`sh tools/clean.sh`, `!bash
+            // tools/fmt.sh`, `python3 x.py`) runs that file (fifth red-team pass, R5-2).
+            let words: Vec<(String, bool)> = if hooks {
+                vec![(text.trim().to_owned(), true)]
             } else {
                 let t = text.trim().trim_start_matches('!').trim_start();
-                let w = t.split_whitespace().next().unwrap_or("");
-                w.trim_matches(|c| c == '"' || c == '\'').to_owned()
+                t.split_whitespace()
+                    .enumerate()
+                    .map(|(i, w)| {
+                        let w = w.trim_matches(|c| c == '"' || c == '\'');
+                        (w.to_owned(), i == 0 && w.contains('/'))
+                    })
+                    .collect()
             };
-            if word.is_empty() || (!hooks && !word.contains('/')) {
-                continue;
-            }
-            let path = if let Some(rest) = word.strip_prefix("~/") {
-                match &home {
-                    Some(h) => h.join(rest),
-                    None => continue,
+            for (word, named) in words {
+                if word.is_empty() || word.starts_with('-') {
+                    continue;
                 }
-            } else if Path::new(&word).is_absolute() {
-                PathBuf::from(&word)
-            } else {
-                top.join(&word)
-            };
-            let path = integrity::normalize(&path);
-            let kind = if hooks {
-                EntryKind::Dir
-            } else {
-                EntryKind::File
-            };
-            if !out.iter().any(|(p, _)| *p == path) {
-                out.push((path, kind));
+                let path = if let Some(rest) = word.strip_prefix("~/") {
+                    match &home {
+                        Some(h) => h.join(rest),
+                        None => continue,
+                    }
+                } else if Path::new(&word).is_absolute() {
+                    PathBuf::from(&word)
+                } else {
+                    top.join(&word)
+                };
+                let path = integrity::normalize(&path);
+                // A later word counts only when it names a file that exists now.
+                if !named && !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                    continue;
+                }
+                let kind = if hooks {
+                    EntryKind::Dir
+                } else {
+                    EntryKind::File
+                };
+                if !out.iter().any(|(p, _)| *p == path) {
+                    out.push((path, kind));
+                }
             }
         }
     }

@@ -1742,3 +1742,60 @@ fn relative_programs_are_read_only_in_the_sessions_worktree() {
         }
     }
 }
+
+/// A program value with an interpreter in front (`!bash tools/fmt.sh`, `sh tools/clean.sh`)
+/// protects the file it runs, not only a first word with a `/` (fifth red-team pass, R5-2).
+/// Positive control: without the sandbox the owner's `git fmt` and `git add` run the
+/// rewritten scripts.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn a_script_behind_an_interpreter_is_read_only() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    for g in gits() {
+        for sandbox in [false, true] {
+            let s = Session::new(&g);
+            let fmt_mark = s.home.join("FMT-FIRED");
+            let clean_mark = s.home.join("CLEAN-FIRED");
+            std::fs::create_dir_all(s.repo.join("tools")).unwrap();
+            std::fs::write(s.repo.join("tools/fmt.sh"), "exit 0\n").unwrap();
+            std::fs::write(s.repo.join("tools/clean.sh"), "cat\n").unwrap();
+            std::fs::write(s.repo.join(".gitattributes"), "*.x filter=x\n").unwrap();
+            s.plain(&["add", "."]);
+            s.plain(&["commit", "-q", "-m", "tools"]);
+            s.plain(&["config", "alias.fmt", "!bash tools/fmt.sh"]);
+            s.plain(&["config", "filter.x.clean", "sh tools/clean.sh"]);
+            let script = format!(
+                "printf 'touch {f}\\n' > tools/fmt.sh; echo fmt=$?
+                 printf 'touch {c}; cat\\n' > tools/clean.sh; echo clean=$?",
+                f = fmt_mark.display(),
+                c = clean_mark.display()
+            );
+            let o = s.agent(&script, sandbox);
+            let out = String::from_utf8_lossy(&o.stdout).into_owned();
+            let ctx = format!(
+                "{} sandbox={sandbox}\n{out}\n{}",
+                g.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            // The owner, outside the sandbox.
+            s.plain(&["fmt"]);
+            std::fs::write(s.repo.join("a.x"), "x\n").unwrap();
+            s.plain(&["add", "a.x"]);
+            if !sandbox {
+                assert_eq!(status_of(&out, "fmt"), 0, "control: {ctx}");
+                assert_eq!(status_of(&out, "clean"), 0, "control: {ctx}");
+                assert!(
+                    fmt_mark.exists() && clean_mark.exists(),
+                    "control did not fire: {ctx}"
+                );
+                continue;
+            }
+            assert_ne!(status_of(&out, "fmt"), 0, "{ctx}");
+            assert_ne!(status_of(&out, "clean"), 0, "{ctx}");
+            assert!(!fmt_mark.exists() && !clean_mark.exists(), "{ctx}");
+        }
+    }
+}
