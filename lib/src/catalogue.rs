@@ -1880,6 +1880,59 @@ pub static HIDDEN_FOLDERS: &[HiddenFolder] = &[
     },
 ];
 
+/// A tree of [`HIDDEN_TREES`]: covered by a fresh tmpfs inside the sandbox, so no socket,
+/// FIFO or folder of the host below it is reachable by path, whether it existed when the plan
+/// was made or appears during the command (fifth red-team pass, R5-1, R5-6, R5-13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HiddenTree {
+    /// An absolute path, or `{runtime}` (the owner's runtime dir).
+    pub path: &'static str,
+    /// A writable tmpfs (scratch space: `mktemp` works) or a read-only empty one.
+    pub writable: bool,
+    pub what: &'static str,
+}
+
+/// Trees hidden by default: the plan binds back only what it needs below them (writable roots,
+/// anchors, read-only binds, sockets the policy keeps, the resolver file). Sockets and folders
+/// elsewhere ([`HIDDEN_SOCKETS`], [`HIDDEN_FOLDERS`]) stay on their lists.
+pub static HIDDEN_TREES: &[HiddenTree] = &[
+    HiddenTree {
+        path: "/tmp",
+        writable: true,
+        what: "shared temporary folder (tmux, screen, zellij, nvim, VS Code, X11, emacs sockets)",
+    },
+    HiddenTree {
+        path: "/var/tmp",
+        writable: true,
+        what: "shared temporary folder",
+    },
+    HiddenTree {
+        path: "/dev/shm",
+        writable: true,
+        what: "shared memory folder",
+    },
+    HiddenTree {
+        path: "/run",
+        writable: false,
+        what: "system runtime folder (systemd, containerd, buildkit, snapd, Docker, D-Bus sockets)",
+    },
+    HiddenTree {
+        path: "/var/run",
+        writable: false,
+        what: "system runtime folder",
+    },
+    HiddenTree {
+        path: "{runtime}",
+        writable: false,
+        what: "the owner's runtime dir (user bus, systemd, gpg-agent, ssh-agent)",
+    },
+];
+
+/// Files below a [`HIDDEN_TREES`] entry that programs read and that cannot run anything: bound
+/// back read-only (each resolved through links first: `/etc/resolv.conf` usually names
+/// `/run/systemd/resolve/stub-resolv.conf`).
+pub static KEPT_SYSTEM_FILES: &[&str] = &["/etc/resolv.conf"];
+
 /// A folder of [`HIDDEN_FOLDERS`]: `path` is a template (`{uid}`, `{runtime}`, `{home}`; a
 /// last component `prefix*` stands for every folder of the parent whose name starts so).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

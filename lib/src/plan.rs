@@ -53,6 +53,10 @@ pub struct PlanOptions {
     pub docker: bool,
     /// The sandbox keeps the network: database sockets stay reachable.
     pub network: bool,
+    /// Paths the command reads that may lie below a hidden tree (agent-shell's shim folder,
+    /// the policy file the shim reads): bound back read-only there, with `$HOME` and the
+    /// folders on `$PATH`.
+    pub read_back: Vec<PathBuf>,
 }
 
 /// Why there is no plan. One line naming the path and the reason.
@@ -106,6 +110,15 @@ pub struct Bind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Hidden {
     pub path: PathBuf,
+    pub what: &'static str,
+}
+
+/// A tree hidden by a fresh tmpfs (see [`Plan::hide_trees`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HiddenTree {
+    pub path: PathBuf,
+    /// Writable scratch space (`/tmp`, `/var/tmp`, `/dev/shm`) or read-only and empty.
+    pub writable: bool,
     pub what: &'static str,
 }
 
@@ -167,6 +180,14 @@ pub struct Plan {
     /// Folders of the owner's session daemons (tmux, the runtime dir: user bus, systemd,
     /// gpg-agent, ssh-agent), each covered as a whole by an empty read-only tmpfs.
     pub hide_folders: Vec<Hidden>,
+    /// Trees covered by a fresh tmpfs before any other mount ([`catalogue::HIDDEN_TREES`]):
+    /// nothing of the host below them is reachable unless the plan binds it back (writable
+    /// roots, anchors, read-only binds and placeholders below them, then [`Plan::keep`]).
+    /// Parents first, each an existing folder resolved through links, none inside another.
+    pub hide_trees: Vec<HiddenTree>,
+    /// Host paths below a hidden tree bound back read-only: sockets the options keep (Docker
+    /// when the policy opts in, database sockets with the network on) and the resolver file.
+    pub keep: Vec<Hidden>,
     /// Exactly the set `wt-check pin` records, each with how it is enforced.
     pub pinned: Vec<Pinned>,
 }
@@ -206,7 +227,24 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
     if let Some(g) = given {
         sys.resolve(&g, true)?;
     }
-    let programs = owner_programs(&p.loc)?;
+    let mut programs = owner_programs(&p.loc)?;
+    // git resolves a relative program from the top of the work tree it runs in: the same
+    // relative path in every worktree of the repository (the session's are writable roots)
+    // runs for the owner's git there too (fifth red-team pass, R5-3).
+    if let Some(top) = p.loc.work_tree.as_deref() {
+        let relative: Vec<(PathBuf, EntryKind)> = programs
+            .iter()
+            .filter_map(|(path, kind)| Some((path.strip_prefix(top).ok()?.to_path_buf(), *kind)))
+            .collect();
+        for wt in p.worktrees.values().filter_map(|w| w.path.as_deref()) {
+            for (rel, kind) in &relative {
+                let path = integrity::normalize(&wt.join(rel));
+                if !programs.iter().any(|(q, _)| *q == path) {
+                    programs.push((path, *kind));
+                }
+            }
+        }
+    }
     let rt = std::env::var_os("XDG_RUNTIME_DIR");
     let home = std::env::var_os("HOME");
     let host = HostPaths {
@@ -214,10 +252,107 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
         home: home.as_deref(),
         uid: nix::unistd::getuid().as_raw(),
     };
-    let (sockets, folders) = live_sockets(opts, &host);
+    let (sockets, folders, kept) = live_sockets(opts, &host);
     let mut plan = build(&sys, &p, opts, &sockets, &programs)?;
     plan.hide_folders = folders;
+    let mut read_back = opts.read_back.clone();
+    read_back.extend(home.as_deref().map(PathBuf::from));
+    if let Some(path) = std::env::var_os("PATH") {
+        read_back.extend(std::env::split_paths(&path).filter(|p| p.is_absolute()));
+    }
+    hide_trees(&mut plan, &host, kept, &read_back);
     Ok(plan)
+}
+
+/// Fill [`Plan::hide_trees`] and [`Plan::keep`], and drop the hidden sockets and folders a
+/// tree covers (they are gone with it), except those inside a writable root, which the root's
+/// bind shows again.
+pub(crate) fn hide_trees(
+    plan: &mut Plan,
+    host: &HostPaths<'_>,
+    kept: Vec<Hidden>,
+    read_back: &[PathBuf],
+) {
+    let runtime = runtime_dir(host);
+    let mut trees: Vec<HiddenTree> = Vec::new();
+    for t in catalogue::HIDDEN_TREES {
+        let raw = if t.path == "{runtime}" {
+            runtime.clone()
+        } else {
+            PathBuf::from(t.path)
+        };
+        // The tree as the kernel sees it: `/var/run` is `/run` on most systems.
+        let Ok(path) = std::fs::canonicalize(&raw) else {
+            continue;
+        };
+        if !path.is_dir() || path == Path::new("/") {
+            continue;
+        }
+        if trees.iter().any(|o| o.path == path) {
+            continue;
+        }
+        trees.push(HiddenTree {
+            path,
+            writable: t.writable,
+            what: t.what,
+        });
+    }
+    let all = trees.clone();
+    trees.retain(|h| {
+        !all.iter()
+            .any(|o| o.path != h.path && h.path.starts_with(&o.path))
+    });
+    trees.sort_by(|a, b| depth_then_path(&a.path, &b.path));
+    let under_tree = |p: &Path| trees.iter().any(|t| p.starts_with(&t.path));
+    let writable: Vec<PathBuf> = plan.writable.iter().map(|w| w.path.clone()).collect();
+    let in_root = |p: &Path| writable.iter().any(|w| p.starts_with(w));
+    let mut keep: Vec<Hidden> = kept
+        .into_iter()
+        .filter(|k| under_tree(&k.path) && !in_root(&k.path))
+        .collect();
+    // Folders the command reads (its shim, `$HOME`, `$PATH`), each resolved through links.
+    for d in read_back {
+        let Ok(path) = std::fs::canonicalize(d) else {
+            continue;
+        };
+        if (path.is_dir() || path.is_file())
+            && under_tree(&path)
+            && !in_root(&path)
+            && !trees.iter().any(|t| t.path == path)
+        {
+            keep.push(Hidden {
+                path,
+                what: "a path the command reads (its shim and policy, $HOME, $PATH)",
+            });
+        }
+    }
+    let kept_dirs: Vec<PathBuf> = keep.iter().map(|k| k.path.clone()).collect();
+    let shown = |p: &Path| in_root(p) || kept_dirs.iter().any(|k| p.starts_with(k));
+    plan.hide.retain(|h| !under_tree(&h.path) || shown(&h.path));
+    plan.hide_folders
+        .retain(|h| !under_tree(&h.path) || shown(&h.path));
+    for f in catalogue::KEPT_SYSTEM_FILES {
+        if let Ok(path) = std::fs::canonicalize(f) {
+            if path.is_file() && under_tree(&path) && !shown(&path) {
+                keep.push(Hidden {
+                    path,
+                    what: "resolver configuration",
+                });
+            }
+        }
+    }
+    keep.sort_by(|a, b| depth_then_path(&a.path, &b.path));
+    keep.dedup_by(|a, b| a.path == b.path);
+    plan.hide_trees = trees;
+    plan.keep = keep;
+}
+
+/// The owner's runtime dir: `$XDG_RUNTIME_DIR`, else `/run/user/<uid>`.
+fn runtime_dir(host: &HostPaths<'_>) -> PathBuf {
+    match host.runtime_dir.filter(|v| !v.is_empty()) {
+        Some(r) => PathBuf::from(r),
+        None => PathBuf::from(format!("/run/user/{}", host.uid)),
+    }
 }
 
 /// Where the hidden sockets and folders of the catalogue are looked up.
@@ -236,7 +371,10 @@ pub(crate) struct HostPaths<'a> {
 /// cannot create a mount point through a link, red-team B-1), the last component itself
 /// never a link (a link in `/tmp` would aim the tmpfs at any folder). Duplicates and targets
 /// inside a hidden folder are dropped: every target is one bubblewrap can mount.
-fn live_sockets(opts: &PlanOptions, host: &HostPaths<'_>) -> (Vec<Hidden>, Vec<Hidden>) {
+fn live_sockets(
+    opts: &PlanOptions,
+    host: &HostPaths<'_>,
+) -> (Vec<Hidden>, Vec<Hidden>, Vec<Hidden>) {
     use std::os::unix::fs::FileTypeExt;
     let canon = mount_target;
     let uid = host.uid.to_string();
@@ -306,6 +444,7 @@ fn live_sockets(opts: &PlanOptions, host: &HostPaths<'_>) -> (Vec<Hidden>, Vec<H
         SocketRule::UnlessDocker,
     ));
     let mut out: Vec<Hidden> = Vec::new();
+    let mut kept: Vec<Hidden> = Vec::new();
     for (path, what, when) in cands {
         let keep = match when {
             SocketRule::Always => false,
@@ -313,16 +452,22 @@ fn live_sockets(opts: &PlanOptions, host: &HostPaths<'_>) -> (Vec<Hidden>, Vec<H
             SocketRule::NetworkOff => opts.network,
         };
         let is_sock = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket());
-        if keep || !is_sock {
+        if !is_sock {
             continue;
         }
         let Some(path) = canon(&path) else { continue };
+        if keep {
+            if !kept.iter().any(|h| h.path == path) {
+                kept.push(Hidden { path, what });
+            }
+            continue;
+        }
         if out.iter().any(|h| h.path == path) || folders.iter().any(|f| path.starts_with(&f.path)) {
             continue;
         }
         out.push(Hidden { path, what });
     }
-    (out, folders)
+    (out, folders, kept)
 }
 
 /// Where the owner's system config files may be (both gits of a machine: the distribution's
@@ -332,7 +477,8 @@ const SYSTEM_CONFIGS: &[&str] = &["/etc/gitconfig", "/usr/local/etc/gitconfig"];
 /// The programs the repository's and the owner's config (system, global, includes) name by a
 /// path — `core.hooksPath` (a folder) and the first word of every program-running key's value
 /// (`core.fsmonitor`, `filter.*.clean`, `diff.*.textconv`, `credential.helper`, `!`-aliases,
-/// …) when it has a `/` — resolved the way git does (`~/`, absolute, else from the work-tree
+/// …) when it has a `/`, and every later word naming an existing file (an interpreter in front)
+/// — resolved the way git does (`~/`, absolute, else from the work-tree
 /// top). A bare name is looked up on `PATH` by git and is not listed. A superset: every value
 /// of every file, effective or not.
 fn owner_programs(loc: &integrity::Located) -> Result<Vec<(PathBuf, EntryKind)>, PlanError> {
@@ -385,34 +531,48 @@ fn owner_programs(loc: &integrity::Located) -> Result<Vec<(PathBuf, EntryKind)>,
                 continue;
             }
             let text = a.value.text();
-            let word = if hooks {
-                text.trim().to_owned()
+            // The program (first word, when it has a `/`), and every later word that names
+            // an existing file: an interpreter in front (`sh tools/clean.sh`, `!bash
+            // tools/fmt.sh`, `python3 x.py`) runs that file (fifth red-team pass, R5-2).
+            let words: Vec<(String, bool)> = if hooks {
+                vec![(text.trim().to_owned(), true)]
             } else {
                 let t = text.trim().trim_start_matches('!').trim_start();
-                let w = t.split_whitespace().next().unwrap_or("");
-                w.trim_matches(|c| c == '"' || c == '\'').to_owned()
+                t.split_whitespace()
+                    .enumerate()
+                    .map(|(i, w)| {
+                        let w = w.trim_matches(|c| c == '"' || c == '\'');
+                        (w.to_owned(), i == 0 && w.contains('/'))
+                    })
+                    .collect()
             };
-            if word.is_empty() || (!hooks && !word.contains('/')) {
-                continue;
-            }
-            let path = if let Some(rest) = word.strip_prefix("~/") {
-                match &home {
-                    Some(h) => h.join(rest),
-                    None => continue,
+            for (word, named) in words {
+                if word.is_empty() || word.starts_with('-') {
+                    continue;
                 }
-            } else if Path::new(&word).is_absolute() {
-                PathBuf::from(&word)
-            } else {
-                top.join(&word)
-            };
-            let path = integrity::normalize(&path);
-            let kind = if hooks {
-                EntryKind::Dir
-            } else {
-                EntryKind::File
-            };
-            if !out.iter().any(|(p, _)| *p == path) {
-                out.push((path, kind));
+                let path = if let Some(rest) = word.strip_prefix("~/") {
+                    match &home {
+                        Some(h) => h.join(rest),
+                        None => continue,
+                    }
+                } else if Path::new(&word).is_absolute() {
+                    PathBuf::from(&word)
+                } else {
+                    top.join(&word)
+                };
+                let path = integrity::normalize(&path);
+                // A later word counts only when it names a file that exists now.
+                if !named && !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                    continue;
+                }
+                let kind = if hooks {
+                    EntryKind::Dir
+                } else {
+                    EntryKind::File
+                };
+                if !out.iter().any(|(p, _)| *p == path) {
+                    out.push((path, kind));
+                }
             }
         }
     }
@@ -523,7 +683,15 @@ pub(crate) fn build(
             EntryKind::File,
             R_CONFIG,
         )?;
-        protect(&format!("{base}/modules"), EntryKind::Dir, R_MODULES)?;
+        // The own entry's `modules/` only when it stands (the worktree's submodule git dirs):
+        // a placeholder folder there makes git believe the worktree has submodules, and `git
+        // worktree remove`/`move` refuse it (`validate_no_submodules`, fifth red-team pass
+        // R5-12). A `modules/` made during the turn is the session's own entry, which `wt-check
+        // check` audits after the turn like `modules/` of the common dir's walk.
+        let own_modules = format!("{base}/modules");
+        if !matches!(p.entries.get(&own_modules), None | Some(Node::Absent)) {
+            protect(&own_modules, EntryKind::Dir, R_MODULES)?;
+        }
         // Names git never writes there (planted before the turn): kept as they are.
         let prefix = format!("{base}/");
         let planted: Vec<String> = p
@@ -753,6 +921,8 @@ pub(crate) fn build(
         anchors,
         hide: hide.to_vec(),
         hide_folders: Vec::new(),
+        hide_trees: Vec::new(),
+        keep: Vec::new(),
         pinned,
     })
 }
@@ -899,6 +1069,13 @@ impl Plan {
     pub fn bwrap_args(&self) -> Vec<String> {
         let mut a: Vec<String> = Vec::new();
         let s = |p: &Path| p.to_string_lossy().into_owned();
+        for t in &self.hide_trees {
+            let perms = if t.writable { "1777" } else { "0755" };
+            a.extend(["--perms".into(), perms.into(), "--tmpfs".into(), s(&t.path)]);
+        }
+        for k in &self.keep {
+            a.extend(["--ro-bind".into(), s(&k.path), s(&k.path)]);
+        }
         for m in self.mounts() {
             match m {
                 Mount::Writable(p) | Mount::Anchor(p) => a.extend(["--bind".into(), s(p), s(p)]),
@@ -919,6 +1096,11 @@ impl Plan {
                     ]),
                 },
             }
+        }
+        // Read-only once everything below is bound (bubblewrap makes the mount points in the
+        // tmpfs while it is still writable).
+        for t in self.hide_trees.iter().filter(|t| !t.writable) {
+            a.extend(["--remount-ro".into(), s(&t.path)]);
         }
         for h in &self.hide_folders {
             a.extend([
@@ -1006,8 +1188,18 @@ impl Plan {
             .iter()
             .map(|w| w.path.to_string_lossy().into_owned())
             .collect();
+        // srt has no "fresh tmpfs": its own Unix-socket rule (seccomp on Linux, no
+        // `allowUnixSockets` by default on macOS) is what keeps the hidden trees' sockets out;
+        // the trees are listed so the orchestrator can check that rule is in force.
+        let trees: Vec<String> = self
+            .hide_trees
+            .iter()
+            .map(|t| t.path.to_string_lossy().into_owned())
+            .collect();
         let v = serde_json::json!({
             "filesystem": { "allowWrite": allow, "denyWrite": deny },
+            "network": { "allowUnixSockets": [], "allowAllUnixSockets": false },
+            "gitwardHiddenTrees": trees,
         });
         let mut s = serde_json::to_string_pretty(&v).expect("json");
         s.push('\n');
@@ -1031,6 +1223,34 @@ impl Plan {
                 EntryKind::File => "literal",
             };
             let _ = writeln!(s, "(deny file-write* ({filter} {}))", sbpl_str(&b.path));
+        }
+        // Every socket below a hidden tree is denied, then those the plan shows again
+        // (writable roots, kept sockets), then the hidden sockets and folders again (a later
+        // rule wins).
+        for t in &self.hide_trees {
+            let _ = writeln!(
+                s,
+                "(deny network-outbound (remote unix-socket (subpath {})))",
+                sbpl_str(&t.path)
+            );
+        }
+        for w in self
+            .writable
+            .iter()
+            .filter(|w| self.hide_trees.iter().any(|t| w.path.starts_with(&t.path)))
+        {
+            let _ = writeln!(
+                s,
+                "(allow network-outbound (remote unix-socket (subpath {})))",
+                sbpl_str(&w.path)
+            );
+        }
+        for k in &self.keep {
+            let _ = writeln!(
+                s,
+                "(allow network-outbound (remote unix-socket (path-literal {})))",
+                sbpl_str(&k.path)
+            );
         }
         for h in &self.hide {
             let _ = writeln!(
@@ -1116,6 +1336,7 @@ pub fn options_from(args: &ToolArgs) -> Result<PlanOptions, String> {
             o.session_dir = Some(p.worktree_dir.clone());
         }
         o.extra_writable = policy_writable(&p);
+        o.read_back = vec![crate::shell::shim_dir(&p), p.file.clone()];
         o.docker = p.docker.enabled;
     }
     Ok(o)

@@ -221,6 +221,20 @@ pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
     if base.network {
         args.push("--share-net".into());
     }
+    // Hidden trees first: a fresh tmpfs over each, so no host socket below them is
+    // reachable (whenever it was made); what the plan needs there is bound back below.
+    for t in &plan.hide_trees {
+        let perms = if t.writable { "1777" } else { "0755" };
+        push(
+            &mut args,
+            &[
+                "--perms".as_ref(),
+                perms.as_ref(),
+                "--tmpfs".as_ref(),
+                t.path.as_os_str(),
+            ],
+        );
+    }
     let bind_fd =
         |args: &mut Vec<OsString>, fds: &mut Vec<OwnedFd>, flag: &str, path: &Path, kind| {
             let fd = open_nofollow(path, kind)?;
@@ -230,6 +244,29 @@ pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
             fds.push(fd);
             Ok::<(), SandboxError>(())
         };
+    // Kept paths below the trees: folders and files from a descriptor like every bind; a
+    // socket (no descriptor bubblewrap can bind) by its path, which only root can change.
+    for k in &plan.keep {
+        let meta = std::fs::symlink_metadata(&k.path);
+        match meta.as_ref().map(|m| m.file_type()) {
+            Ok(t) if t.is_dir() => {
+                bind_fd(&mut args, &mut fds, "--ro-bind-fd", &k.path, EntryKind::Dir)?
+            }
+            Ok(t) if t.is_file() => bind_fd(
+                &mut args,
+                &mut fds,
+                "--ro-bind-fd",
+                &k.path,
+                EntryKind::File,
+            )?,
+            Ok(_) => push(
+                &mut args,
+                &["--ro-bind".as_ref(), k.path.as_os_str(), k.path.as_os_str()],
+            ),
+            // Gone since the plan: nothing to show.
+            Err(_) => {}
+        }
+    }
     for m in plan.mounts() {
         let b = match m {
             Mount::Writable(p) | Mount::Anchor(p) => {
@@ -298,6 +335,9 @@ pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
         args.push(fd.as_raw_fd().to_string().into());
         args.push(dest.as_os_str().to_os_string());
         fds.push(fd);
+    }
+    for t in plan.hide_trees.iter().filter(|t| !t.writable) {
+        push(&mut args, &["--remount-ro".as_ref(), t.path.as_os_str()]);
     }
     for h in &plan.hide_folders {
         push(

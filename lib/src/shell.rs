@@ -430,6 +430,7 @@ fn bwrap_sandbox(policy: &Policy) -> Result<Sandboxed, ShellError> {
         extra_writable: plan::policy_writable(policy),
         docker: policy.docker.enabled,
         network: false,
+        read_back: vec![shim_dir(policy), policy.file.clone()],
     })?;
     // The audit log: append-only from inside (a FIFO over it, relayed from outside).
     let mut relays = Vec::new();

@@ -272,6 +272,7 @@ try p_other_entry_rm rm -rf .git/worktrees/theirs
 try p_other_worktree sh -c 'echo x > ../proj-worktrees/s2/theirs/planted'
 try p_other_session sh -c 'mkdir ../proj-worktrees/s2/new'
 try p_tmp_git mkdir /tmp/.git
+test -d /tmp/.git; echo tmp_git_inside=$?
 echo "path_git=$(command -v git)"
 echo "ld_preload=${LD_PRELOAD-unset} git_dir=${GIT_DIR-unset} docker=${DOCKER_HOST-unset}"
 "##;
@@ -299,7 +300,6 @@ const PROTECTED_STEPS: &[&str] = &[
     "p_other_entry_rm",
     "p_other_worktree",
     "p_other_session",
-    "p_tmp_git",
 ];
 
 fn status_of(out: &str, step: &str) -> i32 {
@@ -459,6 +459,9 @@ fn scripted_agent_in_bubblewrap() {
         );
         assert!(!s.worktrees.join("s2/theirs/planted").exists());
         assert!(!Path::new("/tmp/gitward-e2e-elsewhere").exists());
+        // `/tmp` is a fresh tmpfs inside (R5-1): a `.git` made there stays inside.
+        assert_eq!(status_of(&out, "tmp_git_inside"), 0, "{ctx}");
+        assert!(!Path::new("/tmp/.git").exists(), "{ctx}");
         assert!(!s.repo.join("inside").exists());
         // The shim was first on PATH; the defused environment reached the agent.
         assert!(
@@ -1305,16 +1308,24 @@ fn the_owners_session_sockets_are_hidden() {
         rt = rt.display(),
         m = mark.display()
     );
-    // Positive control: without the hidden folders.
+    // Positive control: without the hidden folders and trees (the runtime dir is a hidden
+    // tree of its own, fifth red-team pass).
     std::env::set_var("XDG_RUNTIME_DIR", &rt);
     let mut p = session_plan(&s, vec![]);
     std::env::remove_var("XDG_RUNTIME_DIR");
     assert!(
-        p.hide_folders.iter().any(|h| h.path == rt),
-        "{:?}",
+        p.hide_trees
+            .iter()
+            .map(|t| &t.path)
+            .chain(p.hide_folders.iter().map(|h| &h.path))
+            .any(|h| rt.starts_with(h)),
+        "{:?} {:?}",
+        p.hide_trees,
         p.hide_folders
     );
     p.hide_folders.clear();
+    p.hide_trees.clear();
+    p.keep.clear();
     let (o, _) = run_in(&p, &s, &script);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(status_of(&out, "bus"), 0, "control: {out}");
@@ -1477,4 +1488,314 @@ fn the_audit_log_cannot_be_truncated_from_inside() {
         ev.iter().any(|e| e["event"] == "command_finished"),
         "{ev:?}"
     );
+}
+
+/// No host socket below `/tmp` or `/run` is reachable, listed or not, existing when the plan
+/// is made or made during the command: both are covered by a fresh tmpfs and only the plan's
+/// own roots are bound back (fifth red-team pass, R5-1, R5-6, R5-13: an owner's tmux on a
+/// custom socket under `/tmp` ran a command on the host). `/tmp` stays writable scratch
+/// space (`mktemp`). Positive control: the same plan without its hidden trees shows both
+/// sockets.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn sockets_below_tmp_and_run_are_hidden_even_when_made_during_the_command() {
+    use std::os::unix::net::UnixListener;
+    bwrap_works().expect("bubblewrap must work for this test");
+    let g = gits().remove(0);
+    let s = Session::new(&g);
+    let pid = std::process::id();
+    let early_dir = PathBuf::from(format!("/tmp/gw-e2e-early-{pid}"));
+    let late_dir = PathBuf::from(format!("/tmp/gw-e2e-late-{pid}"));
+    let _ = std::fs::remove_dir_all(&late_dir);
+    std::fs::create_dir_all(&early_dir).unwrap();
+    let early = early_dir.join("sock");
+    let _early = UnixListener::bind(&early).unwrap();
+    // A root-level socket under /run, outside every list (only when this user may make one).
+    let run_sock = PathBuf::from(format!("/run/gw-e2e-{pid}.sock"));
+    let _run = match UnixListener::bind(&run_sock) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            eprintln!("/run part SKIPPED: cannot make a socket in /run here ({e})");
+            None
+        }
+    };
+    let go = s.repo.join("GO");
+    let ack = s.repo.join("ACK");
+    let script = format!(
+        "[ -S {early} ]; echo early=$?
+         [ -S {run} ]; echo run=$?
+         f=$(mktemp) && echo x > \"$f\"; echo mktemp=$?
+         touch {go}; for i in $(seq 100); do [ -e {ack} ] && break; sleep 0.1; done
+         [ -S {late}/sock ]; echo late=$?",
+        early = early.display(),
+        run = run_sock.display(),
+        go = go.display(),
+        ack = ack.display(),
+        late = late_dir.display(),
+    );
+    // The host makes the late socket once the command has started (after the plan).
+    let host = |go: PathBuf, ack: PathBuf, late_dir: PathBuf| {
+        std::thread::spawn(move || {
+            for _ in 0..200 {
+                if go.exists() {
+                    std::fs::create_dir_all(&late_dir).unwrap();
+                    let l = UnixListener::bind(late_dir.join("sock")).unwrap();
+                    std::fs::write(&ack, "").unwrap();
+                    return Some(l);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            None
+        })
+    };
+    for naive in [true, false] {
+        let _ = std::fs::remove_dir_all(&late_dir);
+        let _ = std::fs::remove_file(&go);
+        let _ = std::fs::remove_file(&ack);
+        let t = host(go.clone(), ack.clone(), late_dir.clone());
+        let o = if naive {
+            let mut p = session_plan(&s, vec![]);
+            assert!(
+                p.hide_trees.iter().any(|t| t.path == Path::new("/tmp")),
+                "{:?}",
+                p.hide_trees
+            );
+            p.hide_trees.clear();
+            p.keep.clear();
+            run_in(&p, &s, &script).0
+        } else {
+            s.agent(&script, true)
+        };
+        let sock = t.join().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let ctx = format!(
+            "naive={naive}\n{out}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(sock.is_some(), "the host never made the late socket: {ctx}");
+        let want_seen = |step: &str| {
+            if naive {
+                assert_eq!(status_of(&out, step), 0, "control: {step} hidden: {ctx}");
+            } else {
+                assert_ne!(status_of(&out, step), 0, "{step} reachable: {ctx}");
+            }
+        };
+        want_seen("early");
+        want_seen("late");
+        if _run.is_some() {
+            want_seen("run");
+        }
+        if !naive {
+            assert_eq!(status_of(&out, "mktemp"), 0, "mktemp fails: {ctx}");
+        }
+    }
+    let _ = std::fs::remove_file(&run_sock);
+    let _ = std::fs::remove_dir_all(&early_dir);
+    let _ = std::fs::remove_dir_all(&late_dir);
+}
+
+/// A worktree the session added in an earlier command can be removed in a later one: the
+/// plan puts no placeholder on the own entry's missing `modules/`, which made git believe the
+/// worktree had submodules (`validate_no_submodules`: "working trees containing submodules
+/// cannot be moved or removed"; fifth red-team pass, R5-12). Positive control: the plan with
+/// that placeholder added back refuses the removal, on every git.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn a_worktree_added_in_an_earlier_command_can_be_removed() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    for g in gits() {
+        let s = Session::new(&g);
+        let add = s.agent(
+            "git worktree add -q ../proj-worktrees/s1/w -b w; echo add=$?",
+            true,
+        );
+        let out = String::from_utf8_lossy(&add.stdout).into_owned();
+        let ctx = format!(
+            "{}\n{out}\n{}",
+            g.display(),
+            String::from_utf8_lossy(&add.stderr)
+        );
+        assert_eq!(status_of(&out, "add"), 0, "{ctx}");
+        let entry = s.repo.join(".git/worktrees/w");
+        assert!(entry.is_dir(), "{ctx}");
+        let script = format!(
+            "{} worktree remove ../proj-worktrees/s1/w; echo rm=$?",
+            g.display()
+        );
+        // Positive control: the placeholder of before.
+        let mut p = session_plan(&s, vec![]);
+        assert!(
+            !p.placeholders
+                .iter()
+                .any(|b| b.path == entry.join("modules")),
+            "{:?}",
+            p.placeholders
+        );
+        p.placeholders.push(gitward::plan::Bind {
+            path: entry.join("modules"),
+            kind: gitward::plan::EntryKind::Dir,
+            protects: "control",
+        });
+        let (o, _) = run_in(&p, &s, &script);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_ne!(status_of(&out, "rm"), 0, "control: {out}\n{err}");
+        assert!(err.contains("submodules"), "control: {err}");
+        assert!(
+            !entry.join("modules").exists(),
+            "the control's mount point was left behind"
+        );
+        // agent-shell: the worktree is removed. Its admin dir stays (its `commondir` is a
+        // read-only mount point, which cannot be removed: git says "failed to delete" and
+        // exits non-zero); the owner's `git worktree prune` drops it after the turn.
+        let o = s.agent(&script, true);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        let ctx = format!("{}\n{out}\n{err}", g.display());
+        assert!(!err.contains("submodules"), "{ctx}");
+        assert!(!s.worktrees.join("s1/w").exists(), "{ctx}");
+        s.plain(&["worktree", "prune"]);
+        assert!(!entry.exists(), "{ctx}");
+    }
+}
+
+/// The owner's relative `core.hooksPath` and `core.fsmonitor` are read-only in the session's
+/// worktree too, not only in the main work tree: git resolves them from the top of the work
+/// tree it runs in (fifth red-team pass, R5-3). Positive control: without the sandbox the
+/// owner's commit in the session's worktree runs both.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn relative_programs_are_read_only_in_the_sessions_worktree() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    for g in gits() {
+        for sandbox in [false, true] {
+            let s = Session::new(&g);
+            let hook_mark = s.home.join("HOOK-FIRED");
+            let fsm_mark = s.home.join("FSMON-FIRED");
+            std::fs::create_dir_all(s.repo.join(".husky")).unwrap();
+            std::fs::create_dir_all(s.repo.join("tools")).unwrap();
+            std::fs::write(s.repo.join(".husky/README"), "hooks\n").unwrap();
+            std::fs::write(s.repo.join("tools/fsmon.sh"), "#!/bin/sh\nexit 1\n").unwrap();
+            let mut perm = std::fs::metadata(s.repo.join("tools/fsmon.sh"))
+                .unwrap()
+                .permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+            std::fs::set_permissions(s.repo.join("tools/fsmon.sh"), perm).unwrap();
+            s.plain(&["add", "."]);
+            s.plain(&["commit", "-q", "-m", "tools"]);
+            s.plain(&["worktree", "add", "-q", "../proj-worktrees/s1/mine"]);
+            s.plain(&["config", "core.hooksPath", ".husky"]);
+            let mut global = std::fs::read_to_string(s.home.join(".gitconfig")).unwrap();
+            global.push_str("[core]\n\tfsmonitor = tools/fsmon.sh\n");
+            std::fs::write(s.home.join(".gitconfig"), global).unwrap();
+            let wt = s.worktrees.join("s1/mine");
+            let script = format!(
+                "cd {wt} || exit 9
+                 printf '#!/bin/sh\\ntouch {h}\\n' > .husky/pre-commit && chmod +x .husky/pre-commit; echo hook=$?
+                 printf '#!/bin/sh\\ntouch {f}; exit 1\\n' > tools/fsmon.sh; echo fsmon=$?",
+                wt = wt.display(),
+                h = hook_mark.display(),
+                f = fsm_mark.display()
+            );
+            let o = s.agent(&script, sandbox);
+            let out = String::from_utf8_lossy(&o.stdout).into_owned();
+            let ctx = format!(
+                "{} sandbox={sandbox}\n{out}\n{}",
+                g.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            // The owner's next commit in the session's worktree (reviewing the branch).
+            std::fs::write(wt.join("c.txt"), "c\n").unwrap();
+            for args in [&["add", "c.txt"][..], &["commit", "-q", "-m", "owner"][..]] {
+                let o = Command::new(&g)
+                    .env_clear()
+                    .env("HOME", &s.home)
+                    .env("GIT_CONFIG_NOSYSTEM", "1")
+                    .env("PATH", "/usr/bin:/bin")
+                    .current_dir(&wt)
+                    .args(args)
+                    .output()
+                    .unwrap();
+                assert!(o.status.success(), "{args:?}: {o:?} {ctx}");
+            }
+            if !sandbox {
+                assert_eq!(status_of(&out, "hook"), 0, "control: {ctx}");
+                assert_eq!(status_of(&out, "fsmon"), 0, "control: {ctx}");
+                assert!(
+                    hook_mark.exists() && fsm_mark.exists(),
+                    "control did not fire: {ctx}"
+                );
+                continue;
+            }
+            assert_ne!(status_of(&out, "hook"), 0, "{ctx}");
+            assert_ne!(status_of(&out, "fsmon"), 0, "{ctx}");
+            assert!(!hook_mark.exists() && !fsm_mark.exists(), "{ctx}");
+        }
+    }
+}
+
+/// A program value with an interpreter in front (`!bash tools/fmt.sh`, `sh tools/clean.sh`)
+/// protects the file it runs, not only a first word with a `/` (fifth red-team pass, R5-2).
+/// Positive control: without the sandbox the owner's `git fmt` and `git add` run the
+/// rewritten scripts.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn a_script_behind_an_interpreter_is_read_only() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    for g in gits() {
+        for sandbox in [false, true] {
+            let s = Session::new(&g);
+            let fmt_mark = s.home.join("FMT-FIRED");
+            let clean_mark = s.home.join("CLEAN-FIRED");
+            std::fs::create_dir_all(s.repo.join("tools")).unwrap();
+            std::fs::write(s.repo.join("tools/fmt.sh"), "exit 0\n").unwrap();
+            std::fs::write(s.repo.join("tools/clean.sh"), "cat\n").unwrap();
+            std::fs::write(s.repo.join(".gitattributes"), "*.x filter=x\n").unwrap();
+            s.plain(&["add", "."]);
+            s.plain(&["commit", "-q", "-m", "tools"]);
+            s.plain(&["config", "alias.fmt", "!bash tools/fmt.sh"]);
+            s.plain(&["config", "filter.x.clean", "sh tools/clean.sh"]);
+            let script = format!(
+                "printf 'touch {f}\\n' > tools/fmt.sh; echo fmt=$?
+                 printf 'touch {c}; cat\\n' > tools/clean.sh; echo clean=$?",
+                f = fmt_mark.display(),
+                c = clean_mark.display()
+            );
+            let o = s.agent(&script, sandbox);
+            let out = String::from_utf8_lossy(&o.stdout).into_owned();
+            let ctx = format!(
+                "{} sandbox={sandbox}\n{out}\n{}",
+                g.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            // The owner, outside the sandbox.
+            s.plain(&["fmt"]);
+            std::fs::write(s.repo.join("a.x"), "x\n").unwrap();
+            s.plain(&["add", "a.x"]);
+            if !sandbox {
+                assert_eq!(status_of(&out, "fmt"), 0, "control: {ctx}");
+                assert_eq!(status_of(&out, "clean"), 0, "control: {ctx}");
+                assert!(
+                    fmt_mark.exists() && clean_mark.exists(),
+                    "control did not fire: {ctx}"
+                );
+                continue;
+            }
+            assert_ne!(status_of(&out, "fmt"), 0, "{ctx}");
+            assert_ne!(status_of(&out, "clean"), 0, "{ctx}");
+            assert!(!fmt_mark.exists() && !clean_mark.exists(), "{ctx}");
+        }
+    }
 }

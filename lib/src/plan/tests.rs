@@ -333,7 +333,7 @@ fn hidden_sockets_follow_the_switches() {
         home: None,
         uid: 4_000_000_000,
     };
-    let (hidden, folders) = live_sockets(&PlanOptions::default(), &host);
+    let (hidden, folders, _) = live_sockets(&PlanOptions::default(), &host);
     assert_eq!(
         folders.iter().filter(|h| h.path == rt).count(),
         1,
@@ -381,4 +381,105 @@ fn an_include_outside_every_writable_root_is_the_bases() {
         .expect("the include target is pinned");
     assert_eq!(serde_json::to_value(&e.enforced).unwrap()["by"], "base");
     assert!(!ro(&p).contains(&outside));
+}
+
+#[test]
+fn tmp_run_and_the_runtime_dir_are_hidden_as_trees_before_every_bind() {
+    let r = repo();
+    let mut p = plan(&opts(&r)).unwrap();
+    let rt = r.root.join("rt");
+    std::fs::create_dir(&rt).unwrap();
+    p.hide.push(Hidden {
+        path: PathBuf::from("/tmp/x/sock"),
+        what: "t",
+    });
+    p.hide_folders.push(Hidden {
+        path: rt.join("sub"),
+        what: "t",
+    });
+    let host = HostPaths {
+        runtime_dir: Some(rt.as_os_str()),
+        home: None,
+        uid: 4_000_000_000,
+    };
+    hide_trees(&mut p, &host, Vec::new(), &[]);
+    let tmp = std::fs::canonicalize("/tmp").unwrap();
+    let t = |path: &Path| p.hide_trees.iter().find(|t| t.path == path).cloned();
+    assert!(t(&tmp).is_some_and(|t| t.writable), "{:?}", p.hide_trees);
+    if !rt.starts_with(&tmp) {
+        assert!(t(&rt).is_some_and(|t| !t.writable), "{:?}", p.hide_trees);
+    }
+    // Covered by a tree: no longer listed one by one.
+    assert!(
+        !p.hide.iter().any(|h| h.path.starts_with(&tmp)),
+        "{:?}",
+        p.hide
+    );
+    assert!(p.hide_folders.iter().all(|h| h.path != rt.join("sub")));
+    // No tree inside another; `/var/run` listed once, as what it resolves to.
+    for a in &p.hide_trees {
+        assert!(!p
+            .hide_trees
+            .iter()
+            .any(|b| b.path != a.path && a.path.starts_with(&b.path)));
+    }
+    // bwrap: the tmpfs before the first bind of a writable root (the repository is under
+    // /tmp here), the read-only trees remounted after every bind.
+    let a = p.bwrap_args();
+    let first_bind = a.iter().position(|x| x == "--bind").unwrap();
+    let tmpfs = a
+        .windows(2)
+        .position(|w| w[0] == "--tmpfs" && Path::new(&w[1]) == tmp)
+        .unwrap();
+    assert!(tmpfs < first_bind, "{a:?}");
+    if let Some(run) = p.hide_trees.iter().find(|t| !t.writable) {
+        let remount = a
+            .windows(2)
+            .position(|w| w[0] == "--remount-ro" && Path::new(&w[1]) == run.path)
+            .unwrap();
+        let last_bind = a.iter().rposition(|x| x == "--bind").unwrap();
+        assert!(remount > last_bind, "{a:?}");
+    }
+    assert!(p.seatbelt().contains(&format!(
+        "(deny network-outbound (remote unix-socket (subpath {})))",
+        sbpl_str(&tmp)
+    )));
+    assert!(p.srt().contains("gitwardHiddenTrees"));
+    assert!(p.to_json().contains("\"hide_trees\""));
+}
+
+#[test]
+fn what_the_command_reads_below_a_tree_is_bound_back_read_only() {
+    let r = repo();
+    let tmp = std::fs::canonicalize("/tmp").unwrap();
+    if !r.root.starts_with(&tmp) {
+        eprintln!(
+            "SKIPPED: the test's folder is not below /tmp ({})",
+            r.root.display()
+        );
+        return;
+    }
+    let policy = r.root.join("cfg/s1.toml");
+    let shim = r.root.join("state/bin");
+    std::fs::create_dir_all(policy.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(&shim).unwrap();
+    std::fs::write(&policy, "").unwrap();
+    let mut p = plan(&opts(&r)).unwrap();
+    let host = HostPaths {
+        runtime_dir: None,
+        home: None,
+        uid: 4_000_000_000,
+    };
+    hide_trees(&mut p, &host, Vec::new(), &[policy.clone(), shim.clone()]);
+    let kept: Vec<&Path> = p.keep.iter().map(|k| k.path.as_path()).collect();
+    assert!(kept.contains(&policy.as_path()), "{kept:?}");
+    assert!(kept.contains(&shim.as_path()), "{kept:?}");
+    // Inside a writable root: the root's bind shows it already.
+    let mut p = plan(&opts(&r)).unwrap();
+    hide_trees(&mut p, &host, Vec::new(), &[r.repo.join(".git")]);
+    assert!(
+        p.keep.iter().all(|k| !k.path.starts_with(&r.repo)),
+        "{:?}",
+        p.keep
+    );
 }
