@@ -20,6 +20,7 @@
 pub mod baseline;
 pub mod rules;
 pub mod sarif;
+pub mod special;
 
 use crate::catalogue::{self, Severity};
 use crate::integrity::nf::{Dir, Kind, NfError};
@@ -515,6 +516,25 @@ fn walk_workspace(r: &mut Report, root: &Path, walk: &Walk) {
                 format!("deeper than {WALK_DEPTH} levels; not walked"),
             );
         }
+        // A FIFO, socket or device named `HEAD`: git's `is_git_directory` opens every
+        // candidate's `HEAD` on its way up (a bare-shaped folder's too) with a blocking open.
+        if ent.file_type() == crate::layout::walk::WalkKind::Other
+            && ent.file_name() == OsStr::new("HEAD")
+        {
+            let p = ent.path().to_path_buf();
+            r.add(
+                &rules::SPECIAL_FILE,
+                &p,
+                None,
+                format!(
+                    "{}: not a file: git's discovery opens it (blocking) when run in {}, and hangs",
+                    p.display(),
+                    p.parent().unwrap_or(root).display()
+                ),
+                details!("kind" => "special"),
+            );
+            continue;
+        }
         // Only a `.git` or a folder with a `HEAD` (git's `is_git_directory` needs one) can be
         // a repository: nothing else is looked at further.
         let is_dot_git = ent.file_name() == OsStr::new(".git");
@@ -540,6 +560,19 @@ fn walk_workspace(r: &mut Report, root: &Path, walk: &Walk) {
             let ft = ent.file_type();
             if ft.is_dir() {
                 it.skip_current_dir();
+                // Before reading any of it: git's open of a FIFO in it never returns.
+                let sp = special::sweep(&path);
+                for (p, kind) in &sp.found {
+                    r.add(&rules::SPECIAL_FILE, p, Some(&wt), format!(
+                        "{}: a {kind} in a nested repository's git dir: git's blocking open of it hangs the owner's git in {}",
+                        p.display(), wt.display()), details!("kind" => *kind));
+                }
+                if let Some((p, why)) = sp.incomplete {
+                    r.incomplete_at(&p, Some(&wt), format!("{}: {why}", p.display()));
+                }
+                if !sp.found.is_empty() {
+                    continue;
+                }
                 if !looks_like_git_dir(&path) {
                     // git skips it: what runs here is the enclosing repository's, audited
                     // with it (or through discovery above the audited path).
@@ -746,6 +779,32 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
     let repo = work_tree.unwrap_or(git_dir).to_path_buf();
     r.repositories.push(repo.clone());
     let repo = Some(repo.as_path());
+    // First, before anything below opens a file of it: a FIFO would block that open.
+    let sp = special::sweep(git_dir);
+    for (p, kind) in &sp.found {
+        r.add(
+            &rules::SPECIAL_FILE,
+            p,
+            repo,
+            format!(
+                "{}: a {kind} in a git dir: git's blocking open of it hangs the owner's git there",
+                p.display()
+            ),
+            details!("kind" => *kind),
+        );
+    }
+    if let Some((p, why)) = sp.incomplete {
+        r.add(
+            &rules::INCOMPLETE,
+            &p,
+            repo,
+            format!("{}: {why}", p.display()),
+            Map::new(),
+        );
+    }
+    if !sp.found.is_empty() {
+        return;
+    }
     // commondir in a main git dir (git never writes one there).
     let commondir = git_dir.join("commondir");
     let in_worktrees = git_dir.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees"));

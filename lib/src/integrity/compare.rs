@@ -80,6 +80,69 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
             return Outcome::Incomplete;
         }
     };
+    // FIFOs, sockets and devices anywhere in the common dir (worktree entries, `modules/`
+    // included): git's blocking open of one hangs the owner's git. Reported first; with
+    // `--restore` moved aside (never deleted).
+    let sp = crate::audit::special::sweep(common);
+    if let Some((p, why)) = &sp.incomplete {
+        outcome = Outcome::Incomplete;
+        emit(
+            mk(
+                EventKind::CheckIncomplete,
+                format!("{}: {why}", p.display()),
+            )
+            .path(p),
+        );
+    }
+    let mut q_special = Quarantine::new(&opts.state);
+    for (p, kind) in &sp.found {
+        if outcome == Outcome::Clean {
+            outcome = Outcome::Found;
+        }
+        let why =
+            format!("a {kind} in the git dir: git's blocking open of it hangs the owner's git");
+        emit(
+            mk(
+                EventKind::GitDirEntryChanged,
+                format!("{}: {why}", p.display()),
+            )
+            .path(p)
+            .with("change", "special_file")
+            .with("after", *kind)
+            .with("level", "error")
+            .with("why", why.clone())
+            .with(
+                "action",
+                if opts.restore {
+                    "quarantined"
+                } else {
+                    "reported"
+                },
+            ),
+        );
+        if opts.restore {
+            match set_aside(&mut q_special, p) {
+                Ok(to) => emit(
+                    mk(
+                        EventKind::Quarantined,
+                        format!("{}: moved aside to {}", p.display(), to.display()),
+                    )
+                    .path(p)
+                    .with("quarantined_to", to.display().to_string()),
+                ),
+                Err(e) => {
+                    outcome = Outcome::Incomplete;
+                    emit(
+                        mk(
+                            EventKind::RestoreFailed,
+                            format!("{}: cannot move it aside: {e}", p.display()),
+                        )
+                        .path(p),
+                    );
+                }
+            }
+        }
+    }
     // The worktree entries first: the collector takes their admin-dir files from this read.
     let layout = layout_entries(common);
     let snap = collect(
@@ -179,13 +242,38 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
         if outcome == Outcome::Clean {
             outcome = Outcome::Found;
         }
+        // A FIFO, socket or device in a nested repository's git dir: moved aside with
+        // `--restore` (nothing else of a nested repository is touched).
+        let aside = opts.restore && f.rule == crate::audit::rules::SPECIAL_FILE.id;
         emit(
             mk(EventKind::EmbeddedRepositoryArmed, f.message.clone())
                 .path(&f.path)
                 .with("rule", f.rule)
                 .with("level", format!("{:?}", f.level).to_ascii_lowercase())
-                .with("action", "reported"),
+                .with("action", if aside { "quarantined" } else { "reported" }),
         );
+        if aside {
+            match set_aside(&mut q_special, &f.path) {
+                Ok(to) => emit(
+                    mk(
+                        EventKind::Quarantined,
+                        format!("{}: moved aside to {}", f.path.display(), to.display()),
+                    )
+                    .path(&f.path)
+                    .with("quarantined_to", to.display().to_string()),
+                ),
+                Err(e) => {
+                    outcome = Outcome::Incomplete;
+                    emit(
+                        mk(
+                            EventKind::RestoreFailed,
+                            format!("{}: cannot move it aside: {e}", f.path.display()),
+                        )
+                        .path(&f.path),
+                    );
+                }
+            }
+        }
     }
     let suppressed = suppressed_keys(&diffs);
     let mut q = Quarantine::new(&opts.state);
@@ -881,4 +969,18 @@ pub(super) fn compare(
     }
     diffs.sort_by(|a, b| a.key.cmp(&b.key));
     diffs
+}
+
+/// Move `p` (a FIFO, socket or device) into the run's quarantine without opening it: a
+/// rename from its folder, opened without following links. Never deletes.
+fn set_aside(q: &mut Quarantine, p: &Path) -> Result<PathBuf, NfError> {
+    let key = Key::Abs(p.to_path_buf());
+    let (dest, name, dest_path) = q.slot(&key)?;
+    let (Some(parent), Some(file)) = (p.parent(), p.file_name()) else {
+        return Err(NfError::Escape {
+            path: p.to_path_buf(),
+        });
+    };
+    Dir::open_abs(parent)?.move_out(file, &dest, &name)?;
+    Ok(dest_path)
 }

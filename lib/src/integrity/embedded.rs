@@ -148,7 +148,8 @@ fn keep(out: &mut Embedded, findings: Vec<Finding>) {
 /// Does the gitfile at `dot_git` name a submodule git dir of `common_dir` (under its
 /// `modules/`, or a linked worktree's `worktrees/<id>/modules/`)?
 fn gitfile_into_modules(dot_git: &Path, sub: &Path, common_dir: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(dot_git) else {
+    // Never blocks: a `.git` swapped for a FIFO is not opened for reading.
+    let Ok(text) = read_small_regular(dot_git) else {
         return false;
     };
     let Some(target) = text.lines().next().and_then(|l| l.strip_prefix("gitdir: ")) else {
@@ -221,4 +222,24 @@ fn gitlink_paths(index: &Path) -> Result<Vec<PathBuf>, String> {
                 .map_err(|e| format!("gitlink path is not a valid path: {e}"))
         })
         .collect()
+}
+
+/// A small regular file's text, opened without blocking or following a link
+/// (`O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC`) and refused unless `fstat` says it is a regular file.
+fn read_small_regular(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOFOLLOW).bits())
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
+    }
+    let mut s = String::new();
+    f.take(64 * 1024).read_to_string(&mut s)?;
+    Ok(s)
 }

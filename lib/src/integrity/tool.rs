@@ -220,12 +220,30 @@ pub fn check(a: &CheckArgs) -> Code {
     };
     let mut outcome = super::check(&opts, &st, &mut |e| out.emit(e));
     if a.scan {
-        outcome = outcome.and(super::scanlink::scan(&st, &mut |e| out.emit(e)));
+        outcome = outcome.and(scan_unless_blocked(&st, &mut out));
     }
     if out.failed() {
         outcome = outcome.and(Outcome::Incomplete);
     }
     outcome.code()
+}
+
+/// The commit scan, unless a FIFO, socket or device lies in the common dir: the scan reads
+/// refs and objects through gix, whose blocking open of a FIFO would never return. The
+/// special file itself is reported by the check; the scan is then said to be skipped.
+fn scan_unless_blocked(st: &super::state::State, out: &mut Out) -> Outcome {
+    let sp = crate::audit::special::sweep(&st.common_dir);
+    if let Some((p, _)) = sp.found.first() {
+        let why = format!(
+            "commit scan skipped: {} is a {} (a blocking open would hang); move it aside (`--restore`) and check again",
+            p.display(),
+            sp.found[0].1
+        );
+        eprintln!("wt-check: {why}");
+        out.emit(Event::new(Tool::WtCheck, EventKind::CheckIncomplete, why).path(p));
+        return Outcome::Incomplete;
+    }
+    super::scanlink::scan(st, &mut |e| out.emit(e))
 }
 
 /// The commit scan alone (`wt-check scan`).
@@ -235,7 +253,7 @@ pub fn scan_only(a: &CheckArgs) -> Code {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let mut outcome = super::scanlink::scan(&st, &mut |e| out.emit(e));
+    let mut outcome = scan_unless_blocked(&st, &mut out);
     if out.failed() {
         outcome = outcome.and(Outcome::Incomplete);
     }
