@@ -113,8 +113,9 @@ fn fifos_in_a_new_worktree_entry_are_reported_promptly_and_set_aside() {
                 .contains("commit scan skipped")));
         // --restore: moved aside, not deleted; git answers again.
         let (_, ev) = check(&w, true);
+        // The planted entry is moved aside whole, its FIFOs with it.
         assert!(
-            names(&ev, &head).contains(&"quarantined".to_owned()),
+            names(&ev, &entry).contains(&"quarantined".to_owned()),
             "{ev:#?}"
         );
         let q = w.root().join("state");
@@ -185,4 +186,42 @@ fn walk_fifos(dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+#[test]
+fn pin_refuses_a_fifo_in_the_git_dir_in_one_line() {
+    let w = common::world();
+    let fifo = w.git_dir().join("worktrees/zz/HEAD");
+    std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+    mkfifo(&fifo);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_wt-check"));
+    w.env(&mut c);
+    c.args(["pin", "--session", "s1", "--state"])
+        .arg(w.state())
+        .arg(w.main())
+        .stderr(Stdio::piped());
+    let out = c.spawn().unwrap();
+    let end = Instant::now() + Duration::from_secs(60);
+    let mut out = out;
+    let status = loop {
+        if let Some(s) = out.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > end {
+            out.kill().unwrap();
+            out.wait().unwrap();
+            panic!("pin hung on the FIFO (killed after 60 s)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    use std::io::Read;
+    out.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(fifo.to_str().unwrap()) && err.contains("fifo"),
+        "{err}"
+    );
+    assert!(!w.state().exists());
 }

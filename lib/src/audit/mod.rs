@@ -560,20 +560,18 @@ fn walk_workspace(r: &mut Report, root: &Path, walk: &Walk) {
             let ft = ent.file_type();
             if ft.is_dir() {
                 it.skip_current_dir();
-                // Before reading any of it: git's open of a FIFO in it never returns.
-                let sp = special::sweep(&path);
-                for (p, kind) in &sp.found {
-                    r.add(&rules::SPECIAL_FILE, p, Some(&wt), format!(
-                        "{}: a {kind} in a nested repository's git dir: git's blocking open of it hangs the owner's git in {}",
-                        p.display(), wt.display()), details!("kind" => *kind));
-                }
-                if let Some((p, why)) = sp.incomplete {
-                    r.incomplete_at(&p, Some(&wt), format!("{}: {why}", p.display()));
-                }
-                if !sp.found.is_empty() {
-                    continue;
-                }
                 if !looks_like_git_dir(&path) {
+                    // git's own test of it (`validate_headref`) opens `HEAD` with a blocking
+                    // open: a FIFO anywhere in it is reported even though git then skips it.
+                    let sp = special::sweep(&path);
+                    for (p, kind) in &sp.found {
+                        r.add(&rules::SPECIAL_FILE, p, Some(&wt), format!(
+                            "{}: a {kind} in a nested repository's git dir: git's blocking open of it hangs the owner's git in {}",
+                            p.display(), wt.display()), details!("kind" => *kind));
+                    }
+                    if let Some((p, why)) = sp.incomplete {
+                        r.incomplete_at(&p, Some(&wt), format!("{}: {why}", p.display()));
+                    }
                     // git skips it: what runs here is the enclosing repository's, audited
                     // with it (or through discovery above the audited path).
                     skipped_note(r, &path, "not a git dir (no valid HEAD, objects/ or refs/)");
@@ -779,7 +777,8 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
     let repo = work_tree.unwrap_or(git_dir).to_path_buf();
     r.repositories.push(repo.clone());
     let repo = Some(repo.as_path());
-    // First, before anything below opens a file of it: a FIFO would block that open.
+    // FIFOs, sockets, devices (the reads below never block on one: `Dir` and the config
+    // reader open without blocking and refuse what is not a regular file).
     let sp = special::sweep(git_dir);
     for (p, kind) in &sp.found {
         r.add(
@@ -801,9 +800,6 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
             format!("{}: {why}", p.display()),
             Map::new(),
         );
-    }
-    if !sp.found.is_empty() {
-        return;
     }
     // commondir in a main git dir (git never writes one there).
     let commondir = git_dir.join("commondir");

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 
 /// Bound on the entries one sweep examines; past it the sweep is incomplete.
 pub const MAX_ENTRIES: usize = 1_000_000;
+/// The socket `git fsmonitor--daemon` makes in a git dir (`fsmonitor-ipc.c`): git's own,
+/// never reported.
+pub const FSMONITOR_SOCKET: &str = "fsmonitor--daemon.ipc";
 /// Bound on folder depth below the swept folder.
 pub const MAX_DEPTH: usize = 32;
 
@@ -88,6 +91,10 @@ pub fn sweep(dir: &Path) -> Special {
                 }
                 stack.push((e.path(), depth + 1));
             } else if let Some(k) = special_kind(&ft) {
+                // git's own: the builtin fsmonitor daemon's socket (macOS, Windows).
+                if k == "socket" && e.file_name() == FSMONITOR_SOCKET {
+                    continue;
+                }
                 out.found.push((e.path(), k));
             }
         }
