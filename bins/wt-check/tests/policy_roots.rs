@@ -148,3 +148,57 @@ fn an_unreadable_policy_is_one_line_and_exit_2() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("none.toml"), "{err}");
 }
+
+/// R5-4: the session's own worktree entry's `commondir` pointed at a common dir the agent
+/// made in its worktree (objects/, refs/, a config with `core.fsmonitor`, no HEAD). Plain git
+/// in that worktree runs it; `check` names the redirect and the armed config, `--restore`
+/// moves the entry aside, after which git there runs nothing.
+#[test]
+fn a_session_entry_commondir_redirect_is_reported_and_set_aside() {
+    for git in common::gits() {
+        let w = common::world();
+        w.pin();
+        let own = w.own();
+        let cd = own.join(".cache/cd");
+        std::fs::create_dir_all(cd.join("objects")).unwrap();
+        std::fs::create_dir_all(cd.join("refs")).unwrap();
+        let marker = w.root().join("pwned");
+        std::fs::write(
+            cd.join("config"),
+            format!(
+                "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = touch {}; false\n",
+                marker.display()
+            ),
+        )
+        .unwrap();
+        let entry = w.git_dir().join("worktrees/wt1");
+        std::fs::write(entry.join("commondir"), format!("{}\n", cd.display())).unwrap();
+        assert!(fires(&w, &git, &own, &marker), "{}", git.display());
+        let st = w.state();
+        let m = w.main();
+        let out = w.wt_check(&[
+            "check",
+            "--no-scan",
+            "--restore",
+            "--state",
+            st.to_str().unwrap(),
+            m.to_str().unwrap(),
+        ]);
+        let ev: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(out.status.code(), Some(1), "{ev:#?}");
+        assert!(
+            ev.iter().any(|e| e["event"] == "worktree_entry_changed"
+                && e["message"].as_str().unwrap().contains("commondir")),
+            "{ev:#?}"
+        );
+        assert!(armed_under(&ev, &cd), "{ev:#?}");
+        assert!(
+            !fires(&w, &git, &own, &marker),
+            "{}: still fires",
+            git.display()
+        );
+    }
+}
