@@ -394,9 +394,10 @@ fn dot_git(dir: &Path) -> DotGit {
     if !m.is_file() {
         return DotGit::Skipped("neither a file nor a folder");
     }
-    let Some(text) = std::fs::read(&p)
+    // Opened without blocking (a `.git` swapped for a FIFO after the stat above) and
+    // refused unless it is still a regular file.
+    let Some(text) = special::read_regular(&p, 1 << 20)
         .ok()
-        .filter(|b| b.len() < 1 << 20)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
     else {
         return DotGit::Fatal;

@@ -103,6 +103,34 @@ pub fn sweep(dir: &Path) -> Special {
     out
 }
 
+/// Read a small file that must be regular: opened `O_NONBLOCK|O_CLOEXEC` (a FIFO swapped in
+/// after an `lstat` cannot block the open), refused unless `fstat` says regular, at most
+/// `limit` bytes (larger: an error). Follows a link, as git does for the files it names.
+pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)?;
+    let md = f.metadata()?;
+    if !md.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
+    }
+    if md.len() >= limit {
+        return Err(std::io::Error::other(format!(
+            "{}: larger than {limit} bytes",
+            path.display()
+        )));
+    }
+    let mut b = Vec::new();
+    f.take(limit).read_to_end(&mut b)?;
+    Ok(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
