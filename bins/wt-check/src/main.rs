@@ -255,6 +255,10 @@ enum Cmd {
         /// Skip the commit scan.
         #[arg(long)]
         no_scan: bool,
+        /// The session's policy: its writable roots (and worktree folders) are walked for
+        /// planted repositories and bare-style git dirs, like the work trees.
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
         /// `json` (events, default) or `human` (one line per event).
         #[arg(long, value_enum, default_value_t = gitward::cli::Format::Json)]
         format: gitward::cli::Format,
@@ -365,6 +369,7 @@ fn main() -> std::process::ExitCode {
             session,
             audit_log,
             no_scan,
+            policy,
             format,
             repo,
         } => tool::check(&CheckArgs {
@@ -374,6 +379,7 @@ fn main() -> std::process::ExitCode {
             restore,
             audit_log,
             scan: !no_scan,
+            policy,
             format,
         }),
         Cmd::Scan {
@@ -388,6 +394,7 @@ fn main() -> std::process::ExitCode {
             restore: false,
             audit_log,
             scan: true,
+            policy: None,
             format,
         }),
         Cmd::Plan {
@@ -447,6 +454,7 @@ fn main() -> std::process::ExitCode {
                     restore: true,
                     audit_log: h.audit_log,
                     scan: !h.no_scan,
+                    policy: None,
                     format: gitward::cli::Format::Json,
                 },
                 given,

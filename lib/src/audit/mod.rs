@@ -20,6 +20,7 @@
 pub mod baseline;
 pub mod rules;
 pub mod sarif;
+pub mod special;
 
 use crate::catalogue::{self, Severity};
 use crate::integrity::nf::{Dir, Kind, NfError};
@@ -393,9 +394,10 @@ fn dot_git(dir: &Path) -> DotGit {
     if !m.is_file() {
         return DotGit::Skipped("neither a file nor a folder");
     }
-    let Some(text) = std::fs::read(&p)
+    // Opened without blocking (a `.git` swapped for a FIFO after the stat above) and
+    // refused unless it is still a regular file.
+    let Some(text) = special::read_regular(&p, 1 << 20)
         .ok()
-        .filter(|b| b.len() < 1 << 20)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
     else {
         return DotGit::Fatal;
@@ -515,6 +517,25 @@ fn walk_workspace(r: &mut Report, root: &Path, walk: &Walk) {
                 format!("deeper than {WALK_DEPTH} levels; not walked"),
             );
         }
+        // A FIFO, socket or device named `HEAD`: git's `is_git_directory` opens every
+        // candidate's `HEAD` on its way up (a bare-shaped folder's too) with a blocking open.
+        if ent.file_type() == crate::layout::walk::WalkKind::Other
+            && ent.file_name() == OsStr::new("HEAD")
+        {
+            let p = ent.path().to_path_buf();
+            r.add(
+                &rules::SPECIAL_FILE,
+                &p,
+                None,
+                format!(
+                    "{}: not a file: git's discovery opens it (blocking) when run in {}, and hangs",
+                    p.display(),
+                    p.parent().unwrap_or(root).display()
+                ),
+                details!("kind" => "special"),
+            );
+            continue;
+        }
         // Only a `.git` or a folder with a `HEAD` (git's `is_git_directory` needs one) can be
         // a repository: nothing else is looked at further.
         let is_dot_git = ent.file_name() == OsStr::new(".git");
@@ -541,6 +562,17 @@ fn walk_workspace(r: &mut Report, root: &Path, walk: &Walk) {
             if ft.is_dir() {
                 it.skip_current_dir();
                 if !looks_like_git_dir(&path) {
+                    // git's own test of it (`validate_headref`) opens `HEAD` with a blocking
+                    // open: a FIFO anywhere in it is reported even though git then skips it.
+                    let sp = special::sweep(&path);
+                    for (p, kind) in &sp.found {
+                        r.add(&rules::SPECIAL_FILE, p, Some(&wt), format!(
+                            "{}: a {kind} in a nested repository's git dir: git's blocking open of it hangs the owner's git in {}",
+                            p.display(), wt.display()), details!("kind" => *kind));
+                    }
+                    if let Some((p, why)) = sp.incomplete {
+                        r.incomplete_at(&p, Some(&wt), format!("{}: {why}", p.display()));
+                    }
                     // git skips it: what runs here is the enclosing repository's, audited
                     // with it (or through discovery above the audited path).
                     skipped_note(r, &path, "not a git dir (no valid HEAD, objects/ or refs/)");
@@ -746,6 +778,30 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
     let repo = work_tree.unwrap_or(git_dir).to_path_buf();
     r.repositories.push(repo.clone());
     let repo = Some(repo.as_path());
+    // FIFOs, sockets, devices (the reads below never block on one: `Dir` and the config
+    // reader open without blocking and refuse what is not a regular file).
+    let sp = special::sweep(git_dir);
+    for (p, kind) in &sp.found {
+        r.add(
+            &rules::SPECIAL_FILE,
+            p,
+            repo,
+            format!(
+                "{}: a {kind} in a git dir: git's blocking open of it hangs the owner's git there",
+                p.display()
+            ),
+            details!("kind" => *kind),
+        );
+    }
+    if let Some((p, why)) = sp.incomplete {
+        r.add(
+            &rules::INCOMPLETE,
+            &p,
+            repo,
+            format!("{}: {why}", p.display()),
+            Map::new(),
+        );
+    }
     // commondir in a main git dir (git never writes one there).
     let commondir = git_dir.join("commondir");
     let in_worktrees = git_dir.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees"));

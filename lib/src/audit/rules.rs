@@ -179,6 +179,16 @@ rule!(
     "§3.3"
 );
 
+rule!(
+    SPECIAL_FILE,
+    "GW021",
+    "special-file-in-git-dir",
+    Error,
+    "A FIFO, socket or device in a git dir.",
+    "git opens HEAD, config, refs, index and the worktree entries' files with a blocking open: a FIFO there hangs the owner's git (status, worktree list, gc); a device is read as whatever it yields. git never makes one. Move it aside (`wt-check check --restore` does).",
+    "§3.3"
+);
+
 /// Every rule, in id order. The SARIF `rules` array and the docs table come from here.
 pub static RULES: &[Rule] = &[
     HOOK_PLANTED,
@@ -201,6 +211,7 @@ pub static RULES: &[Rule] = &[
     GIT_DIR_SKIPPED,
     ENCLOSING,
     INDEX_ENTRY_PATH,
+    SPECIAL_FILE,
 ];
 
 #[cfg(test)]

@@ -47,6 +47,18 @@ pub(super) enum Plan {
 /// Compare the state file's baseline with the repository now; with `opts.restore`, put it
 /// back. Every event goes to `emit` as it happens.
 pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outcome {
+    check_with_roots(opts, state, &[], emit)
+}
+
+/// [`check`], also walking `extra_roots` for planted repositories and bare-style git dirs
+/// (the policy's writable roots, `check --policy`): every folder the session could write is
+/// one the owner's git may be started in, and discovers a git dir in as readily.
+pub fn check_with_roots(
+    opts: &Options,
+    state: &State,
+    extra_roots: &[PathBuf],
+    emit: &mut dyn FnMut(Event),
+) -> Outcome {
     let mut outcome = Outcome::Clean;
     let session = state.session.clone().or(opts.session.clone());
     let mk = |kind: EventKind, msg: String| {
@@ -135,6 +147,79 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
         outcome = Outcome::Incomplete;
         emit(mk(EventKind::CheckIncomplete, p.reason.clone()).path(&p.path));
     }
+    // FIFOs, sockets and devices anywhere else in the common dir (refs, logs, objects,
+    // `modules/`): git's blocking open of one hangs the owner's git. Reported; with
+    // `--restore` moved aside (never deleted).
+    let sp = crate::audit::special::sweep(common);
+    if let Some((p, why)) = &sp.incomplete {
+        outcome = Outcome::Incomplete;
+        emit(
+            mk(
+                EventKind::CheckIncomplete,
+                format!("{}: {why}", p.display()),
+            )
+            .path(p),
+        );
+    }
+    let mut q_special = Quarantine::new(&opts.state);
+    for (p, kind) in &sp.found {
+        // One the baseline comparison names (a protected file, a hook): reported, restored
+        // or moved aside there, with its own event. Inside a folder it names (a planted
+        // worktree entry): reported here, moved aside with the folder.
+        let in_moved = diffs.iter().any(|d| {
+            let k = d.key.path(common);
+            p.starts_with(&k) && *p != k
+        });
+        if !in_moved && diffs.iter().any(|d| *p == d.key.path(common)) {
+            continue;
+        }
+        if outcome == Outcome::Clean {
+            outcome = Outcome::Found;
+        }
+        let why =
+            format!("a {kind} in the git dir: git's blocking open of it hangs the owner's git");
+        emit(
+            mk(
+                EventKind::GitDirEntryChanged,
+                format!("{}: {why}", p.display()),
+            )
+            .path(p)
+            .with("change", "special_file")
+            .with("after", *kind)
+            .with("level", "error")
+            .with("why", why.clone())
+            .with(
+                "action",
+                if opts.restore && !in_moved {
+                    "quarantined"
+                } else {
+                    "reported"
+                },
+            ),
+        );
+        if opts.restore && !in_moved {
+            match set_aside(&mut q_special, p) {
+                Ok(to) => emit(
+                    mk(
+                        EventKind::Quarantined,
+                        format!("{}: moved aside to {}", p.display(), to.display()),
+                    )
+                    .path(p)
+                    .with("quarantined_to", to.display().to_string()),
+                ),
+                Err(e) => {
+                    outcome = Outcome::Incomplete;
+                    emit(
+                        mk(
+                            EventKind::RestoreFailed,
+                            format!("{}: cannot move it aside: {e}", p.display()),
+                        )
+                        .path(p),
+                    );
+                }
+            }
+        }
+    }
     // Repositories behind the index's gitlinks (what the owner's `git status` enters).
     let indexes = index_work_trees(state, &snap.entries);
     let mut emb = embedded::armed(&indexes, common);
@@ -150,6 +235,11 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
                 .filter(|(i, _)| *i != common.join("index"))
                 .map(|(_, wt)| wt.clone()),
         ),
+    }
+    for r in extra_roots {
+        if !roots.contains(r) {
+            roots.push(r.clone());
+        }
     }
     let more = embedded::nested(&roots, state.work_tree.as_deref(), common);
     emb.problems.extend(more.problems);
@@ -179,13 +269,38 @@ pub fn check(opts: &Options, state: &State, emit: &mut dyn FnMut(Event)) -> Outc
         if outcome == Outcome::Clean {
             outcome = Outcome::Found;
         }
+        // A FIFO, socket or device in a nested repository's git dir: moved aside with
+        // `--restore` (nothing else of a nested repository is touched).
+        let aside = opts.restore && f.rule == crate::audit::rules::SPECIAL_FILE.id;
         emit(
             mk(EventKind::EmbeddedRepositoryArmed, f.message.clone())
                 .path(&f.path)
                 .with("rule", f.rule)
                 .with("level", format!("{:?}", f.level).to_ascii_lowercase())
-                .with("action", "reported"),
+                .with("action", if aside { "quarantined" } else { "reported" }),
         );
+        if aside {
+            match set_aside(&mut q_special, &f.path) {
+                Ok(to) => emit(
+                    mk(
+                        EventKind::Quarantined,
+                        format!("{}: moved aside to {}", f.path.display(), to.display()),
+                    )
+                    .path(&f.path)
+                    .with("quarantined_to", to.display().to_string()),
+                ),
+                Err(e) => {
+                    outcome = Outcome::Incomplete;
+                    emit(
+                        mk(
+                            EventKind::RestoreFailed,
+                            format!("{}: cannot move it aside: {e}", f.path.display()),
+                        )
+                        .path(&f.path),
+                    );
+                }
+            }
+        }
     }
     let suppressed = suppressed_keys(&diffs);
     let mut q = Quarantine::new(&opts.state);
@@ -881,4 +996,18 @@ pub(super) fn compare(
     }
     diffs.sort_by(|a, b| a.key.cmp(&b.key));
     diffs
+}
+
+/// Move `p` (a FIFO, socket or device) into the run's quarantine without opening it: a
+/// rename from its folder, opened without following links. Never deletes.
+fn set_aside(q: &mut Quarantine, p: &Path) -> Result<PathBuf, NfError> {
+    let key = Key::Abs(p.to_path_buf());
+    let (dest, name, dest_path) = q.slot(&key)?;
+    let (Some(parent), Some(file)) = (p.parent(), p.file_name()) else {
+        return Err(NfError::Escape {
+            path: p.to_path_buf(),
+        });
+    };
+    Dir::open_abs(parent)?.move_out(file, &dest, &name)?;
+    Ok(dest_path)
 }

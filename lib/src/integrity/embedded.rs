@@ -84,7 +84,12 @@ pub fn nested(roots: &[PathBuf], main_work_tree: Option<&Path>, common_dir: &Pat
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let main = main_work_tree.map(canon);
     let common = canon(common_dir);
+    let mut walked: Vec<PathBuf> = Vec::new();
     for root in roots {
+        walked.push(root.clone());
+        walked.extend(inside_bare_top(root));
+    }
+    for root in &walked {
         if std::fs::symlink_metadata(root).is_err() {
             continue; // a session folder not made yet
         }
@@ -148,7 +153,8 @@ fn keep(out: &mut Embedded, findings: Vec<Finding>) {
 /// Does the gitfile at `dot_git` name a submodule git dir of `common_dir` (under its
 /// `modules/`, or a linked worktree's `worktrees/<id>/modules/`)?
 fn gitfile_into_modules(dot_git: &Path, sub: &Path, common_dir: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(dot_git) else {
+    // Never blocks: a `.git` swapped for a FIFO is not opened for reading.
+    let Ok(text) = read_small_regular(dot_git) else {
         return false;
     };
     let Some(target) = text.lines().next().and_then(|l| l.strip_prefix("gitdir: ")) else {
@@ -221,4 +227,60 @@ fn gitlink_paths(index: &Path) -> Result<Vec<PathBuf>, String> {
                 .map_err(|e| format!("gitlink path is not a valid path: {e}"))
         })
         .collect()
+}
+
+/// A small regular file's text, opened without blocking or following a link
+/// (`O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC`) and refused unless `fstat` says it is a regular file.
+fn read_small_regular(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOFOLLOW).bits())
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
+    }
+    let mut s = String::new();
+    f.take(64 * 1024).read_to_string(&mut s)?;
+    Ok(s)
+}
+
+/// A root that is itself a bare-shaped git dir (`HEAD`, `objects/`, `refs/` at its top: the
+/// audit reports it and, as for any git dir, does not walk inside) may still be a work
+/// folder: `core.worktree` can name the folder itself, and the owner's git started in a
+/// subfolder discovers a `.git` there first. Its subfolders other than git's own
+/// (`objects`, `refs`, `hooks`, `info`, `logs`, `worktrees`, `modules`) are walked as roots
+/// too. Links are not followed.
+fn inside_bare_top(root: &Path) -> Vec<PathBuf> {
+    const GIT_OWN: &[&str] = &[
+        "objects",
+        "refs",
+        "hooks",
+        "info",
+        "logs",
+        "worktrees",
+        "modules",
+    ];
+    let is_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    let bare = std::fs::symlink_metadata(root.join("HEAD")).is_ok()
+        && is_dir(&root.join("objects"))
+        && is_dir(&root.join("refs"));
+    if !bare {
+        return Vec::new();
+    }
+    let Ok(rd) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = rd
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| !GIT_OWN.iter().any(|g| e.file_name() == *g))
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
 }

@@ -29,6 +29,8 @@ pub struct CheckArgs {
     pub audit_log: Option<PathBuf>,
     /// Run the commit scan after the git-folder check.
     pub scan: bool,
+    /// The session's policy (`--policy`): its writable roots are walked for repositories.
+    pub policy: Option<PathBuf>,
     pub format: Format,
 }
 
@@ -49,6 +51,17 @@ pub fn pin_state(a: &PinArgs) -> Result<super::Pinned, IntegrityError> {
         accept_armed: a.accept_armed,
     };
     let loc = super::locate(&a.repo)?;
+    // The ref snapshot reads through gix's blocking opens: a FIFO in the common dir would
+    // hang the pin. git never makes one; refuse, naming it.
+    let sp = crate::audit::special::sweep(&loc.common_dir);
+    if let Some((p, kind)) = sp.found.first() {
+        return Err(IntegrityError::Unreadable {
+            path: p.clone(),
+            reason: format!(
+                "a {kind} in the git dir (git's blocking open of it hangs); move it out of the git dir and pin again"
+            ),
+        });
+    }
     let refs =
         super::scanlink::snapshot(&loc.common_dir).map_err(|e| IntegrityError::Unreadable {
             path: a.repo.clone(),
@@ -210,6 +223,20 @@ pub fn check(a: &CheckArgs) -> Code {
         Ok(s) => s,
         Err(c) => return c,
     };
+    // The policy's writable roots (the repository, the worktree folders, `writable_roots`):
+    // every folder the session could write, walked for planted repositories.
+    let extra_roots = match &a.policy {
+        None => Vec::new(),
+        Some(f) => {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/"));
+            match crate::policy::Policy::load(f, &home) {
+                Ok(p) => p.writable_roots,
+                Err(e) => return cannot(&mut out, f, e.to_string()),
+            }
+        }
+    };
     let opts = Options {
         repo: a.repo.clone(),
         state: a.state.clone(),
@@ -218,14 +245,33 @@ pub fn check(a: &CheckArgs) -> Code {
         restore: a.restore,
         accept_armed: false,
     };
-    let mut outcome = super::check(&opts, &st, &mut |e| out.emit(e));
+    let mut outcome =
+        super::compare::check_with_roots(&opts, &st, &extra_roots, &mut |e| out.emit(e));
     if a.scan {
-        outcome = outcome.and(super::scanlink::scan(&st, &mut |e| out.emit(e)));
+        outcome = outcome.and(scan_unless_blocked(&st, &mut out));
     }
     if out.failed() {
         outcome = outcome.and(Outcome::Incomplete);
     }
     outcome.code()
+}
+
+/// The commit scan, unless a FIFO, socket or device lies in the common dir: the scan reads
+/// refs and objects through gix, whose blocking open of a FIFO would never return. The
+/// special file itself is reported by the check; the scan is then said to be skipped.
+fn scan_unless_blocked(st: &super::state::State, out: &mut Out) -> Outcome {
+    let sp = crate::audit::special::sweep(&st.common_dir);
+    if let Some((p, _)) = sp.found.first() {
+        let why = format!(
+            "commit scan skipped: {} is a {} (a blocking open would hang); move it aside (`--restore`) and check again",
+            p.display(),
+            sp.found[0].1
+        );
+        eprintln!("wt-check: {why}");
+        out.emit(Event::new(Tool::WtCheck, EventKind::CheckIncomplete, why).path(p));
+        return Outcome::Incomplete;
+    }
+    super::scanlink::scan(st, &mut |e| out.emit(e))
 }
 
 /// The commit scan alone (`wt-check scan`).
@@ -235,7 +281,7 @@ pub fn scan_only(a: &CheckArgs) -> Code {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let mut outcome = super::scanlink::scan(&st, &mut |e| out.emit(e));
+    let mut outcome = scan_unless_blocked(&st, &mut out);
     if out.failed() {
         outcome = outcome.and(Outcome::Incomplete);
     }

@@ -1,0 +1,227 @@
+//! FIFOs planted where git opens a file (R5-11, R5-14). git opens `HEAD`, `gitdir` and the
+//! rest of a git dir with a blocking `open(2)`: a FIFO in a new worktree entry hangs the
+//! owner's `git worktree list`, one at a nested repository's `.git/HEAD` hangs `git status`.
+//! Positive control on every git: the plain command hangs (killed after a timeout). Then
+//! `wt-check check` answers promptly with an error-level finding naming the file, and
+//! `--restore` moves it aside (never deletes), after which the same git command returns.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Run `c`; `None` when it is still running after `secs` (it is then killed).
+fn run_for(mut c: Command, secs: u64) -> Option<(i32, String)> {
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            let mut out = String::new();
+            use std::io::Read;
+            child
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut out)
+                .unwrap();
+            return Some((st.code().unwrap_or(-1), out));
+        }
+        if Instant::now() > end {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn plain_git(w: &common::World, git: &Path, dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(git);
+    w.env(&mut c);
+    c.arg("-C").arg(dir).args(args);
+    c
+}
+
+fn check(w: &common::World, restore: bool) -> (i32, Vec<serde_json::Value>) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_wt-check"));
+    w.env(&mut c);
+    c.args(["check", "--state"]).arg(w.state());
+    if restore {
+        c.arg("--restore");
+    }
+    c.arg(w.main());
+    let started = Instant::now();
+    let (code, out) = run_for(c, 60).expect("wt-check check hung (killed after 60 s)");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "wt-check check took too long"
+    );
+    let events = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    (code, events)
+}
+
+fn mkfifo(p: &Path) {
+    nix::unistd::mkfifo(p, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+}
+
+fn names(events: &[serde_json::Value], path: &Path) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["path"].as_str() == Some(path.to_str().unwrap()))
+        .map(|e| e["event"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn fifos_in_a_new_worktree_entry_are_reported_promptly_and_set_aside() {
+    for git in common::gits() {
+        let w = common::world();
+        w.pin();
+        let entry = w.git_dir().join("worktrees/zz");
+        std::fs::create_dir_all(&entry).unwrap();
+        mkfifo(&entry.join("HEAD"));
+        mkfifo(&entry.join("gitdir"));
+        // Positive control: the owner's plain git hangs there.
+        assert!(
+            run_for(plain_git(&w, &git, &w.main(), &["worktree", "list"]), 5).is_none(),
+            "{}: `git worktree list` did not hang on the planted FIFOs",
+            git.display()
+        );
+        let (code, ev) = check(&w, false);
+        assert_ne!(code, 0, "{}: {ev:#?}", git.display());
+        let head = entry.join("HEAD");
+        let e = ev
+            .iter()
+            .find(|e| e["path"].as_str() == Some(head.to_str().unwrap()))
+            .unwrap_or_else(|| panic!("{}: HEAD fifo not reported: {ev:#?}", git.display()));
+        assert_eq!(e["change"], "special_file");
+        assert_eq!(e["level"], "error");
+        // The scan is not run over a FIFO: it says so.
+        assert!(ev.iter().any(|e| e["event"] == "check_incomplete"
+            && e["message"]
+                .as_str()
+                .unwrap()
+                .contains("commit scan skipped")));
+        // --restore: moved aside, not deleted; git answers again.
+        let (_, ev) = check(&w, true);
+        // The planted entry is moved aside whole, its FIFOs with it.
+        assert!(
+            names(&ev, &entry).contains(&"quarantined".to_owned()),
+            "{ev:#?}"
+        );
+        let q = w.root().join("state");
+        let kept = walk_fifos(&q);
+        assert!(kept.len() >= 2, "the FIFOs were not kept aside: {kept:?}");
+        let back = run_for(plain_git(&w, &git, &w.main(), &["worktree", "list"]), 20);
+        assert_eq!(back.map(|b| b.0), Some(0), "{}", git.display());
+        let (code, ev) = check(&w, false);
+        assert_eq!(code, 0, "{}: {ev:#?}", git.display());
+    }
+}
+
+#[test]
+fn a_fifo_at_a_nested_repositorys_head_is_reported_and_set_aside() {
+    for git in common::gits() {
+        let w = common::world();
+        w.pin();
+        let sub = w.main().join("nested/.git");
+        std::fs::create_dir_all(sub.join("objects")).unwrap();
+        std::fs::create_dir_all(sub.join("refs")).unwrap();
+        mkfifo(&sub.join("HEAD"));
+        // Positive control: the owner's `git status` enters the folder and hangs.
+        assert!(
+            run_for(
+                plain_git(&w, &git, &w.main(), &["status", "--porcelain"]),
+                5
+            )
+            .is_none(),
+            "{}: `git status` did not hang on the nested FIFO HEAD",
+            git.display()
+        );
+        let (code, ev) = check(&w, false);
+        assert_eq!(code, 1, "{}: {ev:#?}", git.display());
+        let head = sub.join("HEAD");
+        let e = ev
+            .iter()
+            .find(|e| e["path"].as_str() == Some(head.to_str().unwrap()))
+            .unwrap_or_else(|| panic!("{}: nested FIFO not reported: {ev:#?}", git.display()));
+        assert_eq!(e["rule"], "GW021");
+        assert_eq!(e["level"], "error");
+        let (_, ev) = check(&w, true);
+        assert!(
+            names(&ev, &head).contains(&"quarantined".to_owned()),
+            "{ev:#?}"
+        );
+        assert_eq!(walk_fifos(&w.root().join("state")).len(), 1);
+        let back = run_for(
+            plain_git(&w, &git, &w.main(), &["status", "--porcelain"]),
+            20,
+        );
+        assert_eq!(back.map(|b| b.0), Some(0), "{}", git.display());
+    }
+}
+
+/// FIFOs below `dir` (the quarantine), not following links.
+fn walk_fifos(dir: &Path) -> Vec<std::path::PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if ft.is_fifo() {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn pin_refuses_a_fifo_in_the_git_dir_in_one_line() {
+    let w = common::world();
+    let fifo = w.git_dir().join("worktrees/zz/HEAD");
+    std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+    mkfifo(&fifo);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_wt-check"));
+    w.env(&mut c);
+    c.args(["pin", "--session", "s1", "--state"])
+        .arg(w.state())
+        .arg(w.main())
+        .stderr(Stdio::piped());
+    let out = c.spawn().unwrap();
+    let end = Instant::now() + Duration::from_secs(60);
+    let mut out = out;
+    let status = loop {
+        if let Some(s) = out.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > end {
+            out.kill().unwrap();
+            out.wait().unwrap();
+            panic!("pin hung on the FIFO (killed after 60 s)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    use std::io::Read;
+    out.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(fifo.to_str().unwrap()) && err.contains("fifo"),
+        "{err}"
+    );
+    assert!(!w.state().exists());
+}

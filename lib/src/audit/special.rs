@@ -1,0 +1,151 @@
+//! FIFOs, sockets and devices in a git dir.
+//!
+//! git opens the files of a git dir (`HEAD`, `config`, `commondir`, `gitdir`, `index`, refs,
+//! `packed-refs`, logs, `objects/info/alternates`, hooks, `worktrees/<id>/*`, `modules/**`)
+//! with a plain blocking `open(2)`: a FIFO there makes the owner's `git status`,
+//! `git worktree list`, `git gc`, `git branch -D` (and any reader built on gix) block forever,
+//! and a device there is read as whatever it yields. git itself never makes one. An agent
+//! that can write part of a git dir (a worktree entry, a nested repository in the work tree)
+//! can, so the sweep reports every one, at any depth, without opening anything: the walk
+//! reads folder listings and `lstat`s only, and never follows a link.
+
+use std::path::{Path, PathBuf};
+
+/// Bound on the entries one sweep examines; past it the sweep is incomplete.
+pub const MAX_ENTRIES: usize = 1_000_000;
+/// The socket `git fsmonitor--daemon` makes in a git dir (`fsmonitor-ipc.c`): git's own,
+/// never reported.
+pub const FSMONITOR_SOCKET: &str = "fsmonitor--daemon.ipc";
+/// Bound on folder depth below the swept folder.
+pub const MAX_DEPTH: usize = 32;
+
+/// What [`sweep`] found.
+#[derive(Debug, Default)]
+pub struct Special {
+    /// Each FIFO, socket or device, with its kind (`fifo`, `socket`, `char device`,
+    /// `block device`).
+    pub found: Vec<(PathBuf, &'static str)>,
+    /// Why the sweep was cut short (a bound, an unreadable folder), when it was.
+    pub incomplete: Option<(PathBuf, String)>,
+}
+
+/// The kind of a non-regular, non-folder, non-link file type, or `None`.
+pub fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_fifo() {
+        Some("fifo")
+    } else if ft.is_socket() {
+        Some("socket")
+    } else if ft.is_char_device() {
+        Some("char device")
+    } else if ft.is_block_device() {
+        Some("block device")
+    } else {
+        None
+    }
+}
+
+/// Every FIFO, socket or device at or below `dir` (not following links; `dir` itself is
+/// `lstat`ed). A `dir` that does not exist yields nothing.
+pub fn sweep(dir: &Path) -> Special {
+    let mut out = Special::default();
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(m) => {
+            if let Some(k) = special_kind(&m.file_type()) {
+                out.found.push((dir.to_path_buf(), k));
+            }
+            return out;
+        }
+        Err(_) => return out,
+    }
+    let mut seen = 0usize;
+    let mut stack = vec![(dir.to_path_buf(), 0usize)];
+    while let Some((d, depth)) = stack.pop() {
+        let rd = match std::fs::read_dir(&d) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                out.incomplete = Some((d, format!("cannot list: {e}")));
+                return out;
+            }
+        };
+        for e in rd {
+            let e = match e {
+                Ok(e) => e,
+                Err(err) => {
+                    out.incomplete = Some((d, format!("cannot list: {err}")));
+                    return out;
+                }
+            };
+            seen += 1;
+            if seen > MAX_ENTRIES {
+                out.incomplete = Some((d, format!("more than {MAX_ENTRIES} entries")));
+                return out;
+            }
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                if depth + 1 > MAX_DEPTH {
+                    out.incomplete = Some((e.path(), format!("deeper than {MAX_DEPTH} folders")));
+                    return out;
+                }
+                stack.push((e.path(), depth + 1));
+            } else if let Some(k) = special_kind(&ft) {
+                // git's own: the builtin fsmonitor daemon's socket (macOS, Windows).
+                if k == "socket" && e.file_name() == FSMONITOR_SOCKET {
+                    continue;
+                }
+                out.found.push((e.path(), k));
+            }
+        }
+    }
+    out.found.sort();
+    out
+}
+
+/// Read a small file that must be regular: opened `O_NONBLOCK|O_CLOEXEC` (a FIFO swapped in
+/// after an `lstat` cannot block the open), refused unless `fstat` says regular, at most
+/// `limit` bytes (larger: an error). Follows a link, as git does for the files it names.
+pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)?;
+    let md = f.metadata()?;
+    if !md.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
+    }
+    if md.len() >= limit {
+        return Err(std::io::Error::other(format!(
+            "{}: larger than {limit} bytes",
+            path.display()
+        )));
+    }
+    let mut b = Vec::new();
+    f.take(limit).read_to_end(&mut b)?;
+    Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_fifos_at_any_depth_and_nothing_in_an_ordinary_git_dir() {
+        let d = tempfile::tempdir().unwrap();
+        let g = d.path().join("g");
+        std::fs::create_dir_all(g.join("worktrees/zz")).unwrap();
+        std::fs::write(g.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert!(sweep(&g).found.is_empty());
+        nix::unistd::mkfifo(&g.join("worktrees/zz/HEAD"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let s = sweep(&g);
+        assert_eq!(s.found, vec![(g.join("worktrees/zz/HEAD"), "fifo")]);
+        assert!(s.incomplete.is_none());
+        assert!(sweep(&d.path().join("absent")).found.is_empty());
+    }
+}
