@@ -166,3 +166,29 @@ pub(crate) fn seeds(target: &str) -> Vec<Vec<u8>> {
     assert!(!out.is_empty(), "{}: no seeds", dir.display());
     out.into_iter().map(|(_, b)| b).collect()
 }
+
+/// Runs every case against each git, one thread per git (the gits are the slow part): `run`
+/// gets the git, a case's folder and its label (`case<i>`), and adds to that git's tally.
+/// Returns each git with its tally, in the order of `gits`.
+pub(crate) fn per_git<T: Default + Send>(
+    gits: &[PathBuf],
+    dirs: &[PathBuf],
+    run: impl Fn(&Path, &Path, &str, &mut T) + Sync,
+) -> Vec<(PathBuf, T)> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = gits
+            .iter()
+            .map(|g| {
+                let run = &run;
+                s.spawn(move || {
+                    let mut t = T::default();
+                    for (i, d) in dirs.iter().enumerate() {
+                        run(g, d, &format!("case{i}"), &mut t);
+                    }
+                    (g.clone(), t)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}

@@ -406,22 +406,10 @@ fn enumeration_reads_what_git_reads() {
     let root = fs::canonicalize(tmp.path()).unwrap();
     let dirs = corpus(&root);
     let home = root.join("home");
-    let tallies: Vec<(PathBuf, Tally)> = std::thread::scope(|s| {
-        let handles: Vec<_> = gits
-            .iter()
-            .map(|g| {
-                let (dirs, home) = (&dirs, &home);
-                s.spawn(move || {
-                    let mut t = Tally::default();
-                    for (i, d) in dirs.iter().enumerate() {
-                        run_case(g, d, home, &mut t, &format!("case{i}"));
-                    }
-                    (g.clone(), t)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+    let tallies: Vec<(PathBuf, Tally)> =
+        crate::difftest::per_git(&gits, &dirs, |g, d, label, t| {
+            run_case(g, d, &home, t, label)
+        });
     let mut failures = Vec::new();
     for (g, t) in &tallies {
         eprintln!(

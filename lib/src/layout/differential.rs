@@ -263,22 +263,10 @@ fn discovery_finds_what_git_finds() {
             dir
         })
         .collect();
-    let tallies: Vec<(PathBuf, Tally)> = std::thread::scope(|s| {
-        let hs: Vec<_> = gits
-            .iter()
-            .map(|g| {
-                let (dirs, home) = (&dirs, &home);
-                s.spawn(move || {
-                    let mut t = Tally::default();
-                    for (i, d) in dirs.iter().enumerate() {
-                        run_case(g, home, d, &format!("case{i}"), &mut t);
-                    }
-                    (g.clone(), t)
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+    let tallies: Vec<(PathBuf, Tally)> =
+        crate::difftest::per_git(&gits, &dirs, |g, d, label, t| {
+            run_case(g, &home, d, label, t)
+        });
     let mut failures = Vec::new();
     for (g, t) in &tallies {
         eprintln!(
