@@ -539,18 +539,21 @@ fn walk_workspace(r: &mut Report, root: &Path, walk: &Walk) {
         // Only a `.git` or a folder with a `HEAD` (git's `is_git_directory` needs one) can be
         // a repository: nothing else is looked at further.
         let is_dot_git = ent.file_name() == OsStr::new(".git");
-        let may_be_git_dir = ent.file_type().is_dir() && ent.has_child("HEAD") != Some(false);
-        if !is_dot_git && !may_be_git_dir {
-            continue;
-        }
-        let path = ent.path().to_path_buf();
-        if ent.depth() > 0 && ent.file_type().is_dir() && ent.file_name() != OsStr::new(".git") {
+        // A dependency folder or an --exclude match is left out before anything else is
+        // looked at in it (it need not be a git dir itself to be skipped).
+        if ent.depth() > 0 && ent.file_type().is_dir() && !is_dot_git {
+            let path = ent.path().to_path_buf();
             if let Some(why) = walk.skip(root, &path) {
                 it.skip_current_dir();
                 r.skipped.push(SkippedFolder { path, why });
                 continue;
             }
         }
+        let may_be_git_dir = ent.file_type().is_dir() && ent.has_child("HEAD") != Some(false);
+        if !is_dot_git && !may_be_git_dir {
+            continue;
+        }
+        let path = ent.path().to_path_buf();
         let enclosing = work_trees
             .iter()
             .rev()
