@@ -52,6 +52,9 @@ pub enum EventKind {
     HeldRejected,
     /// The inotify queue overflowed; every guarded file was rescanned.
     WatchRescan,
+    /// Bytes written to the audit log from inside the sandbox that were not one JSON object
+    /// per line; logged escaped with their length (agent-shell's relay).
+    AuditLineRejected,
     /// settings-watch is watching (roots, folders watched, guarded files found).
     WatchStarted,
     /// settings-watch stopped on a signal.

@@ -28,6 +28,8 @@
 //!   of the repository runs ([`lock_shared`], [`last_out`]): removing a mount point detaches
 //!   it in every mount namespace.
 
+pub mod lines;
+
 use crate::plan::{EntryKind, Mount, Plan};
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::{fstat, Mode, SFlag};
@@ -450,7 +452,9 @@ impl Prepared {
 /// The outside end of an append-only log for the sandbox (the audit log): a FIFO in a private
 /// folder, bound over the log inside the sandbox ([`Base::relays`]); a thread appends what
 /// arrives to the real file. The agent can add lines (as the tools it runs can) but never
-/// truncate or rewrite the log (red-team pass on the plan: `: > LOG` erased the events).
+/// truncate or rewrite the log (red-team pass on the plan: `: > LOG` erased the events), and
+/// what it writes never spoils a tool's event: only whole lines that are one JSON object
+/// reach the log, anything else is logged as `audit_line_rejected` ([`lines::LineFilter`]).
 pub struct Relay {
     pub fifo: PathBuf,
     dir: PathBuf,
@@ -459,8 +463,9 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// A FIFO in a new private folder under `tmp`, relayed to `log` (appended).
-    pub fn start(log: &Path, tmp: &Path) -> std::io::Result<Relay> {
+    /// A FIFO in a new private folder under `tmp`, relayed to `log` (appended) line by line
+    /// through a [`lines::LineFilter`] whose rejections name `session`.
+    pub fn start(log: &Path, tmp: &Path, session: Option<String>) -> std::io::Result<Relay> {
         use std::os::unix::fs::OpenOptionsExt;
         let dir = nix::unistd::mkdtemp(&tmp.join("gitward-relay.XXXXXX"))?;
         let fifo = dir.join("log");
@@ -483,18 +488,27 @@ impl Relay {
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
             use std::io::{Read, Write};
+            let mut filter = lines::LineFilter::new(session);
             let mut buf = vec![0u8; 65536];
             loop {
-                match rx.read(&mut buf) {
-                    Ok(n) if n > 0 => {
-                        let _ = out.write_all(&buf[..n]);
-                    }
+                let lines = match rx.read(&mut buf) {
+                    Ok(n) if n > 0 => filter.push(&buf[..n]),
                     _ => {
                         if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                            // Every writer is gone (the sandbox ended) and the FIFO is empty.
+                            for line in filter.finish() {
+                                let _ = out.write_all(&line);
+                            }
                             break;
                         }
                         std::thread::sleep(std::time::Duration::from_millis(20));
+                        continue;
                     }
+                };
+                // One write per line on an O_APPEND file: whole lines, never glued to what
+                // the tools outside the sandbox append to the same log.
+                for line in lines {
+                    let _ = out.write_all(&line);
                 }
             }
         });

@@ -436,13 +436,13 @@ fn bwrap_sandbox(policy: &Policy) -> Result<Sandboxed, ShellError> {
     let mut relays = Vec::new();
     let mut relay = None;
     if let Some(log) = policy.audit_log.as_ref().filter(|p| p.is_file()) {
-        let r = crate::sandbox::Relay::start(log, &std::env::temp_dir()).map_err(|source| {
-            ShellError::Io {
-                path: log.clone(),
-                what: "cannot relay the audit log into the sandbox",
-                source,
-            }
-        })?;
+        let r =
+            crate::sandbox::Relay::start(log, &std::env::temp_dir(), Some(policy.session.clone()))
+                .map_err(|source| ShellError::Io {
+                    path: log.clone(),
+                    what: "cannot relay the audit log into the sandbox",
+                    source,
+                })?;
         relays.push((log.clone(), r.fifo.clone()));
         relay = Some(r);
     }

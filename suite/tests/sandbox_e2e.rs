@@ -1808,3 +1808,73 @@ fn a_script_behind_an_interpreter_is_read_only() {
         }
     }
 }
+
+/// What the agent writes to the audit log cannot spoil a tool's event: an unterminated
+/// `{"note":"` before git-shim's `git_refused` is logged as its own `audit_line_rejected`
+/// line and the refusal stays one JSON line; a partial line left when the command ends is
+/// rejected too (fifth red-team pass, R5-5). Positive control: without the sandbox's relay
+/// (agent-shell without `--sandbox`, the shim appending to the log itself) the prefix is glued
+/// to the refusal and a line-by-line reader loses it.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn an_agents_partial_line_cannot_spoil_the_next_event() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    for g in gits() {
+        let s = Session::new(&g);
+        let script = format!(
+            "printf '{{\"note\":\"' >> {l}; git config core.fsmonitor 'touch /tmp/x'; echo refused=$?; printf 'tail' >> {l}",
+            l = s.log.display()
+        );
+        let parsed = |s: &Session| -> (Vec<serde_json::Value>, usize) {
+            let text = std::fs::read_to_string(&s.log).unwrap();
+            let mut ok = Vec::new();
+            let mut bad = 0;
+            for l in text.lines() {
+                match serde_json::from_str::<serde_json::Value>(l) {
+                    Ok(v) => ok.push(v),
+                    Err(_) => bad += 1,
+                }
+            }
+            (ok, bad)
+        };
+        // Control: the refusal is glued to the prefix.
+        let o = s.agent(&script, false);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert_eq!(status_of(&out, "refused"), 121, "{out}");
+        let (ok, bad) = parsed(&s);
+        assert!(bad >= 1, "control: the prefix should spoil a line ({g:?})");
+        assert!(
+            !ok.iter().any(|e| e["event"] == "git_refused"),
+            "control: the refusal should be lost to a JSON reader ({g:?}): {ok:?}"
+        );
+        // The sandbox's relay: every line is one JSON object, the refusal is there.
+        std::fs::write(&s.log, "").unwrap();
+        let o = s.agent(&script, true);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert_eq!(
+            status_of(&out, "refused"),
+            121,
+            "{out}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let (ok, bad) = parsed(&s);
+        assert_eq!(bad, 0, "{:?}", std::fs::read_to_string(&s.log));
+        let names: Vec<_> = ok.iter().map(|e| e["event"].as_str().unwrap()).collect();
+        let refused = names.iter().position(|&n| n == "git_refused");
+        let rejected: Vec<_> = ok
+            .iter()
+            .filter(|e| e["event"] == "audit_line_rejected")
+            .map(|e| (e["text"].as_str().unwrap(), e["len"].as_u64().unwrap()))
+            .collect();
+        assert!(refused.is_some(), "{names:?}");
+        assert_eq!(rejected, [("{\"note\":\"", 9), ("tail", 4)], "{names:?}");
+        assert_eq!(
+            names[refused.unwrap() - 1],
+            "audit_line_rejected",
+            "the prefix is logged just before the event it preceded: {names:?}"
+        );
+    }
+}
