@@ -27,7 +27,9 @@
 //! [`crate::settings::watch::Watcher::check`]): a widening change is stored, then reverted; a
 //! narrowing one becomes the approved state. The approved state, not a snapshot taken before
 //! the command, so a write made between commands (a background job, an editing tool) is judged
-//! too; a root seen for the first time starts from its files as they are. The store must be writable by agent-shell and not
+//! too. The roots are taken again after the command; a root seen for the first time starts from its files as they
+//! are, except a worktree (the command may have made it and written in it): it starts from the main work tree's
+//! approved state, so what widens that is held (R5-8). The store must be writable by agent-shell and not
 //! by the agent, so the guard runs when agent-shell sits outside the sandbox and starts it
 //! (`agent-shell -c 'bwrap … -- bash -c CMD'`); inside a sandbox that leaves the store
 //! read-only, agent-shell says once on stderr that the guard is off (settings-watch covers it).
@@ -243,6 +245,8 @@ fn log(p: &Policy, ev: Event) {
 /// and then stand as the next command's "before".
 struct Guard {
     watcher: Watcher,
+    policy: Policy,
+    home: PathBuf,
 }
 
 impl Guard {
@@ -261,13 +265,38 @@ impl Guard {
         let watcher = Watcher::open(cfg)
             .map_err(|e| e.to_string())?
             .with_source("agent-shell");
-        Ok(Guard { watcher })
+        Ok(Guard {
+            watcher,
+            policy: p.clone(),
+            home: home.to_path_buf(),
+        })
     }
 
-    /// Judge every guarded file now and carry out every decision; the events to log.
+    /// Judge every guarded file now and carry out every decision; the events to log. The
+    /// roots are taken afresh: a worktree the command added is judged now, against the main
+    /// work tree's approved state ([`Watcher::open`]), and one it removed is no longer
+    /// opened.
     fn after(&self) -> Vec<Event> {
         let mut events = Vec::new();
-        let res = self.watcher.check(&mut |ev: &Event| {
+        let fresh = WatchConfig::from_policy(&self.policy, &self.home)
+            .map_err(|e| e.to_string())
+            .and_then(|cfg| Watcher::open(cfg).map_err(|e| e.to_string()))
+            .map(|w| w.with_source("agent-shell"));
+        let watcher = match &fresh {
+            Ok(w) => w,
+            Err(e) => {
+                // The worktrees the command added are not judged: say so, then judge the
+                // roots opened before the command.
+                eprintln!("agent-shell: settings guard incomplete: {e}");
+                events.push(Event::new(
+                    Tool::AgentShell,
+                    EventKind::CheckIncomplete,
+                    format!("settings guard incomplete: {e}"),
+                ));
+                &self.watcher
+            }
+        };
+        let res = watcher.check(&mut |ev: &Event| {
             if ev.event != EventKind::SettingsWriteAccepted {
                 eprintln!("agent-shell: {}", shim::one_line(&ev.message));
             }

@@ -163,7 +163,8 @@ fn marker_name(root: &Path) -> String {
 
 impl Watcher {
     /// Open the store and the roots; initialise the approved state of a root seen for the
-    /// first time from its files as they are.
+    /// first time: from its files as they are, except a worktree's, which starts from the
+    /// main work tree's approved state ([`Self::seed_from_main`]).
     pub fn open(cfg: WatchConfig) -> Result<Watcher, SettingsError> {
         let store = Store::open(&cfg.store_dir)?;
         let mut roots = Vec::new();
@@ -213,11 +214,15 @@ impl Watcher {
                 continue;
             }
             let _lock = self.store.lock()?;
-            let snap = Snapshot::capture(&r.path, &self.cfg.rules)?;
-            for (rel, c) in &snap.files {
-                let p = r.path.join(rel);
-                if self.store.approved(&p)?.is_none() {
-                    self.store.set_approved(&p, c)?;
+            if self.is_worktree(&r.path) {
+                self.seed_from_main(&r.path)?;
+            } else {
+                let snap = Snapshot::capture(&r.path, &self.cfg.rules)?;
+                for (rel, c) in &snap.files {
+                    let p = r.path.join(rel);
+                    if self.store.approved(&p)?.is_none() {
+                        self.store.set_approved(&p, c)?;
+                    }
                 }
             }
             std::fs::write(&marker, r.path.as_os_str().as_encoded_bytes())
@@ -227,6 +232,46 @@ impl Watcher {
                     op: "write root marker",
                     source,
                 })?;
+        }
+        Ok(())
+    }
+
+    /// Whether `root` is a folder of the session's worktree folder or of a policy worktree
+    /// root: a worktree the agent may have made, and filled, in the command before it was
+    /// first seen.
+    fn is_worktree(&self, root: &Path) -> bool {
+        root.parent().is_some_and(|d| {
+            self.cfg.worktree_dir.as_deref() == Some(d)
+                || self.cfg.worktree_roots.iter().any(|w| w == d)
+        })
+    }
+
+    /// The approved state of a worktree seen for the first time: the main work tree's (the
+    /// first root's) approved content at the same relative path, and nothing (absent) where
+    /// the main work tree has none. Never the worktree's files as they stand: the agent can
+    /// add a worktree and write its settings in one command, before any guard sees the root
+    /// (fifth red-team pass, R5-8: a Claude Code `Stop` hook written there was approved). The
+    /// pass that follows judges each file against this baseline like any other change: what
+    /// widens is held and reverted to the main work tree's content, the rest is accepted.
+    /// Links are not copied (a link is judged as a change from nothing).
+    fn seed_from_main(&self, root: &Path) -> Result<(), SettingsError> {
+        let Some(main) = self.roots.first().filter(|m| !self.is_worktree(&m.path)) else {
+            return Ok(());
+        };
+        for (p, c) in self.store.approved_all()? {
+            let Ok(rel) = p.strip_prefix(&main.path) else {
+                continue;
+            };
+            if !matches!(c, Content::File { .. })
+                || self.roots_owning(&p) != Some(0)
+                || self.cfg.rules.lookup(&rel.to_string_lossy()).is_none()
+            {
+                continue;
+            }
+            let target = root.join(rel);
+            if self.store.approved(&target)?.is_none() {
+                self.store.set_approved(&target, &c)?;
+            }
         }
         Ok(())
     }
