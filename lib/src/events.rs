@@ -96,6 +96,10 @@ pub enum EventKind {
     /// path, a `.git` component): the owner's `git checkout -- .` writes it outside the work
     /// tree or into the git dir, `git commit -a` hashes the file it names.
     IndexEntryInvalid,
+    /// A work-tree file the owner's git runs (a program the config names by a relative
+    /// path, or what an installed hook runs: `.pre-commit-config.yaml`, `.husky/`, a script
+    /// the hook names) changed during the turn, in a work tree or in its index.
+    WorkTreeProgramChanged,
     // wt-check: commit scans
     /// A new commit changes a path that a scan rule flags.
     CommitFlagged,

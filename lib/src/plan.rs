@@ -1288,6 +1288,8 @@ fn sbpl_str(p: &Path) -> String {
 #[cfg(test)]
 mod tests;
 
+pub mod hop;
+
 // ---- the `wt-check plan` subcommand ------------------------------------------------------
 
 /// `wt-check plan --format`.

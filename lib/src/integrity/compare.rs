@@ -222,6 +222,9 @@ pub fn check_with_roots(
     }
     // Repositories behind the index's gitlinks (what the owner's `git status` enters).
     let indexes = index_work_trees(state, &snap.entries);
+    // Work-tree files the owner's git runs (relative programs, what the hooks run), in every
+    // work tree the session could write, one added during the turn included (R5-3, R5-7).
+    outcome = outcome.and(hops::compare(state, &indexes, &mk, emit));
     let mut emb = embedded::armed(&indexes, common);
     // Every repository nested in the work trees the owner's git works in (untracked, in a
     // submodule's index, behind a gitlink only in the turn's commits, a session worktree's

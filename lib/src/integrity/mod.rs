@@ -25,6 +25,7 @@
 
 pub mod embedded;
 pub mod hook;
+pub mod hops;
 pub mod inprogress;
 pub mod nf;
 pub mod scanlink;

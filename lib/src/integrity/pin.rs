@@ -98,6 +98,7 @@ pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityE
         });
     }
     let accepted: Vec<state::Accepted> = found.into_iter().map(|(a, _, _)| a).collect();
+    let hops = hops::record(&loc, &hops::pin_trees(&loc, &worktrees))?;
     let state = State {
         format: state::FORMAT,
         pinned_at: crate::events::rfc3339_now(),
@@ -112,6 +113,7 @@ pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityE
         worktrees,
         refs,
         accepted,
+        hops,
     };
     write_state(&state_path, &state)?;
     Ok(Pinned {

@@ -161,6 +161,10 @@ pub struct State {
     /// Armed findings the owner accepted at pin time (empty unless `--accept-armed`).
     #[serde(default)]
     pub accepted: Vec<Accepted>,
+    /// Work-tree files the owner's git runs, as seen in each work tree at pin time
+    /// (`super::hops`; empty in a state file written before they were recorded).
+    #[serde(default)]
+    pub hops: Vec<super::hops::HopPin>,
 }
 
 /// A node as stored in the state file: a file's content may be left in the blob table.
@@ -336,6 +340,8 @@ struct StateFile {
     refs: serde_json::Value,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     accepted: Vec<Accepted>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    hops: Vec<super::hops::HopPin>,
     /// File contents by git blob id (format 2; absent in format 1).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     blobs: BTreeMap<String, Content>,
@@ -386,6 +392,7 @@ impl From<State> for StateFile {
             worktrees: s.worktrees,
             refs: s.refs,
             accepted: s.accepted,
+            hops: s.hops,
             blobs,
         }
     }
@@ -444,6 +451,7 @@ impl TryFrom<StateFile> for State {
             worktrees: f.worktrees,
             refs: f.refs,
             accepted: f.accepted,
+            hops: f.hops,
         })
     }
 }
@@ -490,6 +498,7 @@ mod tests {
             worktrees: BTreeMap::new(),
             refs: serde_json::Value::Null,
             accepted: Vec::new(),
+            hops: Vec::new(),
         }
     }
 

@@ -1,0 +1,236 @@
+//! Work-tree files the owner's git runs, changed during the turn (fifth red-team pass):
+//! R5-3, a relative `core.fsmonitor` / `core.hooksPath` rewritten in a worktree the session
+//! adds in the same command; R5-7, what an installed hook runs from the work tree (the
+//! pre-commit framework's `.pre-commit-config.yaml`, a hand-written hook's
+//! `exec ./scripts/lint.sh`). Positive control on every git: the owner's plain git there runs
+//! the agent's payload. `wt-check check` reports each (`work_tree_program_changed`, naming
+//! what runs it) and stays clean when nothing changed.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn write_exec(p: &Path, text: &str) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn pin_accepting(w: &common::World) {
+    let st = w.state();
+    let out = w.wt_check(&[
+        "pin",
+        "--accept-armed",
+        "--state",
+        st.to_str().unwrap(),
+        "--session",
+        "s1",
+        w.main().to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "pin: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn changed(ev: &[serde_json::Value]) -> Vec<(String, String, String)> {
+    let mut v: Vec<_> = ev
+        .iter()
+        .filter(|e| e["event"] == "work_tree_program_changed")
+        .map(|e| {
+            (
+                e["path"].as_str().unwrap().to_owned(),
+                e["where"].as_str().unwrap().to_owned(),
+                e["via"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Run `args` with the owner's plain `git` in `dir`; which of `markers` appeared.
+fn owner_runs(
+    w: &common::World,
+    git: &Path,
+    dir: &Path,
+    args: &[&str],
+    markers: &[PathBuf],
+) -> Vec<bool> {
+    for m in markers {
+        let _ = std::fs::remove_file(m);
+    }
+    let mut c = Command::new(git);
+    w.env(&mut c);
+    if let Some(home_bin) = pre_commit_dir() {
+        // The pre-commit framework's hook finds its Python through PATH.
+        let path = format!("{}:/usr/local/bin:/usr/bin:/bin", home_bin.display());
+        c.env("PATH", path);
+    }
+    let _ = c.arg("-C").arg(dir).args(args).output().unwrap();
+    markers.iter().map(|m| m.exists()).collect()
+}
+
+#[test]
+fn relative_programs_changed_in_a_worktree_added_during_the_turn_are_reported() {
+    for git in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        write_exec(&m.join("tools/fsmon.sh"), "#!/bin/sh\nexit 1\n");
+        write_exec(&m.join(".husky/pre-commit"), "#!/bin/sh\nexit 0\n");
+        w.git(&m, &["add", "-A"]);
+        w.git(&m, &["commit", "-q", "-m", "tools"]);
+        w.git(&m, &["config", "core.fsmonitor", "tools/fsmon.sh"]);
+        w.git(&m, &["config", "core.hooksPath", ".husky"]);
+        pin_accepting(&w);
+        // The turn: a worktree added in the session's folder (the same command that writes
+        // in it, so no plan protected it).
+        let feat = w.root().join("proj-worktrees/s1/feat");
+        w.git(
+            &m,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                "feat",
+                feat.to_str().unwrap(),
+            ],
+        );
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 0, "an untouched new worktree is clean: {ev:#?}");
+        let fsmon = w.root().join("pwned-fsmon");
+        let hook = w.root().join("pwned-hook");
+        write_exec(
+            &feat.join("tools/fsmon.sh"),
+            &format!("#!/bin/sh\ntouch {}; exit 1\n", fsmon.display()),
+        );
+        write_exec(
+            &feat.join(".husky/pre-commit"),
+            &format!("#!/bin/sh\ntouch {}\n", hook.display()),
+        );
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:#?}", git.display());
+        let got = changed(&ev);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].0, feat.join(".husky").display().to_string());
+        assert!(got[0].2.contains("core.hooksPath"), "{got:?}");
+        assert_eq!(got[1].0, feat.join("tools/fsmon.sh").display().to_string());
+        assert!(got.iter().all(|g| g.1 == "work tree"), "{got:?}");
+        // Positive control: the owner's git in that worktree runs both.
+        std::fs::write(feat.join("README"), "review\n").unwrap();
+        let fired = owner_runs(
+            &w,
+            &git,
+            &feat,
+            &["commit", "-q", "-am", "review"],
+            &[fsmon.clone(), hook.clone()],
+        );
+        assert_eq!(fired, [true, true], "{}: control", git.display());
+    }
+}
+
+/// Where `pre-commit` is (its folder), if installed.
+fn pre_commit_dir() -> Option<PathBuf> {
+    for d in ["/root/.pyenv/shims", "/usr/local/bin", "/usr/bin"] {
+        if Path::new(d).join("pre-commit").exists() {
+            return Some(PathBuf::from(d));
+        }
+    }
+    None
+}
+
+#[test]
+fn what_the_installed_hooks_run_is_reported_when_changed() {
+    let Some(pc) = pre_commit_dir() else {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("pre-commit is not installed (CI=true: this test must run)");
+        }
+        eprintln!("skipped: pre-commit is not installed");
+        return;
+    };
+    for git in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        write_exec(&m.join("scripts/lint.sh"), "#!/bin/sh\nexit 0\n");
+        std::fs::write(
+            m.join(".pre-commit-config.yaml"),
+            "repos:\n- repo: local\n  hooks:\n  - id: ok\n    name: ok\n    entry: \"true\"\n    language: system\n    pass_filenames: false\n",
+        )
+        .unwrap();
+        w.git(&m, &["add", "-A"]);
+        w.git(&m, &["commit", "-q", "-m", "setup"]);
+        let mut c = Command::new(pc.join("pre-commit"));
+        w.env(&mut c);
+        c.env(
+            "PATH",
+            format!("{}:/usr/local/bin:/usr/bin:/bin", pc.display()),
+        );
+        let o = c.current_dir(&m).arg("install").output().unwrap();
+        assert!(
+            o.status.success(),
+            "pre-commit install: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        write_exec(
+            &w.git_dir().join("hooks/post-commit"),
+            "#!/bin/sh\nexec ./scripts/lint.sh\n",
+        );
+        pin_accepting(&w);
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 0, "nothing changed yet: {ev:#?}");
+        // The turn: the config's entry and the script the hook names, edited and staged.
+        let a = w.root().join("pwned-precommit");
+        let b = w.root().join("pwned-lint");
+        let cfg = std::fs::read_to_string(m.join(".pre-commit-config.yaml")).unwrap();
+        std::fs::write(
+            m.join(".pre-commit-config.yaml"),
+            cfg.replace(
+                "entry: \"true\"",
+                &format!("entry: sh -c \"touch {}\"", a.display()),
+            ),
+        )
+        .unwrap();
+        write_exec(
+            &m.join("scripts/lint.sh"),
+            &format!("#!/bin/sh\ntouch {}\n", b.display()),
+        );
+        w.git(&m, &["add", ".pre-commit-config.yaml", "scripts/lint.sh"]);
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:#?}", git.display());
+        let got = changed(&ev);
+        let cfg_path = m.join(".pre-commit-config.yaml").display().to_string();
+        let lint_path = m.join("scripts/lint.sh").display().to_string();
+        let wheres = |p: &str| -> Vec<&str> {
+            got.iter()
+                .filter(|g| g.0 == p)
+                .map(|g| g.1.as_str())
+                .collect()
+        };
+        assert_eq!(wheres(&cfg_path), ["index", "work tree"], "{got:?}");
+        assert_eq!(wheres(&lint_path), ["index", "work tree"], "{got:?}");
+        assert!(
+            got.iter()
+                .any(|g| g.0 == cfg_path && g.2 == "hook pre-commit (pre-commit)"),
+            "{got:?}"
+        );
+        assert!(
+            got.iter()
+                .any(|g| g.0 == lint_path && g.2 == "hook post-commit"),
+            "{got:?}"
+        );
+        // Positive control: the owner's next commit runs both.
+        std::fs::write(m.join("README"), "owner\n").unwrap();
+        let fired = owner_runs(
+            &w,
+            &git,
+            &m,
+            &["commit", "-q", "-am", "owner"],
+            &[a.clone(), b.clone()],
+        );
+        assert_eq!(fired, [true, true], "{}: control", git.display());
+    }
+}

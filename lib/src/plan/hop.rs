@@ -1,0 +1,318 @@
+//! Work-tree files the owner's git runs: relative programs of the config (R5-3) and what an
+//! installed hook runs from the work tree (R5-7, the "second hop").
+//!
+//! # Why
+//!
+//! The plan keeps the owner's hooks and config read-only, but both can run files of the work
+//! tree, which is the agent's to write: git resolves a relative `core.fsmonitor` or
+//! `core.hooksPath` from the top of the work tree it runs in (every worktree, the session's
+//! included), the pre-commit framework's hook runs the commands of
+//! `.pre-commit-config.yaml`, husky's run `.husky/*`, lefthook's run `lefthook.yml`, and a
+//! hand-written hook may `exec ./scripts/lint.sh`. An agent that edits one of them runs code
+//! on the owner's next `git commit`.
+//!
+//! # Rule
+//!
+//! For the hooks folders git may use (`core.hooksPath`, every value, and `<common dir>/hooks`),
+//! every executable hook that is not a `.sample`:
+//! - a known hook manager it names ([`catalogue::HOOK_MANAGERS`]): its existing config files
+//!   and folders, and every file a command line of those configs names (`entry:`, `run:`);
+//! - every word of the hook that names an existing regular file of the work tree (the same
+//!   rule as an interpreter's script in a program value, R5-2): `./scripts/lint.sh`,
+//!   `tools/check`. Folders only through a manager (`cd frontend` must not freeze `frontend/`).
+//!
+//! Only files and folders that exist are listed (no placeholder: an empty file made in the
+//! work tree would show in the agent's `git status` and be staged by `git add -A`); one the
+//! agent creates is reported by `wt-check check`. What a hook finds by convention (`make` →
+//! `Makefile`, `npm run` → `package.json`) is not listed: ordinary work edits those files
+//! (docs/sandbox-plan.md, known limits).
+
+use super::{EntryKind, PlanError};
+use crate::catalogue;
+use crate::integrity::{self, Located};
+use std::path::{Component, Path, PathBuf};
+
+/// The most of a hook or config file read.
+const READ_LIMIT: u64 = 256 * 1024;
+
+/// One work-tree path the owner's git runs, relative to the top of a work tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hop {
+    pub rel: PathBuf,
+    pub kind: EntryKind,
+    /// What runs it: `core.fsmonitor …`, `hook pre-commit (pre-commit)`, `hook post-commit`.
+    pub via: String,
+}
+
+/// Every work-tree path of the repository at `loc` that the owner's git runs (see the module
+/// documentation). Empty for a bare repository.
+pub fn hops(loc: &Located) -> Result<Vec<Hop>, PlanError> {
+    let Some(top) = loc.work_tree.as_deref() else {
+        return Ok(Vec::new());
+    };
+    let programs = super::owner_programs(loc)?;
+    let mut out: Vec<Hop> = Vec::new();
+    let push = |out: &mut Vec<Hop>, rel: PathBuf, kind: EntryKind, via: String| {
+        if !out.iter().any(|h| h.rel == rel) {
+            out.push(Hop { rel, kind, via });
+        }
+    };
+    let mut hook_dirs = vec![loc.common_dir.join("hooks")];
+    for (path, kind) in &programs {
+        if *kind == EntryKind::Dir && !hook_dirs.contains(path) {
+            hook_dirs.push(path.clone());
+        }
+        if let Ok(rel) = path.strip_prefix(top) {
+            let via = if *kind == EntryKind::Dir {
+                "core.hooksPath (relative to the work tree)"
+            } else {
+                "a program the config names (relative to the work tree)"
+            };
+            push(&mut out, rel.to_path_buf(), *kind, via.into());
+        }
+    }
+    for dir in hook_dirs {
+        for (name, text) in hooks_in(&dir) {
+            for (rel, kind, manager) in hook_runs(&text, top) {
+                let via = match manager {
+                    Some(m) => format!("hook {name} ({m})"),
+                    None => format!("hook {name}"),
+                };
+                push(&mut out, rel, kind, via);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The executable hooks of `dir` (not `*.sample`), with their text; nothing when `dir` is
+/// not a folder. Links are not followed.
+fn hooks_in(dir: &Path) -> Vec<(String, String)> {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(m) = e.metadata() else { continue };
+        if name.ends_with(".sample") || !m.is_file() || m.permissions().mode() & 0o111 == 0 {
+            continue;
+        }
+        if let Some(text) = read_text(&e.path()) {
+            out.push((name, text));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn read_text(p: &Path) -> Option<String> {
+    use std::io::Read;
+    let f = std::fs::File::open(p).ok()?;
+    let mut b = Vec::new();
+    f.take(READ_LIMIT).read_to_end(&mut b).ok()?;
+    Some(String::from_utf8_lossy(&b).into_owned())
+}
+
+/// What a hook's `text` runs from the work tree at `top`: (relative path, kind, manager).
+pub(crate) fn hook_runs(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind, Option<&'static str>)> {
+    let mut out = Vec::new();
+    for m in catalogue::HOOK_MANAGERS {
+        if !m.markers.iter().any(|k| text.contains(k)) {
+            continue;
+        }
+        let mut configs: Vec<String> = m.configs.iter().map(|c| (*c).to_owned()).collect();
+        // pre-commit: `hook-impl --config=FILE` names the config the hook reads.
+        if let Some(c) = config_arg(text) {
+            configs.insert(0, c);
+        }
+        for c in configs {
+            let Some(rel) = in_work_tree(&c, top) else {
+                continue;
+            };
+            if !is_kind(&top.join(&rel), EntryKind::File) {
+                continue;
+            }
+            if let Some(cfg) = read_text(&top.join(&rel)) {
+                for line in cfg.lines() {
+                    let t = line.trim_start();
+                    if let Some(k) = m.command_keys.iter().find(|k| t.starts_with(**k)) {
+                        for w in words(&t[k.len()..]) {
+                            if let Some(r) = file_word(w, top) {
+                                out.push((r, EntryKind::File, Some(m.name)));
+                            }
+                        }
+                    }
+                }
+            }
+            out.push((rel, EntryKind::File, Some(m.name)));
+        }
+        for f in m.folders {
+            if is_kind(&top.join(f), EntryKind::Dir) {
+                out.push((PathBuf::from(f), EntryKind::Dir, Some(m.name)));
+            }
+        }
+    }
+    for line in text.lines() {
+        if line.trim_start().starts_with('#') {
+            continue;
+        }
+        for w in words(line) {
+            if let Some(r) = file_word(w, top) {
+                out.push((r, EntryKind::File, None));
+            }
+        }
+    }
+    out
+}
+
+/// `--config=FILE` / `--config FILE` in a hook's text.
+fn config_arg(text: &str) -> Option<String> {
+    let mut it = words(text);
+    while let Some(w) = it.next() {
+        if let Some(v) = w.strip_prefix("--config=") {
+            return Some(v.to_owned());
+        }
+        if w == "--config" {
+            return it.next().map(str::to_owned);
+        }
+    }
+    None
+}
+
+/// Shell-ish words: split on blanks, quotes, `;|&()<>` and backquotes; `VAR=value` gives
+/// `value`.
+fn words(s: &str) -> impl Iterator<Item = &str> {
+    s.split(|c: char| c.is_whitespace() || "\"'`;|&()<>[],".contains(c))
+        .map(|w| {
+            w.rsplit_once('=')
+                .map_or(w, |(k, v)| if k.starts_with('-') { w } else { v })
+        })
+        .filter(|w| !w.is_empty())
+}
+
+/// A word that names an existing regular file of the work tree at `top` (not a link, not in
+/// a `.git`): its path relative to `top`.
+fn file_word(w: &str, top: &Path) -> Option<PathBuf> {
+    if w.starts_with('-') || w.starts_with('$') || w.contains('*') {
+        return None;
+    }
+    let rel = in_work_tree(w, top)?;
+    is_kind(&top.join(&rel), EntryKind::File).then_some(rel)
+}
+
+/// `w` (relative to `top`, or absolute below it) as a normal relative path below `top`.
+fn in_work_tree(w: &str, top: &Path) -> Option<PathBuf> {
+    let p = Path::new(w);
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        top.join(p)
+    };
+    let abs = integrity::normalize(&abs);
+    let rel = abs.strip_prefix(top).ok()?.to_path_buf();
+    let ok = rel.components().count() > 0
+        && rel.components().all(|c| match c {
+            Component::Normal(n) => !n.eq_ignore_ascii_case(".git"),
+            _ => false,
+        });
+    ok.then_some(rel)
+}
+
+/// `p` is a folder or regular file (as asked), reached without following a link at its end.
+fn is_kind(p: &Path, kind: EntryKind) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| match kind {
+        EntryKind::File => m.is_file(),
+        EntryKind::Dir => m.is_dir(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(files: &[&str], dirs: &[&str]) -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        for d in dirs {
+            std::fs::create_dir_all(t.path().join(d)).unwrap();
+        }
+        for f in files {
+            let p = t.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        t
+    }
+
+    fn rels(v: &[(PathBuf, EntryKind, Option<&str>)]) -> Vec<String> {
+        let mut r: Vec<String> = v.iter().map(|(p, _, _)| p.display().to_string()).collect();
+        r.sort();
+        r.dedup();
+        r
+    }
+
+    #[test]
+    fn a_hand_written_hook_names_its_scripts() {
+        let t = tree(&["scripts/lint.sh", "check.py", "f"], &["frontend"]);
+        let top = t.path().canonicalize().unwrap();
+        let hook = "#!/bin/sh\n# runs scripts/ignored.sh\ncd frontend && exec ./scripts/lint.sh \"$@\"\npython3 check.py; X=f\n/usr/bin/true\n";
+        assert_eq!(
+            rels(&hook_runs(hook, &top)),
+            ["check.py", "f", "scripts/lint.sh"]
+        );
+        // By convention only: not listed (a known limit); named, it is.
+        let t = tree(&["Makefile", "package.json"], &[]);
+        let top = t.path().canonicalize().unwrap();
+        assert!(hook_runs("#!/bin/sh\nmake lint && npm test\n", &top).is_empty());
+        assert_eq!(
+            rels(&hook_runs("#!/bin/sh\nmake -f Makefile lint\n", &top)),
+            ["Makefile"]
+        );
+    }
+
+    #[test]
+    fn pre_commit_names_its_config_and_the_local_entries() {
+        let t = tree(&[".pre-commit-config.yaml", "tools/fmt.sh"], &["src"]);
+        let top = t.path().canonicalize().unwrap();
+        std::fs::write(
+            top.join(".pre-commit-config.yaml"),
+            "repos:\n- repo: local\n  hooks:\n  - id: fmt\n    entry: tools/fmt.sh --check\n    files: src/\n",
+        )
+        .unwrap();
+        let hook = "#!/usr/bin/env bash\n# File generated by pre-commit: https://pre-commit.com\nARGS=(hook-impl --config=.pre-commit-config.yaml --hook-type=pre-commit)\n";
+        let got = hook_runs(hook, &top);
+        assert_eq!(rels(&got), [".pre-commit-config.yaml", "tools/fmt.sh"]);
+        assert!(got.iter().all(|(_, _, m)| *m == Some("pre-commit")));
+    }
+
+    #[test]
+    fn husky_and_lefthook_name_their_folders_and_configs() {
+        let t = tree(
+            &[
+                ".husky/pre-commit",
+                ".lintstagedrc.json",
+                "lefthook.yml",
+                "package.json",
+            ],
+            &[],
+        );
+        let top = t.path().canonicalize().unwrap();
+        let got = hook_runs("#!/bin/sh\n. \"$(dirname \"$0\")/_/husky.sh\"\n", &top);
+        assert_eq!(rels(&got), [".husky", ".lintstagedrc.json"]);
+        let got = hook_runs("#!/bin/sh\nlefthook run pre-commit \"$@\"\n", &top);
+        assert_eq!(rels(&got), ["lefthook.yml"]);
+    }
+
+    #[test]
+    fn words_outside_the_work_tree_or_in_git_are_not_listed() {
+        let t = tree(&["a.sh"], &[".git/hooks"]);
+        let top = t.path().canonicalize().unwrap();
+        std::fs::write(top.join(".git/hooks/x"), "x").unwrap();
+        let hook = format!(
+            "sh ../a.sh; sh .git/hooks/x; sh {}/a.sh; sh -a.sh",
+            top.display()
+        );
+        assert_eq!(rels(&hook_runs(&hook, &top)), ["a.sh"]);
+    }
+}
