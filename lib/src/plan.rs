@@ -205,7 +205,7 @@ const R_WORKTREE: &str = "worktrees/<id>/: another session's worktree entry";
 const R_OWN_WT: &str = "the session's own worktree entry: commondir and config.worktree stay";
 const R_INCLUDE: &str = "include target: config read by git like config";
 const R_OTHER_SESSION: &str = "another session's worktree folder";
-const R_PROGRAM: &str = "a program or hooks folder the config names by path (core.hooksPath, core.fsmonitor, filters, textconv, credential helpers, aliases): git runs it";
+const R_PROGRAM: &str = "a program or hooks folder the config names by path (core.hooksPath, core.fsmonitor, filters, textconv, credential helpers, aliases), or a work-tree file an installed hook runs (.pre-commit-config.yaml, .husky/, lefthook.yml, a script the hook names): git runs it";
 const R_DISCOVERY: &str = "a `.git` planted here is discovered by host tools started below it";
 
 /// Build the plan. Reads the repository the way `wt-check pin` does.
@@ -242,6 +242,28 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
                 if !programs.iter().any(|(q, _)| *q == path) {
                     programs.push((path, *kind));
                 }
+            }
+        }
+    }
+    // What the owner's hooks run from the work tree (the second hop, R5-7), and the relative
+    // programs again: read-only in the main work tree and in every worktree present now.
+    // Only what exists (a placeholder in a work tree would be staged by `git add -A`).
+    let tops: Vec<PathBuf> = p
+        .loc
+        .work_tree
+        .iter()
+        .cloned()
+        .chain(p.worktrees.values().filter_map(|w| w.path.clone()))
+        .collect();
+    for h in hop::hops(&p.loc)? {
+        for top in &tops {
+            let path = integrity::normalize(&top.join(&h.rel));
+            let exists = std::fs::symlink_metadata(&path).is_ok_and(|m| match h.kind {
+                EntryKind::File => m.is_file(),
+                EntryKind::Dir => m.is_dir(),
+            });
+            if exists && !programs.iter().any(|(q, _)| *q == path) {
+                programs.push((path, h.kind));
             }
         }
     }

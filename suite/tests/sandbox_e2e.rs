@@ -1970,3 +1970,120 @@ fn settings_in_a_worktree_made_in_the_same_command_are_judged() {
         );
     }
 }
+
+/// Where `pre-commit` is (its folder), if installed.
+fn pre_commit_dir() -> Option<PathBuf> {
+    ["/root/.pyenv/shims", "/usr/local/bin", "/usr/bin"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|d| d.join("pre-commit").exists())
+}
+
+/// What the owner's installed hooks run from the work tree is read-only in the sandbox (fifth
+/// red-team pass, R5-7): the pre-commit framework's `.pre-commit-config.yaml` and the script
+/// its `repo: local` entry names, and the script a hand-written `post-commit` hook execs. The
+/// agent's own commit still works with the hooks installed. Positive control: without the
+/// sandbox the same writes land and the owner's next `git commit` runs all three payloads.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn what_the_owners_hooks_run_is_read_only() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    let Some(pc) = pre_commit_dir() else {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "pre-commit is not installed (CI=true: this test must run)"
+        );
+        eprintln!("SKIPPED what_the_owners_hooks_run_is_read_only: pre-commit is not installed");
+        return;
+    };
+    let path = format!("{}:/usr/bin:/bin", pc.display());
+    for g in gits() {
+        for sandbox in [false, true] {
+            let s = Session::new(&g);
+            let marks: Vec<PathBuf> = ["CFG", "FMT", "LINT"]
+                .iter()
+                .map(|m| s.home.join(format!("{m}-FIRED")))
+                .collect();
+            let exec = |rel: &str, text: &str| {
+                let p = s.repo.join(rel);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(&p, text).unwrap();
+                let mut perm = std::fs::metadata(&p).unwrap().permissions();
+                std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+                std::fs::set_permissions(&p, perm).unwrap();
+            };
+            exec("scripts/lint.sh", "#!/bin/sh\nexit 0\n");
+            exec("tools/fmt.sh", "#!/bin/sh\nexit 0\n");
+            std::fs::write(
+                s.repo.join(".pre-commit-config.yaml"),
+                "repos:\n- repo: local\n  hooks:\n  - id: fmt\n    name: fmt\n    entry: tools/fmt.sh\n    language: system\n    pass_filenames: false\n  - id: ok\n    name: ok\n    entry: \"true\"\n    language: system\n    pass_filenames: false\n",
+            )
+            .unwrap();
+            s.plain(&["add", "."]);
+            s.plain(&["commit", "-q", "-m", "hooks"]);
+            let o = Command::new(pc.join("pre-commit"))
+                .env_clear()
+                .env("HOME", &s.home)
+                .env("PATH", &path)
+                .current_dir(&s.repo)
+                .arg("install")
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "pre-commit install: {o:?}");
+            exec(
+                ".git/hooks/post-commit",
+                "#!/bin/sh\nexec ./scripts/lint.sh\n",
+            );
+            let script = format!(
+                "sed -i 's|entry: \"true\"|entry: sh -c \"touch {cfg}\"|' .pre-commit-config.yaml; echo cfg=$?
+                 printf '#!/bin/sh\\ntouch {fmt}\\n' > tools/fmt.sh; echo fmt=$?
+                 printf '#!/bin/sh\\ntouch {lint}\\n' > scripts/lint.sh; echo lint=$?
+                 echo b > b.txt; git add b.txt .pre-commit-config.yaml tools/fmt.sh scripts/lint.sh && git commit -q -m agent; echo commit=$?",
+                cfg = marks[0].display(),
+                fmt = marks[1].display(),
+                lint = marks[2].display()
+            );
+            let o = s.agent(&script, sandbox);
+            let out = String::from_utf8_lossy(&o.stdout).into_owned();
+            let ctx = format!(
+                "{} sandbox={sandbox}\n{out}\n{}",
+                g.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            for m in &marks {
+                let _ = std::fs::remove_file(m);
+            }
+            // The owner's next commit, with pre-commit on PATH.
+            std::fs::write(s.repo.join("c.txt"), "c\n").unwrap();
+            for args in [&["add", "c.txt"][..], &["commit", "-q", "-m", "owner"][..]] {
+                let o = Command::new(&g)
+                    .env_clear()
+                    .env("HOME", &s.home)
+                    .env("GIT_CONFIG_NOSYSTEM", "1")
+                    .env("PATH", &path)
+                    .current_dir(&s.repo)
+                    .args(args)
+                    .output()
+                    .unwrap();
+                assert!(o.status.success(), "{args:?}: {o:?} {ctx}");
+            }
+            let fired: Vec<bool> = marks.iter().map(|m| m.exists()).collect();
+            if !sandbox {
+                for step in ["cfg", "fmt", "lint"] {
+                    assert_eq!(status_of(&out, step), 0, "control: {ctx}");
+                }
+                assert_eq!(fired, [true, true, true], "control: {ctx}");
+                continue;
+            }
+            for step in ["cfg", "fmt", "lint"] {
+                assert_ne!(status_of(&out, step), 0, "{step}: {ctx}");
+            }
+            assert_eq!(fired, [false, false, false], "{ctx}");
+            assert_eq!(status_of(&out, "commit"), 0, "the agent's commit: {ctx}");
+        }
+    }
+}
