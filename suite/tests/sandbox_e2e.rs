@@ -1973,10 +1973,10 @@ fn settings_in_a_worktree_made_in_the_same_command_are_judged() {
 
 /// Where `pre-commit` is (its folder), if installed.
 fn pre_commit_dir() -> Option<PathBuf> {
-    ["/root/.pyenv/shims", "/usr/local/bin", "/usr/bin"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|d| d.join("pre-commit").exists())
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/root/.pyenv/shims", "/usr/local/bin", "/usr/bin"].map(PathBuf::from))
+        .find(|d| d.is_absolute() && d.join("pre-commit").is_file())
 }
 
 /// What the owner's installed hooks run from the work tree is read-only in the sandbox (fifth

@@ -135,12 +135,10 @@ fn relative_programs_changed_in_a_worktree_added_during_the_turn_are_reported() 
 
 /// Where `pre-commit` is (its folder), if installed.
 fn pre_commit_dir() -> Option<PathBuf> {
-    for d in ["/root/.pyenv/shims", "/usr/local/bin", "/usr/bin"] {
-        if Path::new(d).join("pre-commit").exists() {
-            return Some(PathBuf::from(d));
-        }
-    }
-    None
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/root/.pyenv/shims", "/usr/local/bin", "/usr/bin"].map(PathBuf::from))
+        .find(|d| d.is_absolute() && d.join("pre-commit").is_file())
 }
 
 #[test]

@@ -14,7 +14,8 @@
 //! - Only complete lines are written to the log, each with one write; every written line is
 //!   either one JSON object exactly as it arrived, or an `audit_line_rejected` event made by
 //!   the relay (the rejected bytes escaped, with their length). Nothing else reaches the log.
-//! - A line that is not one JSON object is not dropped: it is logged as rejected. If a suffix
+//! - A line that is not one JSON object is not dropped (only an empty one, which carries
+//!   nothing): it is logged as rejected. If a suffix
 //!   of it that starts at a `{` is one complete JSON object, the earliest such suffix is
 //!   logged as it is, after the rejected prefix.
 //! - Bounded: bytes waiting for their newline never exceed [`MAX_LINE`] + one read; beyond
