@@ -26,6 +26,7 @@
 //!   writable. A read-only bind makes that rename fail (`EBUSY`), which is what keeps
 //!   `config` and the other protected files.
 
+pub mod words;
 use crate::catalogue::{self, SocketRule};
 use crate::integrity::state::Node;
 use crate::integrity::{self, IntegrityError, Options, Protected};
@@ -553,52 +554,89 @@ fn owner_programs(loc: &integrity::Located) -> Result<Vec<(PathBuf, EntryKind)>,
                 continue;
             }
             let text = a.value.text();
-            // The program (first word, when it has a `/`), and every later word that names
-            // an existing file: an interpreter in front (`sh tools/clean.sh`, `!bash
-            // tools/fmt.sh`, `python3 x.py`) runs that file (fifth red-team pass, R5-2).
-            let words: Vec<(String, bool)> = if hooks {
-                vec![(text.trim().to_owned(), true)]
-            } else {
-                let t = text.trim().trim_start_matches('!').trim_start();
-                t.split_whitespace()
-                    .enumerate()
-                    .map(|(i, w)| {
-                        let w = w.trim_matches(|c| c == '"' || c == '\'');
-                        (w.to_owned(), i == 0 && w.contains('/'))
-                    })
-                    .collect()
-            };
-            for (word, named) in words {
-                if word.is_empty() || word.starts_with('-') {
-                    continue;
-                }
-                let path = if let Some(rest) = word.strip_prefix("~/") {
-                    match &home {
-                        Some(h) => h.join(rest),
-                        None => continue,
+            if hooks {
+                let path = resolve_word(text.trim(), &top, home.as_deref());
+                if let Some(path) = path {
+                    if !out.iter().any(|(p, _)| *p == path) {
+                        out.push((path, EntryKind::Dir));
                     }
-                } else if Path::new(&word).is_absolute() {
-                    PathBuf::from(&word)
-                } else {
-                    top.join(&word)
-                };
-                let path = integrity::normalize(&path);
-                // A later word counts only when it names a file that exists now.
-                if !named && !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
-                    continue;
                 }
-                let kind = if hooks {
-                    EntryKind::Dir
-                } else {
-                    EntryKind::File
-                };
+                continue;
+            }
+            // The program itself (the first word, when it has a `/`), named whether or not it
+            // exists: a missing one must not be created.
+            let t = text.trim().trim_start_matches('!').trim_start();
+            let lexed = words::lex(t);
+            if lexed.cut {
+                let v = a.value;
+                return Err(PlanError::Config {
+                    path: v.origin.file.clone(),
+                    reason: format!(
+                        "{}: a command line nested deeper than the plan reads",
+                        v.key()
+                    ),
+                });
+            }
+            if let Some(words::Candidate {
+                shape: words::Shape::Path(first),
+                ..
+            }) = lexed.candidates.iter().find(|c| c.cd.is_empty())
+            {
+                if first.contains('/') {
+                    if let Some(path) = resolve_word(first, &top, home.as_deref()) {
+                        if !out.iter().any(|(p, _)| *p == path) {
+                            out.push((path, EntryKind::File));
+                        }
+                    }
+                }
+            }
+            // Every file of the work tree the shell would read or run for it: an interpreter's
+            // script (`sh tools/clean.sh`, R5-2) in every shape `sh` reads one (redirections,
+            // operators, escapes, globs, substitutions, `cd`, `-m`, `make -C`; R6-2). A link is
+            // listed as it stands: `build` refuses it (a bind would follow it).
+            for f in words::resolve(&lexed, &top) {
+                let path = integrity::normalize(&top.join(&f.rel));
                 if !out.iter().any(|(p, _)| *p == path) {
-                    out.push((path, kind));
+                    out.push((path, EntryKind::File));
+                }
+            }
+            // `~/x` and absolute words outside the work tree: the owner's own files, named as
+            // before (an interpreter's script there).
+            for c in &lexed.candidates {
+                if let words::Shape::Path(w) = &c.shape {
+                    if !(w.starts_with("~/") || Path::new(w).is_absolute()) {
+                        continue;
+                    }
+                    let Some(path) = resolve_word(w, &top, home.as_deref()) else {
+                        continue;
+                    };
+                    if path.starts_with(&top) {
+                        continue;
+                    }
+                    let m = std::fs::symlink_metadata(&path);
+                    if m.is_ok_and(|m| m.is_file() || m.file_type().is_symlink())
+                        && !out.iter().any(|(p, _)| *p == path)
+                    {
+                        out.push((path, EntryKind::File));
+                    }
                 }
             }
         }
     }
     Ok(out)
+}
+
+/// A word of a program value as git's shell resolves it: `~/` from the owner's home, an
+/// absolute path as it is, anything else from the top of the work tree.
+fn resolve_word(word: &str, top: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    let path = if let Some(rest) = word.strip_prefix("~/") {
+        home?.join(rest)
+    } else if Path::new(word).is_absolute() {
+        PathBuf::from(word)
+    } else {
+        top.join(word)
+    };
+    Some(integrity::normalize(&path))
 }
 
 /// The path bubblewrap mounts on for `p`: its parent resolved through links, its last

@@ -1,0 +1,861 @@
+//! Which work-tree files a shell command line names: the reader behind the plan's
+//! "a program value's script is protected like the program" rule (R5-2) and the hooks' second
+//! hop (R5-7).
+//!
+//! # Why a lexer
+//!
+//! git hands a program value (`core.fsmonitor`, `!`-aliases, filters, textconv, …) and a hook
+//! to `sh`. Splitting on blanks misses what the shell reads (sixth red-team pass, R6-2):
+//! `sh <tools/x.sh` (a redirection), `sh tools/x.sh;` (an operator glued to the word),
+//! `sh tools\/x.sh` (an escape), `sh tools/x[1].sh` (a glob), `sh $(echo tools/x.sh)` (a
+//! command substitution), `cd tools && sh x.sh` (a folder change), `python3 -m tools.x` (a
+//! module), `make -C tools` (a makefile by folder). This module reads the text the way `sh`
+//! would as far as words, quotes, escapes, operators, substitutions and `cd` go, and names
+//! every word that could be a path.
+//!
+//! # Invariant
+//!
+//! A superset: every word the shell would see as an argument, a redirection source, the
+//! command itself or the inside of a substitution or `sh -c`/`eval` string is a candidate,
+//! resolved from the top of the work tree and from every folder a `cd` before it names. What
+//! the shell computes at run time (`$VAR/x`, `$(cmd)/x`) is taken by the literal part after
+//! the last expansion, from the top. No I/O here: [`resolve`] is the only function that looks
+//! at the file system, and it follows no link.
+
+use std::path::{Component, Path, PathBuf};
+
+/// How a candidate names a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shape {
+    /// A path as written (`tools/x.sh`, `./x`, `x.py`).
+    Path(String),
+    /// A glob (`tools/x[1].sh`, `tools/*.sh`): every entry of its folder that matches.
+    Glob(String),
+    /// `python -m a.b`: `a/b.py`, `a/b/__main__.py` and the packages' `__init__.py`.
+    Module(String),
+    /// `make -C dir`: the makefile `make` reads there.
+    MakeDir(String),
+}
+
+/// One word that may name a file, with the folders a `cd` before it changed to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub shape: Shape,
+    /// Folders (as written) that `cd` moved to earlier in the same command line; the word is
+    /// resolved from each of them as well as from the top.
+    pub cd: Vec<String>,
+}
+
+/// The most nesting of substitutions and `sh -c` strings read; deeper text is not read and
+/// [`Lexed::cut`] says so.
+const MAX_DEPTH: usize = 8;
+
+/// What [`lex`] found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Lexed {
+    pub candidates: Vec<Candidate>,
+    /// The text nests substitutions or `sh -c` strings deeper than [`MAX_DEPTH`]: what lies
+    /// below was not read. (A quote or substitution left open is not a cut: `sh` refuses such
+    /// a line with a syntax error and runs nothing of it.)
+    pub cut: bool,
+}
+
+/// A character of a word: literal, or the place of an expansion whose value is only known
+/// when the shell runs (`$VAR`, `$(…)`, `` `…` ``).
+const UNKNOWN: char = '\u{0}';
+
+#[derive(Debug)]
+enum Tok {
+    Word(String),
+    /// `;`, `&`, `|`, `&&`, `||`, `(`, `)`, newline: the end of a simple command.
+    End,
+    /// `<` (and `<<<`, `<&`): the next word is read by the shell or the command.
+    In,
+    /// `>`, `>>`, `>&`, `>|`: the next word is written, not read.
+    Out,
+}
+
+/// Reads `text` as `sh` would (see the module documentation).
+pub fn lex(text: &str) -> Lexed {
+    let mut out = Lexed::default();
+    lex_into(text, 0, &mut out);
+    out
+}
+
+fn lex_into(text: &str, depth: usize, out: &mut Lexed) {
+    if depth > MAX_DEPTH {
+        out.cut = true;
+        return;
+    }
+    let mut inner: Vec<String> = Vec::new();
+    let toks = tokens(text, &mut inner);
+    for t in inner {
+        lex_into(&t, depth + 1, out);
+    }
+    let mut cd: Vec<String> = Vec::new();
+    let mut cmd: Vec<String> = Vec::new();
+    let mut redirect_in = false;
+    let mut skip_next = false;
+    let flush = |cmd: &mut Vec<String>, cd: &mut Vec<String>, out: &mut Lexed| {
+        command(cmd, cd, depth, out);
+        cmd.clear();
+    };
+    for t in toks {
+        match t {
+            Tok::Word(w) => {
+                if redirect_in {
+                    redirect_in = false;
+                    push_word(&w, cd.clone(), out);
+                } else if skip_next {
+                    skip_next = false;
+                } else {
+                    cmd.push(w);
+                }
+            }
+            Tok::In => redirect_in = true,
+            Tok::Out => skip_next = true,
+            Tok::End => {
+                redirect_in = false;
+                skip_next = false;
+                flush(&mut cmd, &mut cd, out);
+            }
+        }
+    }
+    flush(&mut cmd, &mut cd, out);
+}
+
+/// One simple command's words: every word a candidate, with what the command makes of them.
+fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed) {
+    // Assignments in front (`X=1 sh x.sh`): their values are candidates too.
+    let mut i = 0;
+    while i < words.len() && is_assignment(&words[i]) {
+        let v = words[i].split_once('=').map_or("", |(_, v)| v);
+        push_word(v, cd.clone(), out);
+        i += 1;
+    }
+    // `env [-i] [-u NAME] [X=1] cmd …`, `exec`, `command`, `nice`, `nohup`, `time`: the
+    // command that follows.
+    while i < words.len() {
+        let name = base_name(&words[i]);
+        if matches!(
+            name,
+            "env" | "exec" | "command" | "nice" | "nohup" | "time" | "builtin"
+        ) {
+            push_word(&words[i], cd.clone(), out);
+            i += 1;
+            while i < words.len() && (words[i].starts_with('-') || is_assignment(&words[i])) {
+                if is_assignment(&words[i]) {
+                    let v = words[i].split_once('=').map_or("", |(_, v)| v);
+                    push_word(v, cd.clone(), out);
+                }
+                i += 1;
+            }
+        } else {
+            break;
+        }
+    }
+    let Some(first) = words.get(i) else { return };
+    let name = base_name(first).to_owned();
+    push_word(first, cd.clone(), out);
+    let args = &words[i + 1..];
+    if name == "cd" || name == "pushd" {
+        if let Some(d) = args.iter().find(|a| !a.starts_with('-')) {
+            if !d.contains(UNKNOWN) {
+                cd.push(d.clone());
+            }
+        }
+    }
+    let shell = matches!(
+        name.as_str(),
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "busybox"
+    );
+    let python = name.starts_with("python") || name == "pypy" || name == "pypy3";
+    let make = matches!(name.as_str(), "make" | "gmake" | "bmake");
+    let mut k = 0;
+    while k < args.len() {
+        let a = &args[k];
+        if (shell && (a == "-c" || (a.starts_with('-') && !a.starts_with("--") && a.contains('c'))))
+            || name == "eval"
+        {
+            // The string is a command line of its own.
+            let text = if name == "eval" {
+                args[k..].join(" ")
+            } else {
+                match args.get(k + 1) {
+                    Some(t) => t.clone(),
+                    None => break,
+                }
+            };
+            let mut sub = Lexed::default();
+            lex_into(&text.replace(UNKNOWN, "$X"), depth + 1, &mut sub);
+            for mut c in sub.candidates {
+                let mut base = cd.clone();
+                base.append(&mut c.cd);
+                c.cd = base;
+                out.candidates.push(c);
+            }
+            out.cut |= sub.cut;
+            if name == "eval" {
+                return;
+            }
+            k += 2;
+            continue;
+        }
+        if python && a == "-m" {
+            if let Some(m) = args.get(k + 1) {
+                out.candidates.push(Candidate {
+                    shape: Shape::Module(m.clone()),
+                    cd: cd.clone(),
+                });
+            }
+            k += 2;
+            continue;
+        }
+        if make {
+            let dir = if a == "-C" || a == "--directory" {
+                args.get(k + 1).cloned()
+            } else {
+                a.strip_prefix("--directory=")
+                    .or_else(|| a.strip_prefix("-C").filter(|r| !r.is_empty()))
+                    .map(str::to_owned)
+            };
+            if let Some(d) = dir {
+                out.candidates.push(Candidate {
+                    shape: Shape::MakeDir(d),
+                    cd: cd.clone(),
+                });
+            }
+        }
+        push_word(a, cd.clone(), out);
+        k += 1;
+    }
+}
+
+/// `NAME=value` with a shell variable name in front.
+fn is_assignment(w: &str) -> bool {
+    match w.split_once('=') {
+        Some((k, _)) => {
+            !k.is_empty()
+                && !k.starts_with(|c: char| c.is_ascii_digit())
+                && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
+}
+
+fn base_name(w: &str) -> &str {
+    w.rsplit('/').next().unwrap_or(w)
+}
+
+/// The candidate(s) of one word: options' values (`--file=x`), the literal tail after the last
+/// expansion (`$(git rev-parse --show-toplevel)/tools/x.sh` → `tools/x.sh`), globs.
+fn push_word(w: &str, cd: Vec<String>, out: &mut Lexed) {
+    let w = match w.strip_prefix('-') {
+        Some(rest) => match rest.split_once('=') {
+            Some((_, v)) => v,
+            // `-f` or `-fFILE`: a stuck value cannot be told from flags; leave it.
+            None => return,
+        },
+        None => w,
+    };
+    let w = match w.rfind(UNKNOWN) {
+        Some(i) => match w[i + UNKNOWN.len_utf8()..].strip_prefix('/') {
+            Some(tail) => tail,
+            None => return,
+        },
+        None => w,
+    };
+    if w.is_empty() {
+        return;
+    }
+    let shape = if w.contains(['*', '?', '[']) {
+        Shape::Glob(w.to_owned())
+    } else {
+        Shape::Path(w.to_owned())
+    };
+    if !out
+        .candidates
+        .iter()
+        .any(|c| c.shape == shape && c.cd == cd)
+    {
+        out.candidates.push(Candidate { shape, cd });
+    }
+}
+
+/// Splits `text` into tokens; the text of every substitution is pushed to `inner` (it runs as
+/// a command line of its own) and stands as [`UNKNOWN`] in its word.
+fn tokens(text: &str, inner: &mut Vec<String>) -> Vec<Tok> {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut w = String::new();
+    let mut in_word = false;
+    let mut i = 0;
+    let end_word = |w: &mut String, in_word: &mut bool, out: &mut Vec<Tok>| {
+        if *in_word {
+            out.push(Tok::Word(std::mem::take(w)));
+            *in_word = false;
+        }
+    };
+    while i < c.len() {
+        let ch = c[i];
+        match ch {
+            ' ' | '\t' => {
+                end_word(&mut w, &mut in_word, &mut out);
+                i += 1;
+            }
+            '\n' | ';' | '&' | '|' | '(' | ')' => {
+                end_word(&mut w, &mut in_word, &mut out);
+                out.push(Tok::End);
+                i += 1;
+            }
+            '<' | '>' => {
+                // `2>x`: the digits before are a descriptor, not a word.
+                if in_word && w.chars().all(|d| d.is_ascii_digit()) {
+                    w.clear();
+                    in_word = false;
+                }
+                end_word(&mut w, &mut in_word, &mut out);
+                let mut j = i + 1;
+                while j < c.len() && matches!(c[j], '<' | '>' | '&' | '|' | '-') {
+                    j += 1;
+                }
+                let op: String = c[i..j].iter().collect();
+                // `<<EOF` is a here-document: its word is a delimiter, not a file.
+                if op.starts_with("<<") && !op.starts_with("<<<") {
+                    out.push(Tok::Out);
+                } else if ch == '<' {
+                    out.push(Tok::In);
+                } else {
+                    out.push(Tok::Out);
+                }
+                i = j;
+            }
+            '#' if !in_word => {
+                while i < c.len() && c[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(&n) = c.get(i + 1) {
+                    if n != '\n' {
+                        w.push(n);
+                    }
+                }
+                i += 2;
+            }
+            '\'' => {
+                in_word = true;
+                match c[i + 1..].iter().position(|&x| x == '\'') {
+                    Some(p) => {
+                        w.extend(&c[i + 1..i + 1 + p]);
+                        i += p + 2;
+                    }
+                    None => {
+                        w.extend(&c[i + 1..]);
+                        i = c.len();
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                i += 1;
+                loop {
+                    match c.get(i) {
+                        None => {
+                            break;
+                        }
+                        Some('"') => {
+                            i += 1;
+                            break;
+                        }
+                        Some('\\') => {
+                            match c.get(i + 1) {
+                                Some(&n) if "$`\"\\\n".contains(n) => {
+                                    if n != '\n' {
+                                        w.push(n);
+                                    }
+                                }
+                                Some(&n) => {
+                                    w.push('\\');
+                                    w.push(n);
+                                }
+                                None => w.push('\\'),
+                            }
+                            i += 2;
+                        }
+                        Some('$') | Some('`') => {
+                            i = expansion(&c, i, &mut w, inner);
+                        }
+                        Some(&x) => {
+                            w.push(x);
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            '$' | '`' => {
+                in_word = true;
+                i = expansion(&c, i, &mut w, inner);
+            }
+            _ => {
+                in_word = true;
+                w.push(ch);
+                i += 1;
+            }
+        }
+    }
+    end_word(&mut w, &mut in_word, &mut out);
+    out
+}
+
+/// An expansion at `c[i]` (`$…` or `` `…` ``): pushes [`UNKNOWN`] to `w` (or the literal `$`
+/// when nothing follows it), a command substitution's text to `inner`; returns the index
+/// after it.
+fn expansion(c: &[char], i: usize, w: &mut String, inner: &mut Vec<String>) -> usize {
+    if c[i] == '`' {
+        let mut j = i + 1;
+        let mut s = String::new();
+        while j < c.len() && c[j] != '`' {
+            if c[j] == '\\' && j + 1 < c.len() {
+                s.push(c[j + 1]);
+                j += 2;
+                continue;
+            }
+            s.push(c[j]);
+            j += 1;
+        }
+        inner.push(s);
+        w.push(UNKNOWN);
+        return j + 1;
+    }
+    match c.get(i + 1) {
+        Some('(') => {
+            // `$(…)` or `$((…))`: to the matching parenthesis, quotes respected.
+            let mut depth = 0usize;
+            let mut j = i + 1;
+            let mut q: Option<char> = None;
+            while j < c.len() {
+                let x = c[j];
+                match q {
+                    Some(qc) if x == qc => q = None,
+                    Some('"') if x == '\\' => j += 1,
+                    Some(_) => {}
+                    None => match x {
+                        '\'' | '"' => q = Some(x),
+                        '\\' => j += 1,
+                        '(' => depth += 1,
+                        ')' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    },
+                }
+                j += 1;
+            }
+            let body: String = c[(i + 2).min(c.len())..j.min(c.len())].iter().collect();
+            inner.push(body);
+            w.push(UNKNOWN);
+            j + 1
+        }
+        Some('{') => {
+            let close = c[i + 2..].iter().position(|&x| x == '}');
+            w.push(UNKNOWN);
+            match close {
+                Some(p) => i + 2 + p + 1,
+                None => c.len(),
+            }
+        }
+        Some(&x) if x.is_ascii_alphanumeric() || x == '_' => {
+            let mut j = i + 1;
+            if x.is_ascii_digit() {
+                j += 1;
+            } else {
+                while j < c.len() && (c[j].is_ascii_alphanumeric() || c[j] == '_') {
+                    j += 1;
+                }
+            }
+            w.push(UNKNOWN);
+            j
+        }
+        Some(&x) if "@*#?$!-".contains(x) => {
+            w.push(UNKNOWN);
+            i + 2
+        }
+        _ => {
+            w.push('$');
+            i + 1
+        }
+    }
+}
+
+/// A file [`resolve`] found: the path, relative to the top, and whether it is a link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub rel: PathBuf,
+    /// A symbolic link stands there: it cannot be bound read-only by itself (a bind follows
+    /// it, and its folder is the agent's), so the caller must refuse or widen.
+    pub link: bool,
+}
+
+/// The existing regular files (and links) of the work tree at `top` that `lexed` names, each
+/// once. Folders are not returned (a `cd frontend` must not freeze `frontend/`), and nothing
+/// in a `.git` folder. No link is followed.
+pub fn resolve(lexed: &Lexed, top: &Path) -> Vec<Found> {
+    let mut out: Vec<Found> = Vec::new();
+    let add = |rel: PathBuf, out: &mut Vec<Found>| {
+        let Ok(m) = std::fs::symlink_metadata(top.join(&rel)) else {
+            return;
+        };
+        let link = m.file_type().is_symlink();
+        if !(link || m.is_file()) {
+            return;
+        }
+        if !out.iter().any(|f| f.rel == rel) {
+            out.push(Found { rel, link });
+        }
+    };
+    for c in &lexed.candidates {
+        // From the top, and from each folder a `cd` named (each relative to the top, and the
+        // later ones relative to the earlier).
+        let mut bases: Vec<String> = vec![String::new()];
+        let mut acc = String::new();
+        for d in &c.cd {
+            bases.push(d.clone());
+            acc = if acc.is_empty() {
+                d.clone()
+            } else {
+                format!("{acc}/{d}")
+            };
+            bases.push(acc.clone());
+        }
+        for b in &bases {
+            let join = |p: &str| -> Option<PathBuf> {
+                if b.is_empty() {
+                    in_tree(p, top)
+                } else {
+                    in_tree(&format!("{b}/{p}"), top)
+                }
+            };
+            match &c.shape {
+                Shape::Path(p) => {
+                    if let Some(rel) = join(p) {
+                        add(rel, &mut out);
+                    }
+                }
+                Shape::Glob(g) => {
+                    let (dir, pat) = match g.rsplit_once('/') {
+                        Some((d, p)) => (d, p),
+                        None => ("", g.as_str()),
+                    };
+                    if dir.contains(['*', '?', '[']) {
+                        continue;
+                    }
+                    let folder = if dir.is_empty() {
+                        join(".").or_else(|| b.is_empty().then(PathBuf::new))
+                    } else {
+                        join(dir)
+                    };
+                    let Some(folder) = folder else { continue };
+                    let Ok(rd) = std::fs::read_dir(top.join(&folder)) else {
+                        continue;
+                    };
+                    for e in rd.flatten() {
+                        let name = e.file_name();
+                        if let Some(n) = name.to_str() {
+                            if glob_match(pat, n) {
+                                add(folder.join(n), &mut out);
+                            }
+                        }
+                    }
+                }
+                Shape::Module(m) => {
+                    let parts: Vec<&str> = m.split('.').collect();
+                    let path = parts.join("/");
+                    for f in [
+                        format!("{path}.py"),
+                        format!("{path}/__main__.py"),
+                        format!("{path}/__init__.py"),
+                    ] {
+                        if let Some(rel) = join(&f) {
+                            add(rel, &mut out);
+                        }
+                    }
+                    for n in 1..parts.len() {
+                        if let Some(rel) = join(&format!("{}/__init__.py", parts[..n].join("/"))) {
+                            add(rel, &mut out);
+                        }
+                    }
+                }
+                Shape::MakeDir(d) => {
+                    for f in ["GNUmakefile", "makefile", "Makefile"] {
+                        if let Some(rel) = join(&format!("{d}/{f}")) {
+                            add(rel, &mut out);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `w` (relative to `top`, or absolute below it) as a normal relative path below `top`, not
+/// in a `.git` folder.
+fn in_tree(w: &str, top: &Path) -> Option<PathBuf> {
+    let p = Path::new(w);
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        top.join(p)
+    };
+    let abs = crate::integrity::normalize(&abs);
+    let rel = abs.strip_prefix(top).ok()?.to_path_buf();
+    let ok = rel.components().count() > 0
+        && rel.components().all(|c| match c {
+            Component::Normal(n) => !n.eq_ignore_ascii_case(".git"),
+            _ => false,
+        });
+    ok.then_some(rel)
+}
+
+/// `sh`'s pattern matching of one path component: `*`, `?`, `[…]` (with `!`/`^` and ranges).
+/// A leading `.` is matched only by a literal `.`, as the shell does.
+fn glob_match(pat: &str, name: &str) -> bool {
+    if name.starts_with('.') && !pat.starts_with('.') {
+        return false;
+    }
+    let p: Vec<char> = pat.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    fn go(p: &[char], n: &[char]) -> bool {
+        match p.first() {
+            None => n.is_empty(),
+            Some('*') => (0..=n.len()).any(|k| go(&p[1..], &n[k..])),
+            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
+            Some('[') => {
+                let Some(close) = p.iter().skip(2).position(|&c| c == ']').map(|x| x + 2) else {
+                    return n.first() == Some(&'[') && go(&p[1..], &n[1..]);
+                };
+                let Some(&ch) = n.first() else { return false };
+                let set = &p[1..close];
+                let (neg, set) = match set.first() {
+                    Some('!') | Some('^') => (true, &set[1..]),
+                    _ => (false, set),
+                };
+                let mut hit = false;
+                let mut k = 0;
+                while k < set.len() {
+                    if k + 2 < set.len() && set[k + 1] == '-' {
+                        hit |= set[k] <= ch && ch <= set[k + 2];
+                        k += 3;
+                    } else {
+                        hit |= set[k] == ch;
+                        k += 1;
+                    }
+                }
+                hit != neg && go(&p[close + 1..], &n[1..])
+            }
+            Some(&c) => n.first() == Some(&c) && go(&p[1..], &n[1..]),
+        }
+    }
+    go(&p, &n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(text: &str) -> Vec<String> {
+        lex(text)
+            .candidates
+            .into_iter()
+            .filter_map(|c| match c.shape {
+                Shape::Path(p) => Some(p),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn tree(files: &[&str]) -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        for f in files {
+            let p = t.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        t
+    }
+
+    fn found(text: &str, t: &tempfile::TempDir) -> Vec<String> {
+        let mut v: Vec<String> = resolve(&lex(text), t.path())
+            .into_iter()
+            .map(|f| f.rel.to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn words_quotes_escapes_and_operators() {
+        assert_eq!(paths("sh tools/a.sh"), ["sh", "tools/a.sh"]);
+        assert_eq!(paths(r#"sh "tools/a b.sh""#), ["sh", "tools/a b.sh"]);
+        assert_eq!(paths(r"sh tools\/a.sh"), ["sh", "tools/a.sh"]);
+        assert_eq!(paths("sh tools/a.sh;"), ["sh", "tools/a.sh"]);
+        assert_eq!(
+            paths("sh tools/a.sh&&echo ok"),
+            ["sh", "tools/a.sh", "echo", "ok"]
+        );
+        assert_eq!(paths("git log | less -R"), ["git", "log", "less"]);
+        assert_eq!(paths("sh 'tools/a.sh' # tools/b.sh"), ["sh", "tools/a.sh"]);
+    }
+
+    #[test]
+    fn redirections_read_and_write() {
+        assert_eq!(paths("sh <tools/a.sh"), ["tools/a.sh", "sh"]);
+        assert_eq!(paths("sh < tools/a.sh"), ["tools/a.sh", "sh"]);
+        // Written, not read; a descriptor number is no word.
+        assert_eq!(paths("sh x.sh 2>log.txt >out"), ["sh", "x.sh"]);
+        // A here-document's delimiter is no file.
+        assert_eq!(paths("sh <<EOF"), ["sh"]);
+        assert_eq!(paths("sh <<<tools/a.sh"), ["tools/a.sh", "sh"]);
+    }
+
+    #[test]
+    fn substitutions_are_read_as_commands_and_tails_kept() {
+        assert_eq!(paths("sh $(echo tools/a.sh)"), ["echo", "tools/a.sh", "sh"]);
+        assert_eq!(paths("sh `echo tools/a.sh`"), ["echo", "tools/a.sh", "sh"]);
+        assert_eq!(
+            paths(r#"sh "$(git rev-parse --show-toplevel)/tools/a.sh""#),
+            ["git", "rev-parse", "sh", "tools/a.sh"]
+        );
+        assert_eq!(paths("sh $HOME_X/tools/a.sh"), ["sh", "tools/a.sh"]);
+        assert_eq!(paths("f() { sh $1; }; f"), ["f", "{", "sh", "}"]);
+    }
+
+    #[test]
+    fn shell_dash_c_eval_env_and_assignments() {
+        assert_eq!(paths("sh -c 'tools/a.sh --x'"), ["sh", "tools/a.sh"]);
+        assert_eq!(
+            paths("bash -ec \"sh tools/a.sh\""),
+            ["bash", "sh", "tools/a.sh"]
+        );
+        assert_eq!(paths("eval sh tools/a.sh"), ["eval", "sh", "tools/a.sh"]);
+        assert_eq!(
+            paths("env -i X=tools/b.sh sh tools/a.sh"),
+            ["env", "tools/b.sh", "sh", "tools/a.sh"]
+        );
+        assert_eq!(paths("X=1 exec ./run"), ["1", "exec", "./run"]);
+        assert_eq!(
+            paths("lint --config=tools/l.toml"),
+            ["lint", "tools/l.toml"]
+        );
+    }
+
+    #[test]
+    fn cd_module_and_make_shapes() {
+        let l = lex("cd tools && sh a.sh");
+        let a = l
+            .candidates
+            .iter()
+            .find(|c| c.shape == Shape::Path("a.sh".into()))
+            .unwrap();
+        assert_eq!(a.cd, ["tools"]);
+        assert!(lex("python3 -m tools.a")
+            .candidates
+            .iter()
+            .any(|c| c.shape == Shape::Module("tools.a".into())));
+        assert!(lex("make -s -C tools t")
+            .candidates
+            .iter()
+            .any(|c| c.shape == Shape::MakeDir("tools".into())));
+        assert!(lex("make --directory=tools")
+            .candidates
+            .iter()
+            .any(|c| c.shape == Shape::MakeDir("tools".into())));
+    }
+
+    #[test]
+    fn unterminated_and_deep_text_is_cut() {
+        assert!(!lex("sh 'tools/a.sh").cut);
+        assert!(!lex("sh $(echo x").cut);
+        let mut deep = "tools/a.sh".to_owned();
+        for _ in 0..12 {
+            deep = format!("echo $({deep})");
+        }
+        assert!(lex(&deep).cut);
+        assert!(!lex("echo $(echo $(sh tools/a.sh))").cut);
+        assert!(!lex("sh tools/a.sh").cut);
+    }
+
+    #[test]
+    fn resolves_every_shape_of_the_sixth_pass() {
+        let t = tree(&[
+            "tools/a1.sh",
+            "tools/a13.sh",
+            "tools/a8.sh",
+            "tools/a5.py",
+            "tools/__init__.py",
+            "tools/Makefile",
+            "tools/a16.sh",
+            "lib/x.sh",
+        ]);
+        assert_eq!(found("!sh <tools/a1.sh", &t), ["tools/a1.sh"]);
+        assert_eq!(found("sh tools/a1[3].sh", &t), ["tools/a13.sh"]);
+        assert_eq!(
+            found("sh tools/a1*.sh", &t),
+            ["tools/a1.sh", "tools/a13.sh", "tools/a16.sh"]
+        );
+        assert_eq!(found("cd tools && sh a8.sh", &t), ["tools/a8.sh"]);
+        assert_eq!(
+            found("python3 -m tools.a5", &t),
+            ["tools/__init__.py", "tools/a5.py"]
+        );
+        assert_eq!(found("make -s -C tools a11", &t), ["tools/Makefile"]);
+        assert_eq!(found("sh $(echo tools/a16.sh)", &t), ["tools/a16.sh"]);
+        assert_eq!(found(r"sh tools\/a1.sh;", &t), ["tools/a1.sh"]);
+        // Folders are not files to protect; `.git` and paths outside the top are never named.
+        assert!(found("cd tools && make", &t).is_empty());
+        assert!(found("cat .git/config ../x /etc/passwd", &t).is_empty());
+        assert_eq!(
+            found(&format!("sh {}/lib/x.sh", t.path().display()), &t),
+            ["lib/x.sh"]
+        );
+    }
+
+    #[test]
+    fn links_are_named_as_links() {
+        let t = tree(&["lib/real.sh"]);
+        std::os::unix::fs::symlink("../lib/real.sh", t.path().join("lib/l.sh")).unwrap();
+        let f = resolve(&lex("sh lib/l.sh"), t.path());
+        assert_eq!(
+            f,
+            [Found {
+                rel: "lib/l.sh".into(),
+                link: true
+            }]
+        );
+    }
+
+    #[test]
+    fn glob_matching_is_the_shells() {
+        assert!(glob_match("a[0-9].sh", "a5.sh"));
+        assert!(!glob_match("a[!0-9].sh", "a5.sh"));
+        assert!(glob_match("*.sh", "x.sh"));
+        assert!(!glob_match("*.sh", ".x.sh"));
+        assert!(glob_match("?", "a"));
+        assert!(glob_match("a[", "a["));
+    }
+
+    #[test]
+    fn total_on_arbitrary_text() {
+        for s in [
+            "", "$", "$(", "`", "\\", "'", "\"", "${", "((", ")))", "<", ">>", "a=b", "-", "--=",
+            "$((1+2))",
+        ] {
+            let _ = lex(s);
+        }
+    }
+}
