@@ -29,8 +29,8 @@
 
 use super::{EntryKind, PlanError};
 use crate::catalogue;
-use crate::integrity::{self, Located};
-use std::path::{Component, Path, PathBuf};
+use crate::integrity::Located;
+use std::path::{Path, PathBuf};
 
 /// The most of a hook or config file read.
 const READ_LIMIT: u64 = 256 * 1024;
@@ -128,7 +128,7 @@ pub(crate) fn hook_runs(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind, Opti
             configs.insert(0, c);
         }
         for c in configs {
-            let Some(rel) = in_work_tree(&c, top) else {
+            let Some(rel) = super::words::in_tree(&c, top) else {
                 continue;
             };
             if !is_kind(&top.join(&rel), EntryKind::File) {
@@ -138,10 +138,8 @@ pub(crate) fn hook_runs(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind, Opti
                 for line in cfg.lines() {
                     let t = line.trim_start();
                     if let Some(k) = m.command_keys.iter().find(|k| t.starts_with(**k)) {
-                        for w in words(&t[k.len()..]) {
-                            if let Some(r) = file_word(w, top) {
-                                out.push((r, EntryKind::File, Some(m.name)));
-                            }
+                        for r in script_files(&t[k.len()..], top) {
+                            out.push((r, EntryKind::File, Some(m.name)));
                         }
                     }
                 }
@@ -154,15 +152,10 @@ pub(crate) fn hook_runs(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind, Opti
             }
         }
     }
-    for line in text.lines() {
-        if line.trim_start().starts_with('#') {
-            continue;
-        }
-        for w in words(line) {
-            if let Some(r) = file_word(w, top) {
-                out.push((r, EntryKind::File, None));
-            }
-        }
+    // The whole script at once: the lexer skips comments and reads continuation lines,
+    // quotes spanning lines and substitutions as `sh` would.
+    for r in script_files(text, top) {
+        out.push((r, EntryKind::File, None));
     }
     out
 }
@@ -192,32 +185,15 @@ fn words(s: &str) -> impl Iterator<Item = &str> {
         .filter(|w| !w.is_empty())
 }
 
-/// A word that names an existing regular file of the work tree at `top` (not a link, not in
-/// a `.git`): its path relative to `top`.
-fn file_word(w: &str, top: &Path) -> Option<PathBuf> {
-    if w.starts_with('-') || w.starts_with('$') || w.contains('*') {
-        return None;
-    }
-    let rel = in_work_tree(w, top)?;
-    is_kind(&top.join(&rel), EntryKind::File).then_some(rel)
-}
-
-/// `w` (relative to `top`, or absolute below it) as a normal relative path below `top`.
-fn in_work_tree(w: &str, top: &Path) -> Option<PathBuf> {
-    let p = Path::new(w);
-    let abs = if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        top.join(p)
-    };
-    let abs = integrity::normalize(&abs);
-    let rel = abs.strip_prefix(top).ok()?.to_path_buf();
-    let ok = rel.components().count() > 0
-        && rel.components().all(|c| match c {
-            Component::Normal(n) => !n.eq_ignore_ascii_case(".git"),
-            _ => false,
-        });
-    ok.then_some(rel)
+/// The existing regular files of the work tree at `top` that the command text names, as
+/// `sh` reads it (the plan's one lexer, [`super::words`]; links are left out: the plan
+/// refuses a link only where a program value names it).
+fn script_files(text: &str, top: &Path) -> Vec<PathBuf> {
+    super::words::resolve(&super::words::lex(text), top)
+        .into_iter()
+        .filter(|f| !f.link)
+        .map(|f| f.rel)
+        .collect()
 }
 
 /// `p` is a folder or regular file (as asked), reached without following a link at its end.

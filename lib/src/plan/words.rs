@@ -605,7 +605,7 @@ pub fn resolve(lexed: &Lexed, top: &Path) -> Vec<Found> {
 
 /// `w` (relative to `top`, or absolute below it) as a normal relative path below `top`, not
 /// in a `.git` folder.
-fn in_tree(w: &str, top: &Path) -> Option<PathBuf> {
+pub(crate) fn in_tree(w: &str, top: &Path) -> Option<PathBuf> {
     let p = Path::new(w);
     let abs = if p.is_absolute() {
         p.to_path_buf()
