@@ -155,7 +155,10 @@ pub(crate) fn hook_runs(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind, Opti
     // The whole script at once: the lexer skips comments and reads continuation lines,
     // quotes spanning lines and substitutions as `sh` would.
     for r in script_files(text, top) {
-        out.push((r, EntryKind::File, None));
+        // A manager's file stays listed under the manager.
+        if !out.iter().any(|(q, _, _)| *q == r) {
+            out.push((r, EntryKind::File, None));
+        }
     }
     out
 }
