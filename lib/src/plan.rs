@@ -537,14 +537,7 @@ fn owner_programs(loc: &integrity::Located) -> Result<Vec<(PathBuf, EntryKind)>,
             let words: Vec<(String, bool)> = if hooks {
                 vec![(text.trim().to_owned(), true)]
             } else {
-                let t = text.trim().trim_start_matches('!').trim_start();
-                t.split_whitespace()
-                    .enumerate()
-                    .map(|(i, w)| {
-                        let w = w.trim_matches(|c| c == '"' || c == '\'');
-                        (w.to_owned(), i == 0 && w.contains('/'))
-                    })
-                    .collect()
+                command_words(&text)
             };
             for (word, named) in words {
                 if word.is_empty() || word.starts_with('-') {
@@ -577,6 +570,24 @@ fn owner_programs(loc: &integrity::Located) -> Result<Vec<(PathBuf, EntryKind)>,
         }
     }
     Ok(out)
+}
+
+/// The words of a program-running value that may name a file, with `true` for the program
+/// itself when it has a `/` (run by path). Every later word counts too: an interpreter in
+/// front (`sh tools/clean.sh`, `!bash tools/fmt.sh`, `python3 x.py`) runs that file (fifth
+/// red-team pass, R5-2). A leading `!` (an alias) is dropped, quotes around a word are
+/// dropped, options (`-x`) and empty words are skipped. One rule for git's program keys and
+/// the settings guard's commands ([`crate::settings::second_hop`]).
+pub(crate) fn command_words(text: &str) -> Vec<(String, bool)> {
+    let t = text.trim().trim_start_matches('!').trim_start();
+    t.split_whitespace()
+        .enumerate()
+        .map(|(i, w)| {
+            let w = w.trim_matches(|c| c == '"' || c == '\'');
+            (w.to_owned(), i == 0 && w.contains('/'))
+        })
+        .filter(|(w, _)| !w.is_empty() && !w.starts_with('-'))
+        .collect()
 }
 
 /// The path bubblewrap mounts on for `p`: its parent resolved through links, its last

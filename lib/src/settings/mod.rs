@@ -29,6 +29,7 @@ mod compare;
 pub mod glob;
 pub mod parse;
 mod rules;
+pub mod second_hop;
 pub mod tail;
 pub mod watch;
 
