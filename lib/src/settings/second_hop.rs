@@ -276,6 +276,10 @@ mod tests {
         assert_eq!(held.len(), 2, "{ev:?}");
         let line = held[0].to_line();
         assert!(line.contains("second-hop"), "{line}");
+        assert!(
+            line.contains(".claude/settings.json hooks/Stop/hooks/command"),
+            "the reason names the setting that runs the file: {line}"
+        );
         assert_eq!(
             std::fs::read_to_string(repo.join(".claude/hooks/fmt.sh")).unwrap(),
             "#!/bin/sh\ncargo fmt\n"
