@@ -2045,3 +2045,18 @@ pub static HOOK_MANAGERS: &[HookManager] = &[
         command_keys: &["run:", "- run:"],
     },
 ];
+
+/// Variables a settings file's command uses for the project folder: the settings guard reads
+/// them as the watched root when it looks for the work-tree files a guarded command runs
+/// (sixth red-team pass, R6-6). Claude Code hooks: `"$CLAUDE_PROJECT_DIR"/.claude/hooks/x.sh`
+/// (code.claude.com/docs/en/hooks); Gemini CLI hooks: `$GEMINI_PROJECT_DIR` (and the Claude
+/// alias); VS Code and Cursor: `${workspaceFolder}` (`${workspaceRoot}` is its old name);
+/// Zed tasks: `$ZED_WORKTREE_ROOT`.
+pub static PROJECT_DIR_VARIABLES: &[&str] = &[
+    "CLAUDE_PROJECT_DIR",
+    "GEMINI_PROJECT_DIR",
+    "workspaceFolder",
+    "workspaceRoot",
+    "ZED_WORKTREE_ROOT",
+    "PWD",
+];

@@ -2087,3 +2087,73 @@ fn what_the_owners_hooks_run_is_read_only() {
         }
     }
 }
+
+/// Sixth red-team pass, R6-6: the owner's committed `.claude/settings.json` runs a work-tree
+/// hook script (`"$CLAUDE_PROJECT_DIR"/.claude/hooks/fmt.sh`, the documented pattern; Claude
+/// Code runs it on the host). The agent rewrites that script, and creates the one a second
+/// hook names that did not exist: both are held and reverted after the command, the owner's
+/// approval brings the agent's bytes back, and the next command leaves them.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn a_script_a_guarded_hook_runs_is_held_then_released() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    for g in gits() {
+        let s = Session::new(&g);
+        let owner = "#!/bin/sh\nexit 0\n";
+        std::fs::create_dir_all(s.repo.join(".claude/hooks")).unwrap();
+        std::fs::write(s.repo.join(".claude/hooks/fmt.sh"), owner).unwrap();
+        std::fs::write(
+            s.repo.join(".claude/settings.json"),
+            r#"{"hooks":{"PostToolUse":[{"matcher":"Edit","hooks":[{"type":"command","command":"\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/fmt.sh"},{"type":"command","command":"sh tools/lint.sh"}]}]}}"#,
+        )
+        .unwrap();
+        s.plain(&["add", ".claude"]);
+        s.plain(&["commit", "-q", "-m", "hooks"]);
+        assert!(s.agent("true", true).status.success());
+        let o = s.agent(
+            "printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .claude/hooks/fmt.sh && mkdir -p tools && \
+             echo 'touch /tmp/pwned' > tools/lint.sh && echo PLANTED",
+            true,
+        );
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(
+            o.status.success() && String::from_utf8_lossy(&o.stdout).contains("PLANTED"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(s.repo.join(".claude/hooks/fmt.sh")).unwrap(),
+            owner,
+            "the hook script the agent rewrote stays ({g:?}): {err}"
+        );
+        assert!(!s.repo.join("tools/lint.sh").exists(), "{err}");
+        let ev = s.events();
+        let held: Vec<_> = ev
+            .iter()
+            .filter(|e| e["event"] == "settings_write_held")
+            .collect();
+        assert_eq!(held.len(), 2, "{ev:?}");
+        assert!(held.iter().all(|e| e["rule"] == "second-hop"), "{held:?}");
+        // The owner approves: nothing the agent wrote is lost.
+        let store =
+            gitward::held::Store::open(&s.home.join(".local/state/gitward/s1/held")).unwrap();
+        for w in store.pending().unwrap() {
+            store.approve(&w.id).unwrap();
+        }
+        assert!(std::fs::read_to_string(s.repo.join(".claude/hooks/fmt.sh"))
+            .unwrap()
+            .contains("/tmp/pwned"));
+        assert!(s.repo.join("tools/lint.sh").exists());
+        assert!(s.agent("true", true).status.success());
+        assert_eq!(
+            s.events()
+                .iter()
+                .filter(|e| e["event"] == "settings_write_held")
+                .count(),
+            2,
+            "approved writes stand"
+        );
+    }
+}

@@ -492,6 +492,46 @@ fn expansion(c: &[char], i: usize, w: &mut String, inner: &mut Vec<String>) -> u
     }
 }
 
+/// Every path-shaped word of `lexed` as written, and each again below every folder a `cd`
+/// before it named; a module or makefile shape as the files it reads. No I/O and no test of
+/// existence: for rules over files that may be created later (the settings guard's second
+/// hop). Globs are left out.
+pub fn spelled(lexed: &Lexed) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut add = |w: String| {
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    };
+    for c in &lexed.candidates {
+        let files: Vec<String> = match &c.shape {
+            Shape::Path(p) => vec![p.clone()],
+            Shape::Glob(_) => continue,
+            Shape::Module(m) => {
+                let path = m.replace('.', "/");
+                vec![
+                    format!("{path}.py"),
+                    format!("{path}/__main__.py"),
+                    format!("{path}/__init__.py"),
+                ]
+            }
+            Shape::MakeDir(d) => ["GNUmakefile", "makefile", "Makefile"]
+                .iter()
+                .map(|f| format!("{d}/{f}"))
+                .collect(),
+        };
+        for f in files {
+            for d in &c.cd {
+                if !Path::new(&f).is_absolute() {
+                    add(format!("{d}/{f}"));
+                }
+            }
+            add(f);
+        }
+    }
+    out
+}
+
 /// A file [`resolve`] found: the path, relative to the top, and whether it is a link.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {

@@ -29,6 +29,7 @@ mod compare;
 pub mod glob;
 pub mod parse;
 mod rules;
+pub mod second_hop;
 pub mod tail;
 pub mod watch;
 
@@ -269,7 +270,13 @@ pub fn change_of(
     let rule = rules
         .lookup(rel)
         .or_else(|| rules.files.iter().find(|r| r.may_contain(rel)))?;
-    let j = judge(rule, before, after, rules.root_check.as_ref(), root);
+    let mut j = judge(rule, before, after, rules.root_check.as_ref(), root);
+    if rule.name == second_hop::RULE {
+        // Name the setting that runs the file: the reason the owner reads first.
+        for f in &mut j.findings {
+            f.detail = format!("{}; {}", f.detail, rule.why);
+        }
+    }
     Some(Change {
         root: root.to_path_buf(),
         rel: rel.to_owned(),

@@ -121,6 +121,12 @@ pub struct FileRule {
     /// [`super::compare::dotted`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dotted_keys: bool,
+    /// Keys whose string values are commands the consuming tool runs (a hook's `command`, an
+    /// MCP server's `command`/`args`, an extension's program path). A work-tree file such a
+    /// command names is guarded like the settings file itself ([`super::second_hop`]: the
+    /// sixth red-team pass, R6-6).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<KeyRule>,
 }
 
 fn ser_globs<S: serde::Serializer>(g: &[Glob], s: S) -> Result<S::Ok, S::Error> {
@@ -190,6 +196,17 @@ pub const PRESETS: &[&str] = &[
     "direnv",
     "devcontainer",
     "gitward",
+    "opencode",
+    "qwen",
+    "continue",
+    "zed",
+    "crush",
+    "aider",
+    "kiro",
+    "mise",
+    "windsurf",
+    "roo",
+    "cline",
 ];
 
 const PRESETS_TOML: &str = include_str!("presets.toml");
@@ -334,6 +351,7 @@ struct RawRule {
     why: Option<String>,
     enabled: Option<bool>,
     dotted_keys: Option<bool>,
+    runs: Option<Vec<String>>,
 }
 
 fn merge_rule(
@@ -388,11 +406,21 @@ fn merge_rule(
                 keys: Vec::new(),
                 why: String::new(),
                 dotted_keys: false,
+                runs: Vec::new(),
             }
         }
     };
     if let Some(d) = r.dotted_keys {
         rule.dotted_keys = d;
+    }
+    if let Some(runs) = &r.runs {
+        rule.runs = runs
+            .iter()
+            .enumerate()
+            .map(|(j, k)| {
+                KeyRule::new(k, KeyKind::AnyChange).map_err(|e| err(format!("{at}.runs[{j}]"), e))
+            })
+            .collect::<Result<_, _>>()?;
     }
     if let Some(paths) = &r.paths {
         if paths.is_empty() {

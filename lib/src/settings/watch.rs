@@ -165,7 +165,14 @@ impl Watcher {
     /// Open the store and the roots; initialise the approved state of a root seen for the
     /// first time: from its files as they are, except a worktree's, which starts from the
     /// main work tree's approved state ([`Self::seed_from_main`]).
-    pub fn open(cfg: WatchConfig) -> Result<Watcher, SettingsError> {
+    ///
+    /// The rules are extended first with the work-tree files the guarded commands run
+    /// ([`super::second_hop`]), named by the approved settings or by the settings as they
+    /// stand now (the agent's new command must not run its new script either). Such a file
+    /// with no approved record yet starts from its content now only when the main work tree's
+    /// approved settings name it and the root is not a worktree seen for the first time;
+    /// otherwise from nothing (absent), so a script the agent creates or names is held.
+    pub fn open(mut cfg: WatchConfig) -> Result<Watcher, SettingsError> {
         let store = Store::open(&cfg.store_dir)?;
         let mut roots = Vec::new();
         for p in &cfg.roots {
@@ -179,14 +186,96 @@ impl Watcher {
                 fd,
             });
         }
+        let base = cfg.rules.clone();
+        let mut named = Vec::new();
+        for r in &roots {
+            let snap = Snapshot::capture(&r.path, &base)?;
+            for (rel, c) in &snap.files {
+                if let Some(rule) = base.lookup(rel) {
+                    named.extend(super::second_hop::named_by(rule, &r.path, rel, c));
+                }
+            }
+        }
+        let approved_named = Self::approved_named(&store, &roots, &base)?;
+        named.extend(approved_named.iter().map(|(_, n)| n.clone()));
+        named.sort();
+        named.dedup_by(|a, b| a.rel == b.rel);
+        cfg.rules = base.with_named(&named);
         let w = Watcher {
             cfg,
             store,
             roots,
             source: "settings-watch",
         };
-        w.initialise()?;
+        let first_seen = w.initialise()?;
+        w.record_named(&base, &named, &first_seen)?;
         Ok(w)
+    }
+
+    /// (root index, named path) for every path a guarded command in an approved settings
+    /// file names.
+    fn approved_named(
+        store: &Store,
+        roots: &[Root],
+        base: &Rules,
+    ) -> Result<Vec<(usize, super::second_hop::Named)>, SettingsError> {
+        let mut out = Vec::new();
+        for (p, c) in store.approved_all()? {
+            let Some((ri, r)) = roots
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| p.starts_with(&r.path))
+                .max_by_key(|(_, r)| r.path.as_os_str().len())
+            else {
+                continue;
+            };
+            let Ok(rel) = p.strip_prefix(&r.path) else {
+                continue;
+            };
+            let rel = rel.to_string_lossy();
+            if let Some(rule) = base.lookup(&rel) {
+                for n in super::second_hop::named_by(rule, &r.path, &rel, &c) {
+                    out.push((ri, n));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Give every named path with no approved record one: its content now where the root's
+    /// approved settings name it (the owner's script, at the first start), else absent.
+    fn record_named(
+        &self,
+        base: &Rules,
+        named: &[super::second_hop::Named],
+        first_seen: &[usize],
+    ) -> Result<(), SettingsError> {
+        if named.is_empty() {
+            return Ok(());
+        }
+        let _lock = self.store.lock()?;
+        let vouched = Self::approved_named(&self.store, &self.roots, base)?;
+        for (ri, r) in self.roots.iter().enumerate() {
+            for n in named {
+                let p = r.path.join(&n.rel);
+                if self.roots_owning(&p) != Some(ri) || self.store.approved(&p)?.is_some() {
+                    continue;
+                }
+                let adopt = !(first_seen.contains(&ri) && self.is_worktree(&r.path))
+                    && vouched.iter().any(|(i, v)| *i == ri && v.rel == n.rel);
+                let c = if adopt {
+                    nofollow::read(&r.fd, &n.rel).map_err(|source| SettingsError::Io {
+                        path: p.clone(),
+                        op: "read",
+                        source,
+                    })?
+                } else {
+                    Content::Absent
+                };
+                self.store.set_approved(&p, &c)?;
+            }
+        }
+        Ok(())
     }
 
     /// The same watcher, naming `source` (e.g. `agent-shell`) in its events and held
@@ -201,18 +290,21 @@ impl Watcher {
         &self.store
     }
 
-    fn initialise(&self) -> Result<(), SettingsError> {
+    /// The indices of the roots seen for the first time.
+    fn initialise(&self) -> Result<Vec<usize>, SettingsError> {
         let dir = self.store.dir().join("roots");
         std::fs::create_dir_all(&dir).map_err(|source| SettingsError::Io {
             path: dir.clone(),
             op: "create folder",
             source,
         })?;
-        for r in &self.roots {
+        let mut first = Vec::new();
+        for (ri, r) in self.roots.iter().enumerate() {
             let marker = dir.join(marker_name(&r.path));
             if marker.exists() {
                 continue;
             }
+            first.push(ri);
             let _lock = self.store.lock()?;
             if self.is_worktree(&r.path) {
                 self.seed_from_main(&r.path)?;
@@ -233,7 +325,7 @@ impl Watcher {
                     source,
                 })?;
         }
-        Ok(())
+        Ok(first)
     }
 
     /// Whether `root` is a folder of the session's worktree folder or of a policy worktree
