@@ -11,8 +11,8 @@
 //!
 //! A superset on purpose: every word of a command (after the program, options skipped) that
 //! reads as a path inside the root is guarded, whether or not it exists — a script created
-//! where a guarded command will look for it is the attack. Words that cannot be resolved
-//! (another variable, a glob, a path outside the root) are not guarded.
+//! where a guarded command will look for it is the attack. A glob or a path outside the
+//! root is not guarded; after another variable the literal tail counts from the root.
 
 use super::glob::Glob;
 use super::rules::{FileRule, Format, Rules, Unlisted};
@@ -211,13 +211,17 @@ mod tests {
             rels("vscode-settings", ".vscode/settings.json", vs),
             ["cc/gcc", "tools/evil"]
         );
-        // A key that runs nothing names nothing; a variable or glob is not resolved.
-        assert!(rels(
-            "claude-settings",
-            ".claude/settings.json",
-            r#"{"model": "tools/x.sh", "apiKeyHelper": "$HOME/k.sh *.sh"}"#
-        )
-        .is_empty());
+        // A key that runs nothing names nothing; a glob is not resolved; after another
+        // variable the literal tail is taken from the root (the lexer's superset: it is what
+        // `$(git rev-parse --show-toplevel)/x.sh` means).
+        assert_eq!(
+            rels(
+                "claude-settings",
+                ".claude/settings.json",
+                r#"{"model": "tools/x.sh", "apiKeyHelper": "$HOME/k.sh *.sh"}"#
+            ),
+            ["k.sh"]
+        );
     }
 
     fn setup() -> (tempfile::TempDir, PathBuf, WatchConfig) {
