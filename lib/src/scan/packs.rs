@@ -103,6 +103,15 @@ impl BaseCache {
     }
 }
 
+/// A buffer of `len` zero bytes with room for `capacity`, or `None` when the allocator refuses
+/// (a size from a pack or delta header is whatever the pack says: gix then reports it).
+fn zeroed(len: usize, capacity: usize) -> Option<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(capacity.max(len)).ok()?;
+    v.resize(len, 0);
+    Some(v)
+}
+
 /// A size in a delta's header (git's `get_delta_hdr_size`): 7 bits a byte, low bits first.
 fn delta_size(d: &[u8], at: &mut usize) -> Option<usize> {
     let mut size: u64 = 0;
@@ -130,7 +139,7 @@ fn apply_delta(base: &[u8], delta: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let size = delta_size(delta, &mut i)?;
-    let mut out = Vec::with_capacity(size);
+    let mut out = zeroed(0, size)?;
     while let Some(&cmd) = delta.get(i) {
         i += 1;
         if cmd & 0x80 != 0 {
@@ -253,7 +262,7 @@ impl<'r> PackReader<'r> {
                     // The full base: inflated and cached as git caches it.
                     let kind = entry.header.as_kind()?;
                     let size = usize::try_from(entry.decompressed_size).ok()?;
-                    let mut out = vec![0; size];
+                    let mut out = zeroed(size, size)?;
                     file.decompress_entry(&entry, &mut st.inflate, &mut out)
                         .ok()?;
                     let out = Rc::new(out);
@@ -271,6 +280,7 @@ impl<'r> PackReader<'r> {
         while let Some(e) = st.chain.pop() {
             let size = usize::try_from(e.decompressed_size).ok()?;
             st.scratch.clear();
+            st.scratch.try_reserve(size).ok()?;
             st.scratch.resize(size, 0);
             file.decompress_entry(&e, &mut st.inflate, &mut st.scratch)
                 .ok()?;
