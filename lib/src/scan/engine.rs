@@ -1,15 +1,16 @@
 //! The walk and the diffs behind [`super::scan`].
 //!
-//! Shape: the calling thread computes the new refs and rewrites, then walks the new commits
-//! (breadth first, streaming: only ids and the walk's seen-set are held) and sends them in
-//! small batches over a bounded channel to `Limits::threads` workers. Each worker owns a
-//! thread-local repository handle with an object cache, a commit → tree memo (cleared when
-//! it grows past a bound) and its own tree-diff state; it diffs a commit against each parent
+//! Shape: the calling thread computes the new refs and rewrites, then finds the new commits
+//! ([`super::walk`]: git's date-ordered `A..B` walk, each commit read once, its tree and
+//! parents kept) and sends them in batches over a bounded channel to `Limits::threads`
+//! workers, each job with its parents' trees. Each worker owns a thread-local repository
+//! handle, a [`PackReader`] over the packs all threads share (its own delta-base cache) and
+//! its own tree-diff state; it diffs a commit against its first parent ([`super::treediff`])
 //! with a visitor that applies the name rules inline and keeps only the few entries whose
-//! contents a rule must read. Nothing grows with the size of the push except the walk's set
-//! of seen commit ids, and the walk is itself bounded by `Limits::max_commits`.
+//! contents a rule must read. What grows with the size of the push is the walk's commit list
+//! (~100 bytes a commit), bounded by `Limits::max_commits`.
 
-use super::packs::PackReader;
+use super::packs::{PackReader, Packs};
 use super::rules::{self, r};
 use super::snapshot::{RefSnapshot, RefValue};
 use super::{
@@ -19,7 +20,7 @@ use crate::catalogue::{self, DriverKind, PathMatch, Severity};
 use gix::bstr::{BStr, BString, ByteSlice};
 use gix::diff::tree::{visit, Visit};
 use gix::objs::tree::EntryKind;
-use gix::objs::{FindExt, TreeRefIter};
+use gix::objs::FindExt;
 use gix::ObjectId;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::Path;
@@ -35,16 +36,16 @@ const BATCH: usize = 64;
 /// third of the CPU time on packs with git's default depth 50 (10,000 and 100,000 commits)
 /// and 1.4× more on a depth-10 pack. A chunk costs about 100 bytes per commit.
 const CHUNK: usize = 16_384;
-/// Entries kept in a worker's commit → tree memo before it is cleared.
+/// Entries kept in a worker's path → settings-rule memo before it is cleared.
 const MEMO_MAX: usize = 1 << 16;
 /// Decoded-object cache per worker.
 const OBJECT_CACHE_BYTES: usize = 4 << 20;
-/// Decoded-object cache of the commit walk: holds the commits of a range of ~50,000 commits
-/// between gix's two reads of each (commits only; the workers have their own caches).
-const WALK_OBJECT_CACHE_BYTES: usize = 16 << 20;
 /// Delta-base cache of a worker's tree reads ([`PackReader`]): git's default
 /// `core.deltaBaseCacheLimit`.
 const DELTA_BASE_CACHE_BYTES: usize = 96 << 20;
+/// Delta-base cache of the commit walk (commits are rarely deltas; their bases are other
+/// commits).
+const WALK_CACHE_BYTES: usize = 16 << 20;
 /// Longest symbolic-link target read (PATH_MAX).
 const MAX_LINK_TARGET: u64 = 4096;
 /// Tag chains followed at most this deep.
@@ -238,12 +239,13 @@ impl Ctx {
 
 /// One unit of work for a worker.
 enum Job {
-    /// A commit with its tree and parents; `seq` is its place in the walk (1 = newest).
+    /// A commit with its tree and its parents' trees; `seq` is its place in the walk
+    /// (1 = newest).
     Commit {
         id: ObjectId,
         seq: u64,
         tree: ObjectId,
-        parents: Vec<ObjectId>,
+        parent_trees: Vec<ObjectId>,
     },
     /// A tree named directly by a ref (through tags): scanned whole, labelled by `label`.
     Tree { label: ObjectId, tree: ObjectId },
@@ -656,6 +658,9 @@ fn walk_and_diff(
 ) -> NewCommits {
     let mut graph = NewCommits::default();
     let ts = repo.clone().into_sync();
+    // Each pack mapped once for every reader: a mapping per thread counted its resident
+    // pages once per thread.
+    let packs = &Packs::open(&repo.common_dir().join("objects"), repo.object_hash());
     let (tx, rx) = mpsc::sync_channel::<Vec<Job>>(threads * 4);
     let rx = Mutex::new(rx);
     std::thread::scope(|s| {
@@ -665,7 +670,7 @@ fn walk_and_diff(
             s.spawn(move || {
                 let mut repo = ts.to_thread_local();
                 repo.object_cache_size(OBJECT_CACHE_BYTES);
-                let mut w = Worker::new(&repo, ctx);
+                let mut w = Worker::new(&repo, packs, ctx);
                 loop {
                     let batch = {
                         let g = rx.lock().unwrap_or_else(|e| e.into_inner());
@@ -709,77 +714,48 @@ fn walk_and_diff(
             drop(tx);
             return;
         }
-        // gix reads every commit of the range twice: once to find where the hidden history
-        // begins, once to hand it out. An object cache on the walk's own handle makes the
-        // second read a hit (callgrind, 10,000 commits: the walk 951 M → 361 M instructions).
-        let mut walk_repo = repo.clone();
-        walk_repo.object_cache_size(WALK_OBJECT_CACHE_BYTES);
-        let walk = gix::traverse::commit::Simple::new(tips, &walk_repo.objects)
-            .commit_graph(None)
-            .hide(hidden);
-        let mut walk = match walk {
-            Ok(w) => w,
-            Err(e) => {
-                ctx.halt(format!("cannot start the commit walk: {e}"));
-                drop(tx);
-                return;
-            }
-        };
-        let hash = repo.object_hash();
+        let stopped = || ctx.stopped();
+        // Commits are read through a delta-base cache too: a few are deltas of others.
+        let commits = PackReader::new(packs, &repo.objects, WALK_CACHE_BYTES);
+        let (walk, cut) = super::walk::new_commits(
+            &commits,
+            repo.object_hash(),
+            &tips,
+            &hidden,
+            ctx.show_signature,
+            &ctx.limits,
+            &stopped,
+        );
+        // What the walk reached before it was cut short is still scanned; the report is
+        // incomplete. An empty reason: `stopped` said so and the halt is recorded.
+        if let Some(why) = cut.filter(|w| !w.is_empty()) {
+            ctx.halt(why);
+        }
+        graph = NewCommits(walk.parents_of_new());
         let mut batch = Vec::new();
         let mut n: u64 = 0;
-        loop {
+        for &i in &walk.new {
             if ctx.stopped() {
                 break;
             }
-            let info = match walk.next() {
-                None => break,
-                Some(Ok(info)) => info,
-                Some(Err(e)) => {
-                    ctx.halt(format!("commit walk failed: {e}"));
-                    break;
-                }
-            };
             n += 1;
-            if n > ctx.limits.max_commits {
-                ctx.halt(format!(
-                    "commit limit of {} reached",
-                    ctx.limits.max_commits
-                ));
-                break;
+            let node = &walk.nodes[i as usize];
+            if let Some(h) = &node.signature {
+                ctx.add(
+                    "GW-SCAN-081",
+                    None,
+                    n,
+                    &node.id,
+                    String::new(),
+                    format!("commit carries a {h} header while log.showSignature is on"),
+                    None,
+                );
             }
-            let data = walk.commit_data();
-            let commit = match gix::objs::CommitRef::from_bytes(data, hash) {
-                Ok(c) => c,
-                Err(e) => {
-                    ctx.halt(format!("commit {} cannot be parsed: {e}", info.id));
-                    break;
-                }
-            };
-            if ctx.show_signature {
-                if let Some((h, _)) = commit.extra_headers.iter().find(|(k, _)| {
-                    catalogue::SIGNATURE_HEADERS
-                        .iter()
-                        .any(|s| k.as_bytes() == s.as_bytes())
-                }) {
-                    ctx.add(
-                        "GW-SCAN-081",
-                        None,
-                        n,
-                        &info.id,
-                        String::new(),
-                        format!("commit carries a {h} header while log.showSignature is on"),
-                        None,
-                    );
-                }
-            }
-            let parents: Vec<ObjectId> = info.parent_ids.iter().copied().collect();
-            graph.0.insert(info.id, parents.as_slice().into());
             batch.push(Job::Commit {
-                id: info.id,
+                id: node.id,
                 seq: n,
-                tree: commit.tree(),
-                parents,
+                tree: node.tree,
+                parent_trees: node.parents.iter().map(|&p| walk.tree(p)).collect(),
             });
             if batch.len() == CHUNK && !send_oldest_first(&mut batch) {
                 break;
@@ -788,8 +764,7 @@ fn walk_and_diff(
         if !batch.is_empty() {
             send_oldest_first(&mut batch);
         }
-        ctx.commits
-            .store(n.min(ctx.limits.max_commits), Ordering::Relaxed);
+        ctx.commits.store(n, Ordering::Relaxed);
         drop(tx);
     });
     graph
@@ -827,10 +802,7 @@ struct Worker<'r> {
     /// Trees are read through this (git's delta-base cache); blobs and commits through `repo`.
     trees: PackReader<'r>,
     ctx: &'r Ctx,
-    state: gix::diff::tree::State,
-    memo: HashMap<ObjectId, ObjectId>,
-    cbuf: Vec<u8>,
-    buf1: Vec<u8>,
+    state: super::treediff::State,
     buf2: Vec<u8>,
     /// Tree reads of path look-ups in a merge's other parents.
     buf3: Vec<u8>,
@@ -843,20 +815,12 @@ struct Worker<'r> {
 type SettingsMemo = HashMap<BString, Option<&'static crate::settings::FileRule>>;
 
 impl<'r> Worker<'r> {
-    fn new(repo: &'r gix::Repository, ctx: &'r Ctx) -> Self {
+    fn new(repo: &'r gix::Repository, packs: &'r Packs, ctx: &'r Ctx) -> Self {
         Worker {
             repo,
-            trees: PackReader::new(
-                &repo.common_dir().join("objects"),
-                repo.object_hash(),
-                &repo.objects,
-                DELTA_BASE_CACHE_BYTES,
-            ),
+            trees: PackReader::new(packs, &repo.objects, DELTA_BASE_CACHE_BYTES),
             ctx,
             state: Default::default(),
-            memo: HashMap::new(),
-            cbuf: Vec::new(),
-            buf1: Vec::new(),
             buf2: Vec::new(),
             buf3: Vec::new(),
             blob: Vec::new(),
@@ -864,52 +828,16 @@ impl<'r> Worker<'r> {
         }
     }
 
-    fn tree_of(&mut self, commit: &ObjectId) -> Result<ObjectId, String> {
-        if let Some(t) = self.memo.get(commit) {
-            return Ok(*t);
-        }
-        let t = self
-            .repo
-            .objects
-            .find_commit_iter(commit, &mut self.cbuf)
-            .map_err(|e| e.to_string())?
-            .tree_id()
-            .map_err(|e| e.to_string())?;
-        self.remember(*commit, t);
-        Ok(t)
-    }
-
-    fn remember(&mut self, commit: ObjectId, tree: ObjectId) {
-        if self.memo.len() >= MEMO_MAX {
-            self.memo.clear();
-        }
-        self.memo.insert(commit, tree);
-    }
-
     fn job(&mut self, job: Job) {
-        let (label, seq, tree, parents) = match job {
+        let (label, seq, tree, parent_trees) = match job {
             Job::Commit {
                 id,
                 seq,
                 tree,
-                parents,
-            } => {
-                self.remember(id, tree);
-                (id, seq, tree, parents)
-            }
+                parent_trees,
+            } => (id, seq, tree, parent_trees),
             Job::Tree { label, tree } => (label, 0, tree, Vec::new()),
         };
-        let mut parent_trees = Vec::with_capacity(parents.len());
-        for p in &parents {
-            match self.tree_of(p) {
-                Ok(t) => parent_trees.push(t),
-                Err(e) => {
-                    self.ctx
-                        .halt(format!("parent {p} of {label} cannot be read: {e}"));
-                    return;
-                }
-            }
-        }
         // git's combined-diff rule (`diff -c`): a merge changes a path only where its content
         // differs from every parent. A tree equal to a parent's differs nowhere; otherwise
         // the diff against the first parent finds the candidates and each hit is kept only
@@ -988,25 +916,16 @@ impl<'r> Worker<'r> {
     ) -> Result<(), String> {
         self.ctx.diffs.fetch_add(1, Ordering::Relaxed);
         let hash = self.repo.object_hash();
-        let new_iter = self
-            .trees
-            .find_tree_iter(&new, &mut self.buf1)
-            .map_err(|e| format!("tree {new} of {label} cannot be read: {e}"))?;
-        let old_iter = match old {
-            Some(t) => self
-                .trees
-                .find_tree_iter(&t, &mut self.buf2)
-                .map_err(|e| format!("tree {t} cannot be read: {e}"))?,
-            None => TreeRefIter::from_bytes(&[], hash),
-        };
         if self.settings_memo.len() >= MEMO_MAX {
             self.settings_memo.clear();
         }
         let mut v = Visitor::new(self.ctx, &mut self.settings_memo);
-        match gix::diff::tree(old_iter, new_iter, &mut self.state, &self.trees, &mut v) {
+        match super::treediff::diff(&self.trees, hash, old, new, &mut self.state, &mut v) {
             Ok(()) => {}
-            Err(gix::diff::tree::Error::Cancelled) => return Ok(()),
-            Err(e) => return Err(format!("diff of {label} failed: {e}")),
+            Err(super::treediff::Stop::Cancelled) => return Ok(()),
+            Err(super::treediff::Stop::Error(e)) => {
+                return Err(format!("diff of {label} failed: {e}"))
+            }
         }
         let Visitor {
             hits,
@@ -1521,6 +1440,12 @@ impl<'c> Visitor<'c> {
                 break;
             }
         }
+    }
+}
+
+impl super::treediff::CurrentPath for Visitor<'_> {
+    fn path_mut(&mut self) -> &mut BString {
+        &mut self.path
     }
 }
 

@@ -27,6 +27,8 @@ mod engine;
 mod packs;
 pub mod rules;
 mod snapshot;
+mod treediff;
+mod walk;
 
 pub use rules::{rule, Rule, RULES};
 pub use snapshot::{RefSnapshot, RefValue, MAIN_WORKTREE, SNAPSHOT_FORMAT};
