@@ -939,7 +939,7 @@ fn index_entries(r: &mut Report, dir: &Path, repo: Option<&Path>) {
         Err(e) if e.is_not_found() => return,
         Err(e) => return r.incomplete_at(&path, repo, e),
     };
-    let bad = match crate::index_paths::bad_entries(&path, &bytes) {
+    let bad = match crate::index_paths::bad_entries_shared(&path, &bytes) {
         Ok(b) => b,
         Err(why) => return r.incomplete_at(&path, repo, why),
     };

@@ -589,7 +589,7 @@ pub(super) fn index_path_diffs(
         } else {
             format!("{base}/index")
         };
-        let bad = match crate::index_paths::bad_entries(&dir.path().join(name), &bytes) {
+        let bad = match crate::index_paths::bad_entries_shared(&dir.path().join(name), &bytes) {
             Ok(b) => b,
             Err(why) => {
                 problems.push(Problem {
