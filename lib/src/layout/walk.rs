@@ -390,7 +390,7 @@ fn open_and_list(
     let key = fstat(&fd).ok().and_then(|st| {
         if c.fs_of(st.st_dev).is_none() {
             let fs = nix::sys::statfs::fstatfs(&fd)
-                .map(|s| s.filesystem_type().0 as i64)
+                .map(|s| s.filesystem_type().0)
                 .unwrap_or(0);
             c.note_fs(st.st_dev, fs);
         }

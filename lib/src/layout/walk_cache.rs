@@ -437,7 +437,7 @@ mod tests {
         let state = tempfile::tempdir().unwrap();
         let r = std::fs::canonicalize(t.path()).unwrap().join("w");
         tree(&r);
-        let fs = nix::sys::statfs::statfs(&r).unwrap().filesystem_type().0 as i64;
+        let fs = nix::sys::statfs::statfs(&r).unwrap().filesystem_type().0;
         if !TRUSTED_FS.iter().any(|(t, _)| *t == fs) {
             let why =
                 format!("the temporary folder's file system ({fs:#x}) is not one the cache trusts");
