@@ -251,6 +251,11 @@ pub struct BadEntry {
 /// entries live in the shared index too). `Err` when the bytes are not what git would read:
 /// the caller reports that as incomplete, never as clean.
 pub fn bad_entries(index: &std::path::Path, bytes: &[u8]) -> Result<Vec<BadEntry>, String> {
+    bad_entries_of(index, bytes).0
+}
+
+/// [`bad_entries`], and whether the verdict depends on the bytes alone (not a split index).
+fn bad_entries_of(index: &std::path::Path, bytes: &[u8]) -> (Result<Vec<BadEntry>, String>, bool) {
     use crate::safegit::gitlinks::{walk, Walked};
     let mut out = Vec::new();
     let mut visit = |mode: u32, name: &[u8]| {
@@ -262,9 +267,9 @@ pub fn bad_entries(index: &std::path::Path, bytes: &[u8]) -> Result<Vec<BadEntry
             });
         }
     };
-    match walk(bytes, &mut visit) {
-        Some(Walked::Complete) => Ok(out),
-        Some(Walked::Split) => {
+    let split = match walk(bytes, &mut visit) {
+        Some(Walked::Complete) => return (Ok(out), true),
+        Some(Walked::Split) => (|| {
             let options = gix::index::decode::Options {
                 thread_limit: Some(1),
                 ..Default::default()
@@ -284,11 +289,38 @@ pub fn bad_entries(index: &std::path::Path, bytes: &[u8]) -> Result<Vec<BadEntry
                 }
             }
             Ok(out)
-        }
+        })(),
         None => Err(
             "the index is not laid out as git reads it (version, object format or sizes)".into(),
         ),
+    };
+    (split, false)
+}
+
+/// Bound on the index bytes [`bad_entries_shared`] keeps for comparison in one process.
+const SHARED_BYTES: usize = 64 << 20;
+
+/// Verdicts of [`bad_entries_shared`]: each distinct index content read, with its verdict.
+static SHARED: std::sync::Mutex<Vec<(Vec<u8>, Vec<BadEntry>)>> = std::sync::Mutex::new(Vec::new());
+
+/// [`bad_entries`], decided once per distinct index content in this process: `check` reads
+/// each git dir's index several times (the baseline comparison, the audit of the nested
+/// walk) and linked worktrees on one commit hold byte-identical indexes. The key is the whole
+/// content, compared byte for byte (never a hash the agent could collide), and only a
+/// verdict that depends on the bytes alone is kept (not a split index's, which reads the
+/// shared index too). At most [`SHARED_BYTES`] of contents are kept.
+pub fn bad_entries_shared(index: &std::path::Path, bytes: &[u8]) -> Result<Vec<BadEntry>, String> {
+    let mut memo = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, v)) = memo.iter().find(|(b, _)| b.as_slice() == bytes) {
+        return Ok(v.clone());
     }
+    let (verdict, bytes_alone) = bad_entries_of(index, bytes);
+    let verdict = verdict?;
+    let kept: usize = memo.iter().map(|(b, _)| b.len()).sum();
+    if bytes_alone && kept + bytes.len() <= SHARED_BYTES {
+        memo.push((bytes.to_vec(), verdict.clone()));
+    }
+    Ok(verdict)
 }
 
 #[cfg(test)]
@@ -429,5 +461,26 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].path, b"../home/.gitconfig");
         assert_eq!(found[0].invalid, Invalid::DotComponent);
+    }
+
+    /// The shared verdict is the verdict of exactly these bytes: an index that differs from
+    /// a clean one in a single byte is judged on its own.
+    #[test]
+    fn shared_verdicts_are_keyed_by_the_whole_content() {
+        let clean = index_v2(&["a/b.txt".into(), "c/d.txt".into()]);
+        let bad = index_v2(&["a/b.txt".into(), "c/.GIT".into()]);
+        assert_eq!(clean.len(), bad.len());
+        let p = std::path::Path::new("index");
+        for _ in 0..2 {
+            assert!(bad_entries_shared(p, &clean).unwrap().is_empty());
+            assert_eq!(bad_entries_shared(p, &bad).unwrap().len(), 1);
+            assert_eq!(
+                bad_entries_shared(p, &bad).unwrap(),
+                bad_entries(p, &bad).unwrap()
+            );
+        }
+        // Unreadable bytes stay an error every time.
+        assert!(bad_entries_shared(p, &clean[..clean.len() - 3]).is_err());
+        assert!(bad_entries_shared(p, &clean[..clean.len() - 3]).is_err());
     }
 }

@@ -942,6 +942,69 @@ fn a_repository_in_the_session_folder_or_behind_a_redirected_gitfile_is_reported
     }
 }
 
+/// The walk's listing record (`<state>.walk`, written by `check`) cannot hide a repository
+/// the agent plants in a folder it recorded, even with the folder's times put back.
+#[test]
+fn a_repository_planted_in_a_recorded_folder_with_its_times_put_back_is_reported() {
+    for git in common::gits() {
+        let s = Small::new(&git);
+        assert_eq!(s.pin(&["--session", "s1"]).0, 0);
+        let sd = s.root().join("r-worktrees/s1");
+        s.run(
+            &s.repo(),
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "--detach",
+                sd.join("wt").to_str().unwrap(),
+            ],
+        );
+        let deep = sd.join("wt/src/deep");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("f"), "x").unwrap();
+        // Past the racy margin, so the next check records the folders.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let (code, ev) = s.check(false);
+        assert_eq!(code, 0, "{}: {ev:?}", git.display());
+        let record = PathBuf::from(format!("{}.walk", s.state().display()));
+        assert!(
+            std::fs::metadata(&record).is_ok_and(|m| m.len() > 100),
+            "{}: no listing record written",
+            git.display()
+        );
+        let before = std::fs::metadata(&deep).unwrap();
+        s.armed_repo(&deep.join("x"));
+        std::fs::File::open(&deep)
+            .unwrap()
+            .set_times(
+                std::fs::FileTimes::new()
+                    .set_modified(before.modified().unwrap())
+                    .set_accessed(before.accessed().unwrap()),
+            )
+            .unwrap();
+        assert_eq!(
+            std::fs::metadata(&deep).unwrap().modified().unwrap(),
+            before.modified().unwrap()
+        );
+        // Past the margin: only the folder's ctime tells it from the record.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let _ = s.try_run(&deep.join("x"), &["status"]);
+        assert!(s.fired(), "{}: control", git.display());
+        let _ = std::fs::remove_file(s.canary());
+        let st = s.state();
+        let (code, out, _) = s.wt_check(&[
+            "check",
+            "--no-scan",
+            "--state",
+            st.to_str().unwrap(),
+            s.repo().to_str().unwrap(),
+        ]);
+        assert_eq!(code, 1, "{}: {out}", git.display());
+        assert!(out.contains("embedded_repository_armed"), "{out}");
+    }
+}
+
 #[test]
 fn tracking_setup_under_auto_setup_rebase_is_git_s_own_write() {
     for git in common::gits() {

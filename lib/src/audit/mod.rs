@@ -108,6 +108,9 @@ pub struct Walk {
 impl Walk {
     /// Why the folder `path` (below `root`) is not entered, or `None` to walk it.
     fn skip(&self, root: &Path, path: &Path) -> Option<String> {
+        if self.exclude.is_empty() && !self.skip_dependencies {
+            return None;
+        }
         let rel = path.strip_prefix(root).ok()?.to_string_lossy().into_owned();
         let name = path.file_name()?.to_string_lossy().into_owned();
         if let Some(g) = self
@@ -272,6 +275,21 @@ pub fn audit(paths: &[PathBuf]) -> Report {
 
 /// [`audit`], with the folders `walk` leaves out.
 pub fn audit_with(paths: &[PathBuf], walk: &Walk) -> Report {
+    audit_with_cache(paths, walk, None)
+}
+
+/// [`audit`], the workspace walk taking the listings of unchanged folders from `cache`
+/// (`crate::layout::walk_cache`: same entries, fewer folders read) and recording the ones
+/// it reads.
+pub fn audit_cached(paths: &[PathBuf], cache: &mut crate::layout::walk::WalkCache) -> Report {
+    audit_with_cache(paths, &Walk::default(), Some(cache))
+}
+
+fn audit_with_cache(
+    paths: &[PathBuf],
+    walk: &Walk,
+    mut cache: Option<&mut crate::layout::walk::WalkCache>,
+) -> Report {
     let mut r = Report::default();
     for p in paths {
         let abs = match std::fs::canonicalize(p) {
@@ -301,7 +319,7 @@ pub fn audit_with(paths: &[PathBuf], walk: &Walk) -> Report {
                 audit_repository(&mut r, wt.as_deref(), git_dir, &abs);
             }
         }
-        walk_workspace(&mut r, &abs, walk);
+        walk_workspace(&mut r, &abs, walk, cache.as_deref_mut());
     }
     r.findings
         .sort_by(|a, b| (b.level, &a.path, a.rule).cmp(&(a.level, &b.path, b.rule)));
@@ -478,13 +496,18 @@ fn small_file(path: &Path) -> Option<String> {
 
 /// Walk a folder for repositories: every `.git` (folder, file or link), every folder shaped
 /// like a git dir. Never follows links, never descends into a git dir.
-fn walk_workspace(r: &mut Report, root: &Path, walk: &Walk) {
+fn walk_workspace(
+    r: &mut Report,
+    root: &Path,
+    walk: &Walk,
+    cache: Option<&mut crate::layout::walk::WalkCache>,
+) {
     let mut seen = 0usize;
     // Work trees found so far (a repository below one of them is nested).
     let mut work_trees: Vec<PathBuf> = Vec::new();
     // walkdir's order and bounds, without a system call or an allocation per entry
     // (`crate::layout::walk`): a build folder of 50,000 entries is walked, not skipped.
-    let mut it = crate::layout::walk::Walk::new(root, WALK_DEPTH);
+    let mut it = crate::layout::walk::Walk::with_cache(root, WALK_DEPTH, cache);
     while let Some(ent) = it.next() {
         seen += 1;
         if seen > WALK_LIMIT {
@@ -916,7 +939,7 @@ fn index_entries(r: &mut Report, dir: &Path, repo: Option<&Path>) {
         Err(e) if e.is_not_found() => return,
         Err(e) => return r.incomplete_at(&path, repo, e),
     };
-    let bad = match crate::index_paths::bad_entries(&path, &bytes) {
+    let bad = match crate::index_paths::bad_entries_shared(&path, &bytes) {
         Ok(b) => b,
         Err(why) => return r.incomplete_at(&path, repo, why),
     };

@@ -1,6 +1,7 @@
 //! `check`: the baseline of the state file compared with the repository now.
 
 use super::*;
+use crate::layout::walk::WalkCache;
 
 // ---------------------------------------------------------------------------------------
 // check
@@ -225,7 +226,14 @@ pub fn check_with_roots(
     // Work-tree files the owner's git runs (relative programs, what the hooks run), in every
     // work tree the session could write, one added during the turn included (R5-3, R5-7).
     outcome = outcome.and(hops::compare(state, &indexes, &mk, emit));
-    let mut emb = embedded::armed(&indexes, common);
+    // The listings of the work trees' folders recorded by the last check, beside the state
+    // file (`crate::layout::walk_cache`: a folder is read again unless its device, inode,
+    // ctime and mtime are unchanged).
+    let cache_path = walk_cache_path(&opts.state);
+    let mut cache = cache_path
+        .as_deref()
+        .map_or_else(WalkCache::empty, WalkCache::load);
+    let mut emb = embedded::armed(&indexes, common, &mut cache);
     // Every repository nested in the work trees the owner's git works in (untracked, in a
     // submodule's index, behind a gitlink only in the turn's commits, a session worktree's
     // `.git` file redirected): the same audit, over a bounded walk.
@@ -244,7 +252,10 @@ pub fn check_with_roots(
             roots.push(r.clone());
         }
     }
-    let more = embedded::nested(&roots, state.work_tree.as_deref(), common);
+    let more = embedded::nested(&roots, state.work_tree.as_deref(), common, &mut cache);
+    if let Some(p) = &cache_path {
+        save_walk_cache(p, &cache);
+    }
     emb.problems.extend(more.problems);
     for f in more.findings {
         if !emb
@@ -581,7 +592,7 @@ pub(super) fn index_path_diffs(
         } else {
             format!("{base}/index")
         };
-        let bad = match crate::index_paths::bad_entries(&dir.path().join(name), &bytes) {
+        let bad = match crate::index_paths::bad_entries_shared(&dir.path().join(name), &bytes) {
             Ok(b) => b,
             Err(why) => {
                 problems.push(Problem {
@@ -652,6 +663,29 @@ pub(super) fn in_progress(
 /// (`<common>/index`) and each linked worktree's (`worktrees/<id>/index`, its work tree as
 /// the entry's `gitdir` names it) — with a session, only the session's own worktrees (another
 /// session's work tree is not this agent's to write; its own check reads it).
+/// Where the walk's listing record of the state file `state` is kept: beside it, as
+/// `<state>.walk` (the owner's folder, outside the agent's reach, like the state file).
+pub fn walk_cache_path(state: &Path) -> Option<PathBuf> {
+    let name = state.file_name()?;
+    let mut n = name.to_os_string();
+    n.push(".walk");
+    Some(state.with_file_name(n))
+}
+
+/// Write the listing record when it changed. A failure costs the next check speed only
+/// (every folder is read again), so it is not an error of the check.
+fn save_walk_cache(path: &Path, cache: &WalkCache) {
+    if !cache.changed() {
+        return;
+    }
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    if let Ok(dir) = Dir::open_trusted(parent) {
+        let _ = dir.write_atomic(name, &cache.to_bytes(), 0o600);
+    }
+}
+
 pub(super) fn index_work_trees(
     state: &State,
     entries: &BTreeMap<String, Node>,

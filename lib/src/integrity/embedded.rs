@@ -15,6 +15,7 @@
 
 use super::nf::Dir;
 use crate::audit::Finding;
+use crate::layout::walk::WalkCache;
 use std::path::{Path, PathBuf};
 
 /// Largest index read (a 1,000,000-file index is about 100 MiB).
@@ -32,7 +33,8 @@ pub struct Embedded {
 /// Audit the repositories behind the gitlinks of each `(index file, work tree)`.
 /// `common_dir`: gitlinks whose `.git` file leads into its `modules/` are skipped (compared
 /// with the baseline instead).
-pub fn armed(indexes: &[(PathBuf, PathBuf)], common_dir: &Path) -> Embedded {
+/// `cache`: folder listings recorded by the last check (`crate::layout::walk_cache`).
+pub fn armed(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, cache: &mut WalkCache) -> Embedded {
     let mut out = Embedded::default();
     for (index, work_tree) in indexes {
         let paths = match gitlink_paths(index) {
@@ -51,7 +53,7 @@ pub fn armed(indexes: &[(PathBuf, PathBuf)], common_dir: &Path) -> Embedded {
             if meta.is_file() && gitfile_into_modules(&dot_git, &sub, common_dir) {
                 continue;
             }
-            let report = crate::audit::audit(std::slice::from_ref(&sub));
+            let report = crate::audit::audit_cached(std::slice::from_ref(&sub), cache);
             for f in report.findings {
                 if f.rule == crate::audit::rules::INCOMPLETE.id {
                     out.problems.push((f.path.clone(), f.message.clone()));
@@ -79,7 +81,14 @@ pub fn armed(indexes: &[(PathBuf, PathBuf)], common_dir: &Path) -> Embedded {
 /// Findings about `main_work_tree`'s own repository are left out (the baseline compares
 /// them), and so are `.git` files that lead into `common_dir` (git's own layout: a linked
 /// worktree's entry, a submodule's git dir under `modules/`).
-pub fn nested(roots: &[PathBuf], main_work_tree: Option<&Path>, common_dir: &Path) -> Embedded {
+/// `cache`: folder listings recorded by the last check (`crate::layout::walk_cache`): the
+/// walk hands out the same entries, reading only the folders that changed.
+pub fn nested(
+    roots: &[PathBuf],
+    main_work_tree: Option<&Path>,
+    common_dir: &Path,
+    cache: &mut WalkCache,
+) -> Embedded {
     let mut out = Embedded::default();
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let main = main_work_tree.map(canon);
@@ -93,7 +102,7 @@ pub fn nested(roots: &[PathBuf], main_work_tree: Option<&Path>, common_dir: &Pat
         if std::fs::symlink_metadata(root).is_err() {
             continue; // a session folder not made yet
         }
-        let report = crate::audit::audit(std::slice::from_ref(root));
+        let report = crate::audit::audit_cached(std::slice::from_ref(root), cache);
         for f in report.findings {
             // The main repository, and what lies in the common dir (worktree entries and
             // submodule git dirs, `worktrees/<id>/modules/` included): the baseline's.
@@ -125,7 +134,7 @@ pub fn nested(roots: &[PathBuf], main_work_tree: Option<&Path>, common_dir: &Pat
                 // (the owner's git run in that folder uses its config).
                 keep(
                     &mut out,
-                    crate::audit::audit(std::slice::from_ref(&f.path)).findings,
+                    crate::audit::audit_cached(std::slice::from_ref(&f.path), cache).findings,
                 );
                 continue;
             }

@@ -38,6 +38,7 @@
 mod differential;
 mod nested;
 pub mod walk;
+pub mod walk_cache;
 mod worktrees;
 
 pub use nested::{nested_repositories, NestedFinding, NestedKind, NestedLimits, NestedReport};

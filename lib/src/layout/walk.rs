@@ -20,12 +20,14 @@
 
 use nix::errno::Errno;
 use nix::fcntl::{openat, AtFlags, OFlag, AT_FDCWD};
-use nix::sys::stat::{fstatat, Mode, SFlag};
+use nix::sys::stat::{fstat, fstatat, FileStat, Mode, SFlag};
 use std::ffi::OsStr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
+
+pub use super::walk_cache::WalkCache;
 
 const DIR_FLAGS: OFlag = OFlag::O_RDONLY
     .union(OFlag::O_DIRECTORY)
@@ -138,7 +140,9 @@ impl Listing {
 }
 
 struct Frame {
-    fd: OwnedFd,
+    /// `None` only for a folder whose recorded listing ([`WalkCache`]) holds no folder: it
+    /// is never opened (its entries' kinds are in the record).
+    fd: Option<OwnedFd>,
     listing: Listing,
     next: usize,
     /// Length of the walker's path buffer for this folder.
@@ -147,7 +151,7 @@ struct Frame {
 }
 
 /// The walker. Use as `while let Some(e) = walk.next() { … walk.skip_current_dir() … }`.
-pub struct Walk {
+pub struct Walk<'c> {
     root: PathBuf,
     max_depth: usize,
     stack: Vec<Frame>,
@@ -159,10 +163,21 @@ pub struct Walk {
     pending_error: Option<WalkError>,
     /// Frames given up (listings dropped), reused to keep their buffers.
     spare: Vec<Listing>,
+    /// Listings recorded by an earlier walk, reused for folders whose key is unchanged.
+    cache: Option<&'c mut WalkCache>,
 }
 
-impl Walk {
-    pub fn new(root: &Path, max_depth: usize) -> Walk {
+impl Walk<'static> {
+    pub fn new(root: &Path, max_depth: usize) -> Walk<'static> {
+        Walk::with_cache(root, max_depth, None)
+    }
+}
+
+impl<'c> Walk<'c> {
+    /// A walk that takes the listing of a folder whose [`super::walk_cache::FolderKey`]
+    /// equals a recorded one from `cache` instead of reading it, and records the listings
+    /// it reads. The entries handed out are the same as [`Walk::new`]'s.
+    pub fn with_cache(root: &Path, max_depth: usize, cache: Option<&'c mut WalkCache>) -> Walk<'c> {
         Walk {
             root: root.to_path_buf(),
             max_depth,
@@ -173,6 +188,7 @@ impl Walk {
             current_frame: false,
             pending_error: None,
             spare: Vec::new(),
+            cache,
         }
     }
 
@@ -203,8 +219,15 @@ impl Walk {
         if !self.started {
             self.started = true;
             let root = self.root.clone();
-            let fd = openat(AT_FDCWD, &root, DIR_FLAGS, Mode::empty());
-            return Some(self.enter(fd, root.as_os_str().len(), 0, WalkKind::Dir));
+            let mut listing = self.spare.pop().unwrap_or_default();
+            let fd = open_and_list(
+                None,
+                root.as_os_str(),
+                self.cache.as_deref_mut(),
+                &mut self.buf,
+                &mut listing,
+            );
+            return Some(self.enter(fd, listing, root.as_os_str().len(), 0, WalkKind::Dir));
         }
         loop {
             let top = self.stack.last_mut()?;
@@ -230,16 +253,18 @@ impl Walk {
             let name = OsStr::from_bytes(name);
             let kind = match WalkKind::from_dtype(dtype) {
                 Some(k) => k,
-                None => match fstatat(&top.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
-                    Ok(st) => match SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT {
-                        SFlag::S_IFDIR => WalkKind::Dir,
-                        SFlag::S_IFREG => WalkKind::File,
-                        SFlag::S_IFLNK => WalkKind::Symlink,
-                        _ => WalkKind::Other,
-                    },
+                // (A folder without a handle has a recorded listing, which never holds an
+                // unknown kind; `File` there, like a name gone since the listing, is never
+                // descended into and the caller's own read of it meets the truth.)
+                None => match top
+                    .fd
+                    .as_ref()
+                    .map(|fd| fstatat(fd, name, AtFlags::AT_SYMLINK_NOFOLLOW))
+                {
+                    Some(Ok(st)) => kind_of(&st),
                     // Gone since the listing: handed out as a file (no descent); the
                     // caller's own read of it meets the error.
-                    Err(_) => WalkKind::File,
+                    Some(Err(_)) | None => WalkKind::File,
                 },
             };
             if kind != WalkKind::Dir || depth >= self.max_depth {
@@ -251,48 +276,52 @@ impl Walk {
                 }));
             }
             // No-follow: a folder swapped for a link since the listing is refused (ELOOP).
-            let fd = openat(&top.fd, name, DIR_FLAGS, Mode::empty());
+            let mut listing = self.spare.pop().unwrap_or_default();
+            let fd = match top.fd.as_ref() {
+                Some(parent) => open_and_list(
+                    Some(parent),
+                    name,
+                    self.cache.as_deref_mut(),
+                    &mut self.buf,
+                    &mut listing,
+                ),
+                None => Err(("open", Errno::EBADF)),
+            };
             let path_len = self.path.as_os_str().len();
-            return Some(self.enter(fd, path_len, depth, WalkKind::Dir));
+            return Some(self.enter(fd, listing, path_len, depth, WalkKind::Dir));
         }
     }
 
     /// Hand out the folder at `self.path`, its listing read (a frame pushed) when it opened.
     fn enter(
         &mut self,
-        fd: nix::Result<OwnedFd>,
+        fd: Result<Option<OwnedFd>, (&'static str, Errno)>,
+        mut listing: Listing,
         path_len: usize,
         depth: usize,
         kind: WalkKind,
     ) -> Result<Entry<'_>, WalkError> {
-        let err = |path: &Path, op, e: Errno| WalkError {
-            path: path.to_path_buf(),
-            op,
-            source: std::io::Error::from(e),
-        };
         let listed = match fd {
             Ok(fd) => {
-                let mut listing = self.spare.pop().unwrap_or_default();
-                match list(&fd, &mut self.buf, &mut listing) {
-                    Ok(()) => {
-                        self.stack.push(Frame {
-                            fd,
-                            listing,
-                            next: 0,
-                            path_len,
-                            depth,
-                        });
-                        true
-                    }
-                    Err(e) => {
-                        self.pending_error = Some(err(&self.path, "list", e));
-                        false
-                    }
-                }
+                self.stack.push(Frame {
+                    fd,
+                    listing,
+                    next: 0,
+                    path_len,
+                    depth,
+                });
+                true
             }
-            // ELOOP/ENOTDIR: swapped for a link or a file since the listing.
-            Err(e) => {
-                self.pending_error = Some(err(&self.path, "open", e));
+            // ELOOP/ENOTDIR at the open: swapped for a link or a file since the listing.
+            Err((op, e)) => {
+                self.pending_error = Some(WalkError {
+                    path: self.path.to_path_buf(),
+                    op,
+                    source: std::io::Error::from(e),
+                });
+                listing.names.clear();
+                listing.slots.clear();
+                self.spare.push(listing);
                 false
             }
         };
@@ -308,6 +337,73 @@ impl Walk {
             },
         })
     }
+}
+
+fn kind_of(st: &FileStat) -> WalkKind {
+    match SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT {
+        SFlag::S_IFDIR => WalkKind::Dir,
+        SFlag::S_IFREG => WalkKind::File,
+        SFlag::S_IFLNK => WalkKind::Symlink,
+        _ => WalkKind::Other,
+    }
+}
+
+/// Open the folder `name` (relative to `parent`, or a path from the current folder for the
+/// root; never following a link at the last component) and fill `out` with its listing —
+/// read, or taken from `cache` when the folder's key equals a recorded one.
+///
+/// With a cache, a child folder is `lstat`ed first: a recorded listing with no folder in it
+/// is used without opening the folder at all (its entries need no handle). Otherwise the
+/// key is taken with `fstat` on the opened descriptor, before the listing is read, so a
+/// change made while it is read gives the next run another key.
+fn open_and_list(
+    parent: Option<&OwnedFd>,
+    name: &OsStr,
+    mut cache: Option<&mut WalkCache>,
+    buf: &mut [u8],
+    out: &mut Listing,
+) -> Result<Option<OwnedFd>, (&'static str, Errno)> {
+    out.names.clear();
+    out.slots.clear();
+    if let (Some(c), Some(p)) = (cache.as_deref_mut(), parent) {
+        if let Ok(st) = fstatat(p, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            if kind_of(&st) == WalkKind::Dir {
+                if let Some(key) = c.key_of(&st) {
+                    if c.peek(&key) == Some(false)
+                        && c.reuse(&key, &mut out.names, &mut out.slots).is_some()
+                    {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+    let fd = match parent {
+        Some(p) => openat(p, name, DIR_FLAGS, Mode::empty()),
+        None => openat(AT_FDCWD, name, DIR_FLAGS, Mode::empty()),
+    }
+    .map_err(|e| ("open", e))?;
+    let Some(c) = cache else {
+        list(&fd, buf, out).map_err(|e| ("list", e))?;
+        return Ok(Some(fd));
+    };
+    let key = fstat(&fd).ok().and_then(|st| {
+        if c.fs_of(st.st_dev).is_none() {
+            let fs = nix::sys::statfs::fstatfs(&fd)
+                .map(|s| s.filesystem_type().0)
+                .unwrap_or(0);
+            c.note_fs(st.st_dev, fs);
+        }
+        c.key_of(&st)
+    });
+    if let Some(k) = &key {
+        if c.reuse(k, &mut out.names, &mut out.slots).is_some() {
+            return Ok(Some(fd));
+        }
+    }
+    list(&fd, buf, out).map_err(|e| ("list", e))?;
+    c.listed(key, &out.names, &out.slots);
+    Ok(Some(fd))
 }
 
 /// Read the whole folder `fd` into `out`, sorted by name bytes, `.` and `..` left out.
