@@ -72,4 +72,17 @@ if command -v valgrind >/dev/null; then
     g=$(ir "$git" $what); s=$(ir "$safe_git" --git "$git" $what)
     echo "instructions, $what: git $g, safe-git $s (+$((s - g)), $(python3 -c "print(f'{$s/$g:.3f}')")x)"
   done
+  # The second goal's repository: 50 files and 20 linked worktrees.
+  wt=$work/wt20
+  "$git" init -q "$wt"
+  for i in $(seq 1 50); do echo "$i" > "$wt/f$i"; done
+  "$git" -C "$wt" add -A && "$git" -C "$wt" commit -qm 50
+  for i in $(seq 1 20); do "$git" -C "$wt" worktree add -q "$work/wt20-linked/$i" -b "b$i"; done
+  cd "$wt"
+  "$git" status >/dev/null
+  for what in status "rev-parse HEAD"; do
+    # shellcheck disable=SC2086
+    g=$(ir "$git" $what); s=$(ir "$safe_git" --git "$git" $what)
+    echo "instructions, 20 linked worktrees, $what: git $g, safe-git $s (+$((s - g)), $(python3 -c "print(f'{$s/$g:.3f}')")x)"
+  done
 fi

@@ -6,8 +6,10 @@
 #   benches/shim.sh [GIT]          # GIT defaults to /usr/local/bin/git
 #
 # The shim measured is the one the README's build produces (`cargo build --release`:
-# target/release/git-shim, dynamically linked); SHIM_BIN=<path> measures another build.
-# STATIC=1 also builds and measures, in the same run, a static one:
+# target/release/git-shim, a static PIE where glibc's static libraries are installed, see
+# bins/git-shim/build.rs; the line below prints which); SHIM_BIN=<path> measures another build
+# (e.g. one made with GITWARD_DYNAMIC=1 in another CARGO_TARGET_DIR).
+# STATIC=1 also builds and measures, in the same run, rustc's own static build for comparison:
 #   RUSTFLAGS="-C target-feature=+crt-static" cargo build --release -p git-shim \
 #       --target x86_64-unknown-linux-gnu
 # Wall clock on a loaded machine is mostly scheduling; the load-independent figure is the

@@ -689,6 +689,25 @@ pub static ENV: &[EnvEntry] = &[
     setenv("GIT_MERGE_AUTOEDIT", "no", "no editor on merge", "§2b"),
 ];
 
+/// For each byte, whether some row of [`ENV`] can match a name that starts with it (every byte
+/// when a row starts with `*`). Computed from [`ENV`] at compile time: git-shim and safe-git
+/// test every inherited variable, and most names (`PATH`, `HOME`, `TERM`, …) are ruled out by
+/// this one lookup instead of a scan of every row.
+pub static ENV_FIRST_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < ENV.len() {
+        let name = ENV[i].name.as_bytes();
+        if name.is_empty() || name[0] == b'*' {
+            t = [true; 256];
+        } else {
+            t[name[0] as usize] = true;
+        }
+        i += 1;
+    }
+    t
+};
+
 /// Variables of [`ENV`] that `git var` reports (`GIT_EDITOR`, `GIT_SEQUENCE_EDITOR`,
 /// `GIT_PAGER`) and their fallbacks. `git var` formats them and runs none, so safe-git passes
 /// the caller's values through for it instead of its overrides (it would print `:` / `cat`).
@@ -724,10 +743,20 @@ pub static ENV_GIT_HARMLESS: &[&str] = &[
 
 /// Does an environment variable name match a catalogue entry name (`GIT_TRACE*` matches
 /// `GIT_TRACE2_EVENT`)?
+///
+/// Every inherited variable is compared with every row on each shim and safe-git call, so the
+/// first byte is compared first: it rejects most rows in one comparison.
+#[inline]
 pub fn env_name_matches(pattern: &str, name: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => name.starts_with(prefix),
-        None => pattern == name,
+    let (p, n) = (pattern.as_bytes(), name.as_bytes());
+    if let (Some(&a), Some(&b)) = (p.first(), n.first()) {
+        if a != b && a != b'*' {
+            return false;
+        }
+    }
+    match p.split_last() {
+        Some((b'*', prefix)) => n.starts_with(prefix),
+        _ => p == n,
     }
 }
 
@@ -1641,6 +1670,23 @@ mod tests {
         assert!(env_name_matches("GIT_TRACE*", "GIT_TRACE2_EVENT"));
         assert!(env_name_matches("GIT_CONFIG_KEY_*", "GIT_CONFIG_KEY_0"));
         assert!(!env_name_matches("GIT_DIR", "GIT_DIRX"));
+        assert!(!env_name_matches("GIT_DIR", "HIT_DIR"));
+        assert!(!env_name_matches("GIT_DIR", ""));
+        assert!(env_name_matches("LD_*", "LD_"));
+        assert!(env_name_matches("*", "PATH"));
+        assert!(env_name_matches("", ""));
+    }
+
+    #[test]
+    fn env_first_bytes_cover_every_row() {
+        for e in ENV {
+            let first = e.name.as_bytes()[0];
+            assert!(ENV_FIRST_BYTES[usize::from(first)], "{}", e.name);
+        }
+        assert!(
+            !ENV_FIRST_BYTES[usize::from(b'H')],
+            "no row starts with H (HOME)"
+        );
     }
 
     #[test]

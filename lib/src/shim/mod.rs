@@ -302,7 +302,7 @@ impl Session {
     pub fn exec(&self, args: &[OsString], keep_config_env: bool) -> std::io::Error {
         use nix::sys::signal::{signal, sigprocmask, SigHandler, SigSet, SigmaskHow, Signal};
         use std::ffi::CString;
-        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        use std::os::unix::ffi::OsStrExt;
         if !self.git.is_absolute() {
             return self.command(args, keep_config_env).exec();
         }
@@ -315,10 +315,12 @@ impl Session {
             }
             let mut envp = Vec::new();
             for (k, v) in self.child_env(keep_config_env) {
-                let mut kv = k.into_vec();
+                // Sized once for `k=v` and the NUL `CString` adds: no regrowth per variable.
+                let mut kv = Vec::with_capacity(k.len() + v.len() + 2);
+                kv.extend_from_slice(k.as_bytes());
                 kv.push(b'=');
                 kv.extend_from_slice(v.as_bytes());
-                envp.push(c(&kv)?);
+                envp.push(CString::new(kv).map_err(|_| std::io::ErrorKind::InvalidInput)?);
             }
             Ok::<_, std::io::ErrorKind>((path, argv, envp))
         })();
