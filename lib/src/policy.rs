@@ -30,6 +30,19 @@ pub struct Docker {
     pub enabled: bool,
 }
 
+/// May the agent's commands make Unix sockets (`unix_sockets`, top level)? `deny` (the
+/// default) runs the sandbox under a seccomp filter that makes `socket(AF_UNIX)` fail, so no
+/// pathname socket (the owner's tmux, ssh ControlMaster and agent, git credential-cache) is
+/// reachable wherever it lies; `allow` drops the filter. `[docker] enabled` needs sockets: it
+/// implies `allow`, and with an explicit `deny` the policy is refused.
+#[derive(Debug, Clone, Copy, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum UnixSocketsRule {
+    #[default]
+    Deny,
+    Allow,
+}
+
 /// How the agent's git (git-shim) runs inside the sandbox. See `docs/policy.md` for why each
 /// default is what it is.
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
@@ -82,6 +95,7 @@ struct RawPolicy {
     allow_transient_config: bool,
     #[serde(default)]
     docker: Docker,
+    unix_sockets: Option<UnixSocketsRule>,
     #[serde(default)]
     settings: toml::Table,
     #[serde(default)]
@@ -114,6 +128,10 @@ pub struct Policy {
     /// Let the agent pass program-running keys with `-c`/`--config-env` for one call.
     pub allow_transient_config: bool,
     pub docker: Docker,
+    /// `unix_sockets`: `allow` when the file says so or `[docker] enabled` (Docker needs a
+    /// Unix socket), else `deny`.
+    #[serde(default)]
+    pub unix_sockets: UnixSocketsRule,
     /// The `[settings]` table, interpreted by the settings rules (presets, extra rules).
     pub settings: toml::Table,
     /// The `[shim]` table: how the agent's git runs inside the sandbox.
@@ -249,6 +267,17 @@ impl Policy {
                 }
             }
         }
+        let unix_sockets = match (raw.unix_sockets, raw.docker.enabled) {
+            (Some(UnixSocketsRule::Deny), true) => {
+                return Err(err(
+                    "unix_sockets",
+                    "\"deny\" with [docker] enabled: the Docker socket needs Unix sockets; say \"allow\" (every pathname socket outside the hidden trees becomes reachable) or turn Docker off".into(),
+                ))
+            }
+            (Some(r), _) => r,
+            (None, true) => UnixSocketsRule::Allow,
+            (None, false) => UnixSocketsRule::Deny,
+        };
         Ok(Policy {
             file: file.to_path_buf(),
             session: raw.session,
@@ -260,6 +289,7 @@ impl Policy {
             audit_log,
             state_dir,
             allow_transient_config: raw.allow_transient_config,
+            unix_sockets,
             docker: raw.docker,
             settings: raw.settings,
             shim: raw.shim,
@@ -429,6 +459,27 @@ mod tests {
         assert!(!p.worktree_allowed(&home.join("src/proj-worktrees/beta/x")));
         assert!(!p.worktree_allowed(&home.join("src/proj-worktrees/alpha/../beta/x")));
         assert!(!p.docker.enabled);
+    }
+
+    #[test]
+    fn unix_sockets_are_denied_unless_allowed_or_docker() {
+        let (_t, home, repo) = setup();
+        let file = home.join(".config/gitward/alpha.toml");
+        let load = |extra: &str| Policy::parse(&file, &policy_text(&repo, extra), &home);
+        assert_eq!(load("").unwrap().unix_sockets, UnixSocketsRule::Deny);
+        assert_eq!(
+            load("unix_sockets = \"allow\"").unwrap().unix_sockets,
+            UnixSocketsRule::Allow
+        );
+        // Docker needs a Unix socket: it implies allow, and an explicit deny is refused.
+        assert_eq!(
+            load("[docker]\nenabled = true").unwrap().unix_sockets,
+            UnixSocketsRule::Allow
+        );
+        let e = load("unix_sockets = \"deny\"\n[docker]\nenabled = true").unwrap_err();
+        assert_eq!(e.key, "unix_sockets");
+        assert!(e.rule.contains("[docker] enabled"), "{e}");
+        assert!(load("unix_sockets = \"maybe\"").is_err());
     }
 
     #[test]
