@@ -242,6 +242,14 @@ impl Policy {
         for (i, r) in raw.writable_roots.iter().enumerate() {
             writable_roots.push(abs(&format!("writable_roots[{i}]"), r)?);
         }
+        // No writable root may undo the hidden trees or expose the home folder (R6-11).
+        let mut keys = vec!["repo".to_owned(), "worktree_dir".to_owned()];
+        keys.extend((0..worktree_roots.len()).map(|i| format!("worktree_roots[{i}]")));
+        keys.extend((0..raw.writable_roots.len()).map(|i| format!("writable_roots[{i}]")));
+        let trees = hidden_trees();
+        for (key, root) in keys.iter().zip(&writable_roots) {
+            check_tree_overlap(root, home, &trees).map_err(|r| err(key, r))?;
+        }
         // The policy itself must be out of the agent's reach.
         let me = resolve(&std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()));
         if let Some(root) = writable_roots.iter().find(|r| me.starts_with(r)) {
@@ -371,6 +379,49 @@ pub static FORBIDDEN_ABSOLUTE: &[&str] = &[
     "/dev",
 ];
 
+/// The trees the sandbox covers with a fresh tmpfs (`catalogue::HIDDEN_TREES`; `{runtime}`
+/// is `$XDG_RUNTIME_DIR`, else `/run/user/<uid>`), each resolved through links.
+pub fn hidden_trees() -> Vec<PathBuf> {
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(format!("/run/user/{}", nix::unistd::getuid())));
+    crate::catalogue::HIDDEN_TREES
+        .iter()
+        .map(|t| {
+            if t.path == "{runtime}" {
+                resolve(&runtime)
+            } else {
+                resolve(Path::new(t.path))
+            }
+        })
+        .collect()
+}
+
+/// A writable root (resolved) must not be a hidden tree, hold one, or be the home folder or
+/// above it: its bind would bring the host's tree back over the sandbox's fresh tmpfs (an
+/// owner's tmux on `/tmp/x/sock`, `/var` holding `/var/tmp`), or make the owner's dotfiles
+/// and every socket in `$HOME` writable and reachable (sixth red-team pass, R6-11). A folder
+/// *inside* a tree (`/tmp/build`) is fine: only it is bound back. Returns the rule broken.
+pub fn check_tree_overlap(root: &Path, home: &Path, trees: &[PathBuf]) -> Result<(), String> {
+    let home = resolve(home);
+    if let Some(t) = trees.iter().find(|t| t.starts_with(root)) {
+        let how = if t == root { "is" } else { "contains" };
+        return Err(format!(
+            "{} {how} the hidden tree {}: its bind would bring the host's tree back over the sandbox's fresh tmpfs (sockets, other users' files); name a folder inside it",
+            root.display(),
+            t.display()
+        ));
+    }
+    if home.starts_with(root) {
+        return Err(format!(
+            "{} is the home folder or contains it; a writable root must be a folder of its own (the owner's dotfiles and sockets would be writable and reachable)",
+            root.display()
+        ));
+    }
+    Ok(())
+}
+
 /// Validate a worktree root (from the policy or from a settings file): after resolving links,
 /// it is never `/`, the home folder or one of its ancestors, inside or above a folder whose
 /// contents run outside the sandbox, or inside or above gitward's own files. Returns the rule
@@ -480,6 +531,42 @@ mod tests {
         assert_eq!(e.key, "unix_sockets");
         assert!(e.rule.contains("[docker] enabled"), "{e}");
         assert!(load("unix_sockets = \"maybe\"").is_err());
+    }
+
+    #[test]
+    fn a_writable_root_that_is_or_holds_a_hidden_tree_or_home_is_refused() {
+        let (_t, home, repo) = setup();
+        let file = home.join(".config/gitward/alpha.toml");
+        let trees = hidden_trees();
+        let tmp = resolve(Path::new("/tmp"));
+        assert!(trees.contains(&tmp));
+        for (root, want) in [
+            ("/tmp".to_owned(), "is the hidden tree"),
+            ("/var".to_owned(), "contains the hidden tree"),
+            ("/var/tmp".to_owned(), "is the hidden tree"),
+            ("/dev/shm".to_owned(), "is the hidden tree"),
+            (home.display().to_string(), "home folder"),
+            (home.parent().unwrap().display().to_string(), "home folder"),
+        ] {
+            let text = policy_text(&repo, &format!("writable_roots = [\"{root}\"]"));
+            let e = Policy::parse(&file, &text, &home).unwrap_err();
+            assert_eq!(e.key, "writable_roots[0]", "{root}");
+            assert!(e.rule.contains(want), "{root}: {e}");
+            assert!(e.to_string().starts_with(&file.display().to_string()));
+        }
+        // A folder inside a tree is bound back alone: allowed.
+        let inside = tmp.join(format!("gw-policy-test-{}", std::process::id()));
+        let text = policy_text(
+            &repo,
+            &format!("writable_roots = [\"{}\"]", inside.display()),
+        );
+        Policy::parse(&file, &text, &home).unwrap();
+        // The checks in isolation, with a made-up tree list.
+        let t = vec![PathBuf::from("/srv/t")];
+        assert!(check_tree_overlap(Path::new("/srv"), Path::new("/h"), &t).is_err());
+        assert!(check_tree_overlap(Path::new("/srv/t/x"), Path::new("/h"), &t).is_ok());
+        assert!(check_tree_overlap(Path::new("/h"), Path::new("/h"), &t).is_err());
+        assert!(check_tree_overlap(Path::new("/h/src"), Path::new("/h"), &t).is_ok());
     }
 
     #[test]
