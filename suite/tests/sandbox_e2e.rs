@@ -683,7 +683,7 @@ fn wt_check_plan_refuses_a_layout_it_cannot_vouch_for() {
         format!("gitdir: {}/.git\n", other.display()),
     )
     .unwrap();
-    for format in ["json", "bwrap", "srt", "seatbelt"] {
+    for format in ["json", "bwrap", "srt", "seatbelt", "seccomp"] {
         let o = wt_check(&s, &["plan", "--format", format, wt.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(2));
         assert!(o.stdout.is_empty(), "never a partial plan");
@@ -695,7 +695,7 @@ fn wt_check_plan_refuses_a_layout_it_cannot_vouch_for() {
         );
     }
     // And a good one in every format.
-    for format in ["json", "bwrap", "srt", "seatbelt"] {
+    for format in ["json", "bwrap", "srt", "seatbelt", "seccomp"] {
         let o = wt_check(
             &s,
             &[
@@ -734,6 +734,22 @@ fn wt_check_plan_refuses_a_layout_it_cannot_vouch_for() {
             "{format}"
         );
     }
+    // The Unix-socket filter, as bubblewrap's --seccomp reads it: struct sock_filter[],
+    // starting with the load of seccomp_data.arch.
+    let o = wt_check(
+        &s,
+        &[
+            "plan",
+            "--policy",
+            s.policy.to_str().unwrap(),
+            "--format",
+            "seccomp",
+            s.repo.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert!(!o.stdout.is_empty() && o.stdout.len().is_multiple_of(8));
+    assert_eq!(&o.stdout[..8], &[0x20, 0, 0, 0, 4, 0, 0, 0]);
 }
 
 #[test]
