@@ -37,7 +37,13 @@ use std::path::{Path, PathBuf};
 
 /// Version of the JSON contract (`docs/sandbox-plan.md`). Bumped on any change a consumer
 /// would notice: a field removed or renamed, a meaning changed.
-pub const FORMAT: u32 = 1;
+///
+/// Format 2 (sixth red-team pass, R6-1/R6-5): [`Plan::unix_sockets`]. A format-1 consumer
+/// built a sandbox in which every pathname Unix socket outside the hidden trees stayed
+/// reachable; the version changes so that such a consumer notices instead of ignoring the rule.
+pub const FORMAT: u32 = 2;
+
+pub mod seccomp;
 
 /// What to plan for.
 #[derive(Debug, Clone, Default)]
@@ -54,6 +60,9 @@ pub struct PlanOptions {
     pub docker: bool,
     /// The sandbox keeps the network: database sockets stay reachable.
     pub network: bool,
+    /// The policy lets the sandbox make Unix sockets (`unix_sockets = "allow"`): no seccomp
+    /// filter, every pathname socket outside the hidden trees, folders and sockets reachable.
+    pub unix_sockets: bool,
     /// Paths the command reads that may lie below a hidden tree (agent-shell's shim folder,
     /// the policy file the shim reads): bound back read-only there, with `$HOME` and the
     /// folders on `$PATH`.
@@ -121,6 +130,47 @@ pub struct HiddenTree {
     /// Writable scratch space (`/tmp`, `/var/tmp`, `/dev/shm`) or read-only and empty.
     pub writable: bool,
     pub what: &'static str,
+}
+
+/// Whether the command may make Unix sockets ([`Plan::unix_sockets`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnixRule {
+    /// `socket(AF_UNIX)` fails with `EPERM` ([`seccomp`]): no pathname socket is reachable.
+    Deny,
+    /// No filter: every pathname socket the sandbox can see is reachable.
+    Allow,
+}
+
+/// The Unix-socket rule and why it is what it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnixSockets {
+    pub rule: UnixRule,
+    pub reason: &'static str,
+}
+
+const R_UNIX_DENY: &str = "socket(AF_UNIX) fails with EPERM (seccomp; io_uring and other ABIs denied; socketpair allowed): no pathname socket is reachable, wherever it lies (tmux, ssh ControlMaster and agent, git credential-cache in $HOME, /var/lib, /srv)";
+const R_UNIX_POLICY: &str = "the policy says unix_sockets = \"allow\": every pathname Unix socket outside the hidden trees, hidden folders and hidden sockets is reachable ($HOME: tmux -S, ssh ControlMaster and agent, git credential-cache; /var/lib, /srv)";
+const R_UNIX_DOCKER: &str = "[docker] enabled: the Docker socket needs socket(AF_UNIX), so every pathname Unix socket outside the hidden trees, hidden folders and hidden sockets is reachable ($HOME: tmux -S, ssh ControlMaster and agent, git credential-cache; /var/lib, /srv)";
+
+impl UnixSockets {
+    /// The rule for these options: denied unless the policy allows it or opts in to Docker.
+    pub fn for_options(opts: &PlanOptions) -> UnixSockets {
+        match (opts.unix_sockets, opts.docker) {
+            (true, _) => UnixSockets {
+                rule: UnixRule::Allow,
+                reason: R_UNIX_POLICY,
+            },
+            (false, true) => UnixSockets {
+                rule: UnixRule::Allow,
+                reason: R_UNIX_DOCKER,
+            },
+            (false, false) => UnixSockets {
+                rule: UnixRule::Deny,
+                reason: R_UNIX_DENY,
+            },
+        }
+    }
 }
 
 /// How the sandbox enforces one entry `pin` records.
@@ -191,6 +241,10 @@ pub struct Plan {
     pub keep: Vec<Hidden>,
     /// Exactly the set `wt-check pin` records, each with how it is enforced.
     pub pinned: Vec<Pinned>,
+    /// Whether the command may make Unix sockets. Hiding trees and listing sockets cannot be
+    /// complete (a read-only bind does not stop `connect(2)`, and sockets sit in `$HOME`,
+    /// `/var/lib`, `/srv`): by default the sandbox cannot make a Unix socket at all.
+    pub unix_sockets: UnixSockets,
 }
 
 // Reasons, one per rule (rows of docs/sandbox-plan.md).
@@ -984,6 +1038,7 @@ pub(crate) fn build(
         hide_trees: Vec::new(),
         keep: Vec::new(),
         pinned,
+        unix_sockets: UnixSockets::for_options(opts),
     })
 }
 
@@ -1111,6 +1166,11 @@ impl Mount<'_> {
 /// The descriptor the `bwrap` format's file placeholders copy their (empty) content from.
 pub const BWRAP_EMPTY_FD: i32 = 3;
 
+/// The descriptor the `bwrap` format's `--seccomp` reads the Unix-socket filter from
+/// ([`seccomp`]; `wt-check plan --format seccomp` writes it: `4< <(wt-check plan --format
+/// seccomp …)`).
+pub const BWRAP_SECCOMP_FD: i32 = 4;
+
 impl Plan {
     /// The JSON contract (pretty, one trailing newline).
     pub fn to_json(&self) -> String {
@@ -1174,6 +1234,9 @@ impl Plan {
         }
         for h in &self.hide {
             a.extend(["--ro-bind".into(), "/dev/null".into(), s(&h.path)]);
+        }
+        if self.unix_sockets.rule == UnixRule::Deny {
+            a.extend(["--seccomp".into(), BWRAP_SECCOMP_FD.to_string()]);
         }
         a
     }
@@ -1258,7 +1321,10 @@ impl Plan {
             .collect();
         let v = serde_json::json!({
             "filesystem": { "allowWrite": allow, "denyWrite": deny },
-            "network": { "allowUnixSockets": [], "allowAllUnixSockets": false },
+            "network": {
+                "allowUnixSockets": [],
+                "allowAllUnixSockets": self.unix_sockets.rule == UnixRule::Allow,
+            },
             "gitwardHiddenTrees": trees,
         });
         let mut s = serde_json::to_string_pretty(&v).expect("json");
@@ -1271,8 +1337,8 @@ impl Plan {
     /// SBPL), connections to hidden sockets denied. Generated and unit-tested; it cannot run
     /// on Linux.
     pub fn seatbelt(&self) -> String {
-        let mut s = String::from(
-            "; gitward sandbox plan (format 1): writable roots, then the protected set\n",
+        let mut s = format!(
+            "; gitward sandbox plan (format {FORMAT}): writable roots, then the protected set\n"
         );
         for w in &self.writable {
             let _ = writeln!(s, "(allow file-write* (subpath {}))", sbpl_str(&w.path));
@@ -1326,6 +1392,11 @@ impl Plan {
                 sbpl_str(&h.path)
             );
         }
+        // Last, so it wins over every allow above: no outbound Unix socket at all, wherever
+        // it lies ($HOME, /var/lib, /srv), unless the policy allows them.
+        if self.unix_sockets.rule == UnixRule::Deny {
+            s.push_str("(deny network-outbound (remote unix-socket))\n");
+        }
         s
     }
 }
@@ -1363,6 +1434,9 @@ pub enum PlanFormat {
     Srt,
     /// An SBPL fragment for macOS Seatbelt.
     Seatbelt,
+    /// The Unix-socket filter (classic BPF, `struct sock_filter[]`) for bubblewrap's
+    /// `--seccomp`; nothing when the plan allows Unix sockets.
+    Seccomp,
 }
 
 /// What `wt-check plan` was given.
@@ -1400,6 +1474,7 @@ pub fn options_from(args: &ToolArgs) -> Result<PlanOptions, String> {
         o.extra_writable = policy_writable(&p);
         o.read_back = vec![crate::shell::shim_dir(&p), p.file.clone()];
         o.docker = p.docker.enabled;
+        o.unix_sockets = p.unix_sockets == crate::policy::UnixSocketsRule::Allow;
     }
     Ok(o)
 }
@@ -1430,6 +1505,29 @@ pub fn run_tool(args: &ToolArgs) -> crate::exit::Code {
         Err(e) => return fail(e.to_string()),
     };
     let out = match args.format {
+        PlanFormat::Seccomp => {
+            let bytes = match plan.unix_sockets.rule {
+                UnixRule::Allow => Vec::new(),
+                UnixRule::Deny => match seccomp::native_filter_bytes() {
+                    Some(b) => b,
+                    None => {
+                        return fail(format!(
+                        "{}: no Unix-socket filter for this architecture (x86_64, aarch64 only)",
+                        std::env::consts::ARCH
+                    ))
+                    }
+                },
+            };
+            use std::io::Write as _;
+            let mut out = std::io::stdout().lock();
+            return match out.write_all(&bytes).and_then(|()| out.flush()) {
+                Ok(()) => crate::exit::CLEAN,
+                Err(e) => {
+                    eprintln!("wt-check: cannot write to standard output: {e}");
+                    crate::exit::INCOMPLETE
+                }
+            };
+        }
         PlanFormat::Json => plan.to_json(),
         PlanFormat::Srt => plan.srt(),
         PlanFormat::Seatbelt => plan.seatbelt(),

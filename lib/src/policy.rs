@@ -30,6 +30,19 @@ pub struct Docker {
     pub enabled: bool,
 }
 
+/// May the agent's commands make Unix sockets (`unix_sockets`, top level)? `deny` (the
+/// default) runs the sandbox under a seccomp filter that makes `socket(AF_UNIX)` fail, so no
+/// pathname socket (the owner's tmux, ssh ControlMaster and agent, git credential-cache) is
+/// reachable wherever it lies; `allow` drops the filter. `[docker] enabled` needs sockets: it
+/// implies `allow`, and with an explicit `deny` the policy is refused.
+#[derive(Debug, Clone, Copy, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum UnixSocketsRule {
+    #[default]
+    Deny,
+    Allow,
+}
+
 /// How the agent's git (git-shim) runs inside the sandbox. See `docs/policy.md` for why each
 /// default is what it is.
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
@@ -82,6 +95,7 @@ struct RawPolicy {
     allow_transient_config: bool,
     #[serde(default)]
     docker: Docker,
+    unix_sockets: Option<UnixSocketsRule>,
     #[serde(default)]
     settings: toml::Table,
     #[serde(default)]
@@ -114,6 +128,10 @@ pub struct Policy {
     /// Let the agent pass program-running keys with `-c`/`--config-env` for one call.
     pub allow_transient_config: bool,
     pub docker: Docker,
+    /// `unix_sockets`: `allow` when the file says so or `[docker] enabled` (Docker needs a
+    /// Unix socket), else `deny`.
+    #[serde(default)]
+    pub unix_sockets: UnixSocketsRule,
     /// The `[settings]` table, interpreted by the settings rules (presets, extra rules).
     pub settings: toml::Table,
     /// The `[shim]` table: how the agent's git runs inside the sandbox.
@@ -224,6 +242,14 @@ impl Policy {
         for (i, r) in raw.writable_roots.iter().enumerate() {
             writable_roots.push(abs(&format!("writable_roots[{i}]"), r)?);
         }
+        // No writable root may undo the hidden trees or expose the home folder (R6-11).
+        let mut keys = vec!["repo".to_owned(), "worktree_dir".to_owned()];
+        keys.extend((0..worktree_roots.len()).map(|i| format!("worktree_roots[{i}]")));
+        keys.extend((0..raw.writable_roots.len()).map(|i| format!("writable_roots[{i}]")));
+        let trees = hidden_trees();
+        for (key, root) in keys.iter().zip(&writable_roots) {
+            check_tree_overlap(root, home, &trees).map_err(|r| err(key, r))?;
+        }
         // The policy itself must be out of the agent's reach.
         let me = resolve(&std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()));
         if let Some(root) = writable_roots.iter().find(|r| me.starts_with(r)) {
@@ -249,6 +275,17 @@ impl Policy {
                 }
             }
         }
+        let unix_sockets = match (raw.unix_sockets, raw.docker.enabled) {
+            (Some(UnixSocketsRule::Deny), true) => {
+                return Err(err(
+                    "unix_sockets",
+                    "\"deny\" with [docker] enabled: the Docker socket needs Unix sockets; say \"allow\" (every pathname socket outside the hidden trees becomes reachable) or turn Docker off".into(),
+                ))
+            }
+            (Some(r), _) => r,
+            (None, true) => UnixSocketsRule::Allow,
+            (None, false) => UnixSocketsRule::Deny,
+        };
         Ok(Policy {
             file: file.to_path_buf(),
             session: raw.session,
@@ -260,6 +297,7 @@ impl Policy {
             audit_log,
             state_dir,
             allow_transient_config: raw.allow_transient_config,
+            unix_sockets,
             docker: raw.docker,
             settings: raw.settings,
             shim: raw.shim,
@@ -340,6 +378,49 @@ pub static FORBIDDEN_ABSOLUTE: &[&str] = &[
     "/sys",
     "/dev",
 ];
+
+/// The trees the sandbox covers with a fresh tmpfs (`catalogue::HIDDEN_TREES`; `{runtime}`
+/// is `$XDG_RUNTIME_DIR`, else `/run/user/<uid>`), each resolved through links.
+pub fn hidden_trees() -> Vec<PathBuf> {
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(format!("/run/user/{}", nix::unistd::getuid())));
+    crate::catalogue::HIDDEN_TREES
+        .iter()
+        .map(|t| {
+            if t.path == "{runtime}" {
+                resolve(&runtime)
+            } else {
+                resolve(Path::new(t.path))
+            }
+        })
+        .collect()
+}
+
+/// A writable root (resolved) must not be a hidden tree, hold one, or be the home folder or
+/// above it: its bind would bring the host's tree back over the sandbox's fresh tmpfs (an
+/// owner's tmux on `/tmp/x/sock`, `/var` holding `/var/tmp`), or make the owner's dotfiles
+/// and every socket in `$HOME` writable and reachable (sixth red-team pass, R6-11). A folder
+/// *inside* a tree (`/tmp/build`) is fine: only it is bound back. Returns the rule broken.
+pub fn check_tree_overlap(root: &Path, home: &Path, trees: &[PathBuf]) -> Result<(), String> {
+    let home = resolve(home);
+    if let Some(t) = trees.iter().find(|t| t.starts_with(root)) {
+        let how = if t == root { "is" } else { "contains" };
+        return Err(format!(
+            "{} {how} the hidden tree {}: its bind would bring the host's tree back over the sandbox's fresh tmpfs (sockets, other users' files); name a folder inside it",
+            root.display(),
+            t.display()
+        ));
+    }
+    if home.starts_with(root) {
+        return Err(format!(
+            "{} is the home folder or contains it; a writable root must be a folder of its own (the owner's dotfiles and sockets would be writable and reachable)",
+            root.display()
+        ));
+    }
+    Ok(())
+}
 
 /// Validate a worktree root (from the policy or from a settings file): after resolving links,
 /// it is never `/`, the home folder or one of its ancestors, inside or above a folder whose
@@ -429,6 +510,63 @@ mod tests {
         assert!(!p.worktree_allowed(&home.join("src/proj-worktrees/beta/x")));
         assert!(!p.worktree_allowed(&home.join("src/proj-worktrees/alpha/../beta/x")));
         assert!(!p.docker.enabled);
+    }
+
+    #[test]
+    fn unix_sockets_are_denied_unless_allowed_or_docker() {
+        let (_t, home, repo) = setup();
+        let file = home.join(".config/gitward/alpha.toml");
+        let load = |extra: &str| Policy::parse(&file, &policy_text(&repo, extra), &home);
+        assert_eq!(load("").unwrap().unix_sockets, UnixSocketsRule::Deny);
+        assert_eq!(
+            load("unix_sockets = \"allow\"").unwrap().unix_sockets,
+            UnixSocketsRule::Allow
+        );
+        // Docker needs a Unix socket: it implies allow, and an explicit deny is refused.
+        assert_eq!(
+            load("[docker]\nenabled = true").unwrap().unix_sockets,
+            UnixSocketsRule::Allow
+        );
+        let e = load("unix_sockets = \"deny\"\n[docker]\nenabled = true").unwrap_err();
+        assert_eq!(e.key, "unix_sockets");
+        assert!(e.rule.contains("[docker] enabled"), "{e}");
+        assert!(load("unix_sockets = \"maybe\"").is_err());
+    }
+
+    #[test]
+    fn a_writable_root_that_is_or_holds_a_hidden_tree_or_home_is_refused() {
+        let (_t, home, repo) = setup();
+        let file = home.join(".config/gitward/alpha.toml");
+        let trees = hidden_trees();
+        let tmp = resolve(Path::new("/tmp"));
+        assert!(trees.contains(&tmp));
+        for (root, want) in [
+            ("/tmp".to_owned(), "is the hidden tree"),
+            ("/var".to_owned(), "contains the hidden tree"),
+            ("/var/tmp".to_owned(), "is the hidden tree"),
+            ("/dev/shm".to_owned(), "is the hidden tree"),
+            (home.display().to_string(), "home folder"),
+            (home.parent().unwrap().display().to_string(), "home folder"),
+        ] {
+            let text = policy_text(&repo, &format!("writable_roots = [\"{root}\"]"));
+            let e = Policy::parse(&file, &text, &home).unwrap_err();
+            assert_eq!(e.key, "writable_roots[0]", "{root}");
+            assert!(e.rule.contains(want), "{root}: {e}");
+            assert!(e.to_string().starts_with(&file.display().to_string()));
+        }
+        // A folder inside a tree is bound back alone: allowed.
+        let inside = tmp.join(format!("gw-policy-test-{}", std::process::id()));
+        let text = policy_text(
+            &repo,
+            &format!("writable_roots = [\"{}\"]", inside.display()),
+        );
+        Policy::parse(&file, &text, &home).unwrap();
+        // The checks in isolation, with a made-up tree list.
+        let t = vec![PathBuf::from("/srv/t")];
+        assert!(check_tree_overlap(Path::new("/srv"), Path::new("/h"), &t).is_err());
+        assert!(check_tree_overlap(Path::new("/srv/t/x"), Path::new("/h"), &t).is_ok());
+        assert!(check_tree_overlap(Path::new("/h"), Path::new("/h"), &t).is_err());
+        assert!(check_tree_overlap(Path::new("/h/src"), Path::new("/h"), &t).is_ok());
     }
 
     #[test]

@@ -14,6 +14,9 @@
 //!
 //! - The base is read-only (`--ro-bind / /`), with `--unshare-all` (no network unless asked),
 //!   `--die-with-parent`, `--new-session`, `--cap-drop ALL`; only the plan's writable roots are writable.
+//! - Unless the plan allows Unix sockets, the command runs under the Unix-socket filter
+//!   (`--seccomp`, [`crate::plan::seccomp`]): `socket(AF_UNIX)` fails with `EPERM`, so no
+//!   pathname socket anywhere (`$HOME`, `/var/lib`, `/srv`) is reachable.
 //! - Every folder between a writable root and a mount below it is an anchor, bound onto
 //!   itself ([`Plan::anchors`]): renaming a folder that holds a mount point moves the mount
 //!   with it, renaming a mount point fails (`EBUSY`).
@@ -30,7 +33,7 @@
 
 pub mod lines;
 
-use crate::plan::{EntryKind, Mount, Plan};
+use crate::plan::{EntryKind, Mount, Plan, UnixRule};
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::{fstat, Mode, SFlag};
 use std::ffi::OsString;
@@ -60,6 +63,10 @@ pub enum SandboxError {
     Open { path: PathBuf, source: nix::Error },
     #[error("bubblewrap not found (looked for {})", BWRAP_PATHS.join(", "))]
     NoBwrap,
+    /// The plan denies Unix sockets and there is no filter for this architecture: the
+    /// sandbox would not keep its promise, so it is not started.
+    #[error("{arch}: no Unix-socket filter for this architecture (x86_64, aarch64); set unix_sockets = \"allow\" in the policy to run without it")]
+    NoSeccomp { arch: &'static str },
 }
 
 /// A sandbox ready to start: bubblewrap's arguments up to `--`, the descriptors they name
@@ -366,6 +373,27 @@ pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
     }
     if let Some(d) = &base.chdir {
         push(&mut args, &["--chdir".as_ref(), d.as_os_str()]);
+    }
+    // The Unix-socket filter (`crate::plan::seccomp`): bubblewrap reads the program from a
+    // pipe and installs it, after `no_new_privs`, just before running the command.
+    if plan.unix_sockets.rule == UnixRule::Deny {
+        let prog = crate::plan::seccomp::native_filter_bytes().ok_or(SandboxError::NoSeccomp {
+            arch: std::env::consts::ARCH,
+        })?;
+        let open_err = |source| SandboxError::Open {
+            path: PathBuf::from("(seccomp filter pipe)"),
+            source,
+        };
+        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(open_err)?;
+        // A few hundred bytes: far below the pipe's buffer, so the write cannot block.
+        let n = nix::unistd::write(&write, &prog).map_err(open_err)?;
+        if n != prog.len() {
+            return Err(open_err(nix::Error::EIO));
+        }
+        drop(write);
+        args.push("--seccomp".into());
+        args.push(read.as_raw_fd().to_string().into());
+        fds.push(read);
     }
     // bubblewrap reports the command's exit code on this pipe when the command ran: none
     // means bubblewrap itself failed (a mount it could not make), which is a setup failure,

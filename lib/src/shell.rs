@@ -458,6 +458,7 @@ fn bwrap_sandbox(policy: &Policy) -> Result<Sandboxed, ShellError> {
         session_dir: Some(sd.clone()),
         extra_writable: plan::policy_writable(policy),
         docker: policy.docker.enabled,
+        unix_sockets: policy.unix_sockets == crate::policy::UnixSocketsRule::Allow,
         network: false,
         read_back: vec![shim_dir(policy), policy.file.clone()],
     })?;

@@ -683,7 +683,7 @@ fn wt_check_plan_refuses_a_layout_it_cannot_vouch_for() {
         format!("gitdir: {}/.git\n", other.display()),
     )
     .unwrap();
-    for format in ["json", "bwrap", "srt", "seatbelt"] {
+    for format in ["json", "bwrap", "srt", "seatbelt", "seccomp"] {
         let o = wt_check(&s, &["plan", "--format", format, wt.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(2));
         assert!(o.stdout.is_empty(), "never a partial plan");
@@ -695,7 +695,7 @@ fn wt_check_plan_refuses_a_layout_it_cannot_vouch_for() {
         );
     }
     // And a good one in every format.
-    for format in ["json", "bwrap", "srt", "seatbelt"] {
+    for format in ["json", "bwrap", "srt", "seatbelt", "seccomp"] {
         let o = wt_check(
             &s,
             &[
@@ -734,6 +734,22 @@ fn wt_check_plan_refuses_a_layout_it_cannot_vouch_for() {
             "{format}"
         );
     }
+    // The Unix-socket filter, as bubblewrap's --seccomp reads it: struct sock_filter[],
+    // starting with the load of seccomp_data.arch.
+    let o = wt_check(
+        &s,
+        &[
+            "plan",
+            "--policy",
+            s.policy.to_str().unwrap(),
+            "--format",
+            "seccomp",
+            s.repo.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert!(!o.stdout.is_empty() && o.stdout.len().is_multiple_of(8));
+    assert_eq!(&o.stdout[..8], &[0x20, 0, 0, 0, 4, 0, 0, 0]);
 }
 
 #[test]
@@ -1331,6 +1347,8 @@ fn the_owners_session_sockets_are_hidden() {
     p.hide_folders.clear();
     p.hide_trees.clear();
     p.keep.clear();
+    // And without the Unix-socket filter, which alone would keep tmux out (sixth pass, R6-1).
+    p.unix_sockets.rule = gitward::plan::UnixRule::Allow;
     let (o, _) = run_in(&p, &s, &script);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(status_of(&out, "bus"), 0, "control: {out}");
@@ -2155,5 +2173,147 @@ fn a_script_a_guarded_hook_runs_is_held_then_released() {
             2,
             "approved writes stand"
         );
+    }
+}
+
+/// No pathname Unix socket the owner has anywhere is reachable: the sandbox cannot make a Unix
+/// socket (`socket(AF_UNIX)` fails under the seccomp filter, `gitward::plan::seccomp`), so a
+/// plain listener, an owner's tmux on `~/…/sock` and git's credential-cache daemon at
+/// `~/.cache/git/credential/socket` (the owner's token) are out of reach, while the agent's
+/// work goes on: commits, `git worktree add`/`remove`, `socket.socketpair()` (sixth red-team
+/// pass, R6-1, R6-5). Positive control: the same commands through agent-shell with the
+/// policy's `unix_sockets = "allow"` reach all three.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn no_unix_socket_of_the_owner_is_reachable_wherever_it_lies() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    bwrap_works().expect("bubblewrap must work for this test");
+    let python = Path::new("/usr/bin/python3");
+    assert!(
+        python.exists(),
+        "/usr/bin/python3 is needed to connect and use socketpair"
+    );
+    for g in gits() {
+        let s = Session::new(&g);
+        // A plain listener in $HOME, answering "hello".
+        let plain = s.home.join(".owner-daemon/sock");
+        std::fs::create_dir_all(plain.parent().unwrap()).unwrap();
+        let l = std::os::unix::net::UnixListener::bind(&plain).unwrap();
+        l.set_nonblocking(true).unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let th = {
+            let (accepted, stop) = (accepted.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    match l.accept() {
+                        Ok((mut c, _)) => {
+                            accepted.fetch_add(1, Ordering::SeqCst);
+                            let _ = std::io::Write::write_all(&mut c, b"hello");
+                        }
+                        Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                    }
+                }
+            })
+        };
+        // git's credential-cache daemon, started by the owner's git, holding a token.
+        let host_git = |args: &[&str], input: &str| {
+            let mut c = Command::new(&s.git)
+                .env_clear()
+                .env("HOME", &s.home)
+                .env("PATH", "/usr/bin:/bin")
+                .args(args)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            std::io::Write::write_all(c.stdin.as_mut().unwrap(), input.as_bytes()).unwrap();
+            drop(c.stdin.take());
+            assert!(c.wait().unwrap().success(), "git {args:?}");
+        };
+        host_git(
+            &["credential-cache", "--timeout", "120", "store"],
+            "protocol=https\nhost=example.com\nusername=owner\npassword=ghp_OWNER_TOKEN\n\n",
+        );
+        assert!(s.home.join(".cache/git/credential/socket").exists());
+        // An owner's tmux on a socket in $HOME.
+        let tmux_sock = s.home.join(".tmux-owner/sock");
+        std::fs::create_dir_all(tmux_sock.parent().unwrap()).unwrap();
+        let st = Command::new("/usr/bin/tmux")
+            .arg("-S")
+            .arg(&tmux_sock)
+            .args(["new-session", "-d", "-s", "owner", "sleep 120"])
+            .env_remove("TMUX")
+            .status();
+        assert!(
+            matches!(st, Ok(s) if s.success()),
+            "an owner's tmux server is needed (.ci/run installs tmux)"
+        );
+        let mark = s.home.join("TMUX-FIRED");
+        let script = format!(
+            r#"/usr/bin/python3 -c 'import socket,sys; c=socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); sys.exit(0 if c.recv(5)==b"hello" else 3)' {plain} 2>/dev/null; echo plain=$?
+printf 'protocol=https\nhost=example.com\n\n' | {git} credential-cache get 2>/dev/null | grep -q ghp_OWNER_TOKEN; echo cred=$?
+/usr/bin/tmux -S {tmux} run-shell 'touch {mark}' 2>/dev/null; echo tmux=$?
+/usr/bin/python3 -c 'import socket; a,b=socket.socketpair(); a.send(b"x"); assert b.recv(1)==b"x"'; echo socketpair=$?
+date +%s%N > b.txt; git add b.txt && git commit -q -m agent; echo commit=$?
+w=w$(date +%s%N); git worktree add -q -b $w ../proj-worktrees/s1/$w; echo wt_add=$?
+git worktree remove ../proj-worktrees/s1/$w; echo wt_remove=$?
+"#,
+            plain = plain.display(),
+            git = s.git.display(),
+            tmux = tmux_sock.display(),
+            mark = mark.display(),
+        );
+        let policy = std::fs::read_to_string(&s.policy).unwrap();
+        for allow in [true, false] {
+            let text = if allow {
+                format!("unix_sockets = \"allow\"\n{policy}")
+            } else {
+                policy.clone()
+            };
+            std::fs::write(&s.policy, text).unwrap();
+            let before = accepted.load(Ordering::SeqCst);
+            let o = s.agent(&script, true);
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let out = String::from_utf8_lossy(&o.stdout).into_owned();
+            let ctx = format!(
+                "{} allow={allow}\n{out}\n{}",
+                g.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            for step in ["socketpair", "commit", "wt_add", "wt_remove"] {
+                assert_eq!(status_of(&out, step), 0, "{step}: {ctx}");
+            }
+            if allow {
+                for step in ["plain", "cred", "tmux"] {
+                    assert_eq!(
+                        status_of(&out, step),
+                        0,
+                        "control: {step} unreachable: {ctx}"
+                    );
+                }
+                assert!(accepted.load(Ordering::SeqCst) > before, "control: {ctx}");
+                assert!(mark.exists(), "control: tmux run-shell did not fire: {ctx}");
+                std::fs::remove_file(&mark).unwrap();
+            } else {
+                for step in ["plain", "cred", "tmux"] {
+                    assert_ne!(status_of(&out, step), 0, "{step} reachable: {ctx}");
+                }
+                assert_eq!(accepted.load(Ordering::SeqCst), before, "{ctx}");
+                assert!(!mark.exists(), "tmux run-shell fired on the host: {ctx}");
+            }
+        }
+        stop.store(true, Ordering::SeqCst);
+        th.join().unwrap();
+        let _ = Command::new("/usr/bin/tmux")
+            .arg("-S")
+            .arg(&tmux_sock)
+            .arg("kill-server")
+            .status();
+        host_git(&["credential-cache", "exit"], "");
     }
 }

@@ -297,7 +297,8 @@ enum Cmd {
         #[arg(long)]
         network: bool,
         /// `json` (the plan), `bwrap` (bubblewrap arguments, one per line), `srt` (a
-        /// sandbox-runtime settings fragment) or `seatbelt` (an SBPL fragment).
+        /// sandbox-runtime settings fragment), `seatbelt` (an SBPL fragment) or `seccomp`
+        /// (the Unix-socket filter for bubblewrap's `--seccomp`, binary).
         #[arg(long, value_enum, default_value_t = gitward::plan::PlanFormat::Json)]
         format: gitward::plan::PlanFormat,
         /// A work tree, linked worktree or bare git dir.

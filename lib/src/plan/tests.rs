@@ -307,7 +307,7 @@ fn the_formats_come_from_the_same_plan() {
     )));
     // JSON: the contract round-trips and carries its format.
     let j: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
-    assert_eq!(j["format"], 1);
+    assert_eq!(j["format"], FORMAT);
     assert_eq!(j["pinned"].as_array().unwrap().len(), p.pinned.len());
 }
 
@@ -482,4 +482,62 @@ fn what_the_command_reads_below_a_tree_is_bound_back_read_only() {
         "{:?}",
         p.keep
     );
+}
+
+/// The Unix-socket rule in every format (sixth red-team pass, R6-1, R6-5): denied by default
+/// (JSON `unix_sockets.rule`, bubblewrap `--seccomp 4`, srt `allowAllUnixSockets: false`,
+/// Seatbelt's blanket deny as the last rule); allowed by the policy or Docker, with none of
+/// them and a reason that says every socket outside the hidden trees is reachable.
+#[test]
+fn the_unix_socket_rule_is_in_every_format() {
+    let r = repo();
+    let denied = plan(&opts(&r)).unwrap();
+    assert_eq!(denied.format, 2);
+    assert_eq!(denied.unix_sockets.rule, UnixRule::Deny);
+    let j: serde_json::Value = serde_json::from_str(&denied.to_json()).unwrap();
+    assert_eq!(j["unix_sockets"]["rule"], "deny");
+    let a = denied.bwrap_args();
+    let at = a.iter().position(|x| x == "--seccomp").unwrap();
+    assert_eq!(a[at + 1], BWRAP_SECCOMP_FD.to_string());
+    let srt: serde_json::Value = serde_json::from_str(&denied.srt()).unwrap();
+    assert_eq!(srt["network"]["allowAllUnixSockets"], false);
+    let sb = denied.seatbelt();
+    assert_eq!(
+        sb.lines().last(),
+        Some("(deny network-outbound (remote unix-socket))"),
+        "{sb}"
+    );
+    for (o, why) in [
+        (
+            PlanOptions {
+                unix_sockets: true,
+                ..opts(&r)
+            },
+            "unix_sockets = \"allow\"",
+        ),
+        (
+            PlanOptions {
+                docker: true,
+                ..opts(&r)
+            },
+            "[docker] enabled",
+        ),
+    ] {
+        let p = plan(&o).unwrap();
+        assert_eq!(p.unix_sockets.rule, UnixRule::Allow);
+        assert!(
+            p.unix_sockets.reason.contains(why),
+            "{}",
+            p.unix_sockets.reason
+        );
+        assert!(p.unix_sockets.reason.contains("reachable"));
+        let j: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
+        assert_eq!(j["unix_sockets"]["rule"], "allow");
+        assert!(!p.bwrap_args().iter().any(|x| x == "--seccomp"));
+        let srt: serde_json::Value = serde_json::from_str(&p.srt()).unwrap();
+        assert_eq!(srt["network"]["allowAllUnixSockets"], true);
+        assert!(!p
+            .seatbelt()
+            .contains("(deny network-outbound (remote unix-socket))"));
+    }
 }
