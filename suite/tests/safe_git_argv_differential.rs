@@ -36,7 +36,6 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 #[path = "../../lib/tests/differential/mod.rs"]
-#[allow(dead_code)]
 mod differential;
 use differential::{run_size, seed, Rng};
 
