@@ -54,7 +54,10 @@ fn ls_files(
     let mut v = Vec::new();
     for rec in out.stdout.split(|&b| b == 0).filter(|r| !r.is_empty()) {
         let tab = rec.iter().position(|&b| b == b'\t')?;
-        let mode = u32::from_str_radix(std::str::from_utf8(&rec[..6]).ok()?.trim(), 8).ok()?;
+        // `%06o`: at least six digits, more for a mode wider than 18 bits (git prints the
+        // 32 bits it read, as the walk reports them).
+        let sp = rec.iter().position(|&b| b == b' ')?;
+        let mode = u32::from_str_radix(std::str::from_utf8(&rec[..sp]).ok()?, 8).ok()?;
         let name = &rec[tab + 1..];
         v.push((
             mode,

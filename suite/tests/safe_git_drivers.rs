@@ -65,6 +65,10 @@ const MATRIX: &[(&[&str], &[&str])] = &[
         &["reflog", "-p", "-2"],
         &["reflog", "--no-textconv", "--no-ext-diff", "-p", "-2"],
     ),
+    // `-h` alone prints the usage (found by safe_git_argv_differential: an inserted
+    // `--no-textconv` made `grep -h` an option, "no pattern given").
+    (&["grep", "-h"], &["grep", "-h"]),
+    (&["log", "-h"], &["log", "-h"]),
 ];
 
 #[test]
@@ -91,9 +95,10 @@ fn a_neutralised_diff_driver_leaves_the_command_working() {
             args.extend_from_slice(cmd);
             let safe = sb.run(&safe_git, &args, &r);
             let plain = sb.run(&git, equivalent, &r);
+            let usage = cmd.last() == Some(&"-h");
             assert_eq!(
                 safe.status.code(),
-                Some(0),
+                Some(if usage { 129 } else { 0 }),
                 "{} safe-git {cmd:?} failed: {}",
                 git.display(),
                 String::from_utf8_lossy(&safe.stderr)

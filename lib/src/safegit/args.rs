@@ -267,11 +267,72 @@ fn opt_name(a: &str) -> &str {
     }
 }
 
-/// The subcommand's arguments up to `--` / `--end-of-options`.
+fn is_terminator(a: &str) -> bool {
+    a == "--" || a == "--end-of-options"
+}
+
+/// Could git still be waiting for this option word's value? A long option without `=`, or
+/// any bundle of short options (its last letter may take the next word): parse-options and
+/// revision.c then take the next word as the value, whatever it is.
+fn may_want_value(a: &str) -> bool {
+    a.starts_with('-') && a != "-" && !(a.starts_with("--") && a.contains('='))
+}
+
+/// Where the subcommand's options end: the first `--` / `--end-of-options` that git cannot
+/// have taken as the value of the option before it.
+///
+/// git hands an option that takes a value the next word even when that word is `--` or
+/// `--end-of-options` (`grep -e -- -Ocmd` searches for `--` and opens `cmd`; `clean -ne --
+/// --no-dry-run -f` deletes; `notes --ref -- add` adds a note), and only the *next*
+/// terminator ends its options. Which options take a value differs per subcommand and per
+/// version, so a terminator right after an option word that may still want its value is read
+/// as that value here, and the scan goes on: conservative, a pathspec after `-p --` is then
+/// checked like an option.
+fn options_end(rest: &[OsString]) -> usize {
+    let mut prev: Option<&str> = None;
+    for (i, a) in rest.iter().enumerate() {
+        let a = a.to_str().unwrap_or("");
+        if is_terminator(a) && !prev.is_some_and(may_want_value) {
+            return i;
+        }
+        prev = Some(a);
+    }
+    rest.len()
+}
+
+/// The subcommand's arguments up to where its options end ([`options_end`]).
 fn options(rest: &[OsString]) -> impl Iterator<Item = &str> {
+    rest[..options_end(rest)].iter().filter_map(|a| a.to_str())
+}
+
+/// The subcommand's arguments up to the first `--` / `--end-of-options`, for the checks whose
+/// allow-list holds only options that take no separate value: an option before the first
+/// terminator is then either allowed (and cannot have swallowed it) or refused.
+fn options_before_first_terminator(rest: &[OsString]) -> impl Iterator<Item = &str> {
     rest.iter()
         .filter_map(|a| a.to_str())
-        .take_while(|a| *a != "--" && *a != "--end-of-options")
+        .take_while(|a| !is_terminator(a))
+}
+
+/// The words after the first `--` / `--end-of-options` (see
+/// [`options_before_first_terminator`]).
+fn after_first_terminator(rest: &[OsString]) -> &[OsString] {
+    match rest
+        .iter()
+        .position(|a| a.to_str().is_some_and(is_terminator))
+    {
+        Some(at) => &rest[at + 1..],
+        None => &[],
+    }
+}
+
+/// The words after the terminator that ends the options: pathspecs or, for the subcommands
+/// that read a mode or a count of names, words that still count as such (git drops the
+/// terminator and reads them: `symbolic-ref -- HEAD refs/heads/x` writes, `notes -- add`
+/// adds).
+fn after_options(rest: &[OsString]) -> &[OsString] {
+    let end = options_end(rest);
+    rest.get(end + 1..).unwrap_or(&[])
 }
 
 fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
@@ -307,7 +368,7 @@ fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
         "worktree" => match a.mode() {
             Some("list") | Some("prune") => Ok(()),
             Some("remove") => {
-                for opt in options(&a.rest[1..]) {
+                for opt in options_before_first_terminator(&a.rest[1..]) {
                     if opt.starts_with('-') && !matches!(opt, "-f" | "--force") {
                         return refuse(opt, "only --force is allowed with worktree remove");
                     }
@@ -325,10 +386,21 @@ fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
             _ => Err(ArgsError::Form(sub.into(), "only `remote`, `remote -v` and `remote get-url` are allowed (no network, no writes)")),
         },
         "symbolic-ref" => {
-            let positional = options(&a.rest).filter(|o| !o.starts_with('-')).count();
-            for opt in options(&a.rest) {
-                if matches!(opt, "-d" | "--delete" | "-m") {
-                    return refuse(opt, "symbolic-ref may only read");
+            // An allow-list, not a deny-list: git takes `--del`/`--d` for `--delete` and
+            // `-qd` for `-q -d`.
+            let positional = options_before_first_terminator(&a.rest)
+                .filter(|o| !o.starts_with('-'))
+                .count()
+                + after_first_terminator(&a.rest).len();
+            for opt in options_before_first_terminator(&a.rest).filter(|o| o.starts_with('-')) {
+                if !matches!(
+                    opt,
+                    "-q" | "--quiet" | "--short" | "--recurse" | "--no-recurse"
+                ) {
+                    return refuse(
+                        opt,
+                        "symbolic-ref may only read (-q, --short, --[no-]recurse)",
+                    );
                 }
             }
             if positional > 1 {
@@ -339,8 +411,9 @@ fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
         "config" => check_config(a),
         "reflog" => {
             // `git reflog <log options> expire` still runs expire on git ≥ 2.40 (subcommands
-            // are found after unknown options), so the writing modes are refused anywhere.
-            for opt in options(&a.rest) {
+            // are found after unknown options), so the writing modes are refused anywhere,
+            // after `--` too.
+            for opt in a.rest.iter().filter_map(|x| x.to_str()) {
                 if matches!(opt, "expire" | "delete" | "drop") {
                     return Err(ArgsError::Form(sub.into(), "only the reading forms (`reflog`, `reflog show`, `reflog list`, `reflog exists`) are allowed"));
                 }
@@ -349,7 +422,7 @@ fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
         }
         "submodule" => check_submodule(a),
         "cherry" => {
-            for opt in options(&a.rest).filter(|o| o.starts_with('-')) {
+            for opt in options_before_first_terminator(&a.rest).filter(|o| o.starts_with('-')) {
                 if !matches!(opt_name(opt), "-v" | "--abbrev") {
                     return refuse(opt, "only -v and --abbrev are allowed with cherry");
                 }
@@ -367,15 +440,19 @@ fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
                 } else if opt.starts_with('-') {
                     return refuse(opt, "only --ref is allowed with `notes list`");
                 } else if opt == "list" {
-                    break;
+                    return Ok(());
                 } else {
                     return Err(ArgsError::Form(sub.into(), "only `notes list` is allowed"));
                 }
             }
-            Ok(())
+            // git drops the terminator and reads the next word as the subcommand.
+            match after_options(&a.rest).first().map(|w| w.to_str()) {
+                None | Some(Some("list")) => Ok(()),
+                _ => Err(ArgsError::Form(sub.into(), "only `notes list` is allowed")),
+            }
         }
         "var" => {
-            for opt in options(&a.rest).filter(|o| o.starts_with('-')) {
+            for opt in options_before_first_terminator(&a.rest).filter(|o| o.starts_with('-')) {
                 if !matches!(opt, "-l") {
                     return refuse(opt, "only -l is allowed with var");
                 }
@@ -393,7 +470,7 @@ fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
 fn check_submodule(a: &GitArgs) -> Result<(), ArgsError> {
     let sub = "submodule";
     let mut seen_status = false;
-    for opt in options(&a.rest) {
+    for opt in options_before_first_terminator(&a.rest) {
         if !opt.starts_with('-') {
             if !seen_status && opt != "status" {
                 return Err(ArgsError::Form(
@@ -414,6 +491,12 @@ fn check_submodule(a: &GitArgs) -> Result<(), ArgsError> {
             ));
         }
     }
+    if !seen_status && !after_first_terminator(&a.rest).is_empty() {
+        return Err(ArgsError::Form(
+            sub.into(),
+            "only `submodule status` (or `submodule` alone) is allowed",
+        ));
+    }
     Ok(())
 }
 
@@ -422,8 +505,13 @@ fn check_submodule(a: &GitArgs) -> Result<(), ArgsError> {
 fn check_clean(a: &GitArgs) -> Result<(), ArgsError> {
     let sub = "clean";
     let mut dry = false;
-    let mut it = options(&a.rest);
+    // Every option clean allows is known here, with the two that take a value (`-e`,
+    // `--exclude`) consuming it below: a terminator met at this level ends the options.
+    let mut it = a.rest.iter().filter_map(|x| x.to_str());
     while let Some(opt) = it.next() {
+        if is_terminator(opt) {
+            break;
+        }
         if !opt.starts_with('-') {
             continue;
         }
@@ -539,7 +627,7 @@ fn check_listing(a: &GitArgs, flags: &[&str], with_value: &[&str]) -> Result<(),
     let sub = a.subcommand.as_str();
     let mut listing = false;
     let mut positional = 0;
-    let mut it = a.rest.iter().filter_map(|x| x.to_str()).peekable();
+    let mut it = a.rest.iter().filter_map(|x| x.to_str());
     while let Some(arg) = it.next() {
         if arg == "--" {
             positional += it.count();
@@ -563,11 +651,10 @@ fn check_listing(a: &GitArgs, flags: &[&str], with_value: &[&str]) -> Result<(),
         if with_value.contains(&name) {
             listing = true;
             if !arg.contains('=') {
-                // `--contains <commit>`: the value is optional in git; take the next word if
-                // it is not an option.
-                if it.peek().is_some_and(|n| !n.starts_with('-')) {
-                    it.next();
-                }
+                // git takes the next word as the value whatever it is (`--format -- -D x`
+                // formats with `--` and deletes `x`); `--contains`/`--merged` default to HEAD
+                // only when they are the last word.
+                it.next();
             }
             continue;
         }
@@ -981,6 +1068,70 @@ mod tests {
             &["var", "--frob"],
         ] {
             assert!(parse_strs(a).is_err(), "{a:?} must be refused");
+        }
+    }
+
+    /// Found by `suite/tests/safe_git_argv_differential.rs` (each deletes, writes or runs
+    /// under plain git, both gits): a `--` / `--end-of-options` that git takes as an
+    /// option's value does not end the options; words after a real terminator still count as
+    /// modes and names; option allow-lists, not deny-lists (abbreviations, bundles).
+    #[test]
+    fn a_terminator_taken_as_a_value_does_not_end_the_options() {
+        for a in [
+            &["grep", "-e", "--", "-O/tmp/x"][..],
+            &[
+                "grep",
+                "-e",
+                "--end-of-options",
+                "--open-files-in-pager=/tmp/x",
+            ],
+            &["grep", "--max-depth", "--", "-O"],
+            &["clean", "-n", "-e", "--", "--no-dry-run", "-f"],
+            &["clean", "-ne", "--end-of-options", "--no-dry-run", "-f"],
+            &["clean", "-n", "--exclude", "--", "--no-dry-run", "-f"],
+            &["notes", "--ref", "--end-of-options", "append", "-m", "m"],
+            &["notes", "--ref", "--", "add"],
+            &["notes", "--", "add", "-m", "x"],
+            &["notes", "--ref=x", "--", "remove"],
+            &["symbolic-ref", "--", "--delete", "refs/heads/sym"],
+            &["symbolic-ref", "--", "HEAD", "refs/heads/x"],
+            &["symbolic-ref", "--del", "refs/heads/sym"],
+            &["symbolic-ref", "--d", "refs/heads/sym"],
+            &["symbolic-ref", "-qd", "refs/heads/sym"],
+            &["submodule", "--", "update"],
+            &["reflog", "--", "expire", "--all"],
+            &["branch", "--format", "--", "-D", "x"],
+            &["branch", "--sort", "--", "-m", "x", "y"],
+            &["tag", "--format", "--", "-d", "v1"],
+        ] {
+            assert!(parse_strs(a).is_err(), "{a:?} must be refused");
+        }
+        for a in [
+            &["grep", "-e", "x", "--", "-O"][..],
+            &["grep", "--max-depth=1", "x", "--", "-O"],
+            &["log", "--", "--help"],
+            &["clean", "-n", "--", "-f"],
+            &["clean", "-n", "-e", "x", "--", "f"],
+            &["notes", "--", "list"],
+            &["notes", "--ref=x", "--", "list"],
+            &["symbolic-ref", "--", "HEAD"],
+            &["symbolic-ref", "-q", "--short", "HEAD"],
+            &["submodule", "status", "--", "sub"],
+            &["branch", "--format", "%(refname)", "--list", "--", "x"],
+            &["tag", "--contains"],
+            &["tag", "--contains", "--", "new"],
+            &[
+                "submodule",
+                "--quiet",
+                "status",
+                "--cached",
+                "--",
+                "vendor/x",
+            ],
+            &["cherry", "-v", "--", "main"],
+            &["worktree", "remove", "--force", "--", "../wt"],
+        ] {
+            ok(a);
         }
     }
 

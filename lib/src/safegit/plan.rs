@@ -313,6 +313,11 @@ fn diff_drivers(
             _ => {}
         }
     }
+    // `<subcommand> -h` alone prints the usage and runs nothing; an inserted word would make
+    // `-h` an option of the subcommand (`grep --no-textconv -h`: "no pattern given").
+    if args.rest.len() == 1 && args.rest[0] == "-h" {
+        return Ok(());
+    }
     let at = diff_options_at(args);
     let textconv_at = at.or_else(|| TEXTCONV_ONLY_COMMANDS.contains(&sub.as_str()).then_some(0));
     if let (true, Some(at)) = (textconv_off, textconv_at) {
