@@ -1991,6 +1991,20 @@ pub struct HiddenFolder {
 /// by host tools started below them; the plan puts a read-only placeholder there.
 pub static SHARED_DISCOVERY_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 
+/// Files git opens by name in a work tree with a blocking `open(2)` during ordinary commands:
+/// `.gitignore` and `.gitattributes` of every folder (status, add, commit, checkout), and the
+/// top's `.mailmap` (log, shortlog, blame) and `.gitmodules` (status, submodule commands),
+/// plus `HEAD`, which discovery opens in every candidate git dir on its way up. A FIFO there
+/// hangs the owner's git; a device is read as whatever it yields (sixth red-team pass, R6-4;
+/// R5-14 for `HEAD`). Matched at any depth (a superset for the top-only two).
+pub static OPENED_BY_NAME: &[&str] = &[
+    "HEAD",
+    ".gitignore",
+    ".gitattributes",
+    ".mailmap",
+    ".gitmodules",
+];
+
 /// Folders `wt-check audit` does not walk by default (`--walk-all` walks them): package and
 /// build output that can hold hundreds of thousands of entries and, as installed, no
 /// repository. A folder is also one when it carries a Cache Directory Tagging `CACHEDIR.TAG`

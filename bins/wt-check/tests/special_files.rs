@@ -170,6 +170,66 @@ fn a_fifo_at_a_nested_repositorys_head_is_reported_and_set_aside() {
     }
 }
 
+/// A FIFO under a name git opens by name in the work tree (`.gitignore` in a subfolder,
+/// `.gitattributes`, `.mailmap` at the top): the owner's `git status` / `git log` hangs on it
+/// (sixth red-team pass, R6-4). `check` reports each as GW021 and `--restore` moves it aside,
+/// after which the owner's git runs. Positive control: plain git hangs first.
+#[test]
+fn fifos_git_opens_by_name_in_the_work_tree_are_reported_and_set_aside() {
+    for git in common::gits() {
+        let w = common::world();
+        w.pin();
+        std::fs::create_dir_all(w.main().join("sub")).unwrap();
+        let fifos = [
+            w.main().join("sub/.gitignore"),
+            w.main().join(".gitattributes"),
+            w.main().join(".mailmap"),
+        ];
+        for f in &fifos {
+            mkfifo(f);
+        }
+        assert!(
+            run_for(
+                plain_git(&w, &git, &w.main(), &["status", "--porcelain"]),
+                5
+            )
+            .is_none(),
+            "{}: `git status` did not hang on the work-tree FIFOs",
+            git.display()
+        );
+        let (code, ev) = check(&w, false);
+        assert_eq!(code, 1, "{}: {ev:#?}", git.display());
+        for f in &fifos {
+            let e = ev
+                .iter()
+                .find(|e| e["path"].as_str() == Some(f.to_str().unwrap()))
+                .unwrap_or_else(|| {
+                    panic!("{}: {} not reported: {ev:#?}", git.display(), f.display())
+                });
+            assert_eq!(e["rule"], "GW021");
+            assert_eq!(e["level"], "error");
+        }
+        let (_, ev) = check(&w, true);
+        for f in &fifos {
+            assert!(
+                names(&ev, f).contains(&"quarantined".to_owned()),
+                "{}: {ev:#?}",
+                f.display()
+            );
+            assert!(
+                std::fs::symlink_metadata(f).is_err(),
+                "{} still there",
+                f.display()
+            );
+        }
+        let back = run_for(
+            plain_git(&w, &git, &w.main(), &["status", "--porcelain"]),
+            20,
+        );
+        assert_eq!(back.map(|b| b.0), Some(0), "{}", git.display());
+    }
+}
+
 /// FIFOs below `dir` (the quarantine), not following links.
 fn walk_fifos(dir: &Path) -> Vec<std::path::PathBuf> {
     use std::os::unix::fs::FileTypeExt;

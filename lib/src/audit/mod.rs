@@ -540,18 +540,26 @@ fn walk_workspace(
                 format!("deeper than {WALK_DEPTH} levels; not walked"),
             );
         }
-        // A FIFO, socket or device named `HEAD`: git's `is_git_directory` opens every
-        // candidate's `HEAD` on its way up (a bare-shaped folder's too) with a blocking open.
+        // A FIFO, socket or device under a name git opens with a blocking open: `HEAD`
+        // (discovery's `is_git_directory`, a bare-shaped folder's too), `.gitignore`,
+        // `.gitattributes`, `.mailmap`, `.gitmodules` (`catalogue::OPENED_BY_NAME`).
         if ent.file_type() == crate::layout::walk::WalkKind::Other
-            && ent.file_name() == OsStr::new("HEAD")
+            && crate::catalogue::OPENED_BY_NAME
+                .iter()
+                .any(|n| ent.file_name() == OsStr::new(n))
         {
             let p = ent.path().to_path_buf();
+            let by = if ent.file_name() == OsStr::new("HEAD") {
+                "git's discovery opens it (blocking)"
+            } else {
+                "git opens it by name (blocking) in status, add, commit, log"
+            };
             r.add(
                 &rules::SPECIAL_FILE,
                 &p,
                 None,
                 format!(
-                    "{}: not a file: git's discovery opens it (blocking) when run in {}, and hangs",
+                    "{}: not a file: {by} when run in {}, and hangs",
                     p.display(),
                     p.parent().unwrap_or(root).display()
                 ),
