@@ -133,6 +133,52 @@ fn relative_programs_changed_in_a_worktree_added_during_the_turn_are_reported() 
     }
 }
 
+/// A `.git` file planted in a folder of the work tree (`sub/.git`: `gitdir: ../.git`) makes
+/// that folder a second work tree of the same repository: the owner's git run there resolves
+/// the relative `core.fsmonitor` from `sub/` and runs the agent's `sub/tools/fsmon.sh` (sixth
+/// red-team pass, R6-3). `check` reports the `.git` file at error level. Positive control: the
+/// owner's plain `git status` in `sub/` runs the payload. A submodule checkout's `.git` file
+/// (into `modules/`) and the session's linked worktrees stay clean (the other tests).
+#[test]
+fn a_gitfile_that_makes_a_second_work_tree_of_the_repository_is_reported() {
+    for git in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        write_exec(&m.join("tools/fsmon.sh"), "#!/bin/sh\nexit 1\n");
+        w.git(&m, &["add", "-A"]);
+        w.git(&m, &["commit", "-q", "-m", "tools"]);
+        w.git(&m, &["config", "core.fsmonitor", "tools/fsmon.sh"]);
+        pin_accepting(&w);
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 0, "clean before: {ev:#?}");
+        let fired = w.root().join("pwned-second");
+        std::fs::create_dir_all(m.join("sub")).unwrap();
+        std::fs::write(m.join("sub/.git"), "gitdir: ../.git\n").unwrap();
+        write_exec(
+            &m.join("sub/tools/fsmon.sh"),
+            &format!("#!/bin/sh\ntouch {}; exit 1\n", fired.display()),
+        );
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:#?}", git.display());
+        let dot_git = m.join("sub/.git");
+        let e = ev
+            .iter()
+            .find(|e| {
+                e["path"].as_str() == Some(dot_git.to_str().unwrap()) && e["level"] == "error"
+            })
+            .unwrap_or_else(|| panic!("{}: sub/.git not reported: {ev:#?}", git.display()));
+        assert_eq!(e["level"], "error", "{ev:#?}");
+        let got = owner_runs(
+            &w,
+            &git,
+            &m.join("sub"),
+            &["status"],
+            std::slice::from_ref(&fired),
+        );
+        assert_eq!(got, [true], "{}: control", git.display());
+    }
+}
+
 /// Where `pre-commit` is (its folder), if installed.
 fn pre_commit_dir() -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();

@@ -720,6 +720,34 @@ fn gitfile(
         audit_repository(r, Some(wt), &target, root);
         return;
     }
+    // A `.git` file that makes a folder of a work tree a second work tree of the enclosing
+    // repository (its git dir, or one of its worktree entries, outside git's own layout):
+    // git run there uses that repository's hooks and config, and resolves its relative
+    // programs (`core.fsmonitor = tools/x.sh`, a relative `core.hooksPath`) from this folder,
+    // whose files are the agent's (sixth red-team pass, R6-3). git never writes one.
+    if let Some(enc) = enclosing {
+        let enc_git = normalize(&enc.join(".git"));
+        let same_repo = |t: &Path| {
+            t == enc_git
+                || t.parent() == Some(enc_git.join("worktrees").as_path())
+                || matches!((std::fs::canonicalize(t), std::fs::canonicalize(&enc_git)), (Ok(x), Ok(y)) if x == y)
+        };
+        if same_repo(&target) {
+            r.add_level(
+                &rules::GITFILE_REDIRECT,
+                Severity::Error,
+                path,
+                Some(wt),
+                format!(
+                    "{}: `.git` file makes {} a second work tree of {}: the owner's git there runs that repository's hooks and its relative programs from this folder",
+                    path.display(),
+                    wt.display(),
+                    enc.display()
+                ),
+                details!("target" => target.clone(), "leaves_workspace" => false, "same_repository" => true),
+            );
+        }
+    }
     if !target.starts_with(root) {
         r.add(
             &rules::GITFILE_REDIRECT,

@@ -126,7 +126,14 @@ pub fn nested(
                 .get("target")
                 .and_then(|t| t.as_str())
                 .is_some_and(|t| Path::new(t).starts_with(&common));
-            if f.rule == crate::audit::rules::GITFILE_REDIRECT.id && into_common {
+            // …but a `.git` file that makes a folder a second work tree of this very
+            // repository outside git's layout is the agent's (R6-3), not the baseline's.
+            let second_work_tree =
+                f.details.get("same_repository") == Some(&serde_json::Value::Bool(true));
+            if f.rule == crate::audit::rules::GITFILE_REDIRECT.id
+                && into_common
+                && !second_work_tree
+            {
                 continue;
             }
             if f.rule == crate::audit::rules::BARE_IN_WORK_TREE.id {
