@@ -184,8 +184,8 @@ rule!(
     "GW021",
     "special-file-in-git-dir",
     Error,
-    "A FIFO, socket or device in a git dir.",
-    "git opens HEAD, config, refs, index and the worktree entries' files with a blocking open: a FIFO there hangs the owner's git (status, worktree list, gc); a device is read as whatever it yields. git never makes one. Move it aside (`wt-check check --restore` does).",
+    "A FIFO, socket or device in a git dir, or in a work tree under a name git opens (`.gitignore`, `.gitattributes`, `.mailmap`, `.gitmodules`, `HEAD`).",
+    "git opens HEAD, config, refs, index, the worktree entries' files and a work tree's .gitignore, .gitattributes, .mailmap and .gitmodules with a blocking open: a FIFO there hangs the owner's git (status, log, commit, worktree list, gc); a device is read as whatever it yields. git never makes one. Move it aside (`wt-check check --restore` does).",
     "§3.3"
 );
 
