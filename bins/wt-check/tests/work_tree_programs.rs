@@ -158,8 +158,19 @@ fn a_gitfile_that_makes_a_second_work_tree_of_the_repository_is_reported() {
             &m.join("sub/tools/fsmon.sh"),
             &format!("#!/bin/sh\ntouch {}; exit 1\n", fired.display()),
         );
+        // In a folder that sorts before the top's `.git` (the walk reaches it first: R7-2).
+        std::fs::create_dir_all(m.join(".c")).unwrap();
+        std::fs::write(m.join(".c/.git"), "gitdir: ../.git\n").unwrap();
         let (code, ev) = w.check(false);
         assert_eq!(code, 1, "{}: {ev:#?}", git.display());
+        let early = m.join(".c/.git");
+        assert!(
+            ev.iter()
+                .any(|e| e["path"].as_str() == Some(early.to_str().unwrap())
+                    && e["level"] == "error"),
+            "{}: .c/.git not reported: {ev:#?}",
+            git.display()
+        );
         let dot_git = m.join("sub/.git");
         let e = ev
             .iter()

@@ -585,11 +585,26 @@ fn walk_workspace(
             continue;
         }
         let path = ent.path().to_path_buf();
+        // The work tree this one lies in: one found already, or an ancestor with a `.git`
+        // the sorted walk has not reached yet (`.a/sub/.git` comes before the top's `.git`:
+        // seventh red-team pass, R7-2).
         let enclosing = work_trees
             .iter()
             .rev()
             .find(|w| path.starts_with(w) && path != **w)
-            .cloned();
+            .cloned()
+            .or_else(|| {
+                let own = if is_dot_git {
+                    path.parent()
+                } else {
+                    Some(path.as_path())
+                }?;
+                own.ancestors()
+                    .skip(1)
+                    .take_while(|a| a.starts_with(root))
+                    .find(|a| std::fs::symlink_metadata(a.join(".git")).is_ok())
+                    .map(Path::to_path_buf)
+            });
         if is_dot_git {
             let wt = path.parent().unwrap_or(root).to_path_buf();
             let ft = ent.file_type();
