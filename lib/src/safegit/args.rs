@@ -649,7 +649,12 @@ fn check_listing(a: &GitArgs, flags: &[&str], with_value: &[&str]) -> Result<(),
             continue;
         }
         if with_value.contains(&name) {
-            listing = true;
+            // The filters imply listing in git (`branch.c`/`tag.c`: with_commit, no_commit,
+            // merge filters, points_at); `--sort` and `--format` do not: `branch --sort x new`
+            // creates `new` (found by the argv differential's long run).
+            if !matches!(name, "--sort" | "--format") {
+                listing = true;
+            }
             if !arg.contains('=') {
                 // git takes the next word as the value whatever it is (`--format -- -D x`
                 // formats with `--` and deletes `x`); `--contains`/`--merged` default to HEAD
@@ -913,6 +918,18 @@ mod tests {
         ok(&["branch", "--list", "feat*"]);
         ok(&["branch", "--contains", "HEAD~1"]);
         ok(&["branch", "--format=%(refname)", "--sort=-committerdate"]);
+        // `--sort`/`--format` do not imply listing: a name after them creates a branch or tag.
+        for a in [
+            &["branch", "--sort", "--end-of-options", "new"][..],
+            &["branch", "--sort=x", "new"],
+            &["branch", "--format=%(refname)", "new"],
+            &["tag", "--sort", "x", "v9"],
+            &["tag", "--format=%(refname)", "v9"],
+        ] {
+            assert!(matches!(refused(a), ArgsError::Form(..)), "{a:?}");
+        }
+        ok(&["branch", "--sort=x", "--list", "new*"]);
+        ok(&["branch", "--contains", "HEAD", "--sort=x"]);
         assert!(matches!(refused(&["branch", "new"]), ArgsError::Form(..)));
         assert!(matches!(
             refused(&["branch", "-D", "x"]),
