@@ -99,6 +99,12 @@ const COMMANDS: &[&[&str]] = &[
     &["name-rev", "HEAD"],
     &["stash", "list"],
     &["stash", "show", "-p"],
+    // No option: git shows stash.showStat/showPatch's choice (the stat by default); an
+    // inserted --no-ext-diff alone switched it to a patch (argv differential, long run).
+    &["stash", "show"],
+    &["stash", "show", "stash@{0}"],
+    &["-c", "stash.showPatch=true", "stash", "show"],
+    &["-c", "stash.showStat=false", "stash", "show"],
     &["remote", "-v"],
     &["check-attr", "-a", "blob.bin", "src/a.txt"],
     &["check-ignore", "-v", "ignored.log"],

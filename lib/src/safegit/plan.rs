@@ -194,6 +194,17 @@ fn diff_options_at(args: &GitArgs) -> Option<usize> {
     }
 }
 
+/// git's reading of a boolean config value (`git_parse_maybe_bool`, then an integer): a key
+/// without `=` is true; `None` for what git would reject.
+fn git_bool(v: Option<&str>) -> Option<bool> {
+    let Some(v) = v else { return Some(true) };
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" => Some(true),
+        "false" | "no" | "off" | "" => Some(false),
+        n => n.parse::<i64>().ok().map(|n| n != 0),
+    }
+}
+
 /// Is `arg` (before `--`) git's `--<full>` or an abbreviation parse-options would expand to it
 /// (at least `--<min>`, so `--text`, an option of its own, is not taken for `--textconv`)?
 fn names_option(arg: &str, full: &str, min: usize) -> bool {
@@ -317,6 +328,61 @@ fn diff_drivers(
     // `-h` an option of the subcommand (`grep --no-textconv -h`: "no pattern given").
     if args.rest.len() == 1 && args.rest[0] == "-h" {
         return Ok(());
+    }
+    // `stash show` with no option shows what `stash.showStat`/`stash.showPatch` say (default:
+    // the stat only); git applies them only when no option is given (`builtin/stash.c`), so
+    // an inserted `--no-ext-diff` alone would switch it to a patch. Say the default out loud
+    // first (found by the argv differential's long run); with both off git prints nothing.
+    if sub == "stash"
+        && args.mode() == Some("show")
+        && !args
+            .rest
+            .iter()
+            .skip(1)
+            .any(|a| a.to_str().is_none_or(|a| a.starts_with('-')))
+    {
+        // The caller's `-c` wins over every file (git reads the command line last).
+        let given = |key: &str| -> Option<Option<String>> {
+            let mut found = None;
+            let mut it = args.globals.iter().filter_map(|a| a.to_str());
+            while let Some(a) = it.next() {
+                let pair = match a.strip_prefix("-c") {
+                    Some("") => it.next(),
+                    Some(p) => Some(p),
+                    None => None,
+                };
+                if let Some(pair) = pair {
+                    let (k, v) = match pair.split_once('=') {
+                        Some((k, v)) => (k, Some(v.to_owned())),
+                        None => (pair, None),
+                    };
+                    if k.eq_ignore_ascii_case(key) {
+                        found = Some(v);
+                    }
+                }
+            }
+            found
+        };
+        let last = |key: &str| match given(key) {
+            Some(v) => git_bool(v.as_deref()),
+            None => view
+                .values
+                .iter()
+                .rev()
+                .find(|v| v.key.eq_ignore_ascii_case(key))
+                .and_then(|v| git_bool(v.value.as_deref())),
+        };
+        let stat = last("stash.showstat").unwrap_or(true);
+        let patch = last("stash.showpatch").unwrap_or(false);
+        if !stat && !patch {
+            return Ok(());
+        }
+        if stat {
+            args.rest.insert(1, OsString::from("--stat"));
+        }
+        if patch {
+            args.rest.insert(1, OsString::from("-p"));
+        }
     }
     let at = diff_options_at(args);
     let textconv_at = at.or_else(|| TEXTCONV_ONLY_COMMANDS.contains(&sub.as_str()).then_some(0));
