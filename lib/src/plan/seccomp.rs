@@ -15,9 +15,11 @@
 //! # Invariants
 //!
 //! - `socket(AF_UNIX, …)` fails with `EPERM` on the native ABI; every other `socket` call is
-//!   allowed (the network itself is a namespace question). `socketpair(2)` stays allowed: its
-//!   sockets have no path and reach nothing outside (test runners, Python's
-//!   `socket.socketpair()`, Node's IPC use it).
+//!   allowed (the network itself is a namespace question). `socketpair(2)` stays allowed for
+//!   `SOCK_STREAM` (test runners, Python's `socket.socketpair()`, Node's IPC use it): a
+//!   connected stream pair reaches nothing outside. A datagram or seqpacket pair fails with
+//!   `EPERM`: one end of a datagram pair can `sendto()` any pathname datagram socket
+//!   (seventh red-team pass, R7-5).
 //! - `io_uring_setup`, `io_uring_enter`, `io_uring_register` fail with `EPERM`: io_uring can
 //!   create and connect sockets without passing through the `socket` system call seccomp sees.
 //! - The architecture is checked first (`seccomp_data.arch`): any other ABI (i386, whose
@@ -58,6 +60,9 @@ pub const AUDIT_ARCH_ARM: u32 = 0x4000_0028;
 /// `__X32_SYSCALL_BIT` (arch/x86/include/uapi/asm/unistd.h).
 pub const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 pub const AF_UNIX: u32 = 1;
+pub const SOCK_STREAM: u32 = 1;
+/// The type's low bits (`SOCK_NONBLOCK`/`SOCK_CLOEXEC` are flags above them).
+pub const SOCK_TYPE_MASK: u32 = 0xf;
 pub const EPERM: u32 = 1;
 
 // linux/seccomp.h
@@ -71,6 +76,7 @@ pub const BPF_LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
 pub const BPF_JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
 pub const BPF_JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
 pub const BPF_RET_K: u16 = 0x06; // BPF_RET | BPF_K
+pub const BPF_ALU_AND_K: u16 = 0x54; // BPF_ALU | BPF_AND | BPF_K
 
 /// Offsets in `struct seccomp_data { int nr; __u32 arch; __u64 ip; __u64 args[6]; }`.
 pub const OFF_NR: u32 = 0;
@@ -78,12 +84,15 @@ pub const OFF_ARCH: u32 = 4;
 /// `args[0]`, low 32 bits (both architectures are little-endian; `socket`'s domain is an
 /// `int`, the kernel reads only those bits).
 pub const OFF_ARG0_LO: u32 = 16;
+/// `args[1]`'s low half (the type of `socketpair(2)`).
+pub const OFF_ARG1_LO: u32 = 24;
 
 /// System call numbers per architecture.
 #[derive(Debug, Clone, Copy)]
 pub struct Numbers {
     pub audit_arch: u32,
     pub socket: u32,
+    pub socketpair: u32,
     pub io_uring_setup: u32,
     pub io_uring_enter: u32,
     pub io_uring_register: u32,
@@ -109,6 +118,7 @@ impl Arch {
             Arch::X86_64 => Numbers {
                 audit_arch: AUDIT_ARCH_X86_64,
                 socket: 41,
+                socketpair: 53,
                 io_uring_setup: 425,
                 io_uring_enter: 426,
                 io_uring_register: 427,
@@ -117,6 +127,7 @@ impl Arch {
             Arch::Aarch64 => Numbers {
                 audit_arch: AUDIT_ARCH_AARCH64,
                 socket: 198,
+                socketpair: 199,
                 io_uring_setup: 425,
                 io_uring_enter: 426,
                 io_uring_register: 427,
@@ -153,6 +164,8 @@ pub fn unix_socket_filter(arch: Arch) -> Vec<Insn> {
         Allow,
         Deny,
         Next,
+        /// Skip this many instructions after the next.
+        Skip(usize),
     }
     let mut prog: Vec<(Insn, J, J)> = Vec::new();
     let jeq = |k| Insn {
@@ -179,6 +192,22 @@ pub fn unix_socket_filter(arch: Arch) -> Vec<Insn> {
     for nr in [n.io_uring_setup, n.io_uring_enter, n.io_uring_register] {
         prog.push((jeq(nr), J::Deny, J::Next));
     }
+    // socketpair(2) for streams only: one end of a datagram pair can `sendto()` any pathname
+    // datagram socket of the owner's (seventh red-team pass, R7-5); a connected stream pair
+    // cannot address anything else.
+    prog.push((jeq(n.socketpair), J::Next, J::Skip(3)));
+    prog.push((ld(OFF_ARG1_LO), J::Next, J::Next));
+    prog.push((
+        Insn {
+            code: BPF_ALU_AND_K,
+            jt: 0,
+            jf: 0,
+            k: SOCK_TYPE_MASK,
+        },
+        J::Next,
+        J::Next,
+    ));
+    prog.push((jeq(SOCK_STREAM), J::Allow, J::Deny));
     prog.push((jeq(n.socket), J::Next, J::Allow));
     prog.push((ld(OFF_ARG0_LO), J::Next, J::Next));
     prog.push((jeq(AF_UNIX), J::Deny, J::Allow));
@@ -193,10 +222,11 @@ pub fn unix_socket_filter(arch: Arch) -> Vec<Insn> {
                     J::Allow => allow_at,
                     J::Deny => deny_at,
                     J::Next => i + 1,
+                    J::Skip(k) => i + 1 + k,
                 };
                 u8::try_from(to - (i + 1)).expect("a short program")
             };
-            if insn.code != BPF_LD_W_ABS {
+            if insn.code == BPF_JEQ_K || insn.code == BPF_JGE_K {
                 insn.jt = off(t);
                 insn.jf = off(f);
             }
@@ -267,6 +297,7 @@ mod tests {
                     pc += usize::from(if hit { i.jt } else { i.jf });
                     assert!(pc < prog.len(), "a jump out of the program");
                 }
+                BPF_ALU_AND_K => acc &= i.k,
                 BPF_RET_K => return i.k,
                 c => panic!("opcode {c:#x} not expected in the filter"),
             }
@@ -321,6 +352,32 @@ mod tests {
                 );
                 assert_eq!(r, SECCOMP_RET_ALLOW, "{arch:?} nr {nr}");
             }
+        }
+    }
+
+    #[test]
+    fn socketpair_is_for_streams_only() {
+        for arch in [Arch::X86_64, Arch::Aarch64] {
+            let n = arch.numbers();
+            let pair = |ty: u64| {
+                run(
+                    &unix_socket_filter(arch),
+                    n.socketpair,
+                    n.audit_arch,
+                    [1, ty, 0, 0, 0, 0],
+                )
+            };
+            // SOCK_STREAM, with SOCK_NONBLOCK | SOCK_CLOEXEC, and high bits the kernel drops.
+            for ty in [1u64, 1 | 0x800 | 0x80000, 0xffff_ffff_0000_0001] {
+                assert_eq!(pair(ty), SECCOMP_RET_ALLOW, "{arch:?} {ty:#x}");
+            }
+            // SOCK_DGRAM, SOCK_SEQPACKET, SOCK_RAW, with flags.
+            for ty in [2u64, 5, 3, 2 | 0x80000] {
+                assert_eq!(pair(ty), DENY, "{arch:?} {ty:#x}");
+            }
+            // The rest of the program is unchanged behind it.
+            assert_eq!(sock(arch, 1), DENY);
+            assert_eq!(sock(arch, 2), SECCOMP_RET_ALLOW);
         }
     }
 
