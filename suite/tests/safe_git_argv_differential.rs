@@ -772,6 +772,20 @@ fn lines_that_fire_under_git_are_refused() {
             &["symbolic-ref", "-qd", "refs/heads/sym"],
             &["branch", "--format", "--", "-D", "x"],
             &["tag", "--format", "--", "-d", "v1"],
+            // Found by the long run of 2026-12-02: a terminator as a value, then a driver flag
+            // (the repository's diff.external and textconv canaries run), and a name after
+            // `--sort` (a branch is created).
+            &["diff", "--grep", "--end-of-options", "--ext-diff", "HEAD~1"],
+            &[
+                "show",
+                "-1",
+                "-G",
+                "--end-of-options",
+                "--ext-diff",
+                "HEAD~1",
+            ],
+            &["branch", "--sort", "--end-of-options", "new"],
+            &["config", "user.name", "--file"],
         ];
         for line in lines {
             let args: Vec<String> = line.iter().map(|s| s.to_string()).collect();

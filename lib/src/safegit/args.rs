@@ -749,6 +749,13 @@ fn check_config(a: &GitArgs) -> Result<(), ArgsError> {
         }
         if !arg.starts_with('-') {
             positional += 1;
+            if !new_mode {
+                // The legacy form parses with PARSE_OPT_STOP_AT_NON_OPTION: after the key,
+                // every word is a value, options included (`config user.name --file` sets
+                // user.name; found by the argv differential's long run).
+                positional += args.count();
+                break;
+            }
             continue;
         }
         let name = opt_name(arg);
@@ -929,6 +936,17 @@ mod tests {
             assert!(matches!(refused(a), ArgsError::Form(..)), "{a:?}");
         }
         ok(&["branch", "--sort=x", "--list", "new*"]);
+        // `config`'s legacy form stops at the key: what follows is a value, options included.
+        for a in [
+            &["config", "user.name", "--file"][..],
+            &["config", "user.name", "--get"],
+            &["config", "user.name", "-l"],
+        ] {
+            assert!(matches!(refused(a), ArgsError::Form(..)), "{a:?}");
+        }
+        ok(&["config", "--get", "user.name"]);
+        ok(&["config", "user.name"]);
+        ok(&["config", "--get-regexp", "user", "n.*"]);
         ok(&["branch", "--contains", "HEAD", "--sort=x"]);
         assert!(matches!(refused(&["branch", "new"]), ArgsError::Form(..)));
         assert!(matches!(

@@ -384,6 +384,27 @@ fn diff_drivers(
             args.rest.insert(1, OsString::from("-p"));
         }
     }
+    // A terminator can be an option's value (`diff --grep --end-of-options --ext-diff`: git
+    // reads `--ext-diff` as an option), so a driver flag after one cannot be stripped as a
+    // pathspec or revision would be: refused while that driver is emptied (found by the argv
+    // differential's long run).
+    let after_terminator = |full: &str, min: usize| {
+        args.rest
+            .iter()
+            .filter_map(|a| a.to_str())
+            .skip_while(|a| *a != "--" && *a != "--end-of-options")
+            .skip(1)
+            .any(|a| names_option(a, full, min))
+    };
+    if (ext_off && after_terminator("--ext-diff", 5))
+        || (textconv_off && after_terminator("--textconv", 7))
+    {
+        return Err(Refusal::new(
+            exit::CONFIG,
+            "config",
+            "the repository defines a diff driver that safe-git empties, and --ext-diff or --textconv comes after -- or --end-of-options (git may take the terminator as an option's value and the flag as an option): put the flag before the terminator or leave it out".to_owned(),
+        ));
+    }
     let at = diff_options_at(args);
     let textconv_at = at.or_else(|| TEXTCONV_ONLY_COMMANDS.contains(&sub.as_str()).then_some(0));
     if let (true, Some(at)) = (textconv_off, textconv_at) {
