@@ -1991,6 +1991,16 @@ pub struct HiddenFolder {
 /// by host tools started below them; the plan puts a read-only placeholder there.
 pub static SHARED_DISCOVERY_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 
+/// What the plan's shell lexer (`plan::words`) knows of the commands a program value runs:
+/// wrappers that run the command after their options (`env X=1 sh x.sh`), shells whose `-c`
+/// string is a command line of its own, `make` and the makefiles it reads in a `-C` folder
+/// (GNU make's order). Python is recognised by its name's prefix (`python3.12 -m mod`).
+pub static COMMAND_WRAPPERS: &[&str] =
+    &["env", "exec", "command", "nice", "nohup", "time", "builtin"];
+pub static SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"];
+pub static MAKES: &[&str] = &["make", "gmake", "bmake"];
+pub static MAKEFILES: &[&str] = &["GNUmakefile", "makefile", "Makefile"];
+
 /// Files git opens by name in a work tree with a blocking `open(2)` during ordinary commands:
 /// `.gitignore` and `.gitattributes` of every folder (status, add, commit, checkout), and the
 /// top's `.mailmap` (log, shortlog, blame) and `.gitmodules` (status, submodule commands),

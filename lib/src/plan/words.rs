@@ -137,10 +137,7 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
     // command that follows.
     while i < words.len() {
         let name = base_name(&words[i]);
-        if matches!(
-            name,
-            "env" | "exec" | "command" | "nice" | "nohup" | "time" | "builtin"
-        ) {
+        if crate::catalogue::COMMAND_WRAPPERS.contains(&name) {
             push_word(&words[i], cd.clone(), out);
             i += 1;
             while i < words.len() && (words[i].starts_with('-') || is_assignment(&words[i])) {
@@ -165,12 +162,9 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
             }
         }
     }
-    let shell = matches!(
-        name.as_str(),
-        "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" | "busybox"
-    );
+    let shell = crate::catalogue::SHELLS.contains(&name.as_str());
     let python = name.starts_with("python") || name == "pypy" || name == "pypy3";
-    let make = matches!(name.as_str(), "make" | "gmake" | "bmake");
+    let make = crate::catalogue::MAKES.contains(&name.as_str());
     let mut k = 0;
     while k < args.len() {
         let a = &args[k];
@@ -515,7 +509,7 @@ pub fn spelled(lexed: &Lexed) -> Vec<String> {
                     format!("{path}/__init__.py"),
                 ]
             }
-            Shape::MakeDir(d) => ["GNUmakefile", "makefile", "Makefile"]
+            Shape::MakeDir(d) => crate::catalogue::MAKEFILES
                 .iter()
                 .map(|f| format!("{d}/{f}"))
                 .collect(),
@@ -631,7 +625,7 @@ pub fn resolve(lexed: &Lexed, top: &Path) -> Vec<Found> {
                     }
                 }
                 Shape::MakeDir(d) => {
-                    for f in ["GNUmakefile", "makefile", "Makefile"] {
+                    for f in crate::catalogue::MAKEFILES {
                         if let Some(rel) = join(&format!("{d}/{f}")) {
                             add(rel, &mut out);
                         }
