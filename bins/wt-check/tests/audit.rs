@@ -493,3 +493,30 @@ fn zero_repositories_is_said() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("no git repository found"), "{text}");
 }
+
+/// A `.git` file that makes a folder a second work tree of the repository above it is one
+/// error, whether the audit starts at the top or at the folder itself (then the enclosing
+/// work tree lies above the audited path): not an "outside the workspace" warning, and the
+/// repository behind it is audited either way.
+#[test]
+fn a_second_work_tree_is_one_error_from_the_top_or_from_the_folder() {
+    let w = fresh();
+    let sub = w.main().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(sub.join(".git"), "gitdir: ../.git\n").unwrap();
+    for start in [w.main(), sub.clone()] {
+        let (code, text) = audit_path(&w, &start, "json");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let f = counted(&v);
+        assert_eq!(f.len(), 1, "{}: {v:#}", start.display());
+        assert_eq!(f[0]["level"], "error", "{v:#}");
+        assert_eq!(f[0]["details"]["same_repository"], true, "{v:#}");
+        assert_eq!(code, 1, "{v:#}");
+        assert_eq!(
+            v["repositories"].as_array().map(Vec::len),
+            Some(1),
+            "{}: {v:#}",
+            start.display()
+        );
+    }
+}

@@ -179,6 +179,18 @@ fn a_gitfile_that_makes_a_second_work_tree_of_the_repository_is_reported() {
             })
             .unwrap_or_else(|| panic!("{}: sub/.git not reported: {ev:#?}", git.display()));
         assert_eq!(e["level"], "error", "{ev:#?}");
+        // One finding for one file: not the error again as an "outside the workspace"
+        // warning or a nested repository.
+        for planted in [&dot_git, &early] {
+            let named = ev
+                .iter()
+                .filter(|e| {
+                    e["path"].as_str() == Some(planted.to_str().unwrap())
+                        || e["path"].as_str() == planted.parent().and_then(|p| p.to_str())
+                })
+                .count();
+            assert_eq!(named, 1, "{}: {ev:#?}", git.display());
+        }
         let got = owner_runs(
             &w,
             &git,

@@ -740,7 +740,16 @@ fn gitfile(
     // git run there uses that repository's hooks and config, and resolves its relative
     // programs (`core.fsmonitor = tools/x.sh`, a relative `core.hooksPath`) from this folder,
     // whose files are the agent's (sixth red-team pass, R6-3). git never writes one.
-    if let Some(enc) = enclosing {
+    // The enclosing work tree may lie above the audited path (`wt-check audit sub`, or a
+    // check that audits the folder as a root of its own): found from the ancestors then.
+    let above = || {
+        wt.ancestors()
+            .skip(1)
+            .find(|a| std::fs::symlink_metadata(a.join(".git")).is_ok())
+            .map(Path::to_path_buf)
+    };
+    if let Some(enc) = enclosing.map(Path::to_path_buf).or_else(above) {
+        let enc = enc.as_path();
         let enc_git = normalize(&enc.join(".git"));
         let same_repo = |t: &Path| {
             t == enc_git
@@ -761,6 +770,14 @@ fn gitfile(
                 ),
                 details!("target" => target.clone(), "leaves_workspace" => false, "same_repository" => true),
             );
+            // One finding for one `.git` file: the "outside the workspace" and
+            // nested-repository findings below would name it again at a lower level. The
+            // repository behind it is the enclosing one: audited with the walk, or here when
+            // it lies above the audited path.
+            if !target.starts_with(root) && looks_like_git_dir(&target) {
+                audit_repository(r, Some(wt), &target, root);
+            }
+            return;
         }
     }
     if !target.starts_with(root) {
