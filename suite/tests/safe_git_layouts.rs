@@ -190,3 +190,62 @@ fn worktree_remove_never_goes_through_a_link() {
         }
     }
 }
+
+/// `worktree prune` where a worktree entry `worktrees/<id>` is a symbolic link to a folder of
+/// the owner's (eighth red-team pass, R8-1): git finds no `gitdir` there, prunes the entry
+/// and `remove_dir_recursively` follows the link, deleting everything inside the folder it
+/// leads to. safe-git refuses (exit 122, the entry named); the owner's files stay. Control:
+/// plain git deletes them. A link inside an entry is not followed by git (it unlinks it),
+/// so an ordinary prune of a real stale entry still goes through.
+#[test]
+fn worktree_prune_never_deletes_through_a_linked_entry() {
+    let safe_git = bin("safe-git");
+    for git in gits() {
+        let sb = Sandbox::new(&git);
+        sb.sh(
+            r#"mkdir -p victim/deep && echo precious > victim/deep/keep.txt
+            git init -q repo && ( cd repo && echo a > a && git add . && git commit -qm a )
+            mkdir -p repo/.git/worktrees"#,
+        );
+        let victim = sb.root().join("victim/deep/keep.txt");
+        let entry = sb.root().join("repo/.git/worktrees/x");
+        std::os::unix::fs::symlink(sb.root().join("victim"), &entry).unwrap();
+        let repo = sb.root().join("repo");
+        for mode in [&["worktree", "prune"][..], &["worktree", "prune", "-v"]] {
+            let mut args = vec!["--git", git.to_str().unwrap()];
+            args.extend_from_slice(mode);
+            let safe = sb.run(&safe_git, &args, &repo);
+            let err = String::from_utf8_lossy(&safe.stderr);
+            assert_eq!(safe.status.code(), Some(122), "{}: {err}", git.display());
+            assert!(
+                err.contains("worktrees/x") && err.contains("symbolic link"),
+                "{err}"
+            );
+            assert!(
+                victim.exists(),
+                "{}: safe-git deleted the owner's files",
+                git.display()
+            );
+        }
+        // An honest stale entry (its worktree folder deleted) is pruned as git would.
+        std::fs::remove_file(&entry).unwrap();
+        sb.sh("git -C repo worktree add -q ../gone && rm -rf gone");
+        let safe = sb.run(
+            &safe_git,
+            &["--git", git.to_str().unwrap(), "worktree", "prune"],
+            &repo,
+        );
+        assert!(
+            safe.status.success(),
+            "{}",
+            String::from_utf8_lossy(&safe.stderr)
+        );
+        assert!(!repo.join(".git/worktrees/gone").exists());
+        // Control: plain git follows the link (the prune removed the empty `worktrees/`).
+        std::fs::create_dir_all(entry.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(sb.root().join("victim"), &entry).unwrap();
+        let plain = sb.run(&git, &["worktree", "prune"], &repo);
+        assert!(plain.status.success());
+        assert!(!victim.exists(), "{}: control did not fire", git.display());
+    }
+}

@@ -549,8 +549,36 @@ fn physical_path(path: &Path) -> Result<PathBuf, (PathBuf, &'static str)> {
 
 /// `worktree remove <path>`: the path must be a linked worktree of this repository whose
 /// entry is consistent with git's layout (else git would act on a tampered entry).
+///
+/// `worktree prune` (and `remove`, which prunes its own entry the same way): git deletes a
+/// prunable entry with `remove_dir_recursively`, whose first `opendir` follows a link. An
+/// entry `worktrees/<id>` that is a symbolic link (never git's layout: git makes a folder)
+/// would have git delete everything inside the folder it leads to — an owner's folder, or
+/// the repository's parent (eighth red-team pass, R8-1). Links inside an entry are removed,
+/// not followed (`lstat` first), so the entry itself is the one place; any such entry
+/// refuses the prune.
 pub fn check_worktree_forms(args: &GitArgs, l: &Located, start: &Path) -> Result<(), Refusal> {
-    if args.subcommand != "worktree" || args.mode() != Some("remove") {
+    if args.subcommand != "worktree" {
+        return Ok(());
+    }
+    if matches!(args.mode(), Some("prune") | Some("remove")) {
+        for (admin, _, _) in &l.worktrees {
+            if let Ok(m) = std::fs::symlink_metadata(admin) {
+                if m.file_type().is_symlink() {
+                    let to = std::fs::read_link(admin).unwrap_or_default();
+                    return Err(Refusal {
+                        code: exit::LAYOUT,
+                        subject: admin.display().to_string(),
+                        reason: format!(
+                            "worktree entry is a symbolic link to {} (git makes a folder): git's prune would delete what it leads to",
+                            to.display()
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    if args.mode() != Some("remove") {
         return Ok(());
     }
     let target = args.rest[1..]
