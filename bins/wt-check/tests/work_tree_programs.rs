@@ -202,6 +202,78 @@ fn a_gitfile_that_makes_a_second_work_tree_of_the_repository_is_reported() {
     }
 }
 
+/// The same `.git` file planted outside the main work tree: in the session's folder (`s1/x`,
+/// `s1/.x`) or in the session's linked worktree (`wt1/sub`, `wt1/.a`, the ignored
+/// `wt1/target/y`), naming the main git dir or the session's worktree entry (eighth red-team
+/// pass, R8-5: `check` dropped it as a `.git` file "leading into the common dir"). Each is
+/// an error; positive control: the owner's plain `git status` there runs the agent's script.
+#[test]
+fn a_second_work_tree_planted_in_the_session_folder_is_reported() {
+    for git in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        write_exec(&m.join("tools/fsmon.sh"), "#!/bin/sh\nexit 1\n");
+        std::fs::write(m.join(".gitignore"), "target/\n").unwrap();
+        w.git(&m, &["add", "-A"]);
+        w.git(&m, &["commit", "-q", "-m", "tools"]);
+        w.git(&m, &["config", "core.fsmonitor", "tools/fsmon.sh"]);
+        pin_accepting(&w);
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 0, "clean before: {ev:#?}");
+        let session = w.own().parent().unwrap().to_path_buf();
+        let places = [
+            session.join("x"),
+            session.join(".x"),
+            w.own().join("sub"),
+            w.own().join(".a"),
+            w.own().join("target/y"),
+        ];
+        let entry = w.git_dir().join("worktrees/wt1");
+        let fired = w.root().join("pwned-session");
+        for (i, place) in places.iter().enumerate() {
+            let target = if i % 2 == 0 {
+                w.git_dir()
+            } else {
+                entry.clone()
+            };
+            std::fs::create_dir_all(place).unwrap();
+            std::fs::write(
+                place.join(".git"),
+                format!("gitdir: {}\n", target.display()),
+            )
+            .unwrap();
+            write_exec(
+                &place.join("tools/fsmon.sh"),
+                &format!("#!/bin/sh\ntouch {}; exit 1\n", fired.display()),
+            );
+            let (code, ev) = w.check(false);
+            assert_eq!(code, 1, "{} {}: {ev:#?}", git.display(), place.display());
+            let dot_git = place.join(".git");
+            let named: Vec<_> = ev
+                .iter()
+                .filter(|e| e["path"].as_str() == Some(dot_git.to_str().unwrap()))
+                .collect();
+            assert!(
+                named.len() == 1 && named[0]["level"] == "error",
+                "{} {}: {ev:#?}",
+                git.display(),
+                place.display()
+            );
+            let got = owner_runs(&w, &git, place, &["status"], std::slice::from_ref(&fired));
+            assert_eq!(
+                got,
+                [true],
+                "{} {}: control",
+                git.display(),
+                place.display()
+            );
+            std::fs::remove_file(&dot_git).unwrap();
+        }
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 0, "clean after: {ev:#?}");
+    }
+}
+
 /// Where `pre-commit` is (its folder), if installed.
 fn pre_commit_dir() -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();

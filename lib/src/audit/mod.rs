@@ -735,50 +735,35 @@ fn gitfile(
         audit_repository(r, Some(wt), &target, root);
         return;
     }
-    // A `.git` file that makes a folder of a work tree a second work tree of the enclosing
-    // repository (its git dir, or one of its worktree entries, outside git's own layout):
-    // git run there uses that repository's hooks and config, and resolves its relative
-    // programs (`core.fsmonitor = tools/x.sh`, a relative `core.hooksPath`) from this folder,
-    // whose files are the agent's (sixth red-team pass, R6-3). git never writes one.
-    // The enclosing work tree may lie above the audited path (`wt-check audit sub`, or a
-    // check that audits the folder as a root of its own): found from the ancestors then.
-    let above = || {
-        wt.ancestors()
-            .skip(1)
-            .find(|a| std::fs::symlink_metadata(a.join(".git")).is_ok())
-            .map(Path::to_path_buf)
-    };
-    if let Some(enc) = enclosing.map(Path::to_path_buf).or_else(above) {
-        let enc = enc.as_path();
-        let enc_git = normalize(&enc.join(".git"));
-        let same_repo = |t: &Path| {
-            t == enc_git
-                || t.parent() == Some(enc_git.join("worktrees").as_path())
-                || matches!((std::fs::canonicalize(t), std::fs::canonicalize(&enc_git)), (Ok(x), Ok(y)) if x == y)
-        };
-        if same_repo(&target) {
-            r.add_level(
-                &rules::GITFILE_REDIRECT,
-                Severity::Error,
-                path,
-                Some(wt),
-                format!(
-                    "{}: `.git` file makes {} a second work tree of {}: the owner's git there runs that repository's hooks and its relative programs from this folder",
-                    path.display(),
-                    wt.display(),
-                    enc.display()
-                ),
-                details!("target" => target.clone(), "leaves_workspace" => false, "same_repository" => true),
-            );
-            // One finding for one `.git` file: the "outside the workspace" and
-            // nested-repository findings below would name it again at a lower level. The
-            // repository behind it is the enclosing one: audited with the walk, or here when
-            // it lies above the audited path.
-            if !target.starts_with(root) && looks_like_git_dir(&target) {
-                audit_repository(r, Some(wt), &target, root);
-            }
-            return;
+    // A `.git` file that makes this folder a second work tree of a repository whose git dir
+    // belongs to another work tree (outside git's own layout, checked above): git run here
+    // uses that repository's hooks and config, and resolves its relative programs
+    // (`core.fsmonitor = tools/x.sh`, a relative `core.hooksPath`) from this folder, whose
+    // files are the agent's (sixth red-team pass, R6-3). git never writes one. Wherever the
+    // folder lies — in the enclosing work tree, above the audited path, in a session's folder
+    // or linked worktree next to the repository (eighth pass, R8-5) — and whatever it names:
+    // the main git dir, a worktree entry, a submodule git dir.
+    if let Some(owner) = second_work_tree_of(wt, &target, enclosing) {
+        r.add_level(
+            &rules::GITFILE_REDIRECT,
+            Severity::Error,
+            path,
+            Some(wt),
+            format!(
+                "{}: `.git` file makes {} a second work tree of {}: the owner's git there runs that repository's hooks and its relative programs from this folder",
+                path.display(),
+                wt.display(),
+                owner.display()
+            ),
+            details!("target" => target.clone(), "leaves_workspace" => !target.starts_with(root), "same_repository" => true, "work_tree" => owner),
+        );
+        // One finding for one `.git` file: the "outside the workspace" and
+        // nested-repository findings below would name it again at a lower level. The
+        // repository behind it is audited with the walk, or here when it lies outside.
+        if !target.starts_with(root) && looks_like_git_dir(&target) {
+            audit_repository(r, Some(wt), &target, root);
         }
+        return;
     }
     if !target.starts_with(root) {
         r.add(
@@ -818,6 +803,58 @@ fn gitfile(
 /// file. A submodule checkout: a git dir below a `modules/` folder whose `core.worktree`
 /// names this very folder. Anything else (a `.git` file naming some other git dir) is a
 /// redirect, judged by [`gitfile`].
+/// The work tree the git dir `target` belongs to, when that is not `wt`: `wt/.git` then makes
+/// `wt` a second work tree of that repository. Called for a `.git` file that is not git's
+/// own layout ([`own_layout`]). A git dir belongs to
+/// - its folder's parent, when it is named `.git` (a main git dir; `core.worktree` aside);
+/// - the work tree its `gitdir` backlink names, when it is a worktree entry
+///   (`<common>/worktrees/<id>`);
+/// - the folder `core.worktree` names in it (an absorbed submodule's git dir under
+///   `modules/`, or any git dir that says where its work tree is);
+/// - the enclosing work tree, when it is that one's git dir by another spelling.
+///
+/// A git dir that says nothing of a work tree (`git init --separate-git-dir`, a bare
+/// repository) belongs to no other: the folder naming it is its work tree.
+fn second_work_tree_of(wt: &Path, target: &Path, enclosing: Option<&Path>) -> Option<PathBuf> {
+    if !looks_like_git_dir(target) {
+        return None;
+    }
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| normalize(p));
+    let here = canon(wt);
+    let elsewhere = |w: PathBuf| (canon(&w) != here).then_some(w);
+    if target.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees")) {
+        let back = small_file(&target.join("gitdir"))?;
+        let back = normalize(&target.join(back.trim_end_matches(['\n', '\r'])));
+        return elsewhere(back.parent().unwrap_or(&back).to_path_buf());
+    }
+    let o = crate::config::Options::for_repository(None, target, target);
+    let core_worktree = crate::config::enumerate(&o).ok().and_then(|en| {
+        en.values()
+            .iter()
+            .rev()
+            .find(|v| {
+                v.origin.depth == 0
+                    && crate::catalogue::loader::CORE_WORKTREE.matches(&v.config_key())
+            })
+            .map(|v| normalize(&target.join(v.text().as_ref())))
+    });
+    if let Some(w) = core_worktree {
+        return elsewhere(w);
+    }
+    if target.file_name() == Some(OsStr::new(".git")) {
+        return elsewhere(target.parent()?.to_path_buf());
+    }
+    // The enclosing work tree may lie above the audited path (`wt-check audit sub`): found
+    // from the ancestors then.
+    let enc = enclosing.map(Path::to_path_buf).or_else(|| {
+        wt.ancestors()
+            .skip(1)
+            .find(|a| std::fs::symlink_metadata(a.join(".git")).is_ok())
+            .map(Path::to_path_buf)
+    })?;
+    (canon(&enc.join(".git")) == canon(target)).then_some(enc)
+}
+
 fn own_layout(wt: &Path, git_dir: &Path) -> Option<&'static str> {
     if !looks_like_git_dir(git_dir) {
         return None;
