@@ -372,16 +372,12 @@ fn would_lose_work_at(req: &Request, worktree: &Path, depth: usize) -> Result<Ve
         });
     }
     // Commits only this worktree's HEAD reaches.
+    let kept = kept_tips(&r)?;
     if head {
-        let branch = r.git(&["symbolic-ref", "-q", "--short", "HEAD"], None)?;
-        let mut args = vec!["rev-list", "--count", "HEAD", "--not"];
-        let exclude;
-        if branch.0 == 0 {
-            exclude = format!("--exclude={}", String::from_utf8_lossy(&branch.1).trim());
-            args.push(&exclude);
-        }
-        args.extend(["--branches", "--tags", "--remotes"]);
-        let n = r.ok(&args, None)?;
+        let n = r.ok(
+            &["rev-list", "--count", "--stdin"],
+            Some(format!("HEAD\n{kept}").as_bytes()),
+        )?;
         let n = String::from_utf8_lossy(&n).trim().to_owned();
         if n != "0" {
             out.push(Loss {
@@ -390,15 +386,53 @@ fn would_lose_work_at(req: &Request, worktree: &Path, depth: usize) -> Result<Ve
             });
         }
     }
-    held_by_worktree_state(&r, &mut out)?;
+    held_by_worktree_state(&r, &kept, &mut out)?;
     Ok(out)
+}
+
+/// The tips that keep an object after the worktree is gone, as `^<id>` lines for
+/// `rev-list --stdin`: every branch other than this worktree's own, tag and
+/// remote-tracking ref that is **not a symbolic ref**. A symbolic ref is resolved from
+/// the worktree git runs in, so `refs/heads/keep` → `refs/worktree/foo` (or `HEAD`, or a
+/// `refs/bisect/…`) names this worktree's private ref, which `worktree remove` deletes
+/// (eighth red-team pass, R8-4: `--branches` counted it as a kept branch). A symbolic ref
+/// to a shared ref loses nothing by this: that ref is listed itself.
+fn kept_tips(r: &Runner) -> Result<String, Unknown> {
+    let own = match r.git(&["symbolic-ref", "-q", "HEAD"], None)? {
+        (0, b) => Some(String::from_utf8_lossy(&b).trim().to_owned()),
+        _ => None,
+    };
+    let refs = r.ok(
+        &[
+            "for-each-ref",
+            "--format=%(objectname) %(refname) %(symref)",
+            "refs/heads/",
+            "refs/tags/",
+            "refs/remotes/",
+        ],
+        None,
+    )?;
+    let mut kept = String::new();
+    for l in String::from_utf8_lossy(&refs).lines() {
+        let mut f = l.splitn(3, ' ');
+        let (Some(id), Some(name), symref) = (f.next(), f.next(), f.next()) else {
+            return Err(Unknown::Git(format!("for-each-ref printed {l:?}")));
+        };
+        if !symref.unwrap_or("").is_empty() || own.as_deref() == Some(name) {
+            continue;
+        }
+        kept.push('^');
+        kept.push_str(id);
+        kept.push('\n');
+    }
+    Ok(kept)
 }
 
 /// Objects that only this worktree's own state names (its admin dir, or the main worktree's
 /// per-worktree refs, reflog, pseudorefs and operation state: see [`super::admin`]): lost
 /// when `worktree remove` deletes that state. The refs that keep an object are the same as
-/// for `HEAD` above: branches other than this worktree's own, tags, remote-tracking refs.
-fn held_by_worktree_state(r: &Runner, out: &mut Vec<Loss>) -> Result<(), Unknown> {
+/// for `HEAD` above ([`kept_tips`]).
+fn held_by_worktree_state(r: &Runner, kept: &str, out: &mut Vec<Loss>) -> Result<(), Unknown> {
     let dirs = r.ok(
         &[
             "rev-parse",
@@ -422,9 +456,6 @@ fn held_by_worktree_state(r: &Runner, out: &mut Vec<Loss>) -> Result<(), Unknown
             what: "rebase-apply/ (git am stopped: its patches are in no commit)".into(),
         });
     }
-    let branch = r.git(&["symbolic-ref", "-q", "--short", "HEAD"], None)?;
-    let exclude =
-        (branch.0 == 0).then(|| format!("--exclude={}", String::from_utf8_lossy(&branch.1).trim()));
     for (file, ids) in &state.ids {
         // Ids of objects that exist (a message may quote an id of nothing), abbreviated ones
         // of a todo list resolved; one git cannot tell apart leaves the answer open.
@@ -448,12 +479,10 @@ fn held_by_worktree_state(r: &Runner, out: &mut Vec<Loss>) -> Result<(), Unknown
         if present.is_empty() {
             continue;
         }
-        let mut args = vec!["rev-list", "--objects", "--stdin", "--not"];
-        if let Some(e) = &exclude {
-            args.push(e);
-        }
-        args.extend(["--branches", "--tags", "--remotes"]);
-        let listed = r.ok(&args, Some(format!("{}\n", present.join("\n")).as_bytes()))?;
+        let listed = r.ok(
+            &["rev-list", "--objects", "--stdin"],
+            Some(format!("{}\n{kept}", present.join("\n")).as_bytes()),
+        )?;
         let n = listed
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())
