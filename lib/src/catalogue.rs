@@ -2130,3 +2130,39 @@ pub static PROJECT_DIR_VARIABLES: &[&str] = &[
     "ZED_WORKTREE_ROOT",
     "PWD",
 ];
+
+/// A socket family the sandbox may open (`socket(2)`): everything else fails with `EPERM`
+/// in the sandbox's seccomp filter (`plan::seccomp`). An allow-list, because what a network
+/// namespace does not contain must not be reachable, and a family the kernel adds later is
+/// such a family until shown otherwise. `AF_UNIX` is not here: the policy's `unix_sockets`
+/// rule decides it.
+#[derive(Debug, Clone, Copy)]
+pub struct SocketFamily {
+    /// `AF_*` number (linux/socket.h).
+    pub family: u32,
+    pub name: &'static str,
+    /// Why the sandbox keeps it.
+    pub why: &'static str,
+}
+
+/// The families the sandbox keeps. Left out on purpose: `AF_VSOCK` (40: the hypervisor and
+/// the host's vsock services, not in any network namespace; eighth red-team pass),
+/// `AF_PACKET` (17), `AF_BLUETOOTH` (31: the host's radios), `AF_CAN` (29), `AF_ALG` (38:
+/// kernel crypto, attack surface), `AF_XDP`, `AF_TIPC`, `AF_RDS`, `AF_KCM`, and the rest.
+pub static SANDBOX_SOCKET_FAMILIES: &[SocketFamily] = &[
+    SocketFamily {
+        family: 2,
+        name: "AF_INET",
+        why: "IPv4; the network namespace decides what it reaches",
+    },
+    SocketFamily {
+        family: 10,
+        name: "AF_INET6",
+        why: "IPv6; the network namespace decides what it reaches",
+    },
+    SocketFamily {
+        family: 16,
+        name: "AF_NETLINK",
+        why: "interface and route queries of the sandbox's own namespace (getaddrinfo, ip)",
+    },
+];

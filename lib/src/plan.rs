@@ -60,8 +60,8 @@ pub struct PlanOptions {
     pub docker: bool,
     /// The sandbox keeps the network: database sockets stay reachable.
     pub network: bool,
-    /// The policy lets the sandbox make Unix sockets (`unix_sockets = "allow"`): no seccomp
-    /// filter, every pathname socket outside the hidden trees, folders and sockets reachable.
+    /// The policy lets the sandbox make Unix sockets (`unix_sockets = "allow"`): the seccomp
+    /// filter without its Unix rule, every pathname socket outside the hidden trees, folders and sockets reachable.
     pub unix_sockets: bool,
     /// Paths the command reads that may lie below a hidden tree (agent-shell's shim folder,
     /// the policy file the shim reads): bound back read-only there, with `$HOME` and the
@@ -1235,9 +1235,8 @@ impl Plan {
         for h in &self.hide {
             a.extend(["--ro-bind".into(), "/dev/null".into(), s(&h.path)]);
         }
-        if self.unix_sockets.rule == UnixRule::Deny {
-            a.extend(["--seccomp".into(), BWRAP_SECCOMP_FD.to_string()]);
-        }
+        // The socket filter stands whatever the Unix rule (vsock, io_uring, other ABIs).
+        a.extend(["--seccomp".into(), BWRAP_SECCOMP_FD.to_string()]);
         a
     }
 
@@ -1506,18 +1505,16 @@ pub fn run_tool(args: &ToolArgs) -> crate::exit::Code {
     };
     let out = match args.format {
         PlanFormat::Seccomp => {
-            let bytes = match plan.unix_sockets.rule {
-                UnixRule::Allow => Vec::new(),
-                UnixRule::Deny => match seccomp::native_filter_bytes() {
+            let bytes =
+                match seccomp::native_filter_bytes(plan.unix_sockets.rule == UnixRule::Allow) {
                     Some(b) => b,
                     None => {
                         return fail(format!(
-                        "{}: no Unix-socket filter for this architecture (x86_64, aarch64 only)",
-                        std::env::consts::ARCH
-                    ))
+                            "{}: no socket filter for this architecture (x86_64, aarch64 only)",
+                            std::env::consts::ARCH
+                        ))
                     }
-                },
-            };
+                };
             use std::io::Write as _;
             let mut out = std::io::stdout().lock();
             return match out.write_all(&bytes).and_then(|()| out.flush()) {

@@ -374,12 +374,18 @@ pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
     if let Some(d) = &base.chdir {
         push(&mut args, &["--chdir".as_ref(), d.as_os_str()]);
     }
-    // The Unix-socket filter (`crate::plan::seccomp`): bubblewrap reads the program from a
-    // pipe and installs it, after `no_new_privs`, just before running the command.
-    if plan.unix_sockets.rule == UnixRule::Deny {
-        let prog = crate::plan::seccomp::native_filter_bytes().ok_or(SandboxError::NoSeccomp {
+    // The socket filter (`crate::plan::seccomp`): bubblewrap reads the program from a pipe
+    // and installs it, after `no_new_privs`, just before running the command. It is
+    // installed whatever the Unix rule (vsock, io_uring, foreign ABIs stay denied); only on
+    // an architecture it is not written for does `unix_sockets = "allow"` run without it.
+    let allow_unix = plan.unix_sockets.rule == UnixRule::Allow;
+    let filter = crate::plan::seccomp::native_filter_bytes(allow_unix);
+    if filter.is_none() && !allow_unix {
+        return Err(SandboxError::NoSeccomp {
             arch: std::env::consts::ARCH,
-        })?;
+        });
+    }
+    if let Some(prog) = filter {
         let open_err = |source| SandboxError::Open {
             path: PathBuf::from("(seccomp filter pipe)"),
             source,

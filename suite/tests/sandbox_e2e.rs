@@ -2182,7 +2182,8 @@ fn a_script_a_guarded_hook_runs_is_held_then_released() {
 /// `~/.cache/git/credential/socket` (the owner's token) are out of reach, while the agent's
 /// work goes on: commits, `git worktree add`/`remove`, `socket.socketpair()` (sixth red-team
 /// pass, R6-1, R6-5). Positive control: the same commands through agent-shell with the
-/// policy's `unix_sockets = "allow"` reach all three.
+/// policy's `unix_sockets = "allow"` reach all three. An `AF_VSOCK` socket (the host's vsock
+/// services) cannot be made under either rule (positive control: it can outside).
 #[test]
 #[cfg_attr(
     gitward_no_bwrap,
@@ -2259,6 +2260,7 @@ fn no_unix_socket_of_the_owner_is_reachable_wherever_it_lies() {
 printf 'protocol=https\nhost=example.com\n\n' | {git} credential-cache get 2>/dev/null | grep -q ghp_OWNER_TOKEN; echo cred=$?
 /usr/bin/tmux -S {tmux} run-shell 'touch {mark}' 2>/dev/null; echo tmux=$?
 /usr/bin/python3 -c 'import socket; a,b=socket.socketpair(); a.send(b"x"); assert b.recv(1)==b"x"'; echo socketpair=$?
+/usr/bin/python3 -c 'import socket; socket.socket(40, socket.SOCK_STREAM)' 2>/dev/null; echo vsock=$?
 date +%s%N > b.txt; git add b.txt && git commit -q -m agent; echo commit=$?
 w=w$(date +%s%N); git worktree add -q -b $w ../proj-worktrees/s1/$w; echo wt_add=$?
 git worktree remove ../proj-worktrees/s1/$w; echo wt_remove=$?
@@ -2268,6 +2270,21 @@ git worktree remove ../proj-worktrees/s1/$w; echo wt_remove=$?
             tmux = tmux_sock.display(),
             mark = mark.display(),
         );
+        // Positive control for the vsock step: this kernel makes an AF_VSOCK socket (the
+        // hypervisor's and the host's vsock services; eighth red-team pass).
+        let vsock_here = Command::new(python)
+            .args(["-c", "import socket; socket.socket(40, socket.SOCK_STREAM)"])
+            .status()
+            .is_ok_and(|st| st.success());
+        if !vsock_here {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "this kernel makes no AF_VSOCK socket outside the sandbox (CI=true: the vsock part must run)"
+            );
+            eprintln!(
+                "vsock part SKIPPED: this kernel makes no AF_VSOCK socket outside the sandbox"
+            );
+        }
         let policy = std::fs::read_to_string(&s.policy).unwrap();
         for allow in [true, false] {
             let text = if allow {
@@ -2287,6 +2304,10 @@ git worktree remove ../proj-worktrees/s1/$w; echo wt_remove=$?
             );
             for step in ["socketpair", "commit", "wt_add", "wt_remove"] {
                 assert_eq!(status_of(&out, step), 0, "{step}: {ctx}");
+            }
+            // vsock is denied whatever the Unix rule.
+            if vsock_here {
+                assert_ne!(status_of(&out, "vsock"), 0, "vsock socket made: {ctx}");
             }
             if allow {
                 for step in ["plain", "cred", "tmux"] {

@@ -14,8 +14,15 @@
 //!
 //! # Invariants
 //!
-//! - `socket(AF_UNIX, …)` fails with `EPERM` on the native ABI; every other `socket` call is
-//!   allowed (the network itself is a namespace question). `socketpair(2)` stays allowed for
+//! - `socket(2)` succeeds only for the families of `catalogue::SANDBOX_SOCKET_FAMILIES`
+//!   (`AF_INET`, `AF_INET6`, `AF_NETLINK`: the network itself is a namespace question) and,
+//!   when the policy allows Unix sockets, `AF_UNIX`; every other family fails with `EPERM`.
+//!   `AF_UNIX` reaches pathname sockets anywhere; the rest are families a network namespace
+//!   does not contain: `AF_VSOCK` talks to the hypervisor and the host's vsock services
+//!   (VM-based dev setups expose host daemons there; eighth red-team pass), Bluetooth, CAN,
+//!   `AF_ALG`, … — an allow-list, so a family added to the kernel tomorrow is denied too.
+//!   With `unix_sockets = "allow"` the filter is installed all the same, without the Unix
+//!   rule. `socketpair(2)` stays allowed for
 //!   `SOCK_STREAM` (test runners, Python's `socket.socketpair()`, Node's IPC use it): a
 //!   connected stream pair reaches nothing outside. A datagram or seqpacket pair fails with
 //!   `EPERM`: one end of a datagram pair can `sendto()` any pathname datagram socket
@@ -155,8 +162,15 @@ fn ret(k: u32) -> Insn {
     }
 }
 
-/// The filter for `arch`: deny `socket(AF_UNIX)`, io_uring, every foreign ABI; allow the rest.
+/// The filter for `arch` with Unix sockets denied (the default rule).
 pub fn unix_socket_filter(arch: Arch) -> Vec<Insn> {
+    socket_filter(arch, false)
+}
+
+/// The filter for `arch`: `socket(2)` only for the families the sandbox may use
+/// (`catalogue::SANDBOX_SOCKET_FAMILIES`, and `AF_UNIX` when `allow_unix`), `socketpair(2)`
+/// only for streams unless `allow_unix`, no io_uring, no foreign ABI; the rest allowed.
+pub fn socket_filter(arch: Arch, allow_unix: bool) -> Vec<Insn> {
     let n = arch.numbers();
     // Jumps are relative to the next instruction; they are filled in once the two return
     // instructions' positions are known.
@@ -195,22 +209,32 @@ pub fn unix_socket_filter(arch: Arch) -> Vec<Insn> {
     // socketpair(2) for streams only: one end of a datagram pair can `sendto()` any pathname
     // datagram socket of the owner's (seventh red-team pass, R7-5); a connected stream pair
     // cannot address anything else.
-    prog.push((jeq(n.socketpair), J::Next, J::Skip(3)));
-    prog.push((ld(OFF_ARG1_LO), J::Next, J::Next));
-    prog.push((
-        Insn {
-            code: BPF_ALU_AND_K,
-            jt: 0,
-            jf: 0,
-            k: SOCK_TYPE_MASK,
-        },
-        J::Next,
-        J::Next,
-    ));
-    prog.push((jeq(SOCK_STREAM), J::Allow, J::Deny));
+    if !allow_unix {
+        prog.push((jeq(n.socketpair), J::Next, J::Skip(3)));
+        prog.push((ld(OFF_ARG1_LO), J::Next, J::Next));
+        prog.push((
+            Insn {
+                code: BPF_ALU_AND_K,
+                jt: 0,
+                jf: 0,
+                k: SOCK_TYPE_MASK,
+            },
+            J::Next,
+            J::Next,
+        ));
+        prog.push((jeq(SOCK_STREAM), J::Allow, J::Deny));
+    }
     prog.push((jeq(n.socket), J::Next, J::Allow));
     prog.push((ld(OFF_ARG0_LO), J::Next, J::Next));
-    prog.push((jeq(AF_UNIX), J::Deny, J::Allow));
+    let families: Vec<u32> = crate::catalogue::SANDBOX_SOCKET_FAMILIES
+        .iter()
+        .map(|f| f.family)
+        .chain(allow_unix.then_some(AF_UNIX))
+        .collect();
+    for (i, f) in families.iter().enumerate() {
+        let last = i + 1 == families.len();
+        prog.push((jeq(*f), J::Allow, if last { J::Deny } else { J::Next }));
+    }
     let allow_at = prog.len();
     let deny_at = allow_at + 1;
     let mut out: Vec<Insn> = prog
@@ -253,8 +277,8 @@ pub fn to_bytes(prog: &[Insn]) -> Vec<u8> {
 
 /// The native filter's bytes, or `None` on an architecture the filter is not written for
 /// (the caller then refuses to start a sandbox that promises the rule).
-pub fn native_filter_bytes() -> Option<Vec<u8>> {
-    Arch::native().map(|a| to_bytes(&unix_socket_filter(a)))
+pub fn native_filter_bytes(allow_unix: bool) -> Option<Vec<u8>> {
+    Arch::native().map(|a| to_bytes(&socket_filter(a, allow_unix)))
 }
 
 #[cfg(test)]
@@ -328,9 +352,14 @@ mod tests {
                 2u64, /* AF_INET */
                 10,   /* AF_INET6 */
                 16,   /* AF_NETLINK */
-                0,
+                0xffff_ffff_0000_0002,
             ] {
                 assert_eq!(sock(arch, domain), SECCOMP_RET_ALLOW, "{arch:?} {domain}");
+            }
+            // Families a network namespace does not contain: vsock (the host's services in a
+            // VM), packet, Bluetooth, CAN, AF_ALG, and any number not listed.
+            for domain in [40u64, 17, 31, 29, 38, 0, 46, 255, 0xffff] {
+                assert_eq!(sock(arch, domain), DENY, "{arch:?} family {domain}");
             }
         }
     }
@@ -452,6 +481,26 @@ mod tests {
         assert_eq!(&b[..8], &[0x20, 0, 0, 0, 4, 0, 0, 0]);
         // Last: ret ERRNO|EPERM.
         assert_eq!(&b[b.len() - 8..], &[0x06, 0, 0, 0, 1, 0, 5, 0]);
-        assert!(native_filter_bytes().is_some() || Arch::native().is_none());
+        assert!(native_filter_bytes(false).is_some() || Arch::native().is_none());
+    }
+
+    /// `unix_sockets = "allow"`: the filter still stands, without the Unix rule — vsock,
+    /// io_uring and foreign ABIs stay denied.
+    #[test]
+    fn allowing_unix_sockets_keeps_the_rest_of_the_filter() {
+        for arch in [Arch::X86_64, Arch::Aarch64] {
+            let n = arch.numbers();
+            let prog = socket_filter(arch, true);
+            let call = |nr, a0, a1| run(&prog, nr, n.audit_arch, [a0, a1, 0, 0, 0, 0]);
+            assert_eq!(call(n.socket, 1, 1), SECCOMP_RET_ALLOW, "{arch:?} AF_UNIX");
+            assert_eq!(call(n.socket, 2, 1), SECCOMP_RET_ALLOW, "{arch:?} AF_INET");
+            assert_eq!(
+                call(n.socketpair, 1, 2),
+                SECCOMP_RET_ALLOW,
+                "{arch:?} dgram pair"
+            );
+            assert_eq!(call(n.socket, 40, 1), DENY, "{arch:?} AF_VSOCK");
+            assert_eq!(call(n.io_uring_setup, 0, 0), DENY, "{arch:?} io_uring");
+        }
     }
 }
