@@ -36,6 +36,24 @@ fn pin_accepting(w: &common::World) {
     );
 }
 
+/// The standard world with the owner's relative `core.fsmonitor = tools/fsmon.sh` committed
+/// and pinned (with `extra` files committed too); `check` is clean.
+fn fsmonitor_world(extra: &[(&str, &str)]) -> common::World {
+    let w = common::world();
+    let m = w.main();
+    write_exec(&m.join("tools/fsmon.sh"), "#!/bin/sh\nexit 1\n");
+    for (name, text) in extra {
+        std::fs::write(m.join(name), text).unwrap();
+    }
+    w.git(&m, &["add", "-A"]);
+    w.git(&m, &["commit", "-q", "-m", "tools"]);
+    w.git(&m, &["config", "core.fsmonitor", "tools/fsmon.sh"]);
+    pin_accepting(&w);
+    let (code, ev) = w.check(false);
+    assert_eq!(code, 0, "clean before: {ev:#?}");
+    w
+}
+
 fn changed(ev: &[serde_json::Value]) -> Vec<(String, String, String)> {
     let mut v: Vec<_> = ev
         .iter()
@@ -142,15 +160,8 @@ fn relative_programs_changed_in_a_worktree_added_during_the_turn_are_reported() 
 #[test]
 fn a_gitfile_that_makes_a_second_work_tree_of_the_repository_is_reported() {
     for git in common::gits() {
-        let w = common::world();
+        let w = fsmonitor_world(&[]);
         let m = w.main();
-        write_exec(&m.join("tools/fsmon.sh"), "#!/bin/sh\nexit 1\n");
-        w.git(&m, &["add", "-A"]);
-        w.git(&m, &["commit", "-q", "-m", "tools"]);
-        w.git(&m, &["config", "core.fsmonitor", "tools/fsmon.sh"]);
-        pin_accepting(&w);
-        let (code, ev) = w.check(false);
-        assert_eq!(code, 0, "clean before: {ev:#?}");
         let fired = w.root().join("pwned-second");
         std::fs::create_dir_all(m.join("sub")).unwrap();
         std::fs::write(m.join("sub/.git"), "gitdir: ../.git\n").unwrap();
@@ -210,16 +221,7 @@ fn a_gitfile_that_makes_a_second_work_tree_of_the_repository_is_reported() {
 #[test]
 fn a_second_work_tree_planted_in_the_session_folder_is_reported() {
     for git in common::gits() {
-        let w = common::world();
-        let m = w.main();
-        write_exec(&m.join("tools/fsmon.sh"), "#!/bin/sh\nexit 1\n");
-        std::fs::write(m.join(".gitignore"), "target/\n").unwrap();
-        w.git(&m, &["add", "-A"]);
-        w.git(&m, &["commit", "-q", "-m", "tools"]);
-        w.git(&m, &["config", "core.fsmonitor", "tools/fsmon.sh"]);
-        pin_accepting(&w);
-        let (code, ev) = w.check(false);
-        assert_eq!(code, 0, "clean before: {ev:#?}");
+        let w = fsmonitor_world(&[(".gitignore", "target/\n")]);
         let session = w.own().parent().unwrap().to_path_buf();
         let places = [
             session.join("x"),
