@@ -492,7 +492,7 @@ fn what_the_command_reads_below_a_tree_is_bound_back_read_only() {
 fn the_unix_socket_rule_is_in_every_format() {
     let r = repo();
     let denied = plan(&opts(&r)).unwrap();
-    assert_eq!(denied.format, 2);
+    assert_eq!(denied.format, 3);
     assert_eq!(denied.unix_sockets.rule, UnixRule::Deny);
     let j: serde_json::Value = serde_json::from_str(&denied.to_json()).unwrap();
     assert_eq!(j["unix_sockets"]["rule"], "deny");
