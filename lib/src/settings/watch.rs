@@ -855,7 +855,9 @@ impl Watcher {
             if !is_dir && self.cfg.rules.lookup(&rel).is_some() {
                 self.watch_file(ino, st, ri, &rel);
             }
-            if is_dir && self.cfg.rules.may_contain(&rel) && self.cfg.rules.lookup(&rel).is_none() {
+            // A folder is watched as a folder even when a glob matches its name (`tools/**/*`
+            // guards the files below `tools/mdir`).
+            if is_dir && self.cfg.rules.may_contain(&rel) {
                 self.watch_tree(ino, st, ri, &rel)?;
             }
         }
@@ -1120,7 +1122,7 @@ impl Watcher {
         }
         let rel = super::join(&dir_rel, &name);
         let rules = &self.cfg.rules;
-        let is_file_rule = rules.lookup(&rel).is_some();
+        let is_file_rule = rules.lookup(&rel).is_some() && !ev.mask.contains(F::IN_ISDIR);
         if ev.mask.contains(F::IN_ISDIR) && !is_file_rule {
             if !rules.may_contain(&rel) {
                 return Ok(());
