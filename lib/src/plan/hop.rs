@@ -105,6 +105,13 @@ pub fn hops(loc: &Located) -> Result<Vec<Hop>, PlanError> {
             }
         }
     }
+    // A file below a folder already listed is covered by it (one finding per change).
+    let folders: Vec<PathBuf> = out
+        .iter()
+        .filter(|h| h.kind == EntryKind::Dir)
+        .map(|h| h.rel.clone())
+        .collect();
+    out.retain(|h| !folders.iter().any(|f| *f != h.rel && h.rel.starts_with(f)));
     Ok(out)
 }
 
