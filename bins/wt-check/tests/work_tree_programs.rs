@@ -329,7 +329,13 @@ fn a_module_added_beside_a_program_values_script_is_reported() {
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].0, m.join("tools").display().to_string());
         assert!(got[0].2.contains("core.fsmonitor"), "{got:?}");
-        let fired = owner_runs(&w, &git, &m, &["status", "--short"], &[mark.clone()]);
+        let fired = owner_runs(
+            &w,
+            &git,
+            &m,
+            &["status", "--short"],
+            std::slice::from_ref(&mark),
+        );
         assert_eq!(fired, [true], "{}: control", git.display());
     }
 }
