@@ -19,8 +19,19 @@
 //! command itself or the inside of a substitution or `sh -c`/`eval` string is a candidate,
 //! resolved from the top of the work tree and from every folder a `cd` before it names. What
 //! the shell computes at run time (`$VAR/x`, `$(cmd)/x`) is taken by the literal part after
-//! the last expansion, from the top. No I/O here: [`resolve`] is the only function that looks
-//! at the file system, and it follows no link.
+//! the last expansion, from the top. No I/O here: [`resolve`] and [`reach`] are the only
+//! functions that look at the file system, and they follow no link.
+//!
+//! # Why not only a lexer (seventh red-team pass, R7-1, R7-3)
+//!
+//! Two passes in a row found shapes a model of the shell misses (brace expansion, `$'…'`,
+//! `$((…))`, `${X:-…}`, `env -S`, `-fpath`, `npx`, `python3 dir`), and an interpreter reads
+//! more than the file named (a Python script's `json.py` beside it). [`reach`] therefore adds
+//! an over-approximation — every [`fragments`] piece of the text — and answers with folders:
+//! what is protected is the folder that holds a script, with everything below it. Shapes
+//! beyond both (a program word built at run time from work-tree content) are reported as
+//! unresolved, for the caller to fail closed. The plan, the hooks' second hop and the settings
+//! guard's second hop all use this one module.
 
 use std::path::{Component, Path, PathBuf};
 
