@@ -844,25 +844,34 @@ pub fn reach(text: &str, top: &Path) -> Reaches {
         }
         add(&mut out, f.rel, &word);
     }
-    // Folders the lexer names, and every fragment, from the top.
-    let mut names: Vec<(String, bool)> = Vec::new();
+    // Folders and paths the lexer names (from the top and below each `cd`), and every
+    // fragment, from the top: (name, a folder word, written with a `/`). Whether a word is a
+    // path is decided on the word as written: `cd frontend && npm run build` names no
+    // `frontend/build`.
+    let mut names: Vec<(String, bool, bool)> = Vec::new();
     for c in &lexed.candidates {
-        if let Shape::Dir(d) = &c.shape {
-            names.push((d.clone(), true));
+        let (w, dir_word) = match &c.shape {
+            Shape::Dir(d) => (d, true),
+            Shape::Path(p) => (p, false),
+            _ => continue,
+        };
+        let slash = w.trim_end_matches('/').contains('/');
+        names.push((w.clone(), dir_word, slash));
+        if !Path::new(w).is_absolute() {
             for b in &c.cd {
-                names.push((format!("{b}/{d}"), true));
+                names.push((format!("{b}/{w}"), dir_word, slash));
             }
         }
     }
-    for f in spelled(&lexed).into_iter().chain(fragments(text)) {
-        names.push((f, false));
+    for f in fragments(text) {
+        let slash = f.trim_end_matches('/').contains('/');
+        names.push((f, false, slash));
     }
-    for (name, dir_word) in names {
+    for (name, dir_word, slash) in names {
         let Some(rel) = in_tree(&name, top) else {
             continue;
         };
         let m = std::fs::symlink_metadata(top.join(&rel));
-        let slash = name.trim_end_matches('/').contains('/');
         let only_cd = |rel: &Path| {
             cd_targets
                 .iter()
@@ -1254,6 +1263,7 @@ mod tests {
         // A `cd` target alone is no folder to protect; bare words name no folder.
         assert!(reached("cd src && cargo test", &t).is_empty());
         assert!(reached("npm test; git log -- src", &t).is_empty());
+        assert!(reached("cd tools && npm run a11dir", &t).is_empty());
         // A folder named with a `/`, or a pathspec below one, is.
         assert_eq!(reached("git log -- src/main.rs", &t), ["src/"]);
     }

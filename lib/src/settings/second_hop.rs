@@ -206,15 +206,35 @@ pub fn paths_in(text: &str, root: &Path, cwd: Option<&str>) -> Vec<(String, bool
         }
     });
     let lexed = words::lex(&t);
-    let mut names: Vec<String> = words::spelled(&lexed)
-        .into_iter()
-        .filter(|w| !w.contains("://") && !w.contains(['$', '*', '?', '[', '~']))
-        .collect();
+    // (name, written with a `/`): whether a word is a path is decided on the word as written,
+    // not after a `cd` folder is put in front of it.
+    let mut names: Vec<(String, bool)> = Vec::new();
+    let mut push = |n: String, explicit: bool| {
+        if !n.contains("://")
+            && !n.contains(['$', '*', '?', '[', '~'])
+            && !names.iter().any(|(m, _)| *m == n)
+        {
+            names.push((n, explicit));
+        }
+    };
+    for c in &lexed.candidates {
+        let single = words::Lexed {
+            candidates: vec![c.clone()],
+            ..words::Lexed::default()
+        };
+        let explicit = match &c.shape {
+            words::Shape::Path(p) | words::Shape::Dir(p) => p.trim_end_matches('/').contains('/'),
+            _ => true,
+        };
+        for n in words::spelled(&single) {
+            push(n, explicit);
+        }
+    }
     // Every fragment with a `/` (brace expansion, `$'…'`, arithmetic, `env -S '…'`, joined
     // options: shapes the lexer does not model).
     for f in words::fragments(&t) {
-        if f.contains('/') && !names.contains(&f) {
-            names.push(f);
+        if f.contains('/') {
+            push(f, true);
         }
     }
     let mut out: Vec<(String, bool)> = Vec::new();
@@ -225,22 +245,27 @@ pub fn paths_in(text: &str, root: &Path, cwd: Option<&str>) -> Vec<(String, bool
             out.push((rel, folder));
         }
     };
-    // A path below a folder guards the folder; an existing folder itself; at the root, the
-    // file alone.
-    let guard = |rel: String, add: &mut dyn FnMut(String, bool)| {
-        if std::fs::symlink_metadata(root.join(&rel)).is_ok_and(|m| m.is_dir()) {
-            add(rel, true);
-        } else {
-            match rel.rsplit_once('/') {
-                Some((dir, _)) => add(dir.to_owned(), true),
-                None => add(rel, false),
+    // A path written with a `/` guards its folder (an existing folder: itself); at the root,
+    // the file alone. A bare word (`npm`, `build`) is a path only as a file: a file there
+    // guards its folder, a missing one itself, a folder nothing (`npm run build` must not
+    // guard `build/`).
+    let guard = |rel: String, explicit: bool, add: &mut dyn FnMut(String, bool)| {
+        let m = std::fs::symlink_metadata(root.join(&rel));
+        if m.as_ref().is_ok_and(|m| m.is_dir()) {
+            if explicit {
+                add(rel, true);
             }
+            return;
+        }
+        match rel.rsplit_once('/') {
+            Some((dir, _)) if explicit || m.is_ok() => add(dir.to_owned(), true),
+            _ => add(rel, false),
         }
     };
-    for name in names {
+    for (name, explicit) in names {
         let relative = !Path::new(&name).is_absolute();
         if let Some(rel) = below_root(&name, root) {
-            guard(rel, &mut add);
+            guard(rel, explicit, &mut add);
         }
         if !relative {
             continue;
@@ -248,7 +273,7 @@ pub fn paths_in(text: &str, root: &Path, cwd: Option<&str>) -> Vec<(String, bool
         match &base {
             Some(Some(b)) if !b.is_empty() => {
                 if let Some(rel) = below_root(&format!("{b}/{name}"), root) {
-                    guard(rel, &mut add);
+                    guard(rel, explicit, &mut add);
                 }
             }
             // Any folder: the name below every folder.
@@ -382,6 +407,23 @@ mod tests {
         );
     }
 
+    /// Precision: a bare word is a path only as a file (`npm run build` guards no `build/`),
+    /// before or after a `cd` or a task's `cwd`.
+    #[test]
+    fn bare_words_naming_folders_guard_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("frontend/build")).unwrap();
+        std::fs::create_dir_all(t.path().join("build")).unwrap();
+        let tasks = r#"{"version": "2.0.0", "tasks": [
+            {"label": "b", "type": "shell", "command": "npm", "args": ["run", "build"], "options": {"cwd": "${workspaceFolder}/frontend"}},
+            {"label": "c", "type": "shell", "command": "cd frontend && npm run build"}]}"#;
+        let got = rels_in("vscode-tasks", t.path(), ".vscode/tasks.json", tasks);
+        assert!(
+            got.iter().all(|g| !g.ends_with('/')),
+            "no folder is guarded: {got:?}"
+        );
+    }
+
     /// A task's `options.cwd` (R7-6), a launch configuration's and an MCP server's `cwd`:
     /// relative paths count from there too; a folder known only at run time is any folder.
     #[test]
@@ -393,11 +435,24 @@ mod tests {
             rels("vscode-tasks", ".vscode/tasks.json", tasks),
             ["**/f.sh", "f.sh", "t.sh", "tools/"]
         );
+        // A bare script name counts from the `cwd` too: a file there guards its folder, a
+        // missing one itself.
         let mcp =
             r#"{"mcpServers": {"s": {"command": "node", "args": ["server.js"], "cwd": "/w/srv"}}}"#;
         assert_eq!(
             rels("mcp-project", ".mcp.json", mcp),
-            ["node", "server.js", "srv", "srv/"]
+            ["node", "server.js", "srv", "srv/node", "srv/server.js"]
+        );
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("srv")).unwrap();
+        std::fs::write(t.path().join("srv/server.js"), "x").unwrap();
+        let mcp = format!(
+            r#"{{"mcpServers": {{"s": {{"command": "node", "args": ["server.js"], "cwd": "{}/srv"}}}}}}"#,
+            t.path().display()
+        );
+        assert_eq!(
+            rels_in("mcp-project", t.path(), ".mcp.json", &mcp),
+            ["node", "server.js", "srv/", "srv/node"]
         );
     }
 
