@@ -2000,6 +2000,16 @@ pub static COMMAND_WRAPPERS: &[&str] =
 pub static SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"];
 pub static MAKES: &[&str] = &["make", "gmake", "bmake"];
 pub static MAKEFILES: &[&str] = &["GNUmakefile", "makefile", "Makefile"];
+/// Runners of a package's installed program: `npx X` runs `node_modules/.bin/X` of the folder
+/// it starts in (seventh red-team pass, R7-1).
+pub static NODE_BIN_RUNNERS: &[&str] = &["npx", "pnpx", "bunx"];
+/// Interpreters whose operand may be a folder they run (`python3 dir` runs `dir/__main__.py`)
+/// or that search a folder (`find dir -exec`): a bare folder name after them is a folder the
+/// program reads (R7-1). A folder named with a `/` is protected whoever names it.
+pub static FOLDER_READERS: &[&str] = &[
+    "python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "ruby",
+    "perl", "php", "find", "xargs",
+];
 
 /// Files git opens by name in a work tree with a blocking `open(2)` during ordinary commands:
 /// `.gitignore` and `.gitattributes` of every folder (status, add, commit, checkout), and the

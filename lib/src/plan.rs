@@ -41,7 +41,11 @@ use std::path::{Path, PathBuf};
 /// Format 2 (sixth red-team pass, R6-1/R6-5): [`Plan::unix_sockets`]. A format-1 consumer
 /// built a sandbox in which every pathname Unix socket outside the hidden trees stayed
 /// reachable; the version changes so that such a consumer notices instead of ignoring the rule.
-pub const FORMAT: u32 = 2;
+///
+/// Format 3 (seventh red-team pass, R7-1): a program value's or hook's script is protected by
+/// its folder (`read_only` entries of kind `dir` with the program reason), and
+/// [`Plan::unguarded`] lists what stays writable beside a script at the top of a work tree.
+pub const FORMAT: u32 = 3;
 
 pub mod seccomp;
 
@@ -67,6 +71,10 @@ pub struct PlanOptions {
     /// the policy file the shim reads): bound back read-only there, with `$HOME` and the
     /// folders on `$PATH`.
     pub read_back: Vec<PathBuf>,
+    /// Plan although a program value runs a program built at run time from work-tree
+    /// content (the policy's `allow_unresolved_programs`); by default that is
+    /// [`PlanError::Unresolved`].
+    pub allow_unresolved: bool,
 }
 
 /// Why there is no plan. One line naming the path and the reason.
@@ -86,6 +94,14 @@ pub enum PlanError {
     /// The config that names programs cannot be read.
     #[error("{}: cannot read the config for the programs it names: {reason}: no plan", .path.display())]
     Config { path: PathBuf, reason: String },
+    /// A program value runs a program that the shell builds at run time from work-tree
+    /// content (`sh $(cat list)`): no path the plan could make read-only names it.
+    #[error("{}: {key}: the program word {word} is built at run time from work-tree content; the plan cannot know what it runs: no plan (the policy's allow_unresolved_programs = true plans anyway)", .path.display())]
+    Unresolved {
+        path: PathBuf,
+        key: String,
+        word: String,
+    },
     /// A writable root that is missing or not a folder.
     #[error("{}: writable root is {what}: no plan", .path.display())]
     BadRoot { path: PathBuf, what: &'static str },
@@ -115,6 +131,22 @@ pub struct Bind {
     /// The rule it enforces (a row of `docs/sandbox-plan.md`).
     pub protects: &'static str,
 }
+
+/// A script the owner's git runs from the top of a work tree: the file is read-only, its
+/// folder (the work tree) cannot be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unguarded {
+    /// The script (in the main work tree; the same name in every worktree).
+    pub path: PathBuf,
+    /// The config key, or the hook, that runs it.
+    pub key: String,
+    /// The value that names it (empty for a hook).
+    pub value: String,
+    pub why: &'static str,
+}
+
+/// Why an [`Unguarded`] entry stays open.
+pub const R_TOP_SCRIPT: &str = "a script at the top of the work tree: the file is read-only, but its folder is the work tree, which stays writable, so what an interpreter finds beside it there (a Python script's modules, a Node script's require('./x'), a shell script's . ./x) can be planted; move the script into a folder to close it";
 
 /// A hidden socket.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -245,6 +277,9 @@ pub struct Plan {
     /// complete (a read-only bind does not stop `connect(2)`, and sockets sit in `$HOME`,
     /// `/var/lib`, `/srv`): by default the sandbox cannot make a Unix socket at all.
     pub unix_sockets: UnixSockets,
+    /// Scripts at the top of a work tree that the owner's git runs: the file is protected,
+    /// what stays open beside it is said here (format 3).
+    pub unguarded: Vec<Unguarded>,
 }
 
 // Reasons, one per rule (rows of docs/sandbox-plan.md).
@@ -260,7 +295,7 @@ const R_WORKTREE: &str = "worktrees/<id>/: another session's worktree entry";
 const R_OWN_WT: &str = "the session's own worktree entry: commondir and config.worktree stay";
 const R_INCLUDE: &str = "include target: config read by git like config";
 const R_OTHER_SESSION: &str = "another session's worktree folder";
-const R_PROGRAM: &str = "a program or hooks folder the config names by path (core.hooksPath, core.fsmonitor, filters, textconv, credential helpers, aliases), or a work-tree file an installed hook runs (.pre-commit-config.yaml, .husky/, lefthook.yml, a script the hook names): git runs it";
+const R_PROGRAM: &str = "a program or hooks folder the config names by path (core.hooksPath, core.fsmonitor, filters, textconv, credential helpers, aliases), or a work-tree file an installed hook runs (.pre-commit-config.yaml, .husky/, lefthook.yml, a script the hook names), with the folder that holds a script (its modules, requires and sourced files): git runs it";
 const R_DISCOVERY: &str = "a `.git` planted here is discovered by host tools started below it";
 
 /// Build the plan. Reads the repository the way `wt-check pin` does.
@@ -282,7 +317,18 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
     if let Some(g) = given {
         sys.resolve(&g, true)?;
     }
-    let mut programs = owner_programs(&p.loc)?;
+    let owner = owner_programs(&p.loc)?;
+    if !opts.allow_unresolved {
+        if let Some((path, key, word)) = owner.unresolved.first() {
+            return Err(PlanError::Unresolved {
+                path: path.clone(),
+                key: key.clone(),
+                word: word.clone(),
+            });
+        }
+    }
+    let mut unguarded = owner.unguarded;
+    let mut programs = owner.programs;
     // git resolves a relative program from the top of the work tree it runs in: the same
     // relative path in every worktree of the repository (the session's are writable roots)
     // runs for the owner's git there too (fifth red-team pass, R5-3).
@@ -311,6 +357,19 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
         .chain(p.worktrees.values().filter_map(|w| w.path.clone()))
         .collect();
     for h in hop::hops(&p.loc)? {
+        if h.at_top {
+            if let Some(top) = p.loc.work_tree.as_deref() {
+                let path = top.join(&h.rel);
+                if !unguarded.iter().any(|u| u.path == path) {
+                    unguarded.push(Unguarded {
+                        path,
+                        key: h.via.clone(),
+                        value: String::new(),
+                        why: R_TOP_SCRIPT,
+                    });
+                }
+            }
+        }
         for top in &tops {
             let path = integrity::normalize(&top.join(&h.rel));
             let exists = std::fs::symlink_metadata(&path).is_ok_and(|m| match h.kind {
@@ -332,6 +391,7 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
     let (sockets, folders, kept) = live_sockets(opts, &host);
     let mut plan = build(&sys, &p, opts, &sockets, &programs)?;
     plan.hide_folders = folders;
+    plan.unguarded = unguarded;
     let mut read_back = opts.read_back.clone();
     read_back.extend(home.as_deref().map(PathBuf::from));
     if let Some(path) = std::env::var_os("PATH") {
@@ -558,8 +618,11 @@ const SYSTEM_CONFIGS: &[&str] = &["/etc/gitconfig", "/usr/local/etc/gitconfig"];
 /// — resolved the way git does (`~/`, absolute, else from the work-tree
 /// top). A bare name is looked up on `PATH` by git and is not listed. A superset: every value
 /// of every file, effective or not.
-fn owner_programs(loc: &integrity::Located) -> Result<Vec<(PathBuf, EntryKind)>, PlanError> {
+fn owner_programs(loc: &integrity::Located) -> Result<OwnerPrograms, PlanError> {
     use catalogue::Effect;
+    let mut unguarded: Vec<Unguarded> = Vec::new();
+    let mut unresolved: Vec<(PathBuf, String, String)> = Vec::new();
+    let mut keys: Vec<(PathBuf, String)> = Vec::new();
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let xdg = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
     let mut out: Vec<(PathBuf, EntryKind)> = Vec::new();
@@ -644,15 +707,34 @@ fn owner_programs(loc: &integrity::Located) -> Result<Vec<(PathBuf, EntryKind)>,
                     }
                 }
             }
-            // Every file of the work tree the shell would read or run for it: an interpreter's
-            // script (`sh tools/clean.sh`, R5-2) in every shape `sh` reads one (redirections,
-            // operators, escapes, globs, substitutions, `cd`, `-m`, `make -C`; R6-2). A link is
-            // listed as it stands: `build` refuses it (a bind would follow it).
-            for f in words::resolve(&lexed, &top) {
-                let path = integrity::normalize(&top.join(&f.rel));
+            // Every path of the work tree the value reaches (R5-2, R6-2, R7-1): the folder of
+            // each script it names, in any shape (`words::reach`: the lexer's words and every
+            // fragment of the text), so that the modules, requires and sourced files beside the
+            // script are the owner's too; a script at the top by itself, and said so.
+            let r = words::reach(t, &top);
+            for x in &r.paths {
+                let path = integrity::normalize(&top.join(&x.rel));
+                let kind = match x.reach {
+                    words::Reach::Folder => EntryKind::Dir,
+                    words::Reach::File => {
+                        if !unguarded.iter().any(|u| u.path == path) {
+                            unguarded.push(Unguarded {
+                                path: path.clone(),
+                                key: a.value.key(),
+                                value: text.to_string(),
+                                why: R_TOP_SCRIPT,
+                            });
+                        }
+                        EntryKind::File
+                    }
+                };
                 if !out.iter().any(|(p, _)| *p == path) {
-                    out.push((path, EntryKind::File));
+                    keys.push((path.clone(), a.value.key()));
+                    out.push((path, kind));
                 }
+            }
+            for w in &r.unresolved {
+                unresolved.push((a.value.origin.file.clone(), a.value.key(), w.clone()));
             }
             // `~/x` and absolute words outside the work tree: the owner's own files, named as
             // before (an interpreter's script there).
@@ -677,7 +759,26 @@ fn owner_programs(loc: &integrity::Located) -> Result<Vec<(PathBuf, EntryKind)>,
             }
         }
     }
-    Ok(out)
+    Ok(OwnerPrograms {
+        programs: out,
+        keys,
+        unguarded,
+        unresolved,
+    })
+}
+
+/// What [`owner_programs`] found.
+pub(crate) struct OwnerPrograms {
+    /// Paths to protect: a program, a hooks folder, a script's folder.
+    pub programs: Vec<(PathBuf, EntryKind)>,
+    /// The key whose value reached a script's folder or file (the others are programs and
+    /// hooks folders named as such).
+    pub keys: Vec<(PathBuf, String)>,
+    /// Scripts at the top of the work tree ([`Plan::unguarded`]).
+    pub unguarded: Vec<Unguarded>,
+    /// (config file, key, word) of each program word built at run time from the work tree
+    /// ([`PlanError::Unresolved`]).
+    pub unresolved: Vec<(PathBuf, String, String)>,
 }
 
 /// A word of a program value as git's shell resolves it: `~/` from the owner's home, an
@@ -1039,6 +1140,7 @@ pub(crate) fn build(
         keep: Vec::new(),
         pinned,
         unix_sockets: UnixSockets::for_options(opts),
+        unguarded: Vec::new(),
     })
 }
 
@@ -1474,6 +1576,7 @@ pub fn options_from(args: &ToolArgs) -> Result<PlanOptions, String> {
         o.read_back = vec![crate::shell::shim_dir(&p), p.file.clone()];
         o.docker = p.docker.enabled;
         o.unix_sockets = p.unix_sockets == crate::policy::UnixSocketsRule::Allow;
+        o.allow_unresolved = p.allow_unresolved_programs;
     }
     Ok(o)
 }

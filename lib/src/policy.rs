@@ -94,6 +94,8 @@ struct RawPolicy {
     #[serde(default)]
     allow_transient_config: bool,
     #[serde(default)]
+    allow_unresolved_programs: bool,
+    #[serde(default)]
     docker: Docker,
     unix_sockets: Option<UnixSocketsRule>,
     #[serde(default)]
@@ -127,6 +129,11 @@ pub struct Policy {
     pub state_dir: PathBuf,
     /// Let the agent pass program-running keys with `-c`/`--config-env` for one call.
     pub allow_transient_config: bool,
+    /// Let the sandbox plan be made although a program value of the owner's config runs a
+    /// program built at run time from work-tree content (`sh $(cat list)`): off by default,
+    /// the plan is refused (docs/sandbox-plan.md, "unresolved programs").
+    #[serde(default)]
+    pub allow_unresolved_programs: bool,
     pub docker: Docker,
     /// `unix_sockets`: `allow` when the file says so or `[docker] enabled` (Docker needs a
     /// Unix socket), else `deny`.
@@ -297,6 +304,7 @@ impl Policy {
             audit_log,
             state_dir,
             allow_transient_config: raw.allow_transient_config,
+            allow_unresolved_programs: raw.allow_unresolved_programs,
             unix_sockets,
             docker: raw.docker,
             settings: raw.settings,

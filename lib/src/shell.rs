@@ -461,6 +461,7 @@ fn bwrap_sandbox(policy: &Policy) -> Result<Sandboxed, ShellError> {
         unix_sockets: policy.unix_sockets == crate::policy::UnixSocketsRule::Allow,
         network: false,
         read_back: vec![shim_dir(policy), policy.file.clone()],
+        allow_unresolved: policy.allow_unresolved_programs,
     })?;
     // The audit log: append-only from inside (a FIFO over it, relayed from outside).
     let mut relays = Vec::new();

@@ -2338,3 +2338,82 @@ git worktree remove ../proj-worktrees/s1/$w; echo wt_remove=$?
         host_git(&["credential-cache", "exit"], "");
     }
 }
+
+/// The seventh red-team pass (R7-1) end to end: the owner's `core.fsmonitor` runs a work-tree
+/// script in a shape the sixth pass's lexer missed (arithmetic expansion, brace expansion) or
+/// a Python script whose folder holds the modules it imports (`import json` finds a
+/// `tools/json.py` first). The plan makes the script's whole folder read-only. Positive
+/// control: the same writes made by agent-shell without the sandbox, after which the owner's
+/// plain `git status` runs the agent's code; in the sandbox each write fails and the owner's
+/// `git status` runs nothing of the agent's. Both gits.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn a_script_the_owners_program_runs_is_protected_with_its_folder() {
+    bwrap_works().expect("bubblewrap must work for this test");
+    assert!(
+        Path::new("/usr/bin/python3").exists() || std::env::var("CI").as_deref() != Ok("true"),
+        "/usr/bin/python3 is missing (CI=true: the sibling-module case must run)"
+    );
+    let values: &[&str] = if Path::new("/usr/bin/python3").exists() {
+        &[
+            "sh tools/f$((1)).sh",
+            "bash -c \"bash tools/f{1,}.sh\"",
+            "python3 tools/fsm.py",
+        ]
+    } else {
+        eprintln!("skipped: the python3 sibling-module case (/usr/bin/python3 is missing)");
+        &["sh tools/f$((1)).sh", "bash -c \"bash tools/f{1,}.sh\""]
+    };
+    for g in gits() {
+        for value in values {
+            for sandbox in [false, true] {
+                let s = Session::new(&g);
+                let mark = s.home.join("FSMONITOR-FIRED");
+                std::fs::create_dir_all(s.repo.join("tools")).unwrap();
+                std::fs::write(s.repo.join("tools/f1.sh"), "#!/bin/sh\nexit 1\n").unwrap();
+                std::fs::write(
+                    s.repo.join("tools/fsm.py"),
+                    "import sys, json\nsys.exit(1)\n",
+                )
+                .unwrap();
+                s.plain(&["add", "."]);
+                s.plain(&["commit", "-q", "-m", "tools"]);
+                s.plain(&["config", "core.fsmonitor", value]);
+                let script = format!(
+                    "printf '#!/bin/sh\\ntouch {m}\\nexit 1\\n' > tools/f1.sh; echo script=$?
+                     printf 'open(\"{m}\", \"w\")\\n' > tools/json.py; echo sibling=$?",
+                    m = mark.display()
+                );
+                let o = s.agent(&script, sandbox);
+                let out = String::from_utf8_lossy(&o.stdout).into_owned();
+                let ctx = format!(
+                    "{} {value} sandbox={sandbox}\n{out}\n{}",
+                    g.display(),
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                // The owner's plain git, outside any sandbox.
+                s.plain(&["status", "--short"]);
+                if !sandbox {
+                    assert_eq!(status_of(&out, "script"), 0, "control: {ctx}");
+                    assert_eq!(status_of(&out, "sibling"), 0, "control: {ctx}");
+                    assert!(mark.exists(), "control did not fire: {ctx}");
+                    continue;
+                }
+                assert_ne!(status_of(&out, "script"), 0, "{ctx}");
+                assert_ne!(status_of(&out, "sibling"), 0, "{ctx}");
+                assert!(
+                    String::from_utf8_lossy(&o.stderr).contains("Read-only file system"),
+                    "{ctx}"
+                );
+                assert!(
+                    !mark.exists(),
+                    "the owner's git ran the agent's code: {ctx}"
+                );
+                assert!(!s.repo.join("tools/json.py").exists(), "{ctx}");
+            }
+        }
+    }
+}

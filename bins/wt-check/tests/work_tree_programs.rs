@@ -136,7 +136,9 @@ fn relative_programs_changed_in_a_worktree_added_during_the_turn_are_reported() 
         assert_eq!(got.len(), 2, "{got:?}");
         assert_eq!(got[0].0, feat.join(".husky").display().to_string());
         assert!(got[0].2.contains("core.hooksPath"), "{got:?}");
-        assert_eq!(got[1].0, feat.join("tools/fsmon.sh").display().to_string());
+        // The program's folder (what it sources or imports beside it, R7-1).
+        assert_eq!(got[1].0, feat.join("tools").display().to_string());
+        assert!(got[1].2.contains("core.fsmonitor"), "{got:?}");
         assert!(got.iter().all(|g| g.1 == "work tree"), "{got:?}");
         // Positive control: the owner's git in that worktree runs both.
         std::fs::write(feat.join("README"), "review\n").unwrap();
@@ -344,7 +346,8 @@ fn what_the_installed_hooks_run_is_reported_when_changed() {
         assert_eq!(code, 1, "{}: {ev:#?}", git.display());
         let got = changed(&ev);
         let cfg_path = m.join(".pre-commit-config.yaml").display().to_string();
-        let lint_path = m.join("scripts/lint.sh").display().to_string();
+        // The folder of the script the hook names (R7-1).
+        let lint_path = m.join("scripts").display().to_string();
         let wheres = |p: &str| -> Vec<&str> {
             got.iter()
                 .filter(|g| g.0 == p)
@@ -373,5 +376,52 @@ fn what_the_installed_hooks_run_is_reported_when_changed() {
             &[a.clone(), b.clone()],
         );
         assert_eq!(fired, [true, true], "{}: control", git.display());
+    }
+}
+
+/// Seventh red-team pass (R7-1): the owner's `core.fsmonitor` runs a Python script whose
+/// folder comes first on `sys.path`; the agent adds `tools/json.py` beside it, leaving the
+/// script itself as it was. `check` reports the script's folder. Positive control on every
+/// git: the owner's plain `git status` runs the agent's module.
+#[test]
+fn a_module_added_beside_a_program_values_script_is_reported() {
+    if !Path::new("/usr/bin/python3").exists() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "/usr/bin/python3 is missing (CI=true: this test must run)"
+        );
+        eprintln!("skipped: /usr/bin/python3 is missing");
+        return;
+    }
+    for git in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        write_exec(&m.join("tools/fsm.py"), "import sys, json\nsys.exit(1)\n");
+        w.git(&m, &["add", "-A"]);
+        w.git(&m, &["commit", "-q", "-m", "tools"]);
+        w.git(&m, &["config", "core.fsmonitor", "python3 tools/fsm.py"]);
+        pin_accepting(&w);
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 0, "nothing changed yet: {ev:#?}");
+        let mark = w.root().join("pwned-json");
+        std::fs::write(
+            m.join("tools/json.py"),
+            format!("open({:?}, 'w')\n", mark.display().to_string()),
+        )
+        .unwrap();
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:#?}", git.display());
+        let got = changed(&ev);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, m.join("tools").display().to_string());
+        assert!(got[0].2.contains("core.fsmonitor"), "{got:?}");
+        let fired = owner_runs(
+            &w,
+            &git,
+            &m,
+            &["status", "--short"],
+            std::slice::from_ref(&mark),
+        );
+        assert_eq!(fired, [true], "{}: control", git.display());
     }
 }

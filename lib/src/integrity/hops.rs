@@ -52,7 +52,7 @@ pub(super) fn record(
         reason: e.to_string(),
     })?;
     let mut out = Vec::new();
-    for Hop { rel, kind, via } in hops {
+    for Hop { rel, kind, via, .. } in hops {
         let dir = kind == EntryKind::Dir;
         let mut seen = BTreeMap::new();
         for (index, top) in trees {

@@ -42,6 +42,9 @@ pub struct Hop {
     pub kind: EntryKind,
     /// What runs it: `core.fsmonitor …`, `hook pre-commit (pre-commit)`, `hook post-commit`.
     pub via: String,
+    /// A script a hook names at the top of the work tree: protected by itself, what an
+    /// interpreter finds beside it stays writable (`Plan::unguarded`).
+    pub at_top: bool,
 }
 
 /// Every work-tree path of the repository at `loc` that the owner's git runs (see the module
@@ -50,25 +53,37 @@ pub fn hops(loc: &Located) -> Result<Vec<Hop>, PlanError> {
     let Some(top) = loc.work_tree.as_deref() else {
         return Ok(Vec::new());
     };
-    let programs = super::owner_programs(loc)?;
+    let owner = super::owner_programs(loc)?;
+    let programs = owner.programs;
     let mut out: Vec<Hop> = Vec::new();
     let push = |out: &mut Vec<Hop>, rel: PathBuf, kind: EntryKind, via: String| {
         if !out.iter().any(|h| h.rel == rel) {
-            out.push(Hop { rel, kind, via });
+            out.push(Hop {
+                rel,
+                kind,
+                via,
+                at_top: false,
+            });
         }
     };
     let mut hook_dirs = vec![loc.common_dir.join("hooks")];
     for (path, kind) in &programs {
-        if *kind == EntryKind::Dir && !hook_dirs.contains(path) {
+        let script = owner.keys.iter().any(|(p, _)| p == path);
+        if *kind == EntryKind::Dir && !script && !hook_dirs.contains(path) {
             hook_dirs.push(path.clone());
         }
         if let Ok(rel) = path.strip_prefix(top) {
-            let via = if *kind == EntryKind::Dir {
-                "core.hooksPath (relative to the work tree)"
-            } else {
-                "a program the config names (relative to the work tree)"
+            let via = match owner.keys.iter().find(|(p, _)| p == path) {
+                Some((_, key)) if *kind == EntryKind::Dir => {
+                    format!("{key} (the folder of a script it runs)")
+                }
+                Some((_, key)) => format!("{key} (a script it runs)"),
+                None if *kind == EntryKind::Dir => {
+                    "core.hooksPath (relative to the work tree)".into()
+                }
+                None => "a program the config names (relative to the work tree)".into(),
             };
-            push(&mut out, rel.to_path_buf(), *kind, via.into());
+            push(&mut out, rel.to_path_buf(), *kind, via);
         }
     }
     for dir in hook_dirs {
@@ -78,10 +93,25 @@ pub fn hops(loc: &Located) -> Result<Vec<Hop>, PlanError> {
                     Some(m) => format!("hook {name} ({m})"),
                     None => format!("hook {name}"),
                 };
-                push(&mut out, rel, kind, via);
+                let at_top = manager.is_none()
+                    && kind == EntryKind::File
+                    && rel.parent().is_none_or(|p| p.as_os_str().is_empty());
+                push(&mut out, rel.clone(), kind, via);
+                if at_top {
+                    if let Some(h) = out.iter_mut().find(|h| h.rel == rel) {
+                        h.at_top = true;
+                    }
+                }
             }
         }
     }
+    // A file below a folder already listed is covered by it (one finding per change).
+    let folders: Vec<PathBuf> = out
+        .iter()
+        .filter(|h| h.kind == EntryKind::Dir)
+        .map(|h| h.rel.clone())
+        .collect();
+    out.retain(|h| !folders.iter().any(|f| *f != h.rel && h.rel.starts_with(f)));
     Ok(out)
 }
 
@@ -138,8 +168,8 @@ pub(crate) fn hook_runs(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind, Opti
                 for line in cfg.lines() {
                     let t = line.trim_start();
                     if let Some(k) = m.command_keys.iter().find(|k| t.starts_with(**k)) {
-                        for r in script_files(&t[k.len()..], top) {
-                            out.push((r, EntryKind::File, Some(m.name)));
+                        for (r, kind) in script_files(&t[k.len()..], top) {
+                            out.push((r, kind, Some(m.name)));
                         }
                     }
                 }
@@ -154,12 +184,19 @@ pub(crate) fn hook_runs(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind, Opti
     }
     // The whole script at once: the lexer skips comments and reads continuation lines,
     // quotes spanning lines and substitutions as `sh` would.
-    for r in script_files(text, top) {
+    for (r, kind) in script_files(text, top) {
         // A manager's file stays listed under the manager.
         if !out.iter().any(|(q, _, _)| *q == r) {
-            out.push((r, EntryKind::File, None));
+            out.push((r, kind, None));
         }
     }
+    // A file below a folder already listed is covered by it.
+    let folders: Vec<PathBuf> = out
+        .iter()
+        .filter(|(_, k, _)| *k == EntryKind::Dir)
+        .map(|(p, _, _)| p.clone())
+        .collect();
+    out.retain(|(p, _, _)| !folders.iter().any(|f| f != p && p.starts_with(f)));
     out
 }
 
@@ -188,14 +225,25 @@ fn words(s: &str) -> impl Iterator<Item = &str> {
         .filter(|w| !w.is_empty())
 }
 
-/// The existing regular files of the work tree at `top` that the command text names, as
-/// `sh` reads it (the plan's one lexer, [`super::words`]; links are left out: the plan
-/// refuses a link only where a program value names it).
-fn script_files(text: &str, top: &Path) -> Vec<PathBuf> {
-    super::words::resolve(&super::words::lex(text), top)
+/// What the command text reaches in the work tree at `top` (the plan's one reader,
+/// [`super::words::reach`]): the folder of each script it names, a script at the top by
+/// itself. A link at the top is left out (the plan refuses a link only where a program value
+/// names it; below, its folder covers it).
+fn script_files(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind)> {
+    super::words::reach(text, top)
+        .paths
         .into_iter()
-        .filter(|f| !f.link)
-        .map(|f| f.rel)
+        .filter(|r| {
+            r.reach == super::words::Reach::Folder
+                || std::fs::symlink_metadata(top.join(&r.rel)).is_ok_and(|m| m.is_file())
+        })
+        .map(|r| {
+            let kind = match r.reach {
+                super::words::Reach::Folder => EntryKind::Dir,
+                super::words::Reach::File => EntryKind::File,
+            };
+            (r.rel, kind)
+        })
         .collect()
 }
 
@@ -233,13 +281,25 @@ mod tests {
 
     #[test]
     fn a_hand_written_hook_names_its_scripts() {
-        let t = tree(&["scripts/lint.sh", "check.py", "f"], &["frontend"]);
-        let top = t.path().canonicalize().unwrap();
-        let hook = "#!/bin/sh\n# runs scripts/ignored.sh\ncd frontend && exec ./scripts/lint.sh \"$@\"\npython3 check.py; X=f\n/usr/bin/true\n";
-        assert_eq!(
-            rels(&hook_runs(hook, &top)),
-            ["check.py", "f", "scripts/lint.sh"]
+        let t = tree(
+            &[
+                "frontend/scripts/lint.sh",
+                "frontend/src/a.js",
+                "check.py",
+                "f",
+            ],
+            &["docs"],
         );
+        let top = t.path().canonicalize().unwrap();
+        // The folder of each script (its siblings are the owner's too), a script at the top
+        // by itself; a `cd` target is no folder to protect, nor a word in a comment that
+        // names no file or folder.
+        let hook = "#!/bin/sh\n# runs docs\ncd frontend && exec ./scripts/lint.sh \"$@\"\npython3 check.py; X=f\n/usr/bin/true\n";
+        let got = hook_runs(hook, &top);
+        assert_eq!(rels(&got), ["check.py", "f", "frontend/scripts"]);
+        assert!(got
+            .iter()
+            .all(|(p, k, _)| (*k == EntryKind::Dir) == p.ends_with("scripts")));
         // By convention only: not listed (a known limit); named, it is.
         let t = tree(&["Makefile", "package.json"], &[]);
         let top = t.path().canonicalize().unwrap();
@@ -261,7 +321,7 @@ mod tests {
         .unwrap();
         let hook = "#!/usr/bin/env bash\n# File generated by pre-commit: https://pre-commit.com\nARGS=(hook-impl --config=.pre-commit-config.yaml --hook-type=pre-commit)\n";
         let got = hook_runs(hook, &top);
-        assert_eq!(rels(&got), [".pre-commit-config.yaml", "tools/fmt.sh"]);
+        assert_eq!(rels(&got), [".pre-commit-config.yaml", "tools"]);
         assert!(got.iter().all(|(_, _, m)| *m == Some("pre-commit")));
     }
 

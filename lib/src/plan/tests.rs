@@ -492,7 +492,7 @@ fn what_the_command_reads_below_a_tree_is_bound_back_read_only() {
 fn the_unix_socket_rule_is_in_every_format() {
     let r = repo();
     let denied = plan(&opts(&r)).unwrap();
-    assert_eq!(denied.format, 2);
+    assert_eq!(denied.format, 3);
     assert_eq!(denied.unix_sockets.rule, UnixRule::Deny);
     let j: serde_json::Value = serde_json::from_str(&denied.to_json()).unwrap();
     assert_eq!(j["unix_sockets"]["rule"], "deny");
@@ -541,4 +541,53 @@ fn the_unix_socket_rule_is_in_every_format() {
             .seatbelt()
             .contains("(deny network-outbound (remote unix-socket))"));
     }
+}
+
+/// Seventh red-team pass (R7-1): a program value's script is protected by its folder, in the
+/// main work tree and in the session's worktree; a script at the top by itself, listed in
+/// `unguarded` with the key, the value and why; a program built at run time from work-tree
+/// content refuses the plan unless the policy allows it.
+#[test]
+fn a_program_values_script_is_protected_by_its_folder() {
+    let r = repo();
+    std::fs::create_dir_all(r.repo.join("tools/lib")).unwrap();
+    std::fs::write(r.repo.join("tools/a.sh"), "true\n").unwrap();
+    std::fs::write(r.repo.join("top.py"), "pass\n").unwrap();
+    std::fs::write(r.repo.join("list"), "tools/a.sh\n").unwrap();
+    git(&r.repo, &["config", "alias.a", "!sh tools/a$((1)).sh"]);
+    git(&r.repo, &["config", "alias.t", "!python3 top.py"]);
+    let p = plan(&opts(&r)).unwrap();
+    let tools = r.repo.join("tools");
+    assert!(
+        p.read_only
+            .iter()
+            .any(|b| b.path == tools && b.kind == EntryKind::Dir),
+        "{:?}",
+        ro(&p)
+    );
+    let mine = r.root.join("proj-worktrees/s1/mine");
+    std::fs::create_dir_all(mine.join("tools")).unwrap();
+    let p = plan(&opts(&r)).unwrap();
+    assert!(ro(&p).contains(&mine.join("tools")), "{:?}", ro(&p));
+    assert!(ro(&p).contains(&r.repo.join("top.py")), "{:?}", ro(&p));
+    assert_eq!(p.unguarded.len(), 1, "{:?}", p.unguarded);
+    assert_eq!(p.unguarded[0].path, r.repo.join("top.py"));
+    assert_eq!(p.unguarded[0].key, "alias.t");
+    assert_eq!(p.unguarded[0].value, "!python3 top.py");
+    let j: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
+    assert_eq!(j["unguarded"][0]["key"], "alias.t");
+
+    git(&r.repo, &["config", "alias.d", "!sh $(cat list)"]);
+    let e = plan(&opts(&r)).unwrap_err().to_string();
+    assert!(
+        e.contains("alias.d") && e.contains("built at run time"),
+        "{e}"
+    );
+    let p = plan(&PlanOptions {
+        allow_unresolved: true,
+        ..opts(&r)
+    })
+    .unwrap();
+    // `list` itself is protected by the fragment rule (at the top: by itself).
+    assert!(ro(&p).contains(&r.repo.join("list")), "{:?}", ro(&p));
 }

@@ -19,8 +19,19 @@
 //! command itself or the inside of a substitution or `sh -c`/`eval` string is a candidate,
 //! resolved from the top of the work tree and from every folder a `cd` before it names. What
 //! the shell computes at run time (`$VAR/x`, `$(cmd)/x`) is taken by the literal part after
-//! the last expansion, from the top. No I/O here: [`resolve`] is the only function that looks
-//! at the file system, and it follows no link.
+//! the last expansion, from the top. No I/O here: [`resolve`] and [`reach`] are the only
+//! functions that look at the file system, and they follow no link.
+//!
+//! # Why not only a lexer (seventh red-team pass, R7-1, R7-3)
+//!
+//! Two passes in a row found shapes a model of the shell misses (brace expansion, `$'…'`,
+//! `$((…))`, `${X:-…}`, `env -S`, `-fpath`, `npx`, `python3 dir`), and an interpreter reads
+//! more than the file named (a Python script's `json.py` beside it). [`reach`] therefore adds
+//! an over-approximation — every [`fragments`] piece of the text — and answers with folders:
+//! what is protected is the folder that holds a script, with everything below it. Shapes
+//! beyond both (a program word built at run time from work-tree content) are reported as
+//! unresolved, for the caller to fail closed. The plan, the hooks' second hop and the settings
+//! guard's second hop all use this one module.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -35,6 +46,10 @@ pub enum Shape {
     Module(String),
     /// `make -C dir`: the makefile `make` reads there.
     MakeDir(String),
+    /// A bare word that may name a folder a program reads: a part of an assignment's value
+    /// (`PATH=tools:$PATH`), an operand of a folder reader (`python3 pkg`, `find tools`,
+    /// [`crate::catalogue::FOLDER_READERS`]).
+    Dir(String),
 }
 
 /// One word that may name a file, with the folders a `cd` before it changed to.
@@ -58,6 +73,12 @@ pub struct Lexed {
     /// below was not read. (A quote or substitution left open is not a cut: `sh` refuses such
     /// a line with a syntax error and runs nothing of it.)
     pub cut: bool,
+    /// Words that the shell builds at run time with no literal path in them, standing where a
+    /// program or a script is named (`sh $(cat list)`, `$X args`, `x=$(cat l); sh $x`), as
+    /// written with `$…` for each expansion.
+    pub dynamic: Vec<String>,
+    /// The text of every command substitution (`$(…)`, `` `…` ``), at any depth.
+    pub substitutions: Vec<String>,
 }
 
 /// A character of a word: literal, or the place of an expansion whose value is only known
@@ -91,6 +112,7 @@ fn lex_into(text: &str, depth: usize, out: &mut Lexed) {
     let toks = tokens(text, &mut inner);
     for t in inner {
         lex_into(&t, depth + 1, out);
+        out.substitutions.push(t);
     }
     let mut cd: Vec<String> = Vec::new();
     let mut cmd: Vec<String> = Vec::new();
@@ -131,6 +153,7 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
     while i < words.len() && is_assignment(&words[i]) {
         let v = words[i].split_once('=').map_or("", |(_, v)| v);
         push_word(v, cd.clone(), out);
+        push_dirs(v, cd, out);
         i += 1;
     }
     // `env [-i] [-u NAME] [X=1] cmd …`, `exec`, `command`, `nice`, `nohup`, `time`: the
@@ -144,6 +167,7 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
                 if is_assignment(&words[i]) {
                     let v = words[i].split_once('=').map_or("", |(_, v)| v);
                     push_word(v, cd.clone(), out);
+                    push_dirs(v, cd, out);
                 }
                 i += 1;
             }
@@ -154,7 +178,25 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
     let Some(first) = words.get(i) else { return };
     let name = base_name(first).to_owned();
     push_word(first, cd.clone(), out);
+    note_dynamic(first, out);
     let args = &words[i + 1..];
+    let shell = crate::catalogue::SHELLS.contains(&name.as_str());
+    let reader = crate::catalogue::FOLDER_READERS.contains(&name.as_str());
+    // The script or folder operand: the first word that is no option.
+    if let Some(op) = args.iter().find(|a| !a.starts_with('-')) {
+        if shell || reader {
+            note_dynamic(op, out);
+        }
+        if crate::catalogue::NODE_BIN_RUNNERS.contains(&name.as_str()) && !op.contains(UNKNOWN) {
+            // `npx x` runs `node_modules/.bin/x` of the folder it starts in.
+            push_word(&format!("node_modules/.bin/{op}"), cd.clone(), out);
+        }
+    }
+    if reader {
+        for a in args.iter().filter(|a| !a.starts_with('-')) {
+            push_dirs(a, cd, out);
+        }
+    }
     if name == "cd" || name == "pushd" {
         if let Some(d) = args.iter().find(|a| !a.starts_with('-')) {
             if !d.contains(UNKNOWN) {
@@ -162,7 +204,6 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
             }
         }
     }
-    let shell = crate::catalogue::SHELLS.contains(&name.as_str());
     let python = name.starts_with("python") || name == "pypy" || name == "pypy3";
     let make = crate::catalogue::MAKES.contains(&name.as_str());
     let mut k = 0;
@@ -189,6 +230,8 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
                 out.candidates.push(c);
             }
             out.cut |= sub.cut;
+            out.dynamic.extend(sub.dynamic);
+            out.substitutions.extend(sub.substitutions);
             if name == "eval" {
                 return;
             }
@@ -225,6 +268,35 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
     }
 }
 
+/// The `:`-separated parts of `v` that are bare literal words, as [`Shape::Dir`] candidates.
+fn push_dirs(v: &str, cd: &[String], out: &mut Lexed) {
+    for part in v.split(':') {
+        if part.is_empty() || part.contains(UNKNOWN) || part.contains(['*', '?', '[']) {
+            continue;
+        }
+        let c = Candidate {
+            shape: Shape::Dir(part.to_owned()),
+            cd: cd.to_vec(),
+        };
+        if !out.candidates.contains(&c) {
+            out.candidates.push(c);
+        }
+    }
+}
+
+/// Records `w` in [`Lexed::dynamic`] when the shell builds it at run time and no literal path
+/// is left in it (nothing after the last expansion, or a tail without a `/`).
+fn note_dynamic(w: &str, out: &mut Lexed) {
+    let Some(i) = w.rfind(UNKNOWN) else { return };
+    if w[i + UNKNOWN.len_utf8()..].starts_with('/') {
+        return;
+    }
+    let shown = w.replace(UNKNOWN, "$…");
+    if !out.dynamic.contains(&shown) {
+        out.dynamic.push(shown);
+    }
+}
+
 /// `NAME=value` with a shell variable name in front.
 fn is_assignment(w: &str) -> bool {
     match w.split_once('=') {
@@ -244,6 +316,11 @@ fn base_name(w: &str) -> &str {
 /// The candidate(s) of one word: options' values (`--file=x`), the literal tail after the last
 /// expansion (`$(git rev-parse --show-toplevel)/tools/x.sh` → `tools/x.sh`), globs.
 fn push_word(w: &str, cd: Vec<String>, out: &mut Lexed) {
+    // `~+/x` is `$PWD/x`, `~-/x` `$OLDPWD/x`: the tail, from the top.
+    let w = w
+        .strip_prefix("~+/")
+        .or_else(|| w.strip_prefix("~-/"))
+        .unwrap_or(w);
     let w = match w.strip_prefix('-') {
         Some(rest) => match rest.split_once('=') {
             Some((_, v)) => v,
@@ -513,6 +590,7 @@ pub fn spelled(lexed: &Lexed) -> Vec<String> {
                 .iter()
                 .map(|f| format!("{d}/{f}"))
                 .collect(),
+            Shape::Dir(d) => vec![d.clone()],
         };
         for f in files {
             for d in &c.cd {
@@ -631,10 +709,253 @@ pub fn resolve(lexed: &Lexed, top: &Path) -> Vec<Found> {
                         }
                     }
                 }
+                // Folders are [`reach`]'s.
+                Shape::Dir(_) => {}
             }
         }
     }
     out
+}
+
+/// How a reached path is protected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Reach {
+    /// The folder, with everything below it: the script it holds, the modules, packages,
+    /// `require('./lib')`s and `. ./common.sh`s beside it.
+    Folder,
+    /// The file alone: it lies at the top, whose folder cannot be made read-only. What an
+    /// interpreter finds beside it there stays writable ([`Reached::at_top`]).
+    File,
+}
+
+/// One work-tree path a command line reaches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reached {
+    /// Relative to the top.
+    pub rel: PathBuf,
+    pub reach: Reach,
+    /// The word or fragment of the text that named it.
+    pub word: String,
+}
+
+/// What [`reach`] found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Reaches {
+    pub paths: Vec<Reached>,
+    /// Words built at run time from work-tree content ([`Lexed::dynamic`] in a line whose
+    /// command substitutions read a work-tree path): what they run cannot be known before
+    /// the shell runs, so the caller fails closed.
+    pub unresolved: Vec<String>,
+    /// [`Lexed::cut`].
+    pub cut: bool,
+}
+
+/// Every fragment of `text` that could be a path: the text split on every shell
+/// metacharacter and expansion syntax (blanks, quotes, `$`, backquotes, parentheses, braces,
+/// brackets, operators, `=`, `:`, `,`, backslashes, glob characters, `~`), each fragment without
+/// its leading dashes, and a single-dash option's value stuck to it (`-ftools/x.mk`). An
+/// over-approximation on purpose: it does not model the shell, so a shape the lexer does not
+/// know (brace expansion `tools/a{4,}.sh`, ANSI-C quoting `$'tools/a\x2esh'`, arithmetic
+/// `tools/a$((1)).sh`, `${X:-tools/a.sh}`, `awk 'BEGIN{system("sh tools/a.sh")}'`,
+/// `env -S 'sh tools/a.sh'`) still leaves a fragment whose folder is the script's.
+pub fn fragments(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut add = |f: &str| {
+        if !f.is_empty() && f != "." && f != ".." && !out.iter().any(|o| o == f) {
+            out.push(f.to_owned());
+        }
+    };
+    let text = text.replace("~+/", " ").replace("~-/", " ");
+    let delim = |c: char| c.is_whitespace() || "'\"`$(){}[];&|<>=:,\\*?!#~@^%".contains(c);
+    let mut after_dollar = false;
+    let mut start = 0;
+    let mut pieces: Vec<(&str, bool)> = Vec::new();
+    for (i, c) in text.char_indices() {
+        if delim(c) {
+            pieces.push((&text[start..i], after_dollar));
+            after_dollar = c == '$';
+            start = i + c.len_utf8();
+        }
+    }
+    pieces.push((&text[start..], after_dollar));
+    for (raw, var) in pieces {
+        // `$NAME/x`: the name is a variable's, the rest a literal tail.
+        let raw = if var {
+            raw.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        } else {
+            raw
+        };
+        let f = raw.trim_start_matches('-');
+        add(f);
+        if raw.starts_with('-') && !raw.starts_with("--") {
+            if let Some((i, _)) = f.char_indices().nth(1) {
+                add(&f[i..]);
+            }
+        }
+    }
+    out
+}
+
+/// The work-tree paths of the work tree at `top` that the command line `text` reaches, each
+/// with how it is to be protected (seventh red-team pass, R7-1/R7-3: folder granularity and
+/// an over-approximation of the words rather than a model of the shell):
+///
+/// - every candidate of the lexer ([`lex`], from the top and every folder a `cd` named) and
+///   every [`fragments`] piece (from the top) that names an existing file or link: its
+///   folder, or the file itself at the top;
+/// - a link's target inside the work tree likewise;
+/// - a piece with a `/` (or a [`Shape::Dir`] candidate) that names an existing folder: that
+///   folder, unless it is only a `cd` target (`cd frontend && npm test` must not freeze
+///   `frontend/`; what runs there is reached by its own words);
+/// - a piece with a `/` that names nothing yet: its nearest existing folder below the top (a
+///   script created where the command will look for it is the attack).
+///
+/// The top itself is never a folder to protect. Nothing in a `.git` folder, nothing outside
+/// the top. No link is followed to decide a kind.
+pub fn reach(text: &str, top: &Path) -> Reaches {
+    let lexed = lex(text);
+    let mut out = Reaches {
+        cut: lexed.cut,
+        ..Reaches::default()
+    };
+    let mut cd_targets: Vec<String> = Vec::new();
+    for c in &lexed.candidates {
+        for d in &c.cd {
+            let d = d.trim_end_matches('/').to_owned();
+            if !cd_targets.contains(&d) {
+                cd_targets.push(d);
+            }
+        }
+    }
+    let add = |out: &mut Reaches, rel: PathBuf, word: &str| {
+        let (rel, reach) = match rel.parent() {
+            Some(p) if !p.as_os_str().is_empty() => (p.to_path_buf(), Reach::Folder),
+            _ => (rel, Reach::File),
+        };
+        add_reached(out, rel, reach, word);
+    };
+    // Existing files the lexer names (globs, modules, makefiles, `cd` bases).
+    for f in resolve(&lexed, top) {
+        let word = f.rel.to_string_lossy().into_owned();
+        if f.link {
+            if let Some(t) = link_target(top, &f.rel) {
+                add(&mut out, t, &word);
+            }
+        }
+        add(&mut out, f.rel, &word);
+    }
+    // Folders and paths the lexer names (from the top and below each `cd`), and every
+    // fragment, from the top: (name, a folder word, written with a `/`). Whether a word is a
+    // path is decided on the word as written: `cd frontend && npm run build` names no
+    // `frontend/build`.
+    let mut names: Vec<(String, bool, bool)> = Vec::new();
+    for c in &lexed.candidates {
+        let (w, dir_word) = match &c.shape {
+            Shape::Dir(d) => (d, true),
+            Shape::Path(p) => (p, false),
+            _ => continue,
+        };
+        let slash = w.trim_end_matches('/').contains('/');
+        names.push((w.clone(), dir_word, slash));
+        if !Path::new(w).is_absolute() {
+            for b in &c.cd {
+                names.push((format!("{b}/{w}"), dir_word, slash));
+            }
+        }
+    }
+    for f in fragments(text) {
+        let slash = f.trim_end_matches('/').contains('/');
+        names.push((f, false, slash));
+    }
+    for (name, dir_word, slash) in names {
+        let Some(rel) = in_tree(&name, top) else {
+            continue;
+        };
+        let m = std::fs::symlink_metadata(top.join(&rel));
+        let only_cd = |rel: &Path| {
+            cd_targets
+                .iter()
+                .any(|d| in_tree(d, top).as_deref() == Some(rel))
+        };
+        match m {
+            Ok(m) if m.is_dir() => {
+                if (slash || dir_word) && !only_cd(&rel) {
+                    add_reached(&mut out, rel, Reach::Folder, &name);
+                }
+            }
+            Ok(m) => {
+                if m.file_type().is_symlink() {
+                    if let Some(t) = link_target(top, &rel) {
+                        add(&mut out, t, &name);
+                    }
+                }
+                add(&mut out, rel, &name);
+            }
+            Err(_) if slash => {
+                let mut a = rel.parent();
+                while let Some(d) = a.filter(|d| !d.as_os_str().is_empty()) {
+                    if std::fs::symlink_metadata(top.join(d)).is_ok_and(|m| m.is_dir()) {
+                        if !only_cd(d) {
+                            add_reached(&mut out, d.to_path_buf(), Reach::Folder, &name);
+                        }
+                        break;
+                    }
+                    a = d.parent();
+                }
+            }
+            Err(_) => {}
+        }
+    }
+    // A program built at run time from what a substitution reads in the work tree.
+    if !lexed.dynamic.is_empty() {
+        let reads_tree = lexed.substitutions.iter().any(|t| {
+            let l = lex(t);
+            !resolve(&l, top).is_empty()
+                || spelled(&l).iter().chain(fragments(t).iter()).any(|f| {
+                    f.contains('/')
+                        && in_tree(f, top).is_some_and(|r| top.join(r).symlink_metadata().is_ok())
+                })
+        });
+        if reads_tree {
+            out.unresolved = lexed.dynamic.clone();
+        }
+    }
+    // A folder below another protected folder is covered by it.
+    let folders: Vec<PathBuf> = out
+        .paths
+        .iter()
+        .filter(|r| r.reach == Reach::Folder)
+        .map(|r| r.rel.clone())
+        .collect();
+    out.paths
+        .retain(|r| !folders.iter().any(|f| *f != r.rel && r.rel.starts_with(f)));
+    out
+}
+
+fn add_reached(out: &mut Reaches, rel: PathBuf, reach: Reach, word: &str) {
+    if rel.as_os_str().is_empty() {
+        return;
+    }
+    if let Some(r) = out.paths.iter_mut().find(|r| r.rel == rel) {
+        r.reach = r.reach.min(reach);
+        return;
+    }
+    out.paths.push(Reached {
+        rel,
+        reach,
+        word: word.to_owned(),
+    });
+}
+
+/// Where the link at `rel` points, as a path below `top` (one step, not followed further).
+fn link_target(top: &Path, rel: &Path) -> Option<PathBuf> {
+    let t = std::fs::read_link(top.join(rel)).ok()?;
+    let abs = if t.is_absolute() {
+        t
+    } else {
+        top.join(rel.parent().unwrap_or(Path::new(""))).join(t)
+    };
+    in_tree(abs.to_str()?, top)
 }
 
 /// `w` (relative to `top`, or absolute below it) as a normal relative path below `top`, not
@@ -881,6 +1202,102 @@ mod tests {
         assert!(!glob_match("*.sh", ".x.sh"));
         assert!(glob_match("?", "a"));
         assert!(glob_match("a[", "a["));
+    }
+
+    /// What `reach` protects, as `dir/` for a folder and `file` for a file at the top.
+    fn reached(text: &str, t: &tempfile::TempDir) -> Vec<String> {
+        let mut v: Vec<String> = reach(text, t.path())
+            .paths
+            .into_iter()
+            .map(|r| match r.reach {
+                Reach::Folder => format!("{}/", r.rel.display()),
+                Reach::File => r.rel.display().to_string(),
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn every_shape_of_the_seventh_pass_reaches_the_scripts_folder() {
+        let t = tree(&[
+            "tools/a4.sh",
+            "tools/a5.sh",
+            "tools/a6.sh",
+            "tools/a9.sh",
+            "tools/a10.sh",
+            "tools/a11dir/__main__.py",
+            "tools/a13.sh",
+            "tools/a19.sh",
+            "tools/a24.sh",
+            "tools/a28.sh",
+            "tools/a34.mk",
+            "tools/a50.py",
+            "tools/a58.args",
+            "node_modules/.bin/a12",
+            "src/main.rs",
+            "top.py",
+        ]);
+        for shape in [
+            r#"bash -c "bash tools/a{4,}.sh""#,
+            r#"bash -c "bash $'tools/a5\x2esh'""#,
+            "bash -c 'bash ~+/tools/a6.sh'",
+            r"find tools -name a9.sh -exec sh {} \;",
+            "PATH=tools:$PATH a10.sh",
+            "sh tools/a$((13)).sh",
+            "sh ${X:-tools/a19.sh}",
+            r#"awk 'BEGIN{system("sh tools/a24.sh")}'"#,
+            "env -S 'sh tools/a28.sh'",
+            "make -s -ftools/a34.mk",
+            "python3 tools/a50.py",
+            "xargs -a tools/a58.args sh",
+            "sh tools/not-yet.sh",
+        ] {
+            assert_eq!(reached(shape, &t), ["tools/"], "{shape}");
+        }
+        assert_eq!(reached("npx a12", &t), ["node_modules/.bin/"]);
+        // `python3 dir` runs `dir/__main__.py`: the folder named.
+        assert_eq!(reached("python3 tools/a11dir", &t), ["tools/a11dir/"]);
+        // A script at the top is protected by itself.
+        assert_eq!(reached("python3 top.py", &t), ["top.py"]);
+        // A `cd` target alone is no folder to protect; bare words name no folder.
+        assert!(reached("cd src && cargo test", &t).is_empty());
+        assert!(reached("npm test; git log -- src", &t).is_empty());
+        assert!(reached("cd tools && npm run a11dir", &t).is_empty());
+        // A folder named with a `/`, or a pathspec below one, is.
+        assert_eq!(reached("git log -- src/main.rs", &t), ["src/"]);
+    }
+
+    #[test]
+    fn a_program_built_from_work_tree_content_is_unresolved() {
+        let t = tree(&["list", "tools/x.sh"]);
+        assert_eq!(reach("sh $(cat list)", t.path()).unresolved, ["$…"]);
+        assert_eq!(
+            reach("x=$(cat tools/x.sh); sh $x", t.path()).unresolved,
+            ["$…"]
+        );
+        // Built from what is not the work tree, or with a literal path left in it: resolved.
+        assert!(reach("$EDITOR x; sh $1", t.path()).unresolved.is_empty());
+        assert!(reach(
+            r#"sh "$(git rev-parse --show-toplevel)/tools/x.sh""#,
+            t.path()
+        )
+        .unresolved
+        .is_empty());
+        assert!(reach(r#"exec "$(command -v python3)" -m x"#, t.path())
+            .unresolved
+            .is_empty());
+    }
+
+    #[test]
+    fn links_reach_their_targets_folder() {
+        let t = tree(&["node_modules/pkg/cli.js", "node_modules/.bin/x"]);
+        std::fs::remove_file(t.path().join("node_modules/.bin/x")).unwrap();
+        std::os::unix::fs::symlink("../pkg/cli.js", t.path().join("node_modules/.bin/x")).unwrap();
+        assert_eq!(
+            reached("npx x", &t),
+            ["node_modules/.bin/", "node_modules/pkg/"]
+        );
     }
 
     #[test]

@@ -200,7 +200,9 @@ fn walk(
             s.leftovers.push(rel);
             continue;
         }
-        if rules.lookup(&rel).is_some() {
+        // A real folder is walked even when a rule's glob matches its name (`tools/**/*`
+        // guards the files below `tools/mdir`, not `tools/mdir` as a file).
+        if (is_link || !is_dir) && rules.lookup(&rel).is_some() {
             let c =
                 nofollow::read_at(dir, &name, &rel).map_err(io_err(s.root.join(&rel), "read"))?;
             if c != Content::Absent {

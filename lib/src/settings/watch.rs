@@ -255,8 +255,74 @@ impl Watcher {
         }
         let _lock = self.store.lock()?;
         let vouched = Self::approved_named(&self.store, &self.roots, base)?;
+        // Guarded folders and `**/` paths: every file they hold when the rule is first seen
+        // in a root, found by a walk with their rules alone (R7-3, R7-6). A marker record
+        // (`<rel>/**`, absent) says the rule was seen: a file made later has no record and is
+        // judged against absence, like a named file that did not exist.
+        let deep: Vec<super::second_hop::Named> = named
+            .iter()
+            .filter(|n| n.folder || n.rel.contains("**"))
+            .cloned()
+            .collect();
+        if !deep.is_empty() {
+            let only = Rules {
+                files: Vec::new(),
+                root_check: None,
+            }
+            .with_named(&deep);
+            let vouched_rules = Rules {
+                files: Vec::new(),
+                root_check: None,
+            };
+            for (ri, r) in self.roots.iter().enumerate() {
+                let mine: Vec<super::second_hop::Named> = vouched
+                    .iter()
+                    .filter(|(i, _)| *i == ri)
+                    .map(|(_, n)| n.clone())
+                    .collect();
+                let vouched_here = vouched_rules.with_named(&mine);
+                let fresh: Vec<&super::second_hop::Named> = deep
+                    .iter()
+                    .filter(|n| {
+                        !matches!(
+                            self.store.approved(&r.path.join(&n.rel).join("**")),
+                            Ok(Some(_))
+                        )
+                    })
+                    .collect();
+                if fresh.is_empty() {
+                    continue;
+                }
+                let snap = Snapshot::capture(&r.path, &only)?;
+                for (rel, c) in &snap.files {
+                    let p = r.path.join(rel);
+                    let mine = Rules {
+                        files: Vec::new(),
+                        root_check: None,
+                    }
+                    .with_named(&fresh.iter().map(|n| (*n).clone()).collect::<Vec<_>>());
+                    if mine.lookup(rel).is_none()
+                        || self.roots_owning(&p) != Some(ri)
+                        || self.store.approved(&p)?.is_some()
+                    {
+                        continue;
+                    }
+                    let adopt = !(first_seen.contains(&ri) && self.is_worktree(&r.path))
+                        && vouched_here.lookup(rel).is_some();
+                    let c = if adopt { c.clone() } else { Content::Absent };
+                    self.store.set_approved(&p, &c)?;
+                }
+                for n in fresh {
+                    self.store
+                        .set_approved(&r.path.join(&n.rel).join("**"), &Content::Absent)?;
+                }
+            }
+        }
         for (ri, r) in self.roots.iter().enumerate() {
             for n in named {
+                if n.folder || n.rel.contains("**") {
+                    continue;
+                }
                 let p = r.path.join(&n.rel);
                 if self.roots_owning(&p) != Some(ri) || self.store.approved(&p)?.is_some() {
                     continue;
@@ -789,7 +855,9 @@ impl Watcher {
             if !is_dir && self.cfg.rules.lookup(&rel).is_some() {
                 self.watch_file(ino, st, ri, &rel);
             }
-            if is_dir && self.cfg.rules.may_contain(&rel) && self.cfg.rules.lookup(&rel).is_none() {
+            // A folder is watched as a folder even when a glob matches its name (`tools/**/*`
+            // guards the files below `tools/mdir`).
+            if is_dir && self.cfg.rules.may_contain(&rel) {
                 self.watch_tree(ino, st, ri, &rel)?;
             }
         }
@@ -1054,7 +1122,7 @@ impl Watcher {
         }
         let rel = super::join(&dir_rel, &name);
         let rules = &self.cfg.rules;
-        let is_file_rule = rules.lookup(&rel).is_some();
+        let is_file_rule = rules.lookup(&rel).is_some() && !ev.mask.contains(F::IN_ISDIR);
         if ev.mask.contains(F::IN_ISDIR) && !is_file_rule {
             if !rules.may_contain(&rel) {
                 return Ok(());
