@@ -2096,17 +2096,18 @@ pub struct PathKey {
 /// targets) and the template folder `git init` copies hooks from are never the project's to
 /// edit: kept read-only, a placeholder when missing.
 pub static PATH_KEYS: &[PathKey] = &[
-    // environment.c `git_default_core_config` (config.c before 2.46); dir.c
+    // config.c `git_default_core_config` (environment.c from 2.51 on); dir.c
     // `setup_standard_excludes` → `add_patterns_from_file_to_list` → open(2).
     PathKey { key: k!("core"."excludesFile"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "status, add, clean, ls-files -o, check-ignore", protect: false, why: "an ignore list: hides untracked files, as a .gitignore the agent writes does already" },
-    // environment.c; attr.c `git_attr_global_file` → `read_attr_from_file` → fopen(3).
+    // config.c (environment.c from 2.51 on); attr.c `git_attr_global_file` → `read_attr_from_file` → fopen(3).
     PathKey { key: k!("core"."attributesFile"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "status, diff, add, checkout, commit", protect: false, why: "attributes: select only drivers the config defines, as a .gitattributes the agent writes does already" },
     // builtin/commit.c `git_commit_config` → `prepare_to_commit` → strbuf_read_file.
     PathKey { key: k!("commit"."template"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "commit (without -m/-F)", protect: false, why: "the project's commit template: text in the owner's editor" },
     // builtin/blame.c `git_blame_config`: every value is added to `ignore_revs_file_list`;
     // `build_ignorelist` → `oidset_parse_file_carefully` → fopen(3).
     PathKey { key: k!("blame"."ignoreRevsFile"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Every, opened_by: "blame, annotate", protect: false, why: "the project's .git-blame-ignore-revs: a tracked file, every change to it shows in the diff" },
-    // mailmap.c `read_mailmap` (`mailmap.file` via repo_config_get_pathname); log, shortlog,
+    // config.c `git_default_config` → `git_mailmap_file` (mailmap.c reads it with
+    // `repo_config_get_pathname` in later git), `read_mailmap_file`; log, shortlog,
     // blame read it (`log.mailmap` is on by default since 2.29).
     PathKey { key: k!("mailmap"."file"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "log, show, shortlog, blame, check-mailmap", protect: false, why: "a mailmap: names shown, as the .mailmap the agent writes does already" },
     // diff.c `git_diff_ui_config` → `diffcore_order` → `prepare_order` → open(2).
@@ -2125,7 +2126,8 @@ pub static PATH_KEYS: &[PathKey] = &[
     // gpg-interface.c; `ssh-keygen -Y verify -r`.
     PathKey { key: per!("gpg"."revocationFile"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "log --show-signature, verify-commit, verify-tag", protect: true, why: "revoked signing keys: emptied, a revoked key verifies again" },
     // gpg-interface.c `get_ssh_key_fingerprint`/`sign_buffer_ssh`: with gpg.format=ssh, a
-    // value that is not a literal key (`key::`, `ssh-…`) is a file: interpolate_path(…, 1).
+    // value that is not a literal key (`key::`, `ssh-…`) is a file: `expand_user_path(…, 1)`
+    // in 2.39, `interpolate_path(…, 1)` in 2.47 (the same expansion; relative from the top).
     PathKey { key: k!("user"."signingKey"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "commit -S, tag -s, push --signed (gpg.format=ssh)", protect: true, why: "the ssh signing key: replaced, the owner signs with the agent's key" },
     // http.c `http_options`: handed to curl (CURLOPT_CAINFO, SSLCERT, SSLKEY, PINNEDPUBLICKEY).
     PathKey { key: any!("http"."sslCAInfo"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "fetch, pull, push, clone, ls-remote over https", protect: true, why: "the certificate authorities https trusts" },
