@@ -955,6 +955,11 @@ pub(crate) fn build(
     // out (a commit template, `.git-blame-ignore-revs`) stay writable; `wt-check check`
     // reports a FIFO or device there (GW021).
     for (path, kind, why) in named {
+        // Outside every writable root the base is read-only already; the owner's own files
+        // there (`~/.ssh/allowed_signers` as a dotfile manager's link) are not looked at.
+        if !inside(path) {
+            continue;
+        }
         let node = match sys.stat(path)? {
             None => Node::Absent,
             Some(st) if st.is_dir() => Node::Dir { mode: 0 },

@@ -557,6 +557,18 @@ fn named_files_that_decide_trust_are_read_only_and_the_projects_own_are_not() {
         &["config", "gpg.ssh.allowedSignersFile", ".signers"],
     );
     git(&r.repo, &["config", "fsck.skipList", "skip.list"]);
+    // The owner's own file outside every writable root, a link (a dotfile manager's): not
+    // looked at, no refusal.
+    let outside = r.root.join("revoked");
+    std::os::unix::fs::symlink("/etc/hostname", &outside).unwrap();
+    git(
+        &r.repo,
+        &[
+            "config",
+            "gpg.ssh.revocationFile",
+            outside.to_str().unwrap(),
+        ],
+    );
     git(&r.repo, &["config", "commit.template", ".gitmessage"]);
     git(
         &r.repo,
@@ -571,6 +583,7 @@ fn named_files_that_decide_trust_are_read_only_and_the_projects_own_are_not() {
         .unwrap_or_else(|| panic!("allowed signers not read-only: {:#?}", ro(&p)));
     assert!(b.protects.contains("allowed signers"), "{}", b.protects);
     assert!(ph(&p).contains(&r.repo.join("skip.list")), "{:#?}", ph(&p));
+    assert!(!ro(&p).contains(&outside) && !ph(&p).contains(&outside));
     let mine = r.root.join("proj-worktrees/s1/mine");
     assert!(ph(&p).contains(&mine.join("skip.list")), "{:#?}", ph(&p));
     for own in [".gitmessage", ".git-blame-ignore-revs"] {
