@@ -2025,6 +2025,148 @@ pub static OPENED_BY_NAME: &[&str] = &[
     ".gitmodules",
 ];
 
+/// What git does with the path a config key names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathUse {
+    /// git (or the program it hands the path to: curl, ssh-keygen) opens the file and reads
+    /// it with a blocking `open(2)`/`fopen(3)`, following links.
+    Read,
+    /// A folder git (or curl) reads files from.
+    Folder,
+    /// git creates or appends to it (`O_CREAT`, following links).
+    Written,
+}
+
+/// How a relative value is anchored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathResolve {
+    /// `git_config_pathname()` → `interpolate_path()` (config.c, path.c): `~/` and `~user/`
+    /// from the home folder, `%(prefix)/` from git's install prefix, a leading `:(optional)`
+    /// dropped from git 2.52 on (a literal folder name before); anything else as written,
+    /// opened from the process's folder — the top of the work tree, since `setup_git_directory`
+    /// changes there before any of these is opened (tested on 2.39.5 and 2.47.3: a relative
+    /// `core.excludesFile`/`diff.orderFile` named from a subfolder opens the top's file).
+    Pathname,
+    /// Only an absolute path is honoured (anything else is ignored or a warning).
+    Absolute,
+    /// `~` expanded by the script; a relative path from the folder the command was started in
+    /// (no change to the top: a script is not set up by git). Taken from the top here, which
+    /// is where an owner runs it in practice.
+    Started,
+}
+
+/// How many values of the key git uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathValues {
+    /// The last value wins.
+    Last,
+    /// Every value is opened in turn (each adds to a list or set).
+    Every,
+}
+
+/// One path-valued config key git opens (or hands to a program that opens it).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PathKey {
+    pub key: KeyPattern,
+    pub uses: PathUse,
+    pub resolve: PathResolve,
+    pub values: PathValues,
+    /// The git commands that open it.
+    pub opened_by: &'static str,
+    /// Does the sandbox plan keep it read-only (or a placeholder) when it lies in a writable
+    /// root? `false` for the project's own files an agent may legitimately edit: then only
+    /// `wt-check` (GW021) and safe-git look at what stands there.
+    pub protect: bool,
+    /// Why, in one line (the plan prints it as what the bind protects).
+    pub why: &'static str,
+}
+
+/// Every path-valued config key git opens with a blocking open that follows links, from
+/// git's sources (2.39.5, 2.47.3, master): the users of `git_config_pathname()` /
+/// `repo_config_get_pathname()` and the keys read as strings then opened (grep of
+/// `config_pathname`, `interpolate_path`, `expand_user_path` over `*.c`, `*.perl`). A FIFO
+/// there hangs the owner's git, a link to one too, and a link to a device (`/dev/zero`,
+/// `/dev/tty`) feeds it whatever the device yields (seventh red-team pass, R7-4): GW021 reports
+/// one in the agent's reach, `wt-check check --restore` sets it aside, safe-git refuses.
+///
+/// Not here: `core.hooksPath` and `include.path` (the plan and GW013/GW014 treat them by what
+/// they run or bring in), `safe.directory` and `maintenance.repo` (compared, never opened),
+/// `fsmonitor.socketDir` (git makes its own socket there; a FIFO planted under the socket's
+/// hashed name makes `bind` fail, not hang).
+///
+/// `protect`, argued per key: the project's own files (an ignore list, attributes, a commit
+/// template, `.git-blame-ignore-revs`, `.mailmap`, an order file, a patch signature) are
+/// edited by an agent in ordinary work and can do no more than the `.gitignore`,
+/// `.gitattributes` and `.mailmap` it may already write — freezing them would break the work
+/// and protect nothing. Files that decide trust (allowed signers, revocations, the signing
+/// key, CA certificates and client keys, fsck skip lists, cookies), where git writes (trace2
+/// targets) and the template folder `git init` copies hooks from are never the project's to
+/// edit: kept read-only, a placeholder when missing.
+pub static PATH_KEYS: &[PathKey] = &[
+    // config.c `git_default_core_config` (environment.c from 2.51 on); dir.c
+    // `setup_standard_excludes` → `add_patterns_from_file_to_list` → open(2).
+    PathKey { key: k!("core"."excludesFile"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "status, add, clean, ls-files -o, check-ignore", protect: false, why: "an ignore list: hides untracked files, as a .gitignore the agent writes does already" },
+    // config.c (environment.c from 2.51 on); attr.c `git_attr_global_file` → `read_attr_from_file` → fopen(3).
+    PathKey { key: k!("core"."attributesFile"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "status, diff, add, checkout, commit", protect: false, why: "attributes: select only drivers the config defines, as a .gitattributes the agent writes does already" },
+    // builtin/commit.c `git_commit_config` → `prepare_to_commit` → strbuf_read_file.
+    PathKey { key: k!("commit"."template"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "commit (without -m/-F)", protect: false, why: "the project's commit template: text in the owner's editor" },
+    // builtin/blame.c `git_blame_config`: every value is added to `ignore_revs_file_list`;
+    // `build_ignorelist` → `oidset_parse_file_carefully` → fopen(3).
+    PathKey { key: k!("blame"."ignoreRevsFile"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Every, opened_by: "blame, annotate", protect: false, why: "the project's .git-blame-ignore-revs: a tracked file, every change to it shows in the diff" },
+    // config.c `git_default_config` → `git_mailmap_file` (mailmap.c reads it with
+    // `repo_config_get_pathname` in later git), `read_mailmap_file`; log, shortlog,
+    // blame read it (`log.mailmap` is on by default since 2.29).
+    PathKey { key: k!("mailmap"."file"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "log, show, shortlog, blame, check-mailmap", protect: false, why: "a mailmap: names shown, as the .mailmap the agent writes does already" },
+    // diff.c `git_diff_ui_config` → `diffcore_order` → `prepare_order` → open(2).
+    PathKey { key: k!("diff"."orderFile"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "diff, log -p, show (with changes)", protect: false, why: "the order of files in a diff" },
+    // builtin/log.c `git_format_config` → `read_signature_file`.
+    PathKey { key: k!("format"."signatureFile"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "format-patch", protect: false, why: "the project's patch signature text" },
+    // fsck.c `git_fsck_config` → `fsck_set_msg_types("skiplist=…")` → `oidset_parse_file`:
+    // every value adds to the set.
+    PathKey { key: k!("fsck"."skipList"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Every, opened_by: "fsck", protect: true, why: "an fsck skip list: objects named there pass the owner's checks unexamined" },
+    // fetch-pack.c `fetch_pack_config_cb`: appended to the `--strict=` message types.
+    PathKey { key: per!("fetch"."skipList"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Every, opened_by: "fetch, pull, clone (with fsck checks)", protect: true, why: "a fetch fsck skip list: a crafted object named there passes the owner's transfer checks" },
+    // builtin/receive-pack.c `receive_pack_config`.
+    PathKey { key: per!("receive"."skipList"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Every, opened_by: "receive-pack (a push into this repository)", protect: true, why: "a receive fsck skip list: a crafted object named there passes the checks on push" },
+    // gpg-interface.c `git_gpg_config`; handed to `ssh-keygen -Y find-principals/verify -f`.
+    PathKey { key: per!("gpg"."allowedSignersFile"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "log --show-signature, verify-commit, verify-tag, %G? formats", protect: true, why: "allowed signers: a key the agent adds makes its commits verify as good" },
+    // gpg-interface.c; `ssh-keygen -Y verify -r`.
+    PathKey { key: per!("gpg"."revocationFile"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "log --show-signature, verify-commit, verify-tag", protect: true, why: "revoked signing keys: emptied, a revoked key verifies again" },
+    // gpg-interface.c `get_ssh_key_fingerprint`/`sign_buffer_ssh`: with gpg.format=ssh, a
+    // value that is not a literal key (`key::`, `ssh-…`) is a file: `expand_user_path(…, 1)`
+    // in 2.39, `interpolate_path(…, 1)` in 2.47 (the same expansion; relative from the top).
+    PathKey { key: k!("user"."signingKey"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "commit -S, tag -s, push --signed (gpg.format=ssh)", protect: true, why: "the ssh signing key: replaced, the owner signs with the agent's key" },
+    // http.c `http_options`: handed to curl (CURLOPT_CAINFO, SSLCERT, SSLKEY, PINNEDPUBLICKEY).
+    PathKey { key: any!("http"."sslCAInfo"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "fetch, pull, push, clone, ls-remote over https", protect: true, why: "the certificate authorities https trusts" },
+    PathKey { key: any!("http"."sslCert"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "fetch, pull, push, clone over https", protect: true, why: "the owner's client certificate" },
+    PathKey { key: any!("http"."sslKey"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "fetch, pull, push, clone over https", protect: true, why: "the owner's client key" },
+    PathKey { key: any!("http"."pinnedPubkey"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "fetch, pull, push, clone over https", protect: true, why: "the public key https pins (a file unless `sha256//…`)" },
+    PathKey { key: any!("http"."sslCAPath"), uses: PathUse::Folder, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "fetch, pull, push, clone over https", protect: true, why: "a folder of certificate authorities https trusts" },
+    // http.c: read, and written back with `http.saveCookies`.
+    PathKey { key: any!("http"."cookieFile"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "fetch, pull, push, clone over https (written with http.saveCookies)", protect: true, why: "the owner's cookies: sent to the server, written back" },
+    // setup.c `get_template_dir` (`init.templateDir`, git_config_pathname): copied into each
+    // new git dir, hooks/ included (also a KEYS row: what it arms).
+    PathKey { key: k!("init"."templateDir"), uses: PathUse::Folder, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "init, clone, submodule add/update", protect: true, why: "the template folder: its hooks/ are copied into every repository git init creates" },
+    // trace2/tr2_dst.c `tr2_dst_get_trace_fd`: an absolute path is opened with
+    // O_WRONLY|O_APPEND|O_CREAT (a folder: a new file per process in it); read from system and
+    // global config only (also a KEYS row).
+    PathKey { key: k!("trace2"."normalTarget"), uses: PathUse::Written, resolve: PathResolve::Absolute, values: PathValues::Last, opened_by: "every git command", protect: true, why: "a trace2 target git appends to: a link there makes the owner's git write wherever it points" },
+    PathKey { key: k!("trace2"."perfTarget"), uses: PathUse::Written, resolve: PathResolve::Absolute, values: PathValues::Last, opened_by: "every git command", protect: true, why: "a trace2 target git appends to: a link there makes the owner's git write wherever it points" },
+    PathKey { key: k!("trace2"."eventTarget"), uses: PathUse::Written, resolve: PathResolve::Absolute, values: PathValues::Last, opened_by: "every git command", protect: true, why: "a trace2 target git appends to: a link there makes the owner's git write wherever it points" },
+    // git-send-email.perl: `sendemail.aliasesFile` (with `sendemail.aliasFileType`), opened by
+    // the script with `open`.
+    PathKey { key: any!("sendemail"."aliasesFile"), uses: PathUse::Read, resolve: PathResolve::Started, values: PathValues::Every, opened_by: "send-email", protect: true, why: "mail aliases: decide where the owner's patches are sent" },
+];
+
+/// The [`PATH_KEYS`] row a config key matches.
+pub fn path_key(key: &str) -> Option<&'static PathKey> {
+    let k = ConfigKey::parse(key)?;
+    PATH_KEYS.iter().find(|r| r.key.matches(&k))
+}
+
 /// Folders `wt-check audit` does not walk by default (`--walk-all` walks them): package and
 /// build output that can hold hundreds of thousands of entries and, as installed, no
 /// repository. A folder is also one when it carries a Cache Directory Tagging `CACHEDIR.TAG`

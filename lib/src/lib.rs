@@ -44,6 +44,7 @@ pub mod held;
 pub mod index_paths;
 pub mod integrity;
 pub mod layout;
+pub mod named_paths;
 pub mod path;
 pub mod plan;
 pub mod policy;

@@ -389,7 +389,8 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
         uid: nix::unistd::getuid().as_raw(),
     };
     let (sockets, folders, kept) = live_sockets(opts, &host);
-    let mut plan = build(&sys, &p, opts, &sockets, &programs)?;
+    let named = owner_named(&p.loc, &tops)?;
+    let mut plan = build(&sys, &p, opts, &sockets, &programs, &named)?;
     plan.hide_folders = folders;
     plan.unguarded = unguarded;
     let mut read_back = opts.read_back.clone();
@@ -781,6 +782,48 @@ pub(crate) struct OwnerPrograms {
     pub unresolved: Vec<(PathBuf, String, String)>,
 }
 
+/// The paths of [`catalogue::PATH_KEYS`] rows the plan protects, from every config file the
+/// owner's git reads (every value, effective or not), a relative one from each work tree's
+/// top (`tops`; the main work tree's, or the git dir when bare, when there is none).
+fn owner_named(
+    loc: &integrity::Located,
+    tops: &[PathBuf],
+) -> Result<Vec<(PathBuf, EntryKind, &'static str)>, PlanError> {
+    let o =
+        crate::named_paths::owner_options(loc.work_tree.as_deref(), &loc.git_dir, &loc.common_dir);
+    let home = o.home.clone();
+    let en = crate::config::enumerate(&o).map_err(|e| PlanError::Config {
+        path: loc.common_dir.join("config"),
+        reason: e.to_string(),
+    })?;
+    let pairs: Vec<(String, Option<String>)> = en
+        .values()
+        .iter()
+        .map(|v| (v.key(), v.value.as_ref().map(|_| v.text().into_owned())))
+        .collect();
+    let fallback = [loc.git_dir.clone()];
+    let tops = if tops.is_empty() { &fallback[..] } else { tops };
+    let mut out: Vec<(PathBuf, EntryKind, &'static str)> = Vec::new();
+    for top in tops {
+        for n in crate::named_paths::named(
+            pairs.iter().map(|(k, v)| (k.as_str(), v.as_deref())),
+            top,
+            home.as_deref(),
+        ) {
+            if !n.row.protect || out.iter().any(|(p, _, _)| *p == n.path) {
+                continue;
+            }
+            let kind = if n.row.uses == catalogue::PathUse::Folder {
+                EntryKind::Dir
+            } else {
+                EntryKind::File
+            };
+            out.push((n.path, kind, n.row.why));
+        }
+    }
+    Ok(out)
+}
+
 /// A word of a program value as git's shell resolves it: `~/` from the owner's home, an
 /// absolute path as it is, anything else from the top of the work tree.
 fn resolve_word(word: &str, top: &Path, home: Option<&Path>) -> Option<PathBuf> {
@@ -808,6 +851,7 @@ pub(crate) fn build(
     opts: &PlanOptions,
     hide: &[Hidden],
     programs: &[(PathBuf, EntryKind)],
+    named: &[(PathBuf, EntryKind, &'static str)],
 ) -> Result<Plan, PlanError> {
     let loc = &p.loc;
     // Writable roots.
@@ -1005,6 +1049,39 @@ pub(crate) fn build(
             }
         };
         guard(path, &node, *kind, R_PROGRAM, &mut ro, &mut ph)?;
+    }
+    // Files the config names by path whose content decides trust or where git writes
+    // (`catalogue::PATH_KEYS` rows with `protect`): allowed signers, CA files, fsck skip
+    // lists, trace2 targets, the template folder. The project's own files those rows leave
+    // out (a commit template, `.git-blame-ignore-revs`) stay writable; `wt-check check`
+    // reports a FIFO or device there (GW021).
+    for (path, kind, why) in named {
+        // Outside every writable root the base is read-only already; the owner's own files
+        // there (`~/.ssh/allowed_signers` as a dotfile manager's link) are not looked at.
+        if !inside(path) {
+            continue;
+        }
+        let node = match sys.stat(path)? {
+            None => Node::Absent,
+            Some(st) if st.is_dir() => Node::Dir { mode: 0 },
+            Some(st) if st.is_file() => Node::File {
+                mode: 0,
+                oid: String::new(),
+                content: integrity::state::Content::Text(String::new()),
+            },
+            Some(_) => {
+                return Err(PlanError::NotPlain {
+                    path: path.clone(),
+                    kind: "link or special file",
+                    expected: if *kind == EntryKind::Dir {
+                        "folder"
+                    } else {
+                        "file"
+                    },
+                })
+            }
+        };
+        guard(path, &node, *kind, why, &mut ro, &mut ph)?;
     }
     // A `.git` at the top of a writable root that is not a work tree (the session's folder,
     // the policy's roots): the owner's git started anywhere below it would discover a

@@ -320,3 +320,108 @@ fn a_full_disk_is_one_error_line_never_a_panic() {
             );
     }
 }
+
+/// A FIFO (or a link to one) where git opens a file by name — one the owner's config names
+/// (`blame.ignoreRevsFile`, `core.excludesFile`, `mailmap.file`), or `.mailmap` at the top —
+/// hangs plain git; safe-git refuses in one line (layout, 122) instead of hanging (seventh
+/// red-team pass, R7-4). Positive control per case on every git: plain git is still running
+/// after 4 s. Honest control: a real `.git-blame-ignore-revs` gives git's own output.
+#[test]
+fn a_fifo_git_would_open_is_refused_in_one_line_instead_of_hanging() {
+    use std::time::{Duration, Instant};
+    for git in gits() {
+        let (t, r) = repo(&git);
+        let home = t.path().join("home");
+        let plain = |args: &[&str]| {
+            let mut c = std::process::Command::new(&git);
+            c.args(args)
+                .current_dir(&r)
+                .env("HOME", &home)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null());
+            c
+        };
+        let hangs = |args: &[&str]| {
+            let mut child = plain(args).spawn().unwrap();
+            let end = Instant::now() + Duration::from_secs(4);
+            while Instant::now() < end {
+                if child.try_wait().unwrap().is_some() {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            child.kill().unwrap();
+            child.wait().unwrap();
+            true
+        };
+        let fifo = |p: &Path| {
+            nix::unistd::mkfifo(p, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap()
+        };
+        assert!(
+            plain(&["config", "blame.ignoreRevsFile", ".git-blame-ignore-revs"])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let revs = r.join(".git-blame-ignore-revs");
+        std::fs::write(&revs, "# formatting commits\n").unwrap();
+        let want = plain(&["blame", "a.txt"]).output().unwrap();
+        assert!(want.status.success());
+        safe_git(&home)
+            .current_dir(&r)
+            .args(["blame", "a.txt"])
+            .assert()
+            .success()
+            .stdout(want.stdout);
+        let outside = t.path().join("outside-fifo");
+        fifo(&outside);
+        // (the file, a link to a FIFO outside rather than a FIFO, the owner's command)
+        let cases: [(&str, bool, &[&str]); 3] = [
+            (".git-blame-ignore-revs", false, &["blame", "a.txt"]),
+            (".mailmap", false, &["log", "-1"]),
+            (".myignore", true, &["status", "--short"]),
+        ];
+        assert!(
+            plain(&["config", "--global", "core.excludesFile", ".myignore"])
+                .status()
+                .unwrap()
+                .success()
+        );
+        for (file, link, cmd) in cases {
+            let p = r.join(file);
+            let _ = std::fs::remove_file(&p);
+            if link {
+                std::os::unix::fs::symlink(&outside, &p).unwrap();
+            } else {
+                fifo(&p);
+            }
+            assert!(
+                hangs(cmd),
+                "{}: plain git {cmd:?} did not hang on {file}",
+                git.display()
+            );
+            let out = safe_git(&home)
+                .current_dir(&r)
+                .args(cmd)
+                .timeout(Duration::from_secs(30))
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(122),
+                "{}: {cmd:?}: {err}",
+                git.display()
+            );
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(
+                err.contains(p.to_str().unwrap()) && err.contains("fifo"),
+                "{err}"
+            );
+            std::fs::remove_file(&p).unwrap();
+            std::fs::write(&p, "\n").unwrap();
+        }
+    }
+}

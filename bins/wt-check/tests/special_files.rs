@@ -285,3 +285,158 @@ fn pin_refuses_a_fifo_in_the_git_dir_in_one_line() {
     );
     assert!(!w.state().exists());
 }
+
+/// Files the owner's config names by path (`catalogue::PATH_KEYS`): a FIFO, or a link to one
+/// outside the work tree, at `core.excludesFile`, `core.attributesFile`,
+/// `blame.ignoreRevsFile`, `commit.template`, `mailmap.file` hangs the owner's `git status`,
+/// `blame`, `commit`, `log` (seventh red-team pass, R7-4). Honest control first: the same keys
+/// naming regular files (a real `.git-blame-ignore-revs`) leave `check` clean. Positive control
+/// per file on every git: plain git hangs on it alone. Then `check` reports each as GW021,
+/// `audit` too, and `--restore` moves each aside (a link, not what it points at), after which
+/// the owner's git answers (an error for the missing file, no hang).
+#[test]
+fn fifos_at_paths_the_owners_config_names_are_reported_and_set_aside() {
+    let outside_fifo = |w: &common::World| {
+        let f = w.outside().join("fifo");
+        if std::fs::symlink_metadata(&f).is_err() {
+            mkfifo(&f);
+        }
+        f
+    };
+    for git in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        // (key, file, where, the owner's command, plant a link rather than a FIFO)
+        let cases: [(&str, &str, &str, &[&str], bool); 5] = [
+            (
+                "core.excludesFile",
+                ".myignore",
+                "global",
+                &["status", "--porcelain"],
+                false,
+            ),
+            (
+                "core.attributesFile",
+                ".myattr",
+                "local",
+                &["status", "--porcelain"],
+                true,
+            ),
+            (
+                "blame.ignoreRevsFile",
+                ".git-blame-ignore-revs",
+                "local",
+                &["blame", "README"],
+                false,
+            ),
+            (
+                "commit.template",
+                ".gitmessage",
+                "local",
+                &["commit", "-q", "--allow-empty"],
+                true,
+            ),
+            ("mailmap.file", ".mm", "local", &["log", "-1"], false),
+        ];
+        for (key, file, scope, _, _) in &cases {
+            std::fs::write(m.join(file), "# the project's own file\n").unwrap();
+            w.git(&m, &["config", &format!("--{scope}"), key, file]);
+        }
+        w.git(&m, &["add", "-A"]);
+        w.git(&m, &["commit", "-q", "-m", "project files"]);
+        w.pin();
+        // Honest control: regular files at every named path raise nothing.
+        let (code, ev) = check(&w, false);
+        assert_eq!(code, 0, "{}: honest files reported: {ev:#?}", git.display());
+        let audit = w.wt_check(&["audit", "--format", "json", m.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&audit.stdout);
+        assert!(!text.contains("GW021"), "{}: {text}", git.display());
+        for (_, file, _, cmd, link) in &cases {
+            let p = m.join(file);
+            std::fs::remove_file(&p).unwrap();
+            if *link {
+                std::os::unix::fs::symlink(outside_fifo(&w), &p).unwrap();
+            } else {
+                mkfifo(&p);
+            }
+            let mut c = plain_git(&w, &git, &m, cmd);
+            c.env("GIT_EDITOR", "true");
+            let r = run_for(c, 4);
+            assert!(
+                r.is_none(),
+                "{}: `git {cmd:?}` did not hang on {file}: {r:?}",
+                git.display()
+            );
+            // A killed `git status` leaves its `index.lock` behind.
+            let _ = std::fs::remove_file(w.git_dir().join("index.lock"));
+            // Alone: the next case's control must hang on its own file only.
+            std::fs::remove_file(&p).unwrap();
+            std::fs::write(&p, "# the project's own file\n").unwrap();
+        }
+        for (_, file, _, _, link) in &cases {
+            let p = m.join(file);
+            std::fs::remove_file(&p).unwrap();
+            if *link {
+                std::os::unix::fs::symlink(outside_fifo(&w), &p).unwrap();
+            } else {
+                mkfifo(&p);
+            }
+        }
+        let audit = w.wt_check(&["audit", "--format", "json", m.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&audit.stdout);
+        for (key, file, ..) in &cases {
+            let p = m.join(file);
+            assert!(
+                text.contains(&format!("\"path\":\"{}\"", p.display()))
+                    || text.contains(&format!("\"path\": \"{}\"", p.display())),
+                "{}: audit missed {key} = {file}: {text}",
+                git.display()
+            );
+        }
+        let (code, ev) = check(&w, false);
+        assert_eq!(code, 1, "{}: {ev:#?}", git.display());
+        for (key, file, ..) in &cases {
+            let p = m.join(file);
+            let e = ev
+                .iter()
+                .find(|e| e["path"].as_str() == Some(p.to_str().unwrap()))
+                .unwrap_or_else(|| {
+                    panic!("{}: {key} = {file} not reported: {ev:#?}", git.display())
+                });
+            assert_eq!(e["rule"], "GW021", "{e}");
+            assert_eq!(e["level"], "error", "{e}");
+            assert!(
+                e["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&key.to_ascii_lowercase()),
+                "{e}"
+            );
+        }
+        let (_, ev) = check(&w, true);
+        for (_, file, ..) in &cases {
+            let p = m.join(file);
+            assert!(
+                names(&ev, &p).contains(&"quarantined".to_owned()),
+                "{}: {ev:#?}",
+                p.display()
+            );
+            assert!(
+                std::fs::symlink_metadata(&p).is_err(),
+                "{} still there",
+                p.display()
+            );
+        }
+        // What a link pointed at is not the agent's to move: it stays.
+        assert!(std::fs::symlink_metadata(w.outside().join("fifo")).is_ok());
+        for (_, file, _, cmd, _) in &cases {
+            let mut c = plain_git(&w, &git, &m, cmd);
+            c.env("GIT_EDITOR", "true");
+            assert!(
+                run_for(c, 20).is_some(),
+                "{}: `git {cmd:?}` still hangs after --restore ({file})",
+                git.display()
+            );
+        }
+    }
+}

@@ -549,6 +549,13 @@ fn walk_workspace(
                 .any(|n| ent.file_name() == OsStr::new(n))
         {
             let p = ent.path().to_path_buf();
+            // Named by the config too (`mailmap.file = .mailmap`): reported once.
+            if r.findings
+                .iter()
+                .any(|f| f.rule == rules::SPECIAL_FILE.id && f.path == p)
+            {
+                continue;
+            }
             let by = if ent.file_name() == OsStr::new("HEAD") {
                 "git's discovery opens it (blocking)"
             } else {
@@ -1579,6 +1586,7 @@ fn config(
             details!("value" => raw, "target" => target, "in_work_tree" => in_wt, "scope" => v.origin.scope.git_word(),
                 "effective" => en.is_effective(v), "hooks" => events, "other_executables" => others, "link" => link));
     }
+    named_special_files(r, work_tree, git_dir, common_dir, &work_trees, &reach);
     // Partial-clone promisors with local or custom transports (lazy fetch runs them).
     for name in promisors {
         for u in en.values().iter().filter(|v| {
@@ -1598,6 +1606,96 @@ fn config(
                     details!("remote" => name, "url" => url, "danger" => kind),
                 );
             }
+        }
+    }
+}
+
+/// Files the config names by path that git opens with a blocking open (`core.excludesFile`,
+/// `blame.ignoreRevsFile`, `commit.template`, … : [`catalogue::PATH_KEYS`]), resolved as git
+/// does from the top of each work tree: a FIFO, socket or device there, or a link to one, in
+/// the agent's reach hangs or feeds the owner's git (seventh red-team pass, R7-4). GW021,
+/// without a repository (`wt-check check` reports it as the agent's, `--restore` sets it
+/// aside). Nothing is opened (`crate::named_paths::special_at`: `lstat`/`stat` only).
+fn named_special_files(
+    r: &mut Report,
+    work_tree: Option<&Path>,
+    git_dir: &Path,
+    common_dir: &Path,
+    work_trees: &[&Path],
+    reach: &Reach<'_>,
+) {
+    // The owner's files too (a global `core.excludesFile = .myignore` is the common form).
+    let o = crate::named_paths::owner_options(work_tree, git_dir, common_dir);
+    let en = match crate::config::enumerate(&o) {
+        Ok(e) => e,
+        Err(e) => {
+            r.incomplete_at(&common_dir.join("config"), work_tree.or(Some(git_dir)), e);
+            return;
+        }
+    };
+    let pairs: Vec<(String, Option<String>, &crate::config::Value)> = en
+        .values()
+        .iter()
+        .filter(|v| catalogue::path_key(&v.key()).is_some())
+        .map(|v| (v.key(), v.value.as_ref().map(|_| v.text().into_owned()), v))
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    let tops: Vec<&Path> = if work_trees.is_empty() {
+        vec![git_dir]
+    } else {
+        work_trees.to_vec()
+    };
+    for top in tops {
+        let named = crate::named_paths::named(
+            pairs.iter().map(|(k, v, _)| (k.as_str(), v.as_deref())),
+            top,
+            reach.home.as_deref(),
+        );
+        for n in named {
+            if !crate::named_paths::opened_as_file(n.row) {
+                continue;
+            }
+            // In an audited root, or elsewhere in the agent's reach; never the system's
+            // device and process folders (`/dev/stdin` is the owner's choice).
+            let system = ["/dev", "/proc", "/sys"]
+                .iter()
+                .any(|d| n.path.starts_with(d));
+            if system || !reach.contains(&n.path) {
+                continue;
+            }
+            let Some(sp) = crate::named_paths::special_at(&n.path) else {
+                continue;
+            };
+            if r.findings
+                .iter()
+                .any(|f| f.rule == rules::SPECIAL_FILE.id && f.path == n.path)
+            {
+                continue;
+            }
+            let Some((_, _, v)) = pairs.iter().find(|(k, _, _)| *k == n.key) else {
+                continue;
+            };
+            let what = match &sp.link_to {
+                Some(t) => format!("a link to a {} ({})", sp.kind, t.display()),
+                None => format!("a {}", sp.kind),
+            };
+            r.add(
+                &rules::SPECIAL_FILE,
+                &n.path,
+                None,
+                format!(
+                    "{}: {what} where `{}` ({}:{}) names a file: {} with a blocking open, and hangs",
+                    n.path.display(),
+                    n.key,
+                    v.origin.file.display(),
+                    v.line,
+                    crate::named_paths::how(n.row)
+                ),
+                details!("kind" => sp.kind, "key" => n.key, "origin" => v.origin.file,
+                    "link_to" => sp.link_to, "top" => top),
+            );
         }
     }
 }

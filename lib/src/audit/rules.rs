@@ -184,8 +184,8 @@ rule!(
     "GW021",
     "special-file-in-git-dir",
     Error,
-    "A FIFO, socket or device in a git dir, or in a work tree under a name git opens (`.gitignore`, `.gitattributes`, `.mailmap`, `.gitmodules`, `HEAD`).",
-    "git opens HEAD, config, refs, index, the worktree entries' files and a work tree's .gitignore, .gitattributes, .mailmap and .gitmodules with a blocking open: a FIFO there hangs the owner's git (status, log, commit, worktree list, gc); a device is read as whatever it yields. git never makes one. Move it aside (`wt-check check --restore` does).",
+    "A FIFO, socket or device in a git dir, in a work tree under a name git opens (`.gitignore`, `.gitattributes`, `.mailmap`, `.gitmodules`, `HEAD`), or at a path the config names (`core.excludesFile`, `blame.ignoreRevsFile`, `commit.template`, … `catalogue::PATH_KEYS`; a link to one too).",
+    "git opens HEAD, config, refs, index, the worktree entries' files, a work tree's .gitignore, .gitattributes, .mailmap and .gitmodules, and the files its config names by path with a blocking open (following links for the last): a FIFO there hangs the owner's git (status, log, blame, commit, worktree list, gc); a device is read as whatever it yields. git never makes one. Move it aside (`wt-check check --restore` does).",
     "§3.3"
 );
 

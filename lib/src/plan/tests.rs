@@ -591,3 +591,62 @@ fn a_program_values_script_is_protected_by_its_folder() {
     // `list` itself is protected by the fragment rule (at the top: by itself).
     assert!(ro(&p).contains(&r.repo.join("list")), "{:?}", ro(&p));
 }
+
+/// Files the config names by path (`catalogue::PATH_KEYS`, R7-4): one that decides trust
+/// (allowed signers) is read-only in the work tree, a missing one (an fsck skip list) is a
+/// placeholder, in every worktree of the repository; the project's own files (a commit
+/// template, `.git-blame-ignore-revs`) stay writable. A FIFO at a protected one gives no plan.
+#[test]
+fn named_files_that_decide_trust_are_read_only_and_the_projects_own_are_not() {
+    let r = repo();
+    for f in [".signers", ".gitmessage", ".git-blame-ignore-revs"] {
+        std::fs::write(r.repo.join(f), "x\n").unwrap();
+    }
+    git(
+        &r.repo,
+        &["config", "gpg.ssh.allowedSignersFile", ".signers"],
+    );
+    git(&r.repo, &["config", "fsck.skipList", "skip.list"]);
+    // The owner's own file outside every writable root, a link (a dotfile manager's): not
+    // looked at, no refusal.
+    let outside = r.root.join("revoked");
+    std::os::unix::fs::symlink("/etc/hostname", &outside).unwrap();
+    git(
+        &r.repo,
+        &[
+            "config",
+            "gpg.ssh.revocationFile",
+            outside.to_str().unwrap(),
+        ],
+    );
+    git(&r.repo, &["config", "commit.template", ".gitmessage"]);
+    git(
+        &r.repo,
+        &["config", "blame.ignoreRevsFile", ".git-blame-ignore-revs"],
+    );
+    let p = plan(&opts(&r)).unwrap();
+    let signers = r.repo.join(".signers");
+    let b = p
+        .read_only
+        .iter()
+        .find(|b| b.path == signers)
+        .unwrap_or_else(|| panic!("allowed signers not read-only: {:#?}", ro(&p)));
+    assert!(b.protects.contains("allowed signers"), "{}", b.protects);
+    assert!(ph(&p).contains(&r.repo.join("skip.list")), "{:#?}", ph(&p));
+    assert!(!ro(&p).contains(&outside) && !ph(&p).contains(&outside));
+    let mine = r.root.join("proj-worktrees/s1/mine");
+    assert!(ph(&p).contains(&mine.join("skip.list")), "{:#?}", ph(&p));
+    for own in [".gitmessage", ".git-blame-ignore-revs"] {
+        let path = r.repo.join(own);
+        assert!(
+            !ro(&p).contains(&path) && !ph(&p).contains(&path),
+            "{own} frozen"
+        );
+    }
+    std::fs::remove_file(&signers).unwrap();
+    nix::unistd::mkfifo(&signers, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    match plan(&opts(&r)) {
+        Err(PlanError::NotPlain { path, .. }) => assert_eq!(path, signers),
+        other => panic!("a FIFO at allowed signers gave {other:?}"),
+    }
+}

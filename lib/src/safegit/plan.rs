@@ -572,6 +572,11 @@ pub fn plan(req: &Request) -> Result<Plan, Refusal> {
     if let Some(l) = &located {
         super::locate::check_worktree_forms(&parsed, l, &start)?;
     }
+    if let Some(l) = &located {
+        if !args::reads_config_only(&parsed.subcommand) {
+            special_files(req, l, &view)?;
+        }
+    }
     if parsed.subcommand == "worktree"
         && parsed.mode() == Some("prune")
         && version < RELATIVE_WORKTREES_SINCE
@@ -671,6 +676,69 @@ pub fn plan(req: &Request) -> Result<Plan, Refusal> {
         inherited: req.env.clone(),
         args: parsed,
     })
+}
+
+/// Refuse, in one line, where git would block on a FIFO (or read a device) it opens by
+/// name: a file the config names by path (`core.excludesFile`, `blame.ignoreRevsFile`,
+/// `commit.template`, `mailmap.file`, … [`crate::catalogue::PATH_KEYS`], a link to one
+/// included), and `.gitignore`, `.gitattributes`, `.mailmap`, `.gitmodules` at the top of the
+/// work tree ([`crate::catalogue::OPENED_BY_NAME`]; git opens those without following a link).
+/// A host script's `safe-git status` then ends instead of hanging (seventh red-team pass,
+/// R7-4). Only `lstat`/`stat`: nothing is opened. A `.gitignore` in a subfolder is not looked
+/// for here (that needs the walk `wt-check check` does).
+fn special_files(
+    req: &Request,
+    l: &super::locate::Located,
+    view: &super::locate::ConfigView,
+) -> Result<(), Refusal> {
+    let refuse = |p: &Path, what: String| {
+        Refusal::new(
+            exit::LAYOUT,
+            p.display().to_string(),
+            format!("{what}: git's blocking open of it would hang; move it aside (wt-check check --restore) or make it a file"),
+        )
+    };
+    if let Some(top) = &l.work_tree {
+        for n in crate::catalogue::OPENED_BY_NAME
+            .iter()
+            .filter(|n| **n != "HEAD")
+        {
+            let p = top.join(n);
+            if let Some(kind) = std::fs::symlink_metadata(&p)
+                .ok()
+                .and_then(|m| crate::audit::special::special_kind(&m.file_type()))
+            {
+                return Err(refuse(&p, format!("a {kind} where git opens {n} by name")));
+            }
+        }
+    }
+    let home = req.var("HOME").map(PathBuf::from);
+    let named = crate::named_paths::named(
+        view.values
+            .iter()
+            .map(|v| (v.key.as_str(), v.value.as_deref())),
+        l.top(),
+        home.as_deref(),
+    );
+    for n in named {
+        let system = ["/dev", "/proc", "/sys"]
+            .iter()
+            .any(|d| n.path.starts_with(d));
+        if system || !crate::named_paths::opened_as_file(n.row) {
+            continue;
+        }
+        if let Some(sp) = crate::named_paths::special_at(&n.path) {
+            let what = match &sp.link_to {
+                Some(t) => format!("a link to a {} ({})", sp.kind, t.display()),
+                None => format!("a {}", sp.kind),
+            };
+            return Err(refuse(
+                &n.path,
+                format!("{what} where `{}` names a file", n.key),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
