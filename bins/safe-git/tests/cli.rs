@@ -378,10 +378,16 @@ fn a_fifo_git_would_open_is_refused_in_one_line_instead_of_hanging() {
         let outside = t.path().join("outside-fifo");
         fifo(&outside);
         // (the file, a link to a FIFO outside rather than a FIFO, the owner's command)
-        let cases: [(&str, bool, &[&str]); 3] = [
+        // …and files of the git dir git opens by name (R8-3).
+        let cases: [(&str, bool, &[&str]); 8] = [
             (".git-blame-ignore-revs", false, &["blame", "a.txt"]),
             (".mailmap", false, &["log", "-1"]),
             (".myignore", true, &["status", "--short"]),
+            (".git/packed-refs", false, &["branch", "--list"]),
+            (".git/info/exclude", false, &["status", "--short"]),
+            (".git/logs/HEAD", false, &["reflog", "-1"]),
+            (".git/shallow", false, &["log", "-1"]),
+            (".git/objects/info/alternates", false, &["log", "-1"]),
         ];
         assert!(
             plain(&["config", "--global", "core.excludesFile", ".myignore"])
@@ -392,6 +398,7 @@ fn a_fifo_git_would_open_is_refused_in_one_line_instead_of_hanging() {
         for (file, link, cmd) in cases {
             let p = r.join(file);
             let _ = std::fs::remove_file(&p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             if link {
                 std::os::unix::fs::symlink(&outside, &p).unwrap();
             } else {
@@ -421,7 +428,9 @@ fn a_fifo_git_would_open_is_refused_in_one_line_instead_of_hanging() {
                 "{err}"
             );
             std::fs::remove_file(&p).unwrap();
-            std::fs::write(&p, "\n").unwrap();
+            if !file.starts_with(".git/") {
+                std::fs::write(&p, "\n").unwrap();
+            }
         }
     }
 }

@@ -684,8 +684,9 @@ pub fn plan(req: &Request) -> Result<Plan, Refusal> {
 /// included), and `.gitignore`, `.gitattributes`, `.mailmap`, `.gitmodules` at the top of the
 /// work tree ([`crate::catalogue::OPENED_BY_NAME`]; git opens those without following a link).
 /// A host script's `safe-git status` then ends instead of hanging (seventh red-team pass,
-/// R7-4). Only `lstat`/`stat`: nothing is opened. A `.gitignore` in a subfolder is not looked
-/// for here (that needs the walk `wt-check check` does).
+/// R7-4), and any FIFO, socket or device where git opens files of the git dir by name
+/// (R8-3). Only `lstat`/`stat` and listings: nothing is opened. A `.gitignore` in a subfolder
+/// and a loose object are not looked for here (that needs the walk `wt-check check` does).
 fn special_files(
     req: &Request,
     l: &super::locate::Located,
@@ -709,6 +710,51 @@ fn special_files(
                 .and_then(|m| crate::audit::special::special_kind(&m.file_type()))
             {
                 return Err(refuse(&p, format!("a {kind} where git opens {n} by name")));
+            }
+        }
+    }
+    // The git dir and the common dir: every file git opens there by name is a blocking
+    // open (`packed-refs`, `info/exclude`, `info/attributes`, `shallow`,
+    // `objects/info/alternates`, a loose ref, a reflog — eighth red-team pass, R8-3).
+    // Listed by type (`d_type`), nothing opened: the top level, `info/`, `objects/info/` and
+    // `objects/pack/`, and `refs/` and `logs/` whole. Loose objects are not listed (one
+    // folder per id prefix: 256 listings on every call).
+    let mut dirs = vec![l.git_dir.clone()];
+    if l.common_dir != l.git_dir {
+        dirs.push(l.common_dir.clone());
+    }
+    for d in &dirs {
+        for flat in ["", "info", "objects/info", "objects/pack"] {
+            let dir = if flat.is_empty() {
+                d.clone()
+            } else {
+                d.join(flat)
+            };
+            let Ok(rd) = std::fs::read_dir(&dir) else {
+                continue; // missing: git finds nothing there either
+            };
+            for e in rd.flatten() {
+                let Ok(ft) = e.file_type() else { continue };
+                if let Some(kind) = crate::audit::special::special_kind(&ft) {
+                    if kind == "socket" && e.file_name() == crate::audit::special::FSMONITOR_SOCKET
+                    {
+                        continue;
+                    }
+                    return Err(refuse(&e.path(), format!("a {kind} in the git dir")));
+                }
+            }
+        }
+        for deep in ["refs", "logs"] {
+            let sp = crate::audit::special::sweep(&d.join(deep));
+            if let Some((p, kind)) = sp.found.first() {
+                return Err(refuse(p, format!("a {kind} in the git dir")));
+            }
+            if let Some((p, why)) = sp.incomplete {
+                return Err(Refusal::new(
+                    exit::LAYOUT,
+                    p.display().to_string(),
+                    format!("{why}: not looked through for a FIFO git would open"),
+                ));
             }
         }
     }
