@@ -979,18 +979,14 @@ fn index_entries(r: &mut Report, dir: &Path, repo: Option<&Path>) {
     const SHOWN: usize = 5;
     let name = OsStr::new("index");
     let path = dir.join(name);
-    let bytes = match Dir::open_abs(dir).and_then(|d| match d.stat(name)? {
-        None => Ok(None),
-        Some(_) => d
-            .read_bytes(name, crate::integrity::embedded::INDEX_LIMIT)
-            .map(Some),
+    let index = match Dir::open_abs(dir).and_then(|d| {
+        crate::index_paths::read_shared(&d, name, crate::integrity::embedded::INDEX_LIMIT)
     }) {
-        Ok(Some(b)) => b,
-        Ok(None) => return,
+        Ok(i) => i,
         Err(e) if e.is_not_found() => return,
         Err(e) => return r.incomplete_at(&path, repo, e),
     };
-    let bad = match crate::index_paths::bad_entries_shared(&path, &bytes) {
+    let bad = match index.bad_entries() {
         Ok(b) => b,
         Err(why) => return r.incomplete_at(&path, repo, why),
     };
