@@ -413,6 +413,24 @@ impl Root {
         read_fd_mode(fd, &full, max_bytes)
     }
 
+    /// The child `name` opened as [`Root::read_child_regular`] opens it (no-follow,
+    /// non-blocking, its type and size checked with `fstat` on the descriptor), for a caller
+    /// that looks at the file's identity before deciding to read it.
+    pub fn open_child_regular(&self, name: &OsStr, max_bytes: u64) -> Result<OpenedFile, FsError> {
+        let full = self.path.join(name);
+        if name.is_empty() || name == "." || name == ".." || name.as_bytes().contains(&b'/') {
+            return Err(FsError::Escape { path: full });
+        }
+        let fd = open_file_nofollow(&self.fd, name, &full)?;
+        let st = fstat_regular(&fd, &full, max_bytes)?;
+        Ok(OpenedFile {
+            fd,
+            st,
+            full,
+            max_bytes,
+        })
+    }
+
     /// Like [`Root::read`], but a missing file (or missing folder above it) is `Ok(None)`.
     pub fn read_opt(
         &self,
@@ -905,29 +923,39 @@ fn read_fd(fd: OwnedFd, full: &Path, max_bytes: u64) -> Result<Vec<u8>, FsError>
 /// Reads the opened `fd` whole after checking with `fstat` that it is a regular file of at
 /// most `max_bytes`; returns the bytes and the permission bits.
 fn read_fd_mode(fd: OwnedFd, full: &Path, max_bytes: u64) -> Result<(Vec<u8>, u32), FsError> {
-    let st = fstat(&fd).map_err(|e| FsError::io(full.to_path_buf(), "fstat", e))?;
-    let ft = to_stat(&st, None).file_type;
-    let mode = st.st_mode & 0o7777;
-    match ft {
-        FileType::File { size, .. } if size > max_bytes => {
-            return Err(FsError::TooLarge {
-                path: full.to_path_buf(),
-                limit: max_bytes,
-            })
-        }
-        FileType::File { .. } => {}
-        FileType::Symlink { .. } => {
-            return Err(FsError::Link {
-                path: full.to_path_buf(),
-            })
-        }
-        other => {
-            return Err(FsError::NotRegular {
-                path: full.to_path_buf(),
-                kind: other.name(),
-            })
-        }
+    let st = fstat_regular(&fd, full, max_bytes)?;
+    let bytes = read_regular(fd, &st, full, max_bytes)?;
+    Ok((bytes, st.st_mode & 0o7777))
+}
+
+/// `fstat` of an opened descriptor that must be a regular file of at most `max_bytes`: a
+/// link is [`FsError::Link`], anything else [`FsError::NotRegular`], a larger file
+/// [`FsError::TooLarge`].
+fn fstat_regular(fd: &OwnedFd, full: &Path, max_bytes: u64) -> Result<FileStat, FsError> {
+    let st = fstat(fd).map_err(|e| FsError::io(full.to_path_buf(), "fstat", e))?;
+    match to_stat(&st, None).file_type {
+        FileType::File { size, .. } if size > max_bytes => Err(FsError::TooLarge {
+            path: full.to_path_buf(),
+            limit: max_bytes,
+        }),
+        FileType::File { .. } => Ok(st),
+        FileType::Symlink { .. } => Err(FsError::Link {
+            path: full.to_path_buf(),
+        }),
+        other => Err(FsError::NotRegular {
+            path: full.to_path_buf(),
+            kind: other.name(),
+        }),
     }
+}
+
+/// Reads the regular file `fd` (its `fstat` is `st`) whole, at most `max_bytes`.
+fn read_regular(
+    fd: OwnedFd,
+    st: &FileStat,
+    full: &Path,
+    max_bytes: u64,
+) -> Result<Vec<u8>, FsError> {
     let io = |source| FsError::Io {
         path: full.to_path_buf(),
         op: "read",
@@ -936,20 +964,15 @@ fn read_fd_mode(fd: OwnedFd, full: &Path, max_bytes: u64) -> Result<(Vec<u8>, u3
     // One read of up to the size fstat reported plus one byte. Exactly that size back means
     // the file as it was at the fstat, whole: no second read to see the end. Anything else
     // (the file grew or shrank since, or a file system that reports no size, as procfs) is
-    // read on to its end, as before.
+    // read on to its end, as before. The buffer is not zeroed first (an index of git.git is
+    // 460 KB, read for 21 git dirs per check).
     let size = usize::try_from(st.st_size.max(0)).unwrap_or(0);
-    let mut file = File::from(fd);
-    let mut buf = vec![0u8; size + 1];
-    let n = loop {
-        match file.read(&mut buf) {
-            Ok(n) => break n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io(e)),
-        }
-    };
-    buf.truncate(n);
+    let mut buf = Vec::with_capacity(size + 1);
+    read_into_spare(&fd, &mut buf).map_err(|e| io(e.into()))?;
+    let n = buf.len();
     if n != size {
-        file.take(max_bytes.saturating_add(1).saturating_sub(n as u64))
+        File::from(fd)
+            .take(max_bytes.saturating_add(1).saturating_sub(n as u64))
             .read_to_end(&mut buf)
             .map_err(io)?;
     }
@@ -959,7 +982,80 @@ fn read_fd_mode(fd: OwnedFd, full: &Path, max_bytes: u64) -> Result<(Vec<u8>, u3
             limit: max_bytes,
         });
     }
-    Ok((buf, mode))
+    Ok(buf)
+}
+
+/// One `read` into the spare capacity of `buf` (none zeroed first); `buf`'s length grows by
+/// the bytes read.
+fn read_into_spare(fd: &OwnedFd, buf: &mut Vec<u8>) -> Result<(), Errno> {
+    let spare = buf.spare_capacity_mut();
+    loop {
+        // SAFETY: `fd` is open for the whole call; the kernel writes at most `spare.len()`
+        // bytes into `spare`, which is valid, exclusively borrowed memory of `buf`; only the
+        // `r` bytes it reports written are then counted as initialised.
+        let r = unsafe {
+            nix::libc::read(
+                fd.as_raw_fd(),
+                spare.as_mut_ptr().cast::<nix::libc::c_void>(),
+                spare.len(),
+            )
+        };
+        if r >= 0 {
+            let n = usize::try_from(r).map_err(|_| Errno::EIO)?.min(spare.len());
+            // SAFETY: the kernel initialised the first `n` bytes of the spare capacity.
+            unsafe { buf.set_len(buf.len() + n) };
+            return Ok(());
+        }
+        match Errno::last() {
+            Errno::EINTR => continue,
+            e => return Err(e),
+        }
+    }
+}
+
+/// A regular file opened without following a link and without blocking, its type and size
+/// checked with `fstat` on the descriptor (see [`Root::open_child_regular`]).
+#[derive(Debug)]
+pub struct OpenedFile {
+    fd: OwnedFd,
+    st: FileStat,
+    full: PathBuf,
+    max_bytes: u64,
+}
+
+/// A file's identity and change stamps from `fstat`: device, inode, size, `mtime` and
+/// `ctime` (seconds, nanoseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: i64,
+    pub mtime: (i64, i64),
+    pub ctime: (i64, i64),
+}
+
+impl OpenedFile {
+    /// The opened file's identity and change stamps (its `fstat` before any byte is read).
+    pub fn id(&self) -> FileId {
+        let st = &self.st;
+        FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            size: st.st_size,
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
+        }
+    }
+
+    /// The path the file was opened as (for messages).
+    pub fn path(&self) -> &Path {
+        &self.full
+    }
+
+    /// The file's bytes, read whole (at most the bound it was opened with).
+    pub fn read(self) -> Result<Vec<u8>, FsError> {
+        read_regular(self.fd, &self.st, &self.full, self.max_bytes)
+    }
 }
 
 fn read_dir_names(dir: &impl AsFd, full: &Path) -> Result<Vec<OsString>, FsError> {

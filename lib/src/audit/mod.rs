@@ -507,23 +507,28 @@ fn walk_workspace(
     let mut work_trees: Vec<PathBuf> = Vec::new();
     // walkdir's order and bounds, without a system call or an allocation per entry
     // (`crate::layout::walk`): a build folder of 50,000 entries is walked, not skipped.
-    let mut it = crate::layout::walk::Walk::with_cache(root, WALK_DEPTH, cache);
+    // Files and links not named `.git` are only counted: nothing below looks at them.
+    let passed_over = std::cell::Cell::new(0);
+    let mut it = crate::layout::walk::Walk::with_cache(root, WALK_DEPTH, cache)
+        .skip_plain_files(&passed_over);
+    let too_many = |r: &mut Report| {
+        r.incomplete_at(
+            root,
+            None,
+            format!(
+                "more than {WALK_LIMIT} entries; walk stopped (leave out folders that hold no repositories with --exclude GLOB, e.g. --exclude build{})",
+                if walk.skip_dependencies {
+                    "; dependency folders such as node_modules are already left out"
+                } else {
+                    "; without --walk-all, dependency folders such as node_modules are left out"
+                }
+            ),
+        )
+    };
     while let Some(ent) = it.next() {
-        seen += 1;
+        seen += 1 + passed_over.take();
         if seen > WALK_LIMIT {
-            r.incomplete_at(
-                root,
-                None,
-                format!(
-                    "more than {WALK_LIMIT} entries; walk stopped (leave out folders that hold no repositories with --exclude GLOB, e.g. --exclude build{})",
-                    if walk.skip_dependencies {
-                        "; dependency folders such as node_modules are already left out"
-                    } else {
-                        "; without --walk-all, dependency folders such as node_modules are left out"
-                    }
-                ),
-            );
-            return;
+            return too_many(r);
         }
         let ent = match ent {
             Ok(e) => e,
@@ -700,6 +705,10 @@ fn walk_workspace(
                     details!("enclosing" => outer, "armed" => armed));
             }
         }
+    }
+    // Files passed over after the last entry handed out.
+    if seen + passed_over.take() > WALK_LIMIT {
+        too_many(r);
     }
 }
 
@@ -1040,18 +1049,14 @@ fn index_entries(r: &mut Report, dir: &Path, repo: Option<&Path>) {
     const SHOWN: usize = 5;
     let name = OsStr::new("index");
     let path = dir.join(name);
-    let bytes = match Dir::open_abs(dir).and_then(|d| match d.stat(name)? {
-        None => Ok(None),
-        Some(_) => d
-            .read_bytes(name, crate::integrity::embedded::INDEX_LIMIT)
-            .map(Some),
+    let index = match Dir::open_abs(dir).and_then(|d| {
+        crate::index_paths::read_shared(&d, name, crate::integrity::embedded::INDEX_LIMIT)
     }) {
-        Ok(Some(b)) => b,
-        Ok(None) => return,
+        Ok(i) => i,
         Err(e) if e.is_not_found() => return,
         Err(e) => return r.incomplete_at(&path, repo, e),
     };
-    let bad = match crate::index_paths::bad_entries_shared(&path, &bytes) {
+    let bad = match index.bad_entries() {
         Ok(b) => b,
         Err(why) => return r.incomplete_at(&path, repo, why),
     };

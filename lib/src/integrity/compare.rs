@@ -571,12 +571,8 @@ pub(super) fn index_path_diffs(
             }
         };
         let name = OsStr::new("index");
-        let bytes = match dir.stat(name).and_then(|st| match st {
-            None => Ok(None),
-            Some(_) => dir.read_bytes(name, embedded::INDEX_LIMIT).map(Some),
-        }) {
-            Ok(Some(b)) => b,
-            Ok(None) => continue,
+        let index = match crate::index_paths::read_shared(&dir, name, embedded::INDEX_LIMIT) {
+            Ok(i) => i,
             Err(e) if e.is_not_found() => continue,
             Err(e) => {
                 problems.push(Problem {
@@ -592,7 +588,7 @@ pub(super) fn index_path_diffs(
         } else {
             format!("{base}/index")
         };
-        let bad = match crate::index_paths::bad_entries_shared(&dir.path().join(name), &bytes) {
+        let bad = match index.bad_entries() {
             Ok(b) => b,
             Err(why) => {
                 problems.push(Problem {

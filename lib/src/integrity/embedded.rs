@@ -194,21 +194,19 @@ fn gitfile_into_modules(dot_git: &Path, sub: &Path, common_dir: &Path) -> bool {
 }
 
 /// The gitlink paths of an index file (no index: none), read without following links.
-fn gitlink_paths(index: &Path) -> Result<Vec<PathBuf>, String> {
-    let (Some(parent), Some(name)) = (index.parent(), index.file_name()) else {
+fn gitlink_paths(index_path: &Path) -> Result<Vec<PathBuf>, String> {
+    let (Some(parent), Some(name)) = (index_path.parent(), index_path.file_name()) else {
         return Err("not a file path".into());
     };
-    let bytes = match Dir::open_abs(parent).and_then(|d| match d.stat(name)? {
-        None => Ok(None),
-        Some(_) => d.read_bytes(name, INDEX_LIMIT).map(Some),
-    }) {
-        Ok(Some(b)) => b,
-        Ok(None) => return Ok(Vec::new()),
+    let index = match Dir::open_abs(parent)
+        .and_then(|d| crate::index_paths::read_shared(&d, name, INDEX_LIMIT))
+    {
+        Ok(i) => i,
         Err(e) if e.is_not_found() => return Ok(Vec::new()),
         Err(e) => return Err(format!("cannot read the index: {e}")),
     };
-    use crate::safegit::gitlinks::{scan, Scan};
-    let raw: Vec<Vec<u8>> = match scan(&bytes) {
+    use crate::safegit::gitlinks::Scan;
+    let raw: Vec<Vec<u8>> = match index.gitlinks() {
         Some(Scan::Gitlinks(p)) => p,
         Some(Scan::SparseDirectory(d)) => {
             return Err(format!(
@@ -221,7 +219,7 @@ fn gitlink_paths(index: &Path) -> Result<Vec<PathBuf>, String> {
                 thread_limit: Some(1),
                 ..Default::default()
             };
-            let file = gix::index::File::at(index, gix::hash::Kind::Sha1, true, options)
+            let file = gix::index::File::at(index_path, gix::hash::Kind::Sha1, true, options)
                 .map_err(|e| format!("cannot read the split index: {e}"))?;
             file.entries()
                 .iter()

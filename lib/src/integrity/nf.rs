@@ -128,6 +128,16 @@ impl Dir {
         self.0.read_child_regular(name, limit)
     }
 
+    /// A regular file child opened as [`Dir::read_stated`] opens it, not yet read
+    /// (`fsx::Root::open_child_regular`): its identity can be looked at first.
+    pub fn open_regular(
+        &self,
+        name: &OsStr,
+        limit: u64,
+    ) -> Result<crate::fsx::OpenedFile, NfError> {
+        self.0.open_child_regular(name, limit)
+    }
+
     /// The target of a symbolic link child (read, not followed).
     pub fn read_link(&self, name: &OsStr) -> Result<OsString, NfError> {
         self.0.read_link(name).map(PathBuf::into_os_string)

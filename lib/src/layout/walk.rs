@@ -151,6 +151,9 @@ struct Frame {
 }
 
 /// The walker. Use as `while let Some(e) = walk.next() { … walk.skip_current_dir() … }`.
+/// Most entries [`Walk::skip_plain_files`] passes over in a row.
+pub const SKIP_RUN: usize = 1 << 16;
+
 pub struct Walk<'c> {
     root: PathBuf,
     max_depth: usize,
@@ -165,6 +168,11 @@ pub struct Walk<'c> {
     spare: Vec<Listing>,
     /// Listings recorded by an earlier walk, reused for folders whose key is unchanged.
     cache: Option<&'c mut WalkCache>,
+    /// [`Walk::skip_plain_files`]: files and links not named `.git` are counted there, not
+    /// handed out.
+    skip_plain: Option<&'c std::cell::Cell<usize>>,
+    /// Entries passed over since the last one handed out.
+    run: usize,
 }
 
 impl Walk<'static> {
@@ -189,7 +197,19 @@ impl<'c> Walk<'c> {
             pending_error: None,
             spare: Vec::new(),
             cache,
+            skip_plain: None,
+            run: 0,
         }
+    }
+
+    /// Pass over regular files and symbolic links not named `.git` instead of handing them
+    /// out (for a caller that looks only at folders, `.git` entries and fifos, sockets and
+    /// devices: the nested-repository audit), adding one to `count` for each. At most
+    /// [`SKIP_RUN`] are passed over in a row: the caller's bound on the entries walked is
+    /// checked at least that often. The order and the folders walked are unchanged.
+    pub fn skip_plain_files(mut self, count: &'c std::cell::Cell<usize>) -> Self {
+        self.skip_plain = Some(count);
+        self
     }
 
     /// Do not walk the contents of the folder just handed out.
@@ -240,17 +260,9 @@ impl<'c> Walk<'c> {
             top.next += 1;
             let depth = top.depth + 1;
             let top = self.stack.last().expect("a frame");
-            let name = top.listing.name(i);
+            let name_bytes = top.listing.name(i);
             let dtype = top.listing.slots[i].2;
-            // The path of the entry: the parent's, one component pushed.
-            let mut bytes = std::mem::take(&mut self.path).into_os_string().into_vec();
-            bytes.truncate(top.path_len);
-            if bytes.last() != Some(&b'/') {
-                bytes.push(b'/');
-            }
-            bytes.extend_from_slice(name);
-            self.path = PathBuf::from(std::ffi::OsString::from_vec(bytes));
-            let name = OsStr::from_bytes(name);
+            let name = OsStr::from_bytes(name_bytes);
             let kind = match WalkKind::from_dtype(dtype) {
                 Some(k) => k,
                 // (A folder without a handle has a recorded listing, which never holds an
@@ -267,6 +279,25 @@ impl<'c> Walk<'c> {
                     Some(Err(_)) | None => WalkKind::File,
                 },
             };
+            if let Some(count) = self.skip_plain {
+                if matches!(kind, WalkKind::File | WalkKind::Symlink)
+                    && name_bytes != b".git"
+                    && self.run < SKIP_RUN
+                {
+                    self.run += 1;
+                    count.set(count.get() + 1);
+                    continue;
+                }
+                self.run = 0;
+            }
+            // The path of the entry: the parent's, one component pushed.
+            let mut bytes = std::mem::take(&mut self.path).into_os_string().into_vec();
+            bytes.truncate(top.path_len);
+            if bytes.last() != Some(&b'/') {
+                bytes.push(b'/');
+            }
+            bytes.extend_from_slice(name_bytes);
+            self.path = PathBuf::from(std::ffi::OsString::from_vec(bytes));
             if kind != WalkKind::Dir || depth >= self.max_depth {
                 return Some(Ok(Entry {
                     path: &self.path,
@@ -511,6 +542,53 @@ mod tests {
                 })
                 .collect();
             assert_eq!(ours, theirs, "max_depth {depth}");
+        }
+    }
+
+    /// Passing over plain files hands out exactly the full walk's folders, `.git` entries
+    /// (file, folder or link) and special files, in its order, and counts every other entry.
+    #[test]
+    fn skipping_plain_files_keeps_every_entry_the_audit_looks_at() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        for d in ["a/b/c", "a/.git", "B", "z/y", "-x", "w/.git/refs"] {
+            std::fs::create_dir_all(r.join(d)).unwrap();
+        }
+        for f in [
+            "a/f",
+            "a/b/c/g",
+            "z/y/h",
+            ".hidden",
+            "a/.git/HEAD",
+            "z/.git",
+            "HEAD",
+        ] {
+            std::fs::write(r.join(f), "x").unwrap();
+        }
+        std::os::unix::fs::symlink("/etc", r.join("a/link")).unwrap();
+        std::os::unix::fs::symlink("/nowhere", r.join("B/.git")).unwrap();
+        nix::unistd::mkfifo(&r.join("fifo"), Mode::from_bits_truncate(0o600)).unwrap();
+        nix::unistd::mkfifo(&r.join("z/HEAD"), Mode::from_bits_truncate(0o600)).unwrap();
+        for depth in [1, 2, 3, 40] {
+            let all = collect(r, depth);
+            let count = std::cell::Cell::new(0);
+            let mut w = Walk::new(r, depth).skip_plain_files(&count);
+            let mut handed = Vec::new();
+            while let Some(e) = w.next() {
+                let e = e.unwrap();
+                let rel = e.path().strip_prefix(r).unwrap().display().to_string();
+                handed.push((rel, e.depth(), e.file_type()));
+            }
+            let expected: Vec<_> = all
+                .iter()
+                .filter(|(rel, _, k)| {
+                    !matches!(k, WalkKind::File | WalkKind::Symlink)
+                        || Path::new(rel).file_name() == Some(OsStr::new(".git"))
+                })
+                .cloned()
+                .collect();
+            assert_eq!(handed, expected, "max_depth {depth}");
+            assert_eq!(handed.len() + count.get(), all.len(), "max_depth {depth}");
         }
     }
 

@@ -26,9 +26,19 @@ pub enum Scan {
 /// bytes are not exactly what git would read (the caller refuses: a reader that disagrees
 /// with git about entry boundaries is how a gitlink is hidden).
 pub fn scan(data: &[u8]) -> Option<Scan> {
+    scan_visiting(data, &mut |_, _| {}).0
+}
+
+/// [`scan`], with every entry also handed to `also` in the same pass (`crate::index_paths`
+/// judges the entries' paths while the gitlinks are collected), and how the [`walk`] ended.
+pub fn scan_visiting(
+    data: &[u8],
+    also: &mut dyn FnMut(u32, &[u8]),
+) -> (Option<Scan>, Option<Walked>) {
     let mut out = Vec::new();
     let mut sparse: Option<Vec<u8>> = None;
     let walked = walk(data, &mut |mode, name| {
+        also(mode, name);
         if sparse.is_some() {
             return;
         }
@@ -39,12 +49,14 @@ pub fn scan(data: &[u8]) -> Option<Scan> {
         }
     });
     if let Some(d) = sparse {
-        return Some(Scan::SparseDirectory(d));
+        return (Some(Scan::SparseDirectory(d)), walked);
     }
-    match walked? {
-        Walked::Complete => Some(Scan::Gitlinks(out)),
-        Walked::Split => Some(Scan::Split),
-    }
+    let scan = match walked {
+        Some(Walked::Complete) => Some(Scan::Gitlinks(out)),
+        Some(Walked::Split) => Some(Scan::Split),
+        None => None,
+    };
+    (scan, walked)
 }
 
 /// How a [`walk`] ended.
