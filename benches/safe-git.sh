@@ -4,6 +4,8 @@
 # (`safe-git --explain`: probe, layout, config enumeration, no git).
 #
 #   benches/safe-git.sh [GIT]        (default GIT: /usr/local/bin/git)
+#   BEFORE=/tmp/safe-git.old benches/safe-git.sh   also counts another build's instructions in
+#                                                   the same run (before/after of a change)
 #
 # Needs: hyperfine, a release build (`cargo build --release -p safe-git`).
 set -euo pipefail
@@ -60,6 +62,14 @@ PY
 # Instruction counts (valgrind's callgrind, user space, every process of the call summed):
 # load-independent, unlike the wall clock on a shared machine.
 if command -v valgrind >/dev/null; then
+  # The BEFORE build's count for the same call, as " (before: N, +D)".
+  before() {
+    [ -n "${BEFORE:-}" ] || return 0
+    local g=$1 b; shift
+    # shellcheck disable=SC2086
+    b=$(ir "$BEFORE" --git "$git" "$@")
+    echo " (before: $b, +$((b - g)), $(python3 -c "print(f'{$b/$g:.3f}')")x)"
+  }
   ir() {
     local d; d=$(mktemp -d)
     valgrind --tool=callgrind --trace-children=yes --dump-before=execve \
@@ -70,7 +80,7 @@ if command -v valgrind >/dev/null; then
   for what in status "rev-parse HEAD"; do
     # shellcheck disable=SC2086
     g=$(ir "$git" $what); s=$(ir "$safe_git" --git "$git" $what)
-    echo "instructions, $what: git $g, safe-git $s (+$((s - g)), $(python3 -c "print(f'{$s/$g:.3f}')")x)"
+    echo "instructions, $what: git $g, safe-git $s (+$((s - g)), $(python3 -c "print(f'{$s/$g:.3f}')")x)$(before "$g" $what)"
   done
   # The second goal's repository: 50 files and 20 linked worktrees.
   wt=$work/wt20
@@ -83,6 +93,16 @@ if command -v valgrind >/dev/null; then
   for what in status "rev-parse HEAD"; do
     # shellcheck disable=SC2086
     g=$(ir "$git" $what); s=$(ir "$safe_git" --git "$git" $what)
-    echo "instructions, 20 linked worktrees, $what: git $g, safe-git $s (+$((s - g)), $(python3 -c "print(f'{$s/$g:.3f}')")x)"
+    echo "instructions, 20 linked worktrees, $what: git $g, safe-git $s (+$((s - g)), $(python3 -c "print(f'{$s/$g:.3f}')")x)$(before "$g" $what)"
+  done
+  # The same goal on the 10,000-file repository: 20 linked worktrees added to it (not checked
+  # out: the main worktree's status never looks at their files, and 200,000 files take long).
+  for i in $(seq 1 20); do "$git" -C "$repo" worktree add -q --no-checkout "$work/repo-linked/$i" -b "w$i"; done
+  cd "$repo"
+  "$git" status >/dev/null
+  for what in status "rev-parse HEAD"; do
+    # shellcheck disable=SC2086
+    g=$(ir "$git" $what); s=$(ir "$safe_git" --git "$git" $what)
+    echo "instructions, 10,000 files + 20 linked worktrees, $what: git $g, safe-git $s (+$((s - g)), $(python3 -c "print(f'{$s/$g:.3f}')")x)$(before "$g" $what)"
   done
 fi

@@ -247,5 +247,116 @@ fn worktree_prune_never_deletes_through_a_linked_entry() {
         let plain = sb.run(&git, &["worktree", "prune"], &repo);
         assert!(plain.status.success());
         assert!(!victim.exists(), "{}: control did not fire", git.display());
+
+/// A repository with an embedded repository behind a gitlink (its `.git` a folder, nothing
+/// under `modules/`, so only the index scan finds it) whose config defines the clean filter its
+/// `.gitattributes` names, and two linked worktrees.
+const REACH_SETUP: &str = r#"
+git init -q r && cd r && echo a > a.txt && git add . && git commit -qm a
+git init -q emb && ( cd emb && echo e > a.txt && printf '*.txt filter=x\n' > .gitattributes \
+  && git add . && git commit -qm e )
+git add emb 2>/dev/null && git commit -qm emb
+git -C emb config filter.x.clean "echo fired >> $PWD/../fired; cat"
+git worktree add -q ../wt1 && git worktree add -q ../wt2
+"#;
+
+/// The smallest allowed form of each subcommand (the plan is all that is asked for).
+fn minimal_form(sub: &str) -> Vec<&str> {
+    match sub {
+        "worktree" => vec![sub, "list"],
+        "stash" | "notes" => vec![sub, "list"],
+        "clean" => vec![sub, "-n"],
+        "submodule" => vec![sub, "status"],
+        _ => vec![sub],
+    }
+}
+
+/// safe-git reads what each subcommand's git can reach (`args::REACH`) and nothing less: the
+/// plan of every subcommand marked as reaching submodules names the embedded repository's git
+/// dir (found through the index), and one marked as reaching other worktrees lists their
+/// entries; the others read neither. And the scan still works where it is needed: the commands
+/// that run git in the submodule run its filter under plain git (the positive control) and
+/// not under safe-git.
+#[test]
+fn each_subcommand_reads_what_its_git_can_reach_and_recursing_ones_stay_defused() {
+    use gitward::safegit::args::REACH;
+    let safe_git = bin("safe-git");
+    for git in gits() {
+        let sb = Sandbox::new(&git);
+        sb.sh(REACH_SETUP);
+        let cwd = sb.root().join("r");
+        let emb_git_dir = cwd.join("emb/.git");
+        for (sub, reach, _) in REACH {
+            let mut args = vec![
+                "--git",
+                git.to_str().unwrap(),
+                "--explain",
+                "--format",
+                "json",
+            ];
+            args.extend(minimal_form(sub));
+            let out = sb.run(&safe_git, &args, &cwd);
+            assert!(
+                out.status.success(),
+                "{sub}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let repo = &plan["repository"];
+            let dirs: Vec<&str> = repo["submodule_git_dirs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|d| d.as_str())
+                .collect();
+            assert_eq!(
+                dirs.iter().any(|d| Path::new(d) == emb_git_dir),
+                reach.submodules,
+                "{sub}: submodule git dirs {dirs:?}"
+            );
+            let linked = repo["linked_worktrees"].as_array().unwrap().len();
+            assert_eq!(
+                linked,
+                if reach.other_worktrees { 2 } else { 0 },
+                "{sub}: linked worktrees read"
+            );
+            assert_eq!(repo["reach"]["submodules"], reach.submodules, "{sub}");
+        }
+        let fired = sb.root().join("fired");
+        let mut day = 10;
+        for cmd in [
+            &["status"][..],
+            &["diff-files"],
+            &["diff"],
+            &["describe", "--dirty", "--always"],
+        ] {
+            // A new modification time each run: the submodule's status must look at the file.
+            let mut run = |program: &Path, args: &[&str]| {
+                day += 1;
+                sb.sh(&format!("touch -d 2020-01-{day} r/emb/a.txt; rm -f fired"));
+                let out = sb.run(program, args, &cwd);
+                (out, fired.exists())
+            };
+            let (plain, plain_fired) = run(&git, cmd);
+            assert!(
+                plain_fired,
+                "control: git {cmd:?} did not run the submodule's filter ({})",
+                git.display()
+            );
+            let mut args = vec!["--git", git.to_str().unwrap()];
+            args.extend_from_slice(cmd);
+            let (safe, safe_fired) = run(&safe_git, &args);
+            assert!(
+                !safe_fired,
+                "safe-git {cmd:?} ran the submodule's filter ({})",
+                git.display()
+            );
+            assert_eq!(
+                plain.status.code(),
+                safe.status.code(),
+                "{cmd:?}: {}",
+                String::from_utf8_lossy(&safe.stderr)
+            );
+        }
     }
 }

@@ -224,6 +224,95 @@ pub const ALLOWED: &[&str] = &[
     "var",
 ];
 
+/// What a subcommand's git can reach beyond the git dir it runs in: the input of how much of
+/// the layout safe-git reads and vouches for before it ([`reach`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reach {
+    /// git may run a git process in a submodule (`status`'s dirty check), or load a
+    /// submodule's repository in process (`--submodule=log`, `submodule.recurse`): the
+    /// submodule's config and layout then matter, so every submodule git dir is found (the
+    /// gitlinks of the index, `modules/`), vouched for and its config enumerated.
+    pub submodules: bool,
+    /// git may run in another linked worktree (`worktree remove` runs `git status` there, which
+    /// reads that worktree's `config.worktree`), or acts on the worktree entries themselves
+    /// (`worktree list/prune/remove`): every worktree entry is read and checked, and every
+    /// `config.worktree` enumerated.
+    pub other_worktrees: bool,
+}
+
+impl Reach {
+    /// Everything: the conservative answer, and the one for a subcommand the table lacks.
+    pub const ALL: Reach = Reach {
+        submodules: true,
+        other_worktrees: true,
+    };
+    const SUBMODULES: Reach = Reach {
+        submodules: true,
+        other_worktrees: false,
+    };
+    /// The git dir it runs in, its config (common and own `config.worktree`) and objects only.
+    const OWN: Reach = Reach {
+        submodules: false,
+        other_worktrees: false,
+    };
+}
+
+/// Per subcommand of [`ALLOWED`] (one row each, a test holds it to that): what its git can
+/// reach ([`Reach`]), and why. Read against git 2.39–2.47's sources (`builtin/*.c`,
+/// `submodule.c`, `diff-lib.c`). A subcommand marked `OWN` has no code path into a submodule
+/// or another worktree under any option safe-git lets through and any config the repository
+/// sets; where that cannot be argued for every option, the row stays conservative.
+pub const REACH: &[(&str, Reach, &str)] = &[
+    ("status", Reach::SUBMODULES, "runs `git status` in every populated submodule to tell whether it is modified (`is_submodule_modified`), and `status.submoduleSummary` runs `git log` there"),
+    ("diff", Reach::SUBMODULES, "the work-tree diff runs `git status` in submodules (dirty check); `--submodule=log` / `diff.submodule` loads the submodule's repository"),
+    ("diff-tree", Reach::SUBMODULES, "`--submodule=log` / `diff.submodule` loads the submodule's repository in process"),
+    ("diff-index", Reach::SUBMODULES, "compares with the work tree: `git status` in submodules (dirty check); `--submodule=log`"),
+    ("diff-files", Reach::SUBMODULES, "compares with the work tree: `git status` in submodules (dirty check); `--submodule=log`"),
+    ("log", Reach::SUBMODULES, "`-p --submodule=log` / `diff.submodule` loads the submodule's repository in process"),
+    ("show", Reach::SUBMODULES, "as log: `-p --submodule=log` / `diff.submodule`"),
+    ("shortlog", Reach::SUBMODULES, "conservative: parses the whole diff option set of the revision machinery"),
+    ("blame", Reach::OWN, "blames one blob path of this repository's history (a path inside a submodule is not in its trees); no child git, no submodule repository"),
+    ("annotate", Reach::OWN, "as blame (the same builtin, another output format)"),
+    ("grep", Reach::SUBMODULES, "the repository's `submodule.recurse` turns on `--recurse-submodules`, which greps each submodule's repository in process"),
+    ("rev-parse", Reach::OWN, "revisions, paths and the layout of this repository only; `--show-superproject-working-tree` runs `ls-files --stage` in the enclosing superproject, outwards, which no submodule scan covers either way"),
+    ("rev-list", Reach::OWN, "a revision walk that shows no diff (rev-list refuses `-p`); `--objects` does not follow gitlinks (not objects of this repository)"),
+    ("ls-files", Reach::SUBMODULES, "conservative: `-m` compares each gitlink with the submodule's HEAD, read from the submodule's git dir (`--recurse-submodules` itself is refused)"),
+    ("ls-tree", Reach::OWN, "lists tree objects of this repository; a gitlink is printed as its commit id"),
+    ("cat-file", Reach::OWN, "objects of this repository; `--textconv`/`--filters` use this repository's attributes and config"),
+    ("for-each-ref", Reach::OWN, "refs of this repository; `%(worktreepath)` reads the worktrees' HEADs in process (no config, no program)"),
+    ("show-ref", Reach::OWN, "refs of this repository"),
+    ("branch", Reach::OWN, "listing forms only: refs and commits of this repository; the worktrees' HEADs read in process for `+`/`*`"),
+    ("tag", Reach::OWN, "listing forms only: refs, tag objects (`-v`: gpg, neutralised by name like any program)"),
+    ("describe", Reach::SUBMODULES, "`--dirty` refreshes the index and diffs it with the work tree (`git status` in submodules); `--broken` runs `git diff-index`"),
+    ("merge-base", Reach::OWN, "commit graph of this repository"),
+    ("name-rev", Reach::OWN, "refs and commits of this repository"),
+    ("count-objects", Reach::OWN, "object folders of this repository"),
+    ("check-ignore", Reach::OWN, "exclude files and the index of this repository (a path inside a submodule is refused by git, in process)"),
+    ("check-attr", Reach::OWN, "attribute files of this repository"),
+    ("symbolic-ref", Reach::OWN, "the reading form only: one ref of this repository"),
+    ("worktree", Reach::ALL, "acts on the worktree entries (list, prune, remove); remove runs `git status` in the other worktree and checks its submodules"),
+    ("config", Reach::OWN, "reads the config files of this repository (the enumeration below covers them), runs nothing"),
+    ("stash", Reach::SUBMODULES, "`stash show` runs a diff (`--submodule=log` / `diff.submodule`)"),
+    ("remote", Reach::OWN, "reads the remotes of this repository's config; no network form is allowed"),
+    ("version", Reach::OWN, "prints git's version"),
+    ("reflog", Reach::SUBMODULES, "`reflog show` is `log -g` (`-p --submodule=log`)"),
+    ("submodule", Reach::SUBMODULES, "`submodule status` runs git in every populated submodule"),
+    ("cherry", Reach::SUBMODULES, "conservative: diffs every commit for its patch id"),
+    ("clean", Reach::SUBMODULES, "conservative: the dry run walks the work tree and looks into nested repositories"),
+    ("show-branch", Reach::OWN, "commit graph and refs of this repository, no diff"),
+    ("notes", Reach::OWN, "`notes list` only: the notes ref of this repository"),
+    ("range-diff", Reach::SUBMODULES, "runs `git log -p` over both ranges"),
+    ("var", Reach::OWN, "prints variables of this repository's config and environment"),
+];
+
+/// What `subcommand`'s git can reach ([`REACH`]); [`Reach::ALL`] for one the table lacks.
+pub fn reach(subcommand: &str) -> Reach {
+    REACH
+        .iter()
+        .find(|(s, _, _)| *s == subcommand)
+        .map_or(Reach::ALL, |(_, r, _)| *r)
+}
+
 /// Long options refused everywhere in a subcommand's arguments (before `--`), with why.
 /// Matched the way git's parse-options matches them: any prefix of the name counts (git
 /// accepts unique abbreviations), so `--open-files-in-p` is refused like the full name.
@@ -818,6 +907,35 @@ mod tests {
     }
     fn refused(a: &[&str]) -> ArgsError {
         parse_strs(a).expect_err(&format!("{a:?} must be refused"))
+    }
+
+    /// Every allowed subcommand has exactly one row in [`REACH`], with its argument; no row
+    /// names a subcommand that is not allowed; one the table lacks gets everything.
+    #[test]
+    fn every_allowed_subcommand_has_one_reach_row() {
+        for sub in ALLOWED {
+            let rows: Vec<_> = REACH.iter().filter(|(s, _, _)| s == sub).collect();
+            assert_eq!(rows.len(), 1, "{sub}: {} rows in REACH", rows.len());
+            assert!(rows[0].2.len() > 10, "{sub}: the row states no reason");
+        }
+        for (s, _, _) in REACH {
+            assert!(ALLOWED.contains(s), "{s} is in REACH but not allowed");
+        }
+        assert_eq!(reach("no-such-subcommand"), Reach::ALL);
+        // The commands that recurse into submodules by themselves keep the scan.
+        for sub in [
+            "status",
+            "diff",
+            "diff-files",
+            "diff-index",
+            "submodule",
+            "grep",
+            "describe",
+        ] {
+            assert!(reach(sub).submodules, "{sub}");
+        }
+        assert!(reach("worktree").other_worktrees);
+        assert_eq!(reach("rev-parse"), Reach::OWN);
     }
 
     #[test]

@@ -85,10 +85,9 @@ pub enum Walked {
 /// threaded reader sees. So an `EOIE` must name the end of the entries, and an `IEOT` must
 /// name exactly the entry boundaries of the sequential reading, or the walk refuses
 /// (docs/fuzzing.md, index: found by the differential test).
-pub fn walk(data: &[u8], visit: &mut dyn FnMut(u32, &[u8])) -> Option<Walked> {
+pub fn walk<F: FnMut(u32, &[u8]) + ?Sized>(data: &[u8], visit: &mut F) -> Option<Walked> {
     const HEADER: usize = 12;
     const OID: usize = 20; // SHA-1 only; a SHA-256 index fails the size checks below
-    const FIXED: usize = 40 + OID + 2; // stat data, mode, …, oid, flags
     const TRAILER: usize = OID;
     if data.len() < HEADER + TRAILER || &data[..4] != b"DIRC" {
         return None;
@@ -99,67 +98,10 @@ pub fn walk(data: &[u8], visit: &mut dyn FnMut(u32, &[u8])) -> Option<Walked> {
     }
     let count = u32::from_be_bytes(data[8..12].try_into().ok()?) as usize;
     let end = data.len() - TRAILER;
-    let mut pos = HEADER;
-    let mut prev: Vec<u8> = Vec::new();
-    // Where each entry starts, and whether a reader that starts a block there (no previous
-    // name) reads the same name: the `IEOT` check below.
-    let mut starts: Vec<(usize, bool)> = Vec::with_capacity(count.min(end / FIXED));
-    for _ in 0..count {
-        if pos + FIXED > end {
-            return None;
-        }
-        let start = pos;
-        let mode = u32::from_be_bytes(data[pos + 24..pos + 28].try_into().ok()?);
-        let flags = u16::from_be_bytes(data[pos + 60..pos + 62].try_into().ok()?);
-        let mut p = pos + FIXED;
-        if flags & 0x4000 != 0 {
-            if version < 3 {
-                return None;
-            }
-            p += 2;
-        }
-        let flag_len = usize::from(flags & 0xFFF);
-        if version == 4 {
-            // Strip count (git's offset varint), then the suffix: `len - copy_len` bytes and a
-            // NUL, appended to what is left of the previous name.
-            let (strip, used) = varint(data.get(p..end)?)?;
-            p += used;
-            let keep = prev.len().checked_sub(strip)?;
-            starts.push((start, keep == 0));
-            let suffix_len = if flag_len == 0xFFF {
-                data.get(p..end)?.iter().position(|&b| b == 0)?
-            } else {
-                flag_len.checked_sub(keep)?
-            };
-            let suffix = data.get(p..p.checked_add(suffix_len)?)?;
-            if data.get(p + suffix_len) != Some(&0) || suffix.contains(&0) {
-                return None;
-            }
-            prev.truncate(keep);
-            prev.extend_from_slice(suffix);
-            p += suffix_len + 1;
-            pos = p;
-            visit(mode, &prev);
-        } else {
-            starts.push((start, true));
-            let len = if flag_len == 0xFFF {
-                data.get(p..end)?.iter().position(|&b| b == 0)?
-            } else {
-                flag_len
-            };
-            let n = data.get(p..p.checked_add(len)?)?;
-            if data.get(p + len) != Some(&0) || n.contains(&0) {
-                return None;
-            }
-            // Entries are padded with 1–8 NUL bytes to a multiple of 8 from the entry start.
-            let base = p - pos;
-            pos += (base + len + 8) & !7;
-            if pos > end {
-                return None;
-            }
-            visit(mode, n);
-        }
-    }
+    // Entry starts are recorded only for an index with an `IEOT` (a second pass, below):
+    // git writes none unless `index.recordOffsetTable` asks, and a push per entry is a tenth
+    // of the walk.
+    let mut pos = entries(data, version, count, end, visit, None)?;
     // Extensions: a split index keeps entries in a shared index as well.
     let entries_end = pos;
     let mut split = false;
@@ -195,6 +137,8 @@ pub fn walk(data: &[u8], visit: &mut dyn FnMut(u32, &[u8])) -> Option<Walked> {
         if t.len() < 4 + 8 || u32::from_be_bytes(t[..4].try_into().ok()?) != 1 {
             return None;
         }
+        let mut starts = Vec::with_capacity(count.min(end / ENTRY_FIXED));
+        entries(data, version, count, end, &mut |_, _| {}, Some(&mut starts))?;
         let mut next = 0usize;
         for pair in t[4..].chunks_exact(8) {
             let offset = u32::from_be_bytes(pair[..4].try_into().ok()?) as usize;
@@ -214,6 +158,108 @@ pub fn walk(data: &[u8], visit: &mut dyn FnMut(u32, &[u8])) -> Option<Walked> {
     } else {
         Walked::Complete
     })
+}
+
+/// The fixed part of an entry: stat data, mode, …, object id (SHA-1), flags.
+const ENTRY_FIXED: usize = 40 + 20 + 2;
+
+/// The entries of [`walk`]: visits each as `(mode, path)` and returns where they end, or
+/// `None` when they are not exactly what git reads. With `starts`, records where each entry
+/// begins and whether a reader starting a block there (no previous name) reads the same name.
+///
+/// Entry boundaries follow `read-cache.c:create_from_disk`: the name length comes from the
+/// flags (`flags & 0xFFF`; `strlen` only when it is 0xFFF), never from the first NUL, and the
+/// name must end with a NUL exactly there.
+#[inline(always)]
+fn entries<F: FnMut(u32, &[u8]) + ?Sized>(
+    data: &[u8],
+    version: u32,
+    count: usize,
+    end: usize,
+    visit: &mut F,
+    mut starts: Option<&mut Vec<(usize, bool)>>,
+) -> Option<usize> {
+    const HEADER: usize = 12;
+    let mut pos = HEADER;
+    let mut prev: Vec<u8> = Vec::new();
+    for _ in 0..count {
+        if pos + ENTRY_FIXED > end {
+            return None;
+        }
+        let start = pos;
+        let mode = u32::from_be_bytes(data[pos + 24..pos + 28].try_into().ok()?);
+        let flags = u16::from_be_bytes(data[pos + 60..pos + 62].try_into().ok()?);
+        let mut p = pos + ENTRY_FIXED;
+        if flags & 0x4000 != 0 {
+            if version < 3 {
+                return None;
+            }
+            p += 2;
+        }
+        let flag_len = usize::from(flags & 0xFFF);
+        if version == 4 {
+            // Strip count (git's offset varint), then the suffix: `len - copy_len` bytes and a
+            // NUL, appended to what is left of the previous name.
+            let (strip, used) = varint(data.get(p..end)?)?;
+            p += used;
+            let keep = prev.len().checked_sub(strip)?;
+            if let Some(s) = starts.as_deref_mut() {
+                s.push((start, keep == 0));
+            }
+            let suffix_len = if flag_len == 0xFFF {
+                data.get(p..end)?.iter().position(|&b| b == 0)?
+            } else {
+                flag_len.checked_sub(keep)?
+            };
+            let suffix = data.get(p..p.checked_add(suffix_len)?)?;
+            if data.get(p + suffix_len) != Some(&0) || has_nul(suffix) {
+                return None;
+            }
+            prev.truncate(keep);
+            prev.extend_from_slice(suffix);
+            p += suffix_len + 1;
+            pos = p;
+            visit(mode, &prev);
+        } else {
+            if let Some(s) = starts.as_deref_mut() {
+                s.push((start, true));
+            }
+            let len = if flag_len == 0xFFF {
+                data.get(p..end)?.iter().position(|&b| b == 0)?
+            } else {
+                flag_len
+            };
+            let n = data.get(p..p.checked_add(len)?)?;
+            if data.get(p + len) != Some(&0) || has_nul(n) {
+                return None;
+            }
+            // Entries are padded with 1–8 NUL bytes to a multiple of 8 from the entry start.
+            let base = p - pos;
+            pos += (base + len + 8) & !7;
+            if pos > end {
+                return None;
+            }
+            visit(mode, n);
+        }
+    }
+    Some(pos)
+}
+
+/// Does `b` hold a NUL byte? Eight bytes at a time (a word has a zero byte exactly when
+/// `(w - 0x01…01) & !w & 0x80…80` is non-zero), the tail byte by byte: the same answer as
+/// `b.contains(&0)`, a quarter of its instructions on paths of a few dozen bytes.
+#[inline(always)]
+fn has_nul(b: &[u8]) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut words = b.chunks_exact(8);
+    for w in &mut words {
+        let w = u64::from_le_bytes(w.try_into().unwrap_or([1; 8]));
+        if w.wrapping_sub(LO) & !w & HI != 0 {
+            return true;
+        }
+    }
+    words.remainder().contains(&0)
 }
 
 /// git's offset encoding (`decode_varint`): 7 bits a byte, high bit = more, plus one per
@@ -352,6 +398,25 @@ mod tests {
         assert_eq!(scan(&bad), None);
         let sparse = index(&[entry(b"d/", 2, 0o040000)]);
         assert_eq!(scan(&sparse), Some(Scan::SparseDirectory(b"d/".to_vec())));
+    }
+
+    /// The word-at-a-time NUL search answers as `contains(&0)` at every length and position,
+    /// and for the bytes that trip naive versions of the trick (0x80, 0x01, 0xFF next to 0).
+    #[test]
+    fn has_nul_is_contains_zero() {
+        for len in 0..40 {
+            for fill in [b'a', 0x01, 0x80, 0xFF, 0x7F] {
+                let mut v = vec![fill; len];
+                assert_eq!(has_nul(&v), v.contains(&0), "len {len} fill {fill:#x}");
+                for at in 0..len {
+                    v[at] = 0;
+                    assert!(has_nul(&v), "len {len} fill {fill:#x} NUL at {at}");
+                    v[at] = fill;
+                }
+            }
+        }
+        assert!(!has_nul(b"\x80\x01\x80\x01\x80\x01\x80\x01\x80"));
+        assert!(has_nul(b"\x01\x01\x01\x01\x01\x01\x01\x00\x01"));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! system and global files, the common dir's `config`, every `config.worktree`, every
 //! submodule git dir (under `modules/` and behind gitlinks), and every include target.
 
-use super::args::GitArgs;
+use super::args::{GitArgs, Reach};
 use super::request::{Refusal, Request};
 use crate::config::{self, Enumeration};
 use crate::env::GitProbe;
@@ -30,6 +30,10 @@ pub struct Located {
     pub worktrees: Vec<(PathBuf, Option<PathBuf>, Vec<String>)>,
     /// Git dirs of submodules whose config git may read when it recurses.
     pub submodule_git_dirs: Vec<PathBuf>,
+    /// What the subcommand's git can reach ([`super::args::REACH`]): the worktree entries are
+    /// read (`worktrees` above) only with `other_worktrees`, the submodule git dirs found only
+    /// with `submodules`; otherwise both lists stay empty because git never goes there.
+    pub reach: Reach,
 }
 
 impl Located {
@@ -46,6 +50,7 @@ impl Located {
             "kind": self.kind,
             "linked_worktrees": self.worktrees.iter().map(|(e, p, problems)| json!({"entry": e, "path": p, "problems": problems})).collect::<Vec<_>>(),
             "submodule_git_dirs": self.submodule_git_dirs,
+            "reach": {"submodules": self.reach.submodules, "other_worktrees": self.reach.other_worktrees},
         })
     }
 }
@@ -117,7 +122,15 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
     } else if explicit_git_dir && layout.kind != layout::Kind::Bare {
         layout.work_tree = Some(crate::path::resolve(start));
     }
-    let entries = layout::worktree_entries(&layout.common_dir).map_err(|e| layout_refusal(&e))?;
+    // Only what the subcommand's git can reach is read and vouched for (`args::REACH`, one
+    // argued row per subcommand): `rev-parse` never enters a submodule or another worktree, so
+    // a 10,000-entry index or 20 worktree entries are not its cost.
+    let reach = super::args::reach(&args.subcommand);
+    let entries = if reach.other_worktrees {
+        layout::worktree_entries(&layout.common_dir).map_err(|e| layout_refusal(&e))?
+    } else {
+        Vec::new()
+    };
     let mut relative = Vec::new();
     let mut worktrees = Vec::new();
     for e in &entries {
@@ -136,7 +149,12 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
         worktrees.push((e.admin_dir.clone(), e.worktree_path.clone(), blocking));
     }
     let mut submodule_git_dirs = Vec::new();
-    for m in layout::submodule_git_dirs(&layout.common_dir).map_err(|e| layout_refusal(&e))? {
+    let modules = if reach.submodules {
+        layout::submodule_git_dirs(&layout.common_dir).map_err(|e| layout_refusal(&e))?
+    } else {
+        Vec::new()
+    };
+    for m in modules {
         match m.status {
             layout::ModuleStatus::GitDir { .. } => submodule_git_dirs.push(m.git_dir),
             layout::ModuleStatus::Link { target } => {
@@ -150,7 +168,7 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
             layout::ModuleStatus::NotGitDir { .. } => {}
         }
     }
-    if let Some(wt) = &layout.work_tree {
+    if let (true, Some(wt)) = (reach.submodules, &layout.work_tree) {
         // git recurses into submodules of submodules (status, diff): follow every populated
         // gitlink, each submodule's own index and `modules/`, to a fixed depth.
         let mut queue = vec![(
@@ -210,6 +228,7 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
         relative_worktree_entries: relative,
         worktrees,
         submodule_git_dirs,
+        reach,
     }))
 }
 
@@ -379,7 +398,8 @@ pub fn enumerate(
         Some(l) => {
             let mut o =
                 config::Options::for_repository(l.work_tree.as_deref(), &l.git_dir, &l.common_dir);
-            o.linked_worktrees = true;
+            // Other worktrees' `config.worktree` is read by a git running there only.
+            o.linked_worktrees = l.reach.other_worktrees;
             o.submodules = config::Submodules::Dirs(l.submodule_git_dirs.clone());
             o
         }
