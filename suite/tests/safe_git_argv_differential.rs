@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 #[path = "../../lib/tests/differential/mod.rs"]
 mod differential;
 use differential::{run_size, seed, Rng};
+use gitward::safegit::options::{self, Arg, Spec};
 
 /// The scratch repository: history on two branches, tags, a symbolic ref, a note, a stash, a
 /// reflog, untracked files for `clean`, patterns `grep` can match (`--`, `-x`,
@@ -114,6 +115,20 @@ const COMMANDS: &[&str] = &[
     "diff-tree",
     "show-branch",
     "check-attr",
+    "diff-index",
+    "diff-files",
+    "shortlog",
+    "blame",
+    "annotate",
+    "rev-list",
+    "ls-tree",
+    "show-ref",
+    "merge-base",
+    "name-rev",
+    "count-objects",
+    "check-ignore",
+    "range-diff",
+    "version",
     "commit",
     "help",
 ];
@@ -530,6 +545,121 @@ fn gadgets(sub: &str) -> (&'static [&'static str], &'static [&'static [&'static 
     }
 }
 
+/// Values given to options drawn from git's tables: terminators, names the repository has,
+/// words that look like options.
+const VALUES: &[&str] = &[
+    "--",
+    "--end-of-options",
+    "x",
+    "HEAD",
+    "main",
+    "new",
+    "1",
+    "%(refname)",
+    "-f",
+    "--no-dry-run",
+    "a.b",
+];
+
+/// One option of `sub` drawn from git's own table for it (`safegit::options`, the tables
+/// safe-git checks with, which `safe_git_option_tables.rs` proves equal to git's), in any of
+/// the spellings parse-options accepts: the long name, a prefix of it, `--no-` (abbreviated
+/// too) where git accepts it, the short letter, a bundle, `=value`, a stuck or a separate
+/// value (the next word, a terminator included). For the revision-walking commands, the
+/// options of `REVISION_SEPARATE_VALUE` with a value.
+fn table_words(rng: &mut Rng, sub: &str) -> Vec<String> {
+    let value = |rng: &mut Rng| rng.pick(VALUES).to_string();
+    let mut tables = options::specs_of(sub);
+    if tables.is_empty() {
+        // `worktree list`, `stash show`, `remote get-url`…: the forms' tables.
+        let forms: Vec<&str> = options::TABLE_COMMANDS
+            .iter()
+            .copied()
+            .filter(|c| c.split_once(' ').is_some_and(|(s, _)| s == sub))
+            .collect();
+        if !forms.is_empty() {
+            let form: &str = forms[rng.below(forms.len())];
+            tables = options::specs_of(form);
+        }
+    }
+    if tables.is_empty()
+        || (rng.one_in(3)
+            && !matches!(
+                sub,
+                "branch" | "tag" | "clean" | "config" | "notes" | "grep" | "symbolic-ref"
+            ))
+    {
+        let name = *rng.pick(options::REVISION_SEPARATE_VALUE);
+        return match rng.below(3) {
+            0 => vec![format!("{name}={}", value(rng))],
+            1 if !name.starts_with("--") => vec![format!("{name}{}", value(rng))],
+            _ => vec![name.to_owned(), value(rng)],
+        };
+    }
+    let specs = *rng.pick(&tables);
+    if specs.is_empty() {
+        return Vec::new();
+    }
+    let spec: &Spec = rng.pick(specs);
+    let mut out = Vec::new();
+    let short_form = spec.short.is_some() && (spec.long.is_none() || rng.one_in(3));
+    if spec.arg == Arg::Number {
+        return vec![format!("-{}", 1 + rng.below(3))];
+    }
+    if short_form {
+        let c = spec.short.unwrap();
+        // Sometimes in a bundle after another short option of the table without a value.
+        let mut w = String::from("-");
+        if rng.one_in(3) {
+            if let Some(o) = specs
+                .iter()
+                .filter(|o| o.arg == Arg::None && o.short.is_some())
+                .nth(rng.below(4))
+            {
+                w.push(o.short.unwrap());
+            }
+        }
+        w.push(c);
+        match spec.arg {
+            Arg::Separate if rng.one_in(2) => {
+                w.push_str(&value(rng));
+                out.push(w);
+            }
+            Arg::Separate => {
+                out.push(w);
+                out.push(value(rng));
+            }
+            Arg::Optional if rng.one_in(2) => {
+                w.push_str(&value(rng));
+                out.push(w);
+            }
+            _ => out.push(w),
+        }
+        return out;
+    }
+    let long = spec.long.clone().unwrap();
+    let negated = spec.negatable && rng.one_in(4);
+    let mut name = long.clone();
+    if rng.one_in(3) && name.len() > 2 {
+        name.truncate(2 + rng.below(name.len() - 2));
+    }
+    let w = if negated {
+        format!("--no-{name}")
+    } else {
+        format!("--{name}")
+    };
+    match (spec.arg, negated) {
+        (Arg::Separate, false) if rng.one_in(3) => out.push(format!("{w}={}", value(rng))),
+        (Arg::Separate, false) => {
+            out.push(w);
+            out.push(value(rng));
+        }
+        (Arg::Optional, false) if rng.one_in(3) => out.push(format!("{w}={}", value(rng))),
+        _ => out.push(w),
+    }
+    out
+}
+
 fn generate(rng: &mut Rng, can: &str, out: &str) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
     if rng.one_in(5) {
@@ -539,6 +669,10 @@ fn generate(rng: &mut Rng, can: &str, out: &str) -> Vec<String> {
     v.push(sub.to_owned());
     let start = v.len();
     for _ in 0..rng.below(7) {
+        if rng.one_in(3) {
+            v.extend(table_words(rng, sub));
+            continue;
+        }
         let w = if rng.one_in(2) {
             *rng.pick(own_words(sub))
         } else {
