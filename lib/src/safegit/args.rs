@@ -7,6 +7,7 @@
 //! refused it. Options that only *enable* a surface the defused environment already disarms
 //! (`--ext-diff`, `--textconv`, `--show-signature`) stay allowed, so scripts keep working.
 
+use super::options::{self, Word};
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
@@ -415,15 +416,6 @@ fn after_first_terminator(rest: &[OsString]) -> &[OsString] {
     }
 }
 
-/// The words after the terminator that ends the options: pathspecs or, for the subcommands
-/// that read a mode or a count of names, words that still count as such (git drops the
-/// terminator and reads them: `symbolic-ref -- HEAD refs/heads/x` writes, `notes -- add`
-/// adds).
-fn after_options(rest: &[OsString]) -> &[OsString] {
-    let end = options_end(rest);
-    rest.get(end + 1..).unwrap_or(&[])
-}
-
 fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
     let sub = a.subcommand.as_str();
     if !ALLOWED.contains(&sub) {
@@ -443,6 +435,26 @@ fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
     }
     match sub {
         "grep" => {
+            // git's reading first (its table: `-e` and `-f` take the next word whatever it
+            // is, `--open` abbreviates `--open-files-in-pager`), then the conservative one
+            // below for words the table does not resolve.
+            let words = words_of(&a.rest);
+            with_tables(sub, &words, false, |read| {
+                for w in read {
+                    if let Word::Opt {
+                        spec,
+                        negated: false,
+                        at,
+                        ..
+                    } = w
+                    {
+                        if spec.name() == "--open-files-in-pager" {
+                            return refuse(words[*at], "it opens files in a program");
+                        }
+                    }
+                }
+                Ok(())
+            })?;
             for opt in options(&a.rest) {
                 // `-O`, `-Ovim`, or a bundle of short options holding `O` (`-iO`).
                 let short_o = !opt.starts_with("--") && opt.starts_with('-') && opt.contains('O');
@@ -452,8 +464,8 @@ fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
             }
             Ok(())
         }
-        "branch" => check_listing(a, BRANCH_LIST_FLAGS, BRANCH_LIST_VALUES),
-        "tag" => check_listing(a, TAG_LIST_FLAGS, TAG_LIST_VALUES),
+        "branch" => check_listing(a, BRANCH_LIST_OPTIONS),
+        "tag" => check_listing(a, TAG_LIST_OPTIONS),
         "worktree" => match a.mode() {
             Some("list") | Some("prune") => Ok(()),
             Some("remove") => {
@@ -520,25 +532,41 @@ fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
         }
         "clean" => check_clean(a),
         "notes" => {
-            // `notes [--ref <ref>] [list [<object>]]`: the first word must be `list`.
-            let mut it = options(&a.rest);
-            while let Some(opt) = it.next() {
-                if opt == "--ref" {
-                    it.next();
-                } else if opt.starts_with("--ref=") {
-                } else if opt.starts_with('-') {
-                    return refuse(opt, "only --ref is allowed with `notes list`");
-                } else if opt == "list" {
-                    return Ok(());
-                } else {
-                    return Err(ArgsError::Form(sub.into(), "only `notes list` is allowed"));
+            // `notes [--ref <ref>] [list [<object>]]`, read with git's table (`--ref` takes
+            // the next word whatever it is; abbreviations such as `--re`); the subcommand is
+            // the first word that is not an option (`PARSE_OPT_SUBCOMMAND_OPTIONAL`), and
+            // after a terminator git drops it and reads the next word as the subcommand.
+            let words = words_of(&a.rest);
+            with_tables(sub, &words, true, |read| {
+                let mut it = read.iter();
+                while let Some(w) = it.next() {
+                    match w {
+                        Word::Opt {
+                            spec,
+                            negated: false,
+                            ..
+                        } if spec.name() == "--ref" => {}
+                        Word::Opt { at, .. } => {
+                            return refuse(words[*at], "only --ref is allowed with `notes list`")
+                        }
+                        Word::Unknown(o) | Word::Ambiguous(o) => return Err(unknown(sub, o)),
+                        Word::Arg("list") => return Ok(()),
+                        Word::Arg(_) => {
+                            return Err(ArgsError::Form(sub.into(), "only `notes list` is allowed"))
+                        }
+                        Word::Terminator(_) => {
+                            return match it.next() {
+                                None | Some(Word::Arg("list")) => Ok(()),
+                                _ => Err(ArgsError::Form(
+                                    sub.into(),
+                                    "only `notes list` is allowed",
+                                )),
+                            };
+                        }
+                    }
                 }
-            }
-            // git drops the terminator and reads the next word as the subcommand.
-            match after_options(&a.rest).first().map(|w| w.to_str()) {
-                None | Some(Some("list")) => Ok(()),
-                _ => Err(ArgsError::Form(sub.into(), "only `notes list` is allowed")),
-            }
+                Ok(())
+            })
         }
         "var" => {
             for opt in options_before_first_terminator(&a.rest).filter(|o| o.starts_with('-')) {
@@ -589,205 +617,205 @@ fn check_submodule(a: &GitArgs) -> Result<(), ArgsError> {
     Ok(())
 }
 
-/// `git clean` only as a dry run: `-n` / `--dry-run` must be given (alone or in a bundle of
-/// short options), and only the options that choose what would be listed are allowed.
+/// Every reading of the subcommand's arguments by git's own option table for `cmd`, one per
+/// git version safe-git has a table of ([`options`]); `check` must pass on each. No table at
+/// all (never the case for the commands that call this: `safe_git_option_tables.rs` fails
+/// first) is a refusal, not a pass.
+fn with_tables(
+    cmd: &str,
+    words: &[&str],
+    stop_at_non_option: bool,
+    mut check: impl FnMut(&[Word<'_>]) -> Result<(), ArgsError>,
+) -> Result<(), ArgsError> {
+    let tables = options::specs_of(cmd);
+    if tables.is_empty() {
+        return Err(ArgsError::Form(
+            cmd.into(),
+            "safe-git has no option table for this command",
+        ));
+    }
+    for specs in tables {
+        check(&options::scan(specs, words, stop_at_non_option))?;
+    }
+    Ok(())
+}
+
+fn words_of(rest: &[OsString]) -> Vec<&str> {
+    rest.iter().filter_map(|x| x.to_str()).collect()
+}
+
+/// An option word git does not know here, or reads more than one way: refused by the checks
+/// that allow-list options (git errors out on it anyway, or passes it on to another parser).
+fn unknown(sub: &str, w: &str) -> ArgsError {
+    ArgsError::Option(
+        sub.into(),
+        w.into(),
+        "not an option of this command in git's table, or an ambiguous abbreviation",
+    )
+}
+
+/// `git clean` only as a dry run: after git's own reading of the options (its table: `-n` /
+/// `--dry-run` and `--no-dry-run` in order, abbreviations, bundles, `-e <pattern>` taking the
+/// next word whatever it is), the dry run must be on, and only the options that choose what
+/// would be listed are allowed.
 fn check_clean(a: &GitArgs) -> Result<(), ArgsError> {
     let sub = "clean";
-    let mut dry = false;
-    // Every option clean allows is known here, with the two that take a value (`-e`,
-    // `--exclude`) consuming it below: a terminator met at this level ends the options.
-    let mut it = a.rest.iter().filter_map(|x| x.to_str());
-    while let Some(opt) = it.next() {
-        if is_terminator(opt) {
-            break;
-        }
-        if !opt.starts_with('-') {
-            continue;
-        }
-        if opt.starts_with("--") {
-            match opt_name(opt) {
-                "--dry-run" => dry = true,
-                "--quiet" | "--force" => {}
-                "--exclude" => {
-                    if !opt.contains('=') {
-                        it.next();
-                    }
-                }
-                _ => {
-                    return Err(ArgsError::Option(
-                        sub.into(),
-                        opt.into(),
-                        "clean is allowed only as a dry run (-n) with -d, -x, -X, -q, -f, -e",
-                    ))
-                }
+    let why = "clean is allowed only as a dry run (-n) with -d, -x, -X, -q, -f, -e";
+    let words = words_of(&a.rest);
+    with_tables(sub, &words, false, |read| {
+        let mut dry = false;
+        for w in read {
+            match w {
+                Word::Opt {
+                    spec, negated, at, ..
+                } => match (spec.name().as_str(), *negated) {
+                    ("--dry-run", n) => dry = !n,
+                    ("--quiet" | "--force", _) | ("-d" | "-x" | "-X" | "--exclude", false) => {}
+                    _ => return Err(ArgsError::Option(sub.into(), words[*at].into(), why)),
+                },
+                Word::Unknown(o) | Word::Ambiguous(o) => return Err(unknown(sub, o)),
+                Word::Arg(_) | Word::Terminator(_) => {}
             }
-            continue;
         }
-        let letters = &opt[1..];
-        if let Some(at) = letters.find('e') {
-            // `-e <pattern>` / `-e<pattern>`: the rest of the bundle is the pattern.
-            if !letters[..at].chars().all(|c| "ndxXqf".contains(c)) {
-                return Err(ArgsError::Option(
-                    sub.into(),
-                    opt.into(),
-                    "clean is allowed only as a dry run (-n) with -d, -x, -X, -q, -f, -e",
-                ));
-            }
-            dry |= letters[..at].contains('n');
-            if at + 1 == letters.len() {
-                it.next();
-            }
-            continue;
-        }
-        if !letters.chars().all(|c| "ndxXqf".contains(c)) {
-            return Err(ArgsError::Option(
+        if !dry {
+            return Err(ArgsError::Form(
                 sub.into(),
-                opt.into(),
-                "clean is allowed only as a dry run (-n) with -d, -x, -X, -q, -f, -e",
+                "clean is allowed only as a dry run: add -n / --dry-run",
             ));
         }
-        dry |= letters.contains('n');
-    }
-    if !dry {
-        return Err(ArgsError::Form(
-            sub.into(),
-            "clean is allowed only as a dry run: add -n / --dry-run",
-        ));
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
-const BRANCH_LIST_FLAGS: &[&str] = &[
-    "-l",
-    "--list",
-    "-a",
-    "--all",
-    "-r",
-    "--remotes",
-    "-v",
-    "-vv",
-    "--verbose",
-    "--show-current",
-    "-i",
-    "--ignore-case",
-    "--color",
-    "--no-color",
-    "--column",
-    "--no-column",
-    "--omit-empty",
-    "--abbrev",
-    "--no-abbrev",
-    "-q",
-    "--quiet",
+/// The options (git's names: `--long`, or `-s` when there is no long one) allowed in the
+/// listing forms of `branch` and `tag`, and whether each may also be given negated.
+const BRANCH_LIST_OPTIONS: &[(&str, bool)] = &[
+    ("--list", false),
+    ("--all", false),
+    ("--remotes", false),
+    ("--verbose", true),
+    ("--show-current", false),
+    ("--ignore-case", true),
+    ("--color", true),
+    ("--column", true),
+    ("--omit-empty", true),
+    ("--abbrev", true),
+    ("--quiet", true),
+    ("--contains", false),
+    ("--no-contains", false),
+    ("--merged", false),
+    ("--no-merged", false),
+    ("--points-at", true),
+    ("--sort", true),
+    ("--format", true),
 ];
-const BRANCH_LIST_VALUES: &[&str] = &[
-    "--contains",
-    "--no-contains",
-    "--merged",
-    "--no-merged",
-    "--points-at",
-    "--sort",
-    "--format",
-];
-const TAG_LIST_FLAGS: &[&str] = &[
-    "-l",
-    "--list",
-    "-i",
-    "--ignore-case",
-    "--color",
-    "--no-color",
-    "--column",
-    "--no-column",
-    "--omit-empty",
-];
-const TAG_LIST_VALUES: &[&str] = &[
-    "--contains",
-    "--no-contains",
-    "--merged",
-    "--no-merged",
-    "--points-at",
-    "--sort",
-    "--format",
+const TAG_LIST_OPTIONS: &[(&str, bool)] = &[
+    ("--list", false),
+    ("-n", false),
+    ("--ignore-case", true),
+    ("--color", true),
+    ("--column", true),
+    ("--omit-empty", true),
+    ("--contains", false),
+    ("--no-contains", false),
+    ("--merged", false),
+    ("--no-merged", false),
+    ("--points-at", true),
+    ("--sort", true),
+    ("--format", true),
 ];
 
-/// `branch` and `tag` in their listing forms only: every option on the list, and names only
-/// as patterns after `--list` (without it, a name creates a branch or tag).
-fn check_listing(a: &GitArgs, flags: &[&str], with_value: &[&str]) -> Result<(), ArgsError> {
+/// The options that put `branch` / `tag` in listing mode when set at the end of parsing
+/// (`builtin/branch.c`: `filter.with_commit || filter.no_commit || filter.reachable_from ||
+/// filter.unreachable_from || filter.points_at.nr`; `builtin/tag.c`: the same and
+/// `filter.lines != -1`; v2.39.5 and v2.47.3). `--sort` and `--format` do not: `branch --sort
+/// x new` creates `new`.
+const LISTING_FILTERS: &[&str] = &[
+    "--contains",
+    "--no-contains",
+    "--merged",
+    "--no-merged",
+    "--points-at",
+    "-n",
+];
+
+/// `branch` and `tag` in their listing forms only, read with git's table: every option on the
+/// list, and names only as patterns when listing (`--list`, or a filter still set at the end);
+/// without it, a name creates a branch or tag.
+fn check_listing(a: &GitArgs, allowed: &[(&str, bool)]) -> Result<(), ArgsError> {
     let sub = a.subcommand.as_str();
-    let mut listing = false;
-    let mut positional = 0;
-    let mut it = a.rest.iter().filter_map(|x| x.to_str());
-    while let Some(arg) = it.next() {
-        if arg == "--" {
-            positional += it.count();
-            break;
-        }
-        if !arg.starts_with('-') {
-            positional += 1;
-            continue;
-        }
-        let name = opt_name(arg);
-        if matches!(name, "-l" | "--list") {
-            listing = true;
-        }
-        if sub == "tag" && arg.starts_with("-n") {
-            listing = true;
-            continue;
-        }
-        if flags.contains(&name) {
-            continue;
-        }
-        if with_value.contains(&name) {
-            // The filters imply listing in git (`branch.c`/`tag.c`: with_commit, no_commit,
-            // merge filters, points_at); `--sort` and `--format` do not: `branch --sort x new`
-            // creates `new` (found by the argv differential's long run).
-            if !matches!(name, "--sort" | "--format") {
-                listing = true;
+    let words = words_of(&a.rest);
+    with_tables(sub, &words, false, |read| {
+        let mut list = false;
+        let mut filters: Vec<String> = Vec::new();
+        let mut positional = 0;
+        for w in read {
+            match w {
+                Word::Opt {
+                    spec, negated, at, ..
+                } => {
+                    let name = spec.name();
+                    let ok = allowed
+                        .iter()
+                        .any(|(n, neg_ok)| *n == name && (!negated || *neg_ok));
+                    if !ok {
+                        return Err(ArgsError::Option(
+                            sub.into(),
+                            words[*at].into(),
+                            "only listing options are allowed",
+                        ));
+                    }
+                    if name == "--list" {
+                        list = true;
+                    }
+                    if LISTING_FILTERS.contains(&name.as_str()) {
+                        filters.retain(|f| *f != name);
+                        if !negated {
+                            filters.push(name);
+                        }
+                    }
+                }
+                Word::Unknown(o) | Word::Ambiguous(o) => return Err(unknown(sub, o)),
+                Word::Arg(_) => positional += 1,
+                Word::Terminator(_) => {}
             }
-            if !arg.contains('=') {
-                // git takes the next word as the value whatever it is (`--format -- -D x`
-                // formats with `--` and deletes `x`); `--contains`/`--merged` default to HEAD
-                // only when they are the last word.
-                it.next();
-            }
-            continue;
         }
-        return Err(ArgsError::Option(
-            sub.into(),
-            arg.into(),
-            "only listing options are allowed",
-        ));
-    }
-    if positional > 0 && !listing {
-        return Err(ArgsError::Form(
-            sub.into(),
-            "a name without --list creates or changes a ref; only listing is allowed",
-        ));
-    }
-    Ok(())
+        if positional > 0 && !list && filters.is_empty() {
+            return Err(ArgsError::Form(
+                sub.into(),
+                "a name without --list creates or changes a ref; only listing is allowed",
+            ));
+        }
+        Ok(())
+    })
 }
 
-/// `git config` in its reading forms (old and new syntax).
+/// `git config` in its reading forms, read with git's tables: the legacy form (`config
+/// [<options>] <name> [<value-pattern>]`, parsed with `PARSE_OPT_STOP_AT_NON_OPTION`: after the
+/// key every word is a value, options included) and `config get` / `config list` (git ≥
+/// 2.46; on an older git `get` is a key without a section and git errors out).
 fn check_config(a: &GitArgs) -> Result<(), ArgsError> {
+    /// The read modes of the legacy form (`OPT_CMDMODE`s / action bits in builtin/config.c).
     const READ_MODES: &[&str] = &[
         "--get",
         "--get-all",
         "--get-regexp",
         "--get-urlmatch",
-        "-l",
         "--list",
         "--get-color",
         "--get-colorbool",
     ];
-    const FLAGS: &[&str] = &[
+    /// Options that change where config is read from or how it is shown; allowed negated too
+    /// (they are not modes: `--no-includes`, `--no-type`).
+    const DISPLAY: &[&str] = &[
         "--show-origin",
         "--show-scope",
-        "-z",
         "--null",
         "--name-only",
         "--bool",
         "--int",
         "--bool-or-int",
+        "--bool-or-str",
         "--path",
         "--expiry-date",
         "--local",
@@ -795,31 +823,21 @@ fn check_config(a: &GitArgs) -> Result<(), ArgsError> {
         "--system",
         "--worktree",
         "--includes",
-        "--no-includes",
         "--fixed-value",
         "--all",
         "--show-names",
-        "--no-show-names",
-        "--no-type",
-    ];
-    const VALUES: &[&str] = &[
-        "-f",
+        "--regexp",
         "--file",
         "--blob",
         "--type",
         "--default",
         "--url",
         "--value",
-        "--regexp",
     ];
     let sub = "config";
-    let mut args = a.rest.iter().filter_map(|x| x.to_str()).peekable();
-    // New syntax: `git config get|list …` (git ≥ 2.46). Everything else of it writes or edits.
-    let new_mode = match args.peek().copied() {
-        Some("get") | Some("list") => {
-            args.next();
-            true
-        }
+    let words = words_of(&a.rest);
+    let (cmd, rest, new_mode) = match words.first().copied() {
+        Some(m @ ("get" | "list")) => (format!("config {m}"), &words[1..], true),
         Some(m @ ("set" | "unset" | "rename-section" | "remove-section" | "edit")) => {
             return Err(ArgsError::Option(
                 sub.into(),
@@ -827,56 +845,66 @@ fn check_config(a: &GitArgs) -> Result<(), ArgsError> {
                 "config may only read",
             ));
         }
-        _ => false,
+        _ => ("config".to_owned(), &words[..], false),
     };
-    let mut read_mode = new_mode;
-    let mut positional = 0;
-    while let Some(arg) = args.next() {
-        if arg == "--" {
-            positional += args.count();
-            break;
-        }
-        if !arg.starts_with('-') {
-            positional += 1;
-            if !new_mode {
-                // The legacy form parses with PARSE_OPT_STOP_AT_NON_OPTION: after the key,
-                // every word is a value, options included (`config user.name --file` sets
-                // user.name; found by the argv differential's long run).
-                positional += args.count();
-                break;
+    let check = |read: &[Word<'_>]| -> Result<(), ArgsError> {
+        let mut mode: Option<String> = None;
+        let mut positional = 0;
+        for w in read {
+            match w {
+                Word::Opt {
+                    spec, negated, at, ..
+                } => {
+                    let name = spec.name();
+                    if READ_MODES.contains(&name.as_str()) && !negated && !new_mode {
+                        mode = Some(name);
+                    } else if !DISPLAY.contains(&name.as_str()) {
+                        return Err(ArgsError::Option(
+                            sub.into(),
+                            rest[*at].into(),
+                            "config may only read (--get, --get-all, --get-regexp, --list, get, list)",
+                        ));
+                    }
+                }
+                Word::Unknown(o) | Word::Ambiguous(o) => return Err(unknown(sub, o)),
+                Word::Arg(_) => positional += 1,
+                Word::Terminator(_) => {}
             }
-            continue;
         }
-        let name = opt_name(arg);
-        if READ_MODES.contains(&name) {
-            read_mode = true;
-            continue;
+        let max = match (new_mode, mode.is_some()) {
+            (true, _) | (false, true) => 2,
+            (false, false) => 1,
+        };
+        if positional > max {
+            return Err(ArgsError::Form(
+                sub.into(),
+                "a key with a value sets it; config may only read",
+            ));
         }
-        if FLAGS.contains(&name) {
-            continue;
-        }
-        if VALUES.contains(&name) {
-            if !arg.contains('=') {
-                args.next();
+        Ok(())
+    };
+    if new_mode {
+        // `config get` / `config list` exist on the gits whose table has them; an older git
+        // reads `get` as the key of the legacy form, which has no section: git errors out
+        // before it reads or writes anything.
+        let mut any = false;
+        for t in options::tables() {
+            if let Some(specs) = t.commands.get(&cmd) {
+                any = true;
+                check(&options::scan(specs, rest, true))?;
             }
-            continue;
         }
-        return Err(ArgsError::Option(
-            sub.into(),
-            arg.into(),
-            "config may only read (--get, --get-all, --get-regexp, --list, get, list)",
-        ));
+        if !any {
+            return Err(ArgsError::Form(
+                sub.into(),
+                "safe-git has no option table for this command",
+            ));
+        }
+        Ok(())
+    } else {
+        with_tables(&cmd, rest, true, check)
     }
-    let max = if read_mode { 2 } else { 1 };
-    if positional > max {
-        return Err(ArgsError::Form(
-            sub.into(),
-            "a key with a value sets it; config may only read",
-        ));
-    }
-    Ok(())
 }
-
 /// Does the subcommand read config only (and so must not get the `-c` set, which
 /// `config --list` would print)?
 ///
@@ -1283,6 +1311,48 @@ mod tests {
             ],
             &["cherry", "-v", "--", "main"],
             &["worktree", "remove", "--force", "--", "../wt"],
+        ] {
+            ok(a);
+        }
+    }
+
+    /// The checks read the command line with git's own tables (`safegit::options`): what an
+    /// option means is decided by the table, in order, abbreviations and `--no-` included.
+    #[test]
+    fn options_are_read_with_gits_tables() {
+        for a in [
+            // The last word wins: the filter is cleared, the name creates a branch.
+            &["branch", "--points-at", "HEAD", "--no-points-at", "new"][..],
+            // `--get` negated (2.39: an action bit) leaves no action: `a.b c` sets a value.
+            &["config", "--get", "--no-get", "a.b", "c"],
+            // `--no-d` abbreviates `--no-dry-run`.
+            &["clean", "-n", "--no-d", "-f"],
+            &["clean", "-n", "--no-dry", "-f"],
+            // `-ef` is `-e f`… and `-nfe` ends with `-e`, whose value is the next word.
+            &["clean", "-fe", "-n"],
+            // A value option's value, then a terminator git reads as a word.
+            &["branch", "--format", "--", "--", "new"],
+            &["tag", "--sort", "x", "--", "v9"],
+            // Abbreviations of what writes or runs.
+            &["branch", "--del", "x"],
+            &["grep", "--open=vi", "x"],
+            &["notes", "--ref", "--", "add"],
+            &["config", "--unse", "a.b"],
+        ] {
+            assert!(parse_strs(a).is_err(), "{a:?} must be refused");
+        }
+        for a in [
+            // Unique abbreviations of allowed options are read as git reads them.
+            &["branch", "--li", "feat*"][..],
+            &["branch", "--cont", "HEAD", "x*"],
+            &["branch", "--contains"],
+            &["tag", "-n3", "v*"],
+            &["clean", "--dry", "-d"],
+            &["clean", "-e", "-f", "-n"],
+            &["notes", "--ref", "--", "list"],
+            &["config", "--get-r", "user"],
+            &["config", "--no-includes", "--get", "a.b"],
+            &["grep", "-e", "--", "x"],
         ] {
             ok(a);
         }

@@ -5,6 +5,7 @@ pub mod args;
 pub mod gitlinks;
 pub mod locate;
 pub mod loss;
+pub mod options;
 pub mod plan;
 pub mod request;
 pub mod unlisted;
