@@ -247,6 +247,8 @@ fn worktree_prune_never_deletes_through_a_linked_entry() {
         let plain = sb.run(&git, &["worktree", "prune"], &repo);
         assert!(plain.status.success());
         assert!(!victim.exists(), "{}: control did not fire", git.display());
+    }
+}
 
 /// A repository with an embedded repository behind a gitlink (its `.git` a folder, nothing
 /// under `modules/`, so only the index scan finds it) whose config defines the clean filter its
