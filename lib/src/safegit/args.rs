@@ -479,7 +479,33 @@ fn check_subcommand(a: &GitArgs) -> Result<(), ArgsError> {
             _ => Err(ArgsError::Form(sub.into(), "only `worktree list`, `worktree remove` and `worktree prune` are allowed")),
         },
         "stash" => match a.mode() {
-            Some("list") | Some("show") => Ok(()),
+            Some("list") => Ok(()),
+            Some("show") => {
+                // `--include-untracked` and `--only-untracked` together: plain git stops with
+                // a usage error, but 2.47.3 with the `--no-ext-diff` safe-git may add aborts
+                // on a double free instead (found by the argv differential). Refused, so the
+                // answer is an error under every git, as git's own is.
+                let words = words_of(&a.rest[1..]);
+                with_tables("stash show", &words, false, |read| {
+                    let (mut include, mut only) = (false, false);
+                    for w in read {
+                        if let Word::Opt { spec, negated, .. } = w {
+                            match spec.name().as_str() {
+                                "--include-untracked" => include = !negated,
+                                "--only-untracked" => only = !negated,
+                                _ => {}
+                            }
+                        }
+                    }
+                    if include && only {
+                        return refuse(
+                            "--only-untracked",
+                            "git refuses --include-untracked with --only-untracked (and 2.47.3 aborts on it)",
+                        );
+                    }
+                    Ok(())
+                })
+            }
             _ => Err(ArgsError::Form(sub.into(), "only `stash list` and `stash show` are allowed")),
         },
         "remote" => match (a.mode(), a.rest.len()) {
@@ -1181,6 +1207,21 @@ mod tests {
             ArgsError::Form(..)
         ));
         ok(&["stash", "list"]);
+        ok(&["stash", "show", "-u", "-p"]);
+        ok(&["stash", "show", "--only-untracked"]);
+        ok(&[
+            "stash",
+            "show",
+            "-u",
+            "--no-include-untracked",
+            "--only-untracked",
+        ]);
+        for both in [
+            &["stash", "show", "-u", "--only-untracked"][..],
+            &["stash", "show", "--include-untrac", "--onl", "-p"],
+        ] {
+            assert!(matches!(refused(both), ArgsError::Option(..)), "{both:?}");
+        }
         assert!(matches!(refused(&["stash"]), ArgsError::Form(..)));
         assert!(matches!(refused(&["stash", "pop"]), ArgsError::Form(..)));
         ok(&["remote", "-v"]);
