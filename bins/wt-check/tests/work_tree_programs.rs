@@ -275,6 +275,46 @@ fn a_second_work_tree_planted_in_the_session_folder_is_reported() {
         }
         let (code, ev) = w.check(false);
         assert_eq!(code, 0, "clean after: {ev:#?}");
+        // The same through a link (ninth pass, R9-4): `gitdir:` naming a link to the git dir,
+        // and `.git` itself a link to it, in the session's folder and in the main work tree.
+        let link = session.join("l");
+        std::os::unix::fs::symlink(w.git_dir(), &link).unwrap();
+        for (place, as_link) in [
+            (session.join("y"), false),
+            (session.join("z"), true),
+            (w.main().join("sub2"), true),
+        ] {
+            std::fs::create_dir_all(&place).unwrap();
+            let dot_git = place.join(".git");
+            if as_link {
+                std::os::unix::fs::symlink(w.git_dir(), &dot_git).unwrap();
+            } else {
+                std::fs::write(&dot_git, format!("gitdir: {}\n", link.display())).unwrap();
+            }
+            write_exec(
+                &place.join("tools/fsmon.sh"),
+                &format!("#!/bin/sh\ntouch {}; exit 1\n", fired.display()),
+            );
+            let (code, ev) = w.check(false);
+            assert_eq!(code, 1, "{} {}: {ev:#?}", git.display(), place.display());
+            assert!(
+                ev.iter()
+                    .any(|e| e["path"].as_str() == Some(dot_git.to_str().unwrap())
+                        && e["level"] == "error"),
+                "{} {}: {ev:#?}",
+                git.display(),
+                place.display()
+            );
+            let got = owner_runs(&w, &git, &place, &["status"], std::slice::from_ref(&fired));
+            assert_eq!(
+                got,
+                [true],
+                "{} {}: control",
+                git.display(),
+                place.display()
+            );
+            std::fs::remove_file(&dot_git).unwrap();
+        }
     }
 }
 

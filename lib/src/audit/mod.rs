@@ -659,6 +659,23 @@ fn walk_workspace(
                     .ok()
                     .filter(|t| looks_like_git_dir(t))
                 {
+                    Some(git_dir)
+                        if second_work_tree_of(&wt, &git_dir, enclosing.as_deref()).is_some() =>
+                    {
+                        // A `.git` link to a git dir that belongs to another work tree: a
+                        // second work tree of that repository, as a `.git` file would make it
+                        // (R9-4).
+                        let owner = second_work_tree_of(&wt, &git_dir, enclosing.as_deref())
+                            .unwrap_or_default();
+                        r.add_level(&rules::GITFILE_REDIRECT, Severity::Error, &path, Some(&wt), format!(
+                            "{}: `.git` is a symbolic link that makes {} a second work tree of {}: the owner's git there runs that repository's hooks and its relative programs from this folder",
+                            path.display(), wt.display(), owner.display()),
+                            details!("target" => target, "leaves_workspace" => leaves, "same_repository" => true, "work_tree" => owner));
+                        if !git_dir.starts_with(root) {
+                            audit_repository(r, Some(&wt), &git_dir, root);
+                        }
+                        work_trees.push(wt);
+                    }
                     Some(git_dir) => {
                         r.add_level(&rules::GITFILE_REDIRECT, if leaves { Severity::Error } else { Severity::Warning }, &path, Some(&wt), format!(
                             "{}: `.git` is a symbolic link to {}{} (git uses whatever git dir it names)",
@@ -759,7 +776,10 @@ fn gitfile(
     // folder lies — in the enclosing work tree, above the audited path, in a session's folder
     // or linked worktree next to the repository (eighth pass, R8-5) — and whatever it names:
     // the main git dir, a worktree entry, a submodule git dir.
-    if let Some(owner) = second_work_tree_of(wt, &target, enclosing) {
+    // Classified by where it leads, links followed (git follows them): `gitdir: <s1>/l`
+    // with `l -> <repo>/.git` names the repository's git dir all the same (R9-4).
+    let real = std::fs::canonicalize(&target).unwrap_or_else(|_| target.clone());
+    if let Some(owner) = second_work_tree_of(wt, &real, enclosing) {
         r.add_level(
             &rules::GITFILE_REDIRECT,
             Severity::Error,
