@@ -379,7 +379,7 @@ fn a_fifo_git_would_open_is_refused_in_one_line_instead_of_hanging() {
         fifo(&outside);
         // (the file, a link to a FIFO outside rather than a FIFO, the owner's command)
         // …and files of the git dir git opens by name (R8-3).
-        let cases: [(&str, bool, &[&str]); 8] = [
+        let cases: [(&str, bool, &[&str]); 9] = [
             (".git-blame-ignore-revs", false, &["blame", "a.txt"]),
             (".mailmap", false, &["log", "-1"]),
             (".myignore", true, &["status", "--short"]),
@@ -388,6 +388,8 @@ fn a_fifo_git_would_open_is_refused_in_one_line_instead_of_hanging() {
             (".git/logs/HEAD", false, &["reflog", "-1"]),
             (".git/shallow", false, &["log", "-1"]),
             (".git/objects/info/alternates", false, &["log", "-1"]),
+            // safe-git's own read of the index must not block either (R9-5).
+            (".git/index", false, &["status", "--short"]),
         ];
         assert!(
             plain(&["config", "--global", "core.excludesFile", ".myignore"])

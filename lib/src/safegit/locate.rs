@@ -164,8 +164,22 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
                     reason: format!("submodule git dir is a symbolic link to {} (git would follow it to a foreign git dir)", target.display()),
                 })
             }
-            // git refuses to use it as a git dir; nothing of it is read.
-            layout::ModuleStatus::NotGitDir { .. } => {}
+            // git refuses to use it as a git dir, but only after opening its `HEAD`: a FIFO
+            // or device at the top of it hangs the owner's `git status` there (R9-5).
+            layout::ModuleStatus::NotGitDir { .. } => {
+                if let Ok(rd) = std::fs::read_dir(&m.git_dir) {
+                    for e in rd.flatten() {
+                        let Ok(ft) = e.file_type() else { continue };
+                        if let Some(kind) = crate::audit::special::special_kind(&ft) {
+                            return Err(Refusal {
+                                code: exit::LAYOUT,
+                                subject: e.path().display().to_string(),
+                                reason: format!("a {kind} in a submodule git dir: git's blocking open of it would hang"),
+                            });
+                        }
+                    }
+                }
+            }
         }
     }
     if let (true, Some(wt)) = (reach.submodules, &layout.work_tree) {
@@ -261,7 +275,18 @@ fn gitlink_layouts(
         subject: index_path.display().to_string(),
         reason: format!("cannot read the index: {e}"),
     };
-    let bytes = std::fs::read(&index_path).map_err(|e| unreadable(&e))?;
+    // Opened without blocking and taken only when it is a regular file: a FIFO planted as
+    // the index must not hang safe-git's own read (ninth red-team pass, R9-5).
+    if let Some(kind) = std::fs::metadata(&index_path)
+        .ok()
+        .and_then(|m| crate::audit::special::special_kind(&m.file_type()))
+    {
+        return Err(unreadable(&format!(
+            "a {kind}: git's blocking open of it would hang"
+        )));
+    }
+    let bytes =
+        crate::audit::special::read_regular(&index_path, 1 << 40).map_err(|e| unreadable(&e))?;
     use super::gitlinks::Scan;
     let paths: Vec<Vec<u8>> = match super::gitlinks::scan(&bytes) {
         Some(Scan::Gitlinks(p)) => p,

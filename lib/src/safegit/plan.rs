@@ -723,6 +723,8 @@ fn special_files(
     if l.common_dir != l.git_dir {
         dirs.push(l.common_dir.clone());
     }
+    // Submodule git dirs git enters (`status` reads a submodule's `HEAD` and index: R9-5).
+    dirs.extend(l.submodule_git_dirs.iter().cloned());
     for d in &dirs {
         for flat in ["", "info", "objects/info", "objects/pack"] {
             let dir = if flat.is_empty() {
