@@ -2145,6 +2145,12 @@ pub static PATH_KEYS: &[PathKey] = &[
     PathKey { key: any!("http"."sslKey"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "fetch, pull, push, clone over https", protect: true, why: "the owner's client key" },
     PathKey { key: any!("http"."pinnedPubkey"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "fetch, pull, push, clone over https", protect: true, why: "the public key https pins (a file unless `sha256//…`)" },
     PathKey { key: any!("http"."sslCAPath"), uses: PathUse::Folder, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "fetch, pull, push, clone over https", protect: true, why: "a folder of certificate authorities https trusts" },
+    // http.c `http_options` (2.39 and 2.47): the proxy's TLS files, handed to curl
+    // (CURLOPT_PROXY_CAINFO, PROXY_SSLCERT, PROXY_SSLKEY) with `git_config_pathname` — missed
+    // by the first list (ninth red-team pass, R9-3).
+    PathKey { key: any!("http"."proxySSLCAInfo"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "fetch, pull, push, clone through an https proxy", protect: true, why: "the certificate authorities the https proxy is trusted by" },
+    PathKey { key: any!("http"."proxySSLCert"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "fetch, pull, push, clone through an https proxy", protect: true, why: "the owner's client certificate for the proxy" },
+    PathKey { key: any!("http"."proxySSLKey"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "fetch, pull, push, clone through an https proxy", protect: true, why: "the owner's client key for the proxy" },
     // http.c: read, and written back with `http.saveCookies`.
     PathKey { key: any!("http"."cookieFile"), uses: PathUse::Read, resolve: PathResolve::Pathname, values: PathValues::Last, opened_by: "fetch, pull, push, clone over https (written with http.saveCookies)", protect: true, why: "the owner's cookies: sent to the server, written back" },
     // setup.c `get_template_dir` (`init.templateDir`, git_config_pathname): copied into each

@@ -237,6 +237,8 @@ mod tests {
             ("fetch.fsck.skipList", Some("skip")),
             ("http.https://h/.sslCAInfo", Some("ca.pem")),
             ("gpg.ssh.allowedSignersFile", Some("as")),
+            ("http.proxySSLCAInfo", Some("pca.pem")),
+            ("http.https://h/.proxySSLKey", Some("pk")),
         ]);
         let want: Vec<(String, PathBuf)> = [
             ("core.excludesFile", "/w/.myignore"),
@@ -247,6 +249,8 @@ mod tests {
             ("fetch.fsck.skipList", "/w/skip"),
             ("http.https://h/.sslCAInfo", "/w/ca.pem"),
             ("gpg.ssh.allowedSignersFile", "/w/as"),
+            ("http.proxySSLCAInfo", "/w/pca.pem"),
+            ("http.https://h/.proxySSLKey", "/w/pk"),
         ]
         .iter()
         .map(|(k, p)| (k.to_string(), PathBuf::from(p)))
