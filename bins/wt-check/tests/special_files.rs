@@ -440,3 +440,46 @@ fn fifos_at_paths_the_owners_config_names_are_reported_and_set_aside() {
         }
     }
 }
+
+/// The session's own worktree entry may change (git writes `HEAD`, `gitdir`, `locked`), but a
+/// link there is never git's layout (ninth red-team pass, R9-13/R9-14): a link to a FIFO hung
+/// the owner's `git worktree list` and `check`'s own ref snapshot, a link to an owner's file
+/// had `git worktree repair` write through it. `check` reports it (and does not hang); safe-git
+/// refuses the worktree commands. Positive control: plain git hangs on it.
+#[test]
+fn a_link_in_the_sessions_own_worktree_entry_is_reported_not_followed() {
+    for git in common::gits() {
+        for name in ["HEAD", "gitdir", "locked"] {
+            let w = common::world();
+            w.pin();
+            let entry = w.git_dir().join("worktrees/wt1");
+            let fifo = w.own().parent().unwrap().join("ff");
+            mkfifo(&fifo);
+            let at = entry.join(name);
+            let _ = std::fs::remove_file(&at);
+            std::os::unix::fs::symlink(&fifo, &at).unwrap();
+            assert!(
+                run_for(plain_git(&w, &git, &w.main(), &["worktree", "list"]), 4).is_none(),
+                "{} {name}: control: plain git worktree list did not hang",
+                git.display()
+            );
+            let (code, ev) = check(&w, false);
+            assert_ne!(code, 0, "{} {name}: {ev:#?}", git.display());
+            assert!(
+                !names(&ev, &at).is_empty(),
+                "{} {name}: not named: {ev:#?}",
+                git.display()
+            );
+            let sg =
+                std::path::PathBuf::from(env!("CARGO_BIN_EXE_wt-check")).with_file_name("safe-git");
+            if sg.exists() {
+                let mut c = Command::new(&sg);
+                w.env(&mut c);
+                c.args(["--git", git.to_str().unwrap(), "worktree", "list"])
+                    .current_dir(w.main());
+                let got = run_for(c, 30).expect("safe-git worktree list hung");
+                assert_eq!(got.0, 122, "{} {name}: safe-git", git.display());
+            }
+        }
+    }
+}

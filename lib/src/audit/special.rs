@@ -96,6 +96,20 @@ pub fn sweep(dir: &Path) -> Special {
                     continue;
                 }
                 out.found.push((e.path(), k));
+            } else if ft.is_symlink() {
+                // A link git opens follows to what it names: a link to a FIFO or device
+                // blocks the same (ninth red-team pass, R9-13: a worktree entry's `HEAD`
+                // made a link to a FIFO hung the owner's git and `check`'s ref snapshot).
+                // `/dev/null` reads as empty and is left alone.
+                let p = e.path();
+                let to_null = std::fs::canonicalize(&p).is_ok_and(|t| t == Path::new("/dev/null"));
+                if let Some(k) = std::fs::metadata(&p)
+                    .ok()
+                    .and_then(|m| special_kind(&m.file_type()))
+                    .filter(|_| !to_null)
+                {
+                    out.found.push((p, k));
+                }
             }
         }
     }

@@ -859,14 +859,20 @@ pub(super) fn compare(
                 parent.is_empty() || matches!(snap.entries.get(parent), Some(Node::Dir { .. }));
             parent_listed.then_some(&absent)
         });
-        let own_skip = worktree_id(k).is_some_and(|id| {
-            own(id) && !k.ends_with("/config.worktree") && {
-                let rest = &k[("worktrees/".len() + id.len())..];
-                let name = rest.trim_start_matches('/');
-                let top = name.split('/').next().unwrap_or("");
-                name.is_empty() || WORKTREE_FILES.contains(&top) || is_worktree_state_name(top)
-            }
-        });
+        // A link, FIFO or device is never git's own layout: in the session's own entry too
+        // it is a finding (ninth red-team pass, R9-13/R9-14: `gitdir` or `HEAD` made a link
+        // to a FIFO hung safe-git and the owner's git; a link to an owner's file had
+        // `git worktree repair` write through it).
+        let not_plain = matches!(after, Some(Node::Link { .. }) | Some(Node::Special { .. }));
+        let own_skip = !not_plain
+            && worktree_id(k).is_some_and(|id| {
+                own(id) && !k.ends_with("/config.worktree") && {
+                    let rest = &k[("worktrees/".len() + id.len())..];
+                    let name = rest.trim_start_matches('/');
+                    let top = name.split('/').next().unwrap_or("");
+                    name.is_empty() || WORKTREE_FILES.contains(&top) || is_worktree_state_name(top)
+                }
+            });
         if own_skip {
             // The session's own entry: its files may change; its layout is checked below.
             // Extra names (hooks/, config) are still planted.

@@ -606,7 +606,7 @@ pub fn check_worktree_forms(args: &GitArgs, l: &Located, start: &Path) -> Result
     if args.subcommand != "worktree" {
         return Ok(());
     }
-    if matches!(args.mode(), Some("prune") | Some("remove")) {
+    if matches!(args.mode(), Some("prune") | Some("remove") | Some("list")) {
         for (admin, _, _) in &l.worktrees {
             if let Ok(m) = std::fs::symlink_metadata(admin) {
                 if m.file_type().is_symlink() {
@@ -619,6 +619,26 @@ pub fn check_worktree_forms(args: &GitArgs, l: &Located, start: &Path) -> Result
                             to.display()
                         ),
                     });
+                }
+            }
+            // Its files (`gitdir`, `locked`, `HEAD`, …) are read, and `gitdir` rewritten, by
+            // git's worktree commands with a plain open: a link or FIFO there is never git's
+            // layout (ninth red-team pass, R9-13/R9-14: `worktree list`/`prune` hung).
+            if let Ok(rd) = std::fs::read_dir(admin) {
+                for e in rd.flatten() {
+                    let Ok(ft) = e.file_type() else { continue };
+                    let kind = if ft.is_symlink() {
+                        Some("symbolic link")
+                    } else {
+                        crate::audit::special::special_kind(&ft)
+                    };
+                    if let Some(kind) = kind {
+                        return Err(Refusal {
+                            code: exit::LAYOUT,
+                            subject: e.path().display().to_string(),
+                            reason: format!("a {kind} in a worktree entry (git makes regular files there): git's worktree commands would read or write through it"),
+                        });
+                    }
                 }
             }
         }
