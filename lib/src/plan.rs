@@ -77,6 +77,32 @@ pub struct PlanOptions {
     pub allow_unresolved: bool,
 }
 
+/// What stands at `path` (a program or a file the config names), for [`guard`]: nothing, a
+/// folder or a file; anything else (a link, a FIFO, a device) gives no plan, since a bind
+/// would follow or expose it.
+fn plain_node(sys: &Sys, path: &Path, kind: EntryKind) -> Result<Node, PlanError> {
+    Ok(match sys.stat(path)? {
+        None => Node::Absent,
+        Some(st) if st.is_dir() => Node::Dir { mode: 0 },
+        Some(st) if st.is_file() => Node::File {
+            mode: 0,
+            oid: String::new(),
+            content: integrity::state::Content::Text(String::new()),
+        },
+        Some(_) => {
+            return Err(PlanError::NotPlain {
+                path: path.to_path_buf(),
+                kind: "link or special file",
+                expected: if kind == EntryKind::Dir {
+                    "folder"
+                } else {
+                    "file"
+                },
+            })
+        }
+    })
+}
+
 /// Why there is no plan. One line naming the path and the reason.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
@@ -1028,26 +1054,7 @@ pub(crate) fn build(
     // Programs the config names by path (and the hooks folder), inside a writable root: the
     // owner's next git runs what the agent wrote there (P-6, P-9).
     for (path, kind) in programs {
-        let node = match sys.stat(path)? {
-            None => Node::Absent,
-            Some(st) if st.is_dir() => Node::Dir { mode: 0 },
-            Some(st) if st.is_file() => Node::File {
-                mode: 0,
-                oid: String::new(),
-                content: integrity::state::Content::Text(String::new()),
-            },
-            Some(_) => {
-                return Err(PlanError::NotPlain {
-                    path: path.clone(),
-                    kind: "link or special file",
-                    expected: if *kind == EntryKind::Dir {
-                        "folder"
-                    } else {
-                        "file"
-                    },
-                })
-            }
-        };
+        let node = plain_node(sys, path, *kind)?;
         guard(path, &node, *kind, R_PROGRAM, &mut ro, &mut ph)?;
     }
     // Files the config names by path whose content decides trust or where git writes
@@ -1061,26 +1068,7 @@ pub(crate) fn build(
         if !inside(path) {
             continue;
         }
-        let node = match sys.stat(path)? {
-            None => Node::Absent,
-            Some(st) if st.is_dir() => Node::Dir { mode: 0 },
-            Some(st) if st.is_file() => Node::File {
-                mode: 0,
-                oid: String::new(),
-                content: integrity::state::Content::Text(String::new()),
-            },
-            Some(_) => {
-                return Err(PlanError::NotPlain {
-                    path: path.clone(),
-                    kind: "link or special file",
-                    expected: if *kind == EntryKind::Dir {
-                        "folder"
-                    } else {
-                        "file"
-                    },
-                })
-            }
-        };
+        let node = plain_node(sys, path, *kind)?;
         guard(path, &node, *kind, why, &mut ro, &mut ph)?;
     }
     // A `.git` at the top of a writable root that is not a work tree (the session's folder,
