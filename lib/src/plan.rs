@@ -1079,22 +1079,7 @@ pub(crate) fn build(
         .filter(|w| matches!(w.role, "session_dir" | "policy"))
     {
         let path = w.path.join(".git");
-        let node = match sys.stat(&path)? {
-            None => Node::Absent,
-            Some(st) if st.is_dir() => Node::Dir { mode: 0 },
-            Some(st) if st.is_file() => Node::File {
-                mode: 0,
-                oid: String::new(),
-                content: integrity::state::Content::Text(String::new()),
-            },
-            Some(_) => {
-                return Err(PlanError::NotPlain {
-                    path,
-                    kind: "link or special file",
-                    expected: "folder",
-                })
-            }
-        };
+        let node = plain_node(sys, &path, EntryKind::Dir)?;
         guard(&path, &node, EntryKind::Dir, R_DISCOVERY, &mut ro, &mut ph)?;
     }
     // Inside writable roots only (the base is read-only already), parents first, and nothing
