@@ -279,6 +279,29 @@ fn a_second_work_tree_planted_in_the_session_folder_is_reported() {
         // and `.git` itself a link to it, in the session's folder and in the main work tree.
         let link = session.join("l");
         std::os::unix::fs::symlink(w.git_dir(), &link).unwrap();
+        // `l2/..` is the git dir to the kernel, `<s1>` as text (tenth pass, R10-1).
+        let refs_link = session.join("l2");
+        std::os::unix::fs::symlink(w.git_dir().join("refs"), &refs_link).unwrap();
+        let place = session.join("v");
+        std::fs::create_dir_all(&place).unwrap();
+        let dot_git = place.join(".git");
+        std::fs::write(&dot_git, format!("gitdir: {}/..\n", refs_link.display())).unwrap();
+        write_exec(
+            &place.join("tools/fsmon.sh"),
+            &format!("#!/bin/sh\ntouch {}; exit 1\n", fired.display()),
+        );
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{} l2/..: {ev:#?}", git.display());
+        assert!(
+            ev.iter()
+                .any(|e| e["path"].as_str() == Some(dot_git.to_str().unwrap())
+                    && e["level"] == "error"),
+            "{} l2/..: {ev:#?}",
+            git.display()
+        );
+        let got = owner_runs(&w, &git, &place, &["status"], std::slice::from_ref(&fired));
+        assert_eq!(got, [true], "{} l2/..: control", git.display());
+        std::fs::remove_file(&dot_git).unwrap();
         for (place, as_link) in [
             (session.join("y"), false),
             (session.join("z"), true),

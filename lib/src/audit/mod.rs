@@ -778,7 +778,11 @@ fn gitfile(
     // the main git dir, a worktree entry, a submodule git dir.
     // Classified by where it leads, links followed (git follows them): `gitdir: <s1>/l`
     // with `l -> <repo>/.git` names the repository's git dir all the same (R9-4).
-    let real = std::fs::canonicalize(&target).unwrap_or_else(|_| target.clone());
+    // The value as the kernel resolves it, not as text: `gitdir: <s1>/l/..` with
+    // `l -> <repo>/.git/refs` is `<repo>/.git`, though `l/..` reads as `<s1>` (R10-1).
+    let real = std::fs::canonicalize(wt.join(t))
+        .or_else(|_| std::fs::canonicalize(&target))
+        .unwrap_or_else(|_| target.clone());
     if let Some(owner) = second_work_tree_of(wt, &real, enclosing) {
         r.add_level(
             &rules::GITFILE_REDIRECT,
