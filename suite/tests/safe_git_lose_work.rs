@@ -169,6 +169,9 @@ const REMOVED_WITH_THE_WORKTREE: &[(&str, &str, &str, &str)] = &[
     ("branch symref to refs/worktree/", "git checkout -q --detach && echo w > w.txt && git add w.txt && git commit -qm w && git update-ref refs/worktree/save HEAD && git symbolic-ref refs/heads/keep refs/worktree/save && git checkout -q --detach HEAD~1 && git reflog expire --expire=now --all && git rev-parse refs/worktree/save > ../W", "held: refs/worktree/save:", "! git -C repo rev-list --all --reflog 2>/dev/null | grep -q \"$(cat W)\""),
     ("tag symref to refs/worktree/", "git checkout -q --detach && echo w > w.txt && git add w.txt && git commit -qm w && git update-ref refs/worktree/save HEAD && printf 'ref: refs/worktree/save\\n' > \"$(git rev-parse --git-common-dir)/refs/tags/t\" && git checkout -q --detach HEAD~1 && git reflog expire --expire=now --all && git rev-parse refs/worktree/save > ../W", "held: refs/worktree/save:", "! git -C repo rev-list --all --reflog 2>/dev/null | grep -q \"$(cat W)\""),
     ("branch symref to HEAD", "git checkout -q --detach && echo w > w.txt && git add w.txt && git commit -qm w && printf 'ref: HEAD\\n' > \"$(git rev-parse --git-common-dir)/refs/heads/keep\" && git rev-parse HEAD > ../W", "commits: 1 commits reachable from HEAD only", "! git -C repo rev-list --all 2>/dev/null | grep -q \"$(cat W)\""),
+    // R9-10: a remote-tracking ref the agent wrote (the remote never had it) keeps nothing:
+    // the owner's `fetch --prune` deletes it.
+    ("remote-tracking ref the remote lacks", "git clone -q --bare ../repo ../origin.git && git remote add origin ../origin.git && git fetch -q origin && git checkout -q --detach && echo w > w.txt && git add w.txt && git commit -qm w && git update-ref refs/remotes/origin/wip HEAD && git rev-parse HEAD > ../W && git checkout -q --detach HEAD~1", "held: logs/HEAD:", "git -C repo fetch -q --prune origin && ! git -C repo rev-list --all --reflog 2>/dev/null | grep -q \"$(cat W)\""),
     // R4-7: the autostash of a stopped operation is named only by its state file.
     ("rebase-merge/autostash", "echo c1 > c && git add c && git commit -qm c1 && echo precious >> b.txt && GIT_SEQUENCE_EDITOR=\"sed -i '1i break'\" git rebase -q -i --autostash HEAD~1 >/dev/null 2>&1; cat \"$(git rev-parse --git-dir)/rebase-merge/autostash\" > ../W && test -z \"$(git status --porcelain)\"", "held: rebase-merge/autostash:", "git -C repo fsck --unreachable --no-reflogs 2>/dev/null | grep -q \"$(cat W)\""),
     // A stopped cherry-pick's todo list names its commits abbreviated (reflogs expired).
@@ -292,5 +295,34 @@ fn main_worktree_state_is_read() {
         );
         assert_eq!(safe.status.code(), Some(1), "{g}");
         assert!(String::from_utf8_lossy(&safe.stdout).contains("held: refs/worktree/save"));
+    }
+}
+
+/// The precision side of R9-10: a commit that only fetched, cloned or pushed remote-tracking
+/// refs hold is kept (the remote has it): a worktree detached at `origin/main` after a fetch
+/// loses nothing.
+#[test]
+fn what_a_fetch_brought_is_kept() {
+    let safe_git = bin("safe-git");
+    for git in gits() {
+        let g = git.to_str().unwrap();
+        let sb = Sandbox::new(&git);
+        sb.sh(
+            "git init -q --bare origin.git && git init -q up && cd up && git commit -q --allow-empty -m 1 \
+             && git push -q ../origin.git HEAD:refs/heads/main && cd .. && git clone -q origin.git repo \
+             && cd up && git commit -q --allow-empty -m 2 && git push -q ../origin.git HEAD:refs/heads/main \
+             && git push -q ../origin.git HEAD:refs/heads/side && cd ../repo && git fetch -q origin \
+             && git worktree add -q --detach ../wt origin/main && git worktree add -q --detach ../wt2 origin/side",
+        );
+        for wt in ["wt", "wt2"] {
+            let safe = sb.run(&safe_git, &["--git", g, "would-lose-work", wt], sb.root());
+            assert_eq!(
+                safe.status.code(),
+                Some(0),
+                "{g} {wt}: {}{}",
+                String::from_utf8_lossy(&safe.stdout),
+                String::from_utf8_lossy(&safe.stderr)
+            );
+        }
     }
 }

@@ -392,16 +392,30 @@ fn would_lose_work_at(req: &Request, worktree: &Path, depth: usize) -> Result<Ve
 
 /// The tips that keep an object after the worktree is gone, as `^<id>` lines for
 /// `rev-list --stdin`: every branch other than this worktree's own, tag and
-/// remote-tracking ref that is **not a symbolic ref**. A symbolic ref is resolved from
-/// the worktree git runs in, so `refs/heads/keep` → `refs/worktree/foo` (or `HEAD`, or a
-/// `refs/bisect/…`) names this worktree's private ref, which `worktree remove` deletes
-/// (eighth red-team pass, R8-4: `--branches` counted it as a kept branch). A symbolic ref
-/// to a shared ref loses nothing by this: that ref is listed itself.
+/// remote-tracking ref that is **not a symbolic ref**, and of the remote-tracking refs only
+/// those a fetch, clone or push set.
+///
+/// A symbolic ref is resolved from the worktree git runs in, so `refs/heads/keep` →
+/// `refs/worktree/foo` (or `HEAD`, or a `refs/bisect/…`) names this worktree's private ref,
+/// which `worktree remove` deletes (eighth red-team pass, R8-4: `--branches` counted it as a
+/// kept branch). A symbolic ref to a shared ref loses nothing by this: that ref is listed
+/// itself.
+///
+/// A remote-tracking ref keeps an object only while the remote has it: the owner's
+/// `fetch --prune` deletes one the remote lacks. One set by `git update-ref` (or any command
+/// but fetch, clone and push) says nothing about the remote (ninth red-team pass, R9-10), so
+/// it keeps nothing; see [`set_by_the_remote`]. The rule is against mistakes, not forgery: an
+/// agent that forges a reflog can only lose its own work, which it could delete anyway.
 fn kept_tips(r: &Runner) -> Result<String, Unknown> {
     let own = match r.git(&["symbolic-ref", "-q", "HEAD"], None)? {
         (0, b) => Some(String::from_utf8_lossy(&b).trim().to_owned()),
         _ => None,
     };
+    let common = r.ok(
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        None,
+    )?;
+    let common = PathBuf::from(String::from_utf8_lossy(&common).trim());
     let refs = r.ok(
         &[
             "for-each-ref",
@@ -421,11 +435,40 @@ fn kept_tips(r: &Runner) -> Result<String, Unknown> {
         if !symref.unwrap_or("").is_empty() || own.as_deref() == Some(name) {
             continue;
         }
+        if name.starts_with("refs/remotes/") && !set_by_the_remote(&common, name, id)? {
+            continue;
+        }
         kept.push('^');
         kept.push_str(id);
         kept.push('\n');
     }
     Ok(kept)
+}
+
+/// Whether the remote-tracking ref `name` (now at `id`) was last set from the remote: its
+/// reflog's newest entry is a fetch's (`fetch …`, `pull …`), a clone's (`clone: …`) or a
+/// push's (`update by push`) and records `id`. A ref without a reflog is taken as set from
+/// the remote: `git clone` writes its remote-tracking refs with none, and `update-ref`
+/// writes one for `refs/remotes/` whenever `core.logAllRefUpdates` is on (git's default in a
+/// work tree). The reflog is read without following a link or blocking on a FIFO; one that
+/// cannot be read as a regular file is an answer git cannot give (exit 2).
+fn set_by_the_remote(common: &Path, name: &str, id: &str) -> Result<bool, Unknown> {
+    let path = common.join("logs").join(name);
+    let log = match read_regular(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(Unknown::Git(format!("{}: {e}", path.display()))),
+    };
+    let Some(last) = log.split(|&b| b == b'\n').rev().find(|l| !l.is_empty()) else {
+        return Ok(true);
+    };
+    let last = String::from_utf8_lossy(last);
+    let (head, msg) = last.split_once('\t').unwrap_or((&last, ""));
+    let new = head.split(' ').nth(1).unwrap_or("");
+    let from_remote = ["fetch", "pull", "clone: ", "update by push"]
+        .iter()
+        .any(|p| msg.starts_with(p));
+    Ok(from_remote && new == id)
 }
 
 /// Objects that only this worktree's own state names (its admin dir, or the main worktree's
