@@ -120,9 +120,12 @@ pub enum PlanError {
     /// The config that names programs cannot be read.
     #[error("{}: cannot read the config for the programs it names: {reason}: no plan", .path.display())]
     Config { path: PathBuf, reason: String },
-    /// A program value runs a program that the shell builds at run time from work-tree
-    /// content (`sh $(cat list)`): no path the plan could make read-only names it.
-    #[error("{}: {key}: the program word {word} is built at run time from work-tree content; the plan cannot know what it runs: no plan (the policy's allow_unresolved_programs = true plans anyway)", .path.display())]
+    /// A program value runs a program or script the plan cannot name before the shell runs:
+    /// one built from work-tree content (`sh $(cat list)`), or a relative script resolved
+    /// from a folder only known at run time (`cd "$GIT_PREFIX" && sh x.sh`,
+    /// `sh ${GIT_PREFIX}x.sh`): no path the plan could make read-only names it. `word` says
+    /// which and why ([`words::Reaches::unresolved`]).
+    #[error("{}: {key}: the program word {word}; the plan cannot know what it runs: no plan (the policy's allow_unresolved_programs = true plans anyway)", .path.display())]
     Unresolved {
         path: PathBuf,
         key: String,

@@ -592,6 +592,42 @@ fn a_program_values_script_is_protected_by_its_folder() {
     assert!(ro(&p).contains(&r.repo.join("list")), "{:?}", ro(&p));
 }
 
+/// R9-9: a script the owner's alias runs from a folder that does not exist yet gets a
+/// placeholder folder (the agent cannot create `scripts/lint.sh`); R9-6: one resolved from
+/// the owner's subfolder (`cd "$GIT_PREFIX"`) gives no plan unless the policy allows it.
+#[test]
+fn a_missing_scripts_folder_is_a_placeholder_and_a_run_time_folder_gives_no_plan() {
+    let r = repo();
+    git(&r.repo, &["config", "alias.lint", "!sh scripts/lint.sh"]);
+    let p = plan(&opts(&r)).unwrap();
+    let scripts = r.repo.join("scripts");
+    assert!(
+        p.placeholders
+            .iter()
+            .any(|b| b.path == scripts && b.kind == EntryKind::Dir),
+        "{:?}",
+        p.placeholders
+    );
+    git(
+        &r.repo,
+        &[
+            "config",
+            "alias.sub",
+            r#"!cd -- "${GIT_PREFIX:-.}" && sh tools/x.sh"#,
+        ],
+    );
+    let e = plan(&opts(&r)).unwrap_err().to_string();
+    assert!(
+        e.contains("alias.sub") && e.contains("known only at run time"),
+        "{e}"
+    );
+    assert!(plan(&PlanOptions {
+        allow_unresolved: true,
+        ..opts(&r)
+    })
+    .is_ok());
+}
+
 /// Files the config names by path (`catalogue::PATH_KEYS`, R7-4): one that decides trust
 /// (allowed signers) is read-only in the work tree, a missing one (an fsck skip list) is a
 /// placeholder, in every worktree of the repository; the project's own files (a commit

@@ -79,7 +79,17 @@ pub struct Lexed {
     pub dynamic: Vec<String>,
     /// The text of every command substitution (`$(…)`, `` `…` ``), at any depth.
     pub substitutions: Vec<String>,
+    /// The words that stand where a program or a script is named: the command itself when it
+    /// has a `/`, and the script operand of a shell or an interpreter (`sh scripts/lint.sh`,
+    /// `python3 tools/x.py`; not a `-c` string). [`reach`] guards a missing one's folder
+    /// (R9-9) and refuses one resolved from a folder known only at run time (R9-6).
+    pub scripts: Vec<Candidate>,
 }
+
+/// The [`Candidate::cd`] entry of a `cd` whose folder the shell computes at run time
+/// (`cd -- "${GIT_PREFIX:-.}"`, `cd "$(dirname "$0")"`): a relative word after it is resolved
+/// from a folder no one knows before the command runs.
+pub const RUN_TIME_FOLDER: &str = "\u{0}";
 
 /// A character of a word: literal, or the place of an expansion whose value is only known
 /// when the shell runs (`$VAR`, `$(…)`, `` `…` ``).
@@ -99,9 +109,25 @@ enum Tok {
 /// Reads `text` as `sh` would (see the module documentation).
 pub fn lex(text: &str) -> Lexed {
     let mut out = Lexed::default();
-    lex_into(text, 0, &mut out);
+    // The top of the work tree, spelled as a substitution: git runs hooks and aliases there,
+    // so `cd "$(git rev-parse --show-toplevel)"` stays where it is, not a run-time folder.
+    let mut text = text.to_owned();
+    for cd in ["cd ", "cd -- ", "pushd "] {
+        for top in TOP_SPELLINGS {
+            text = text.replace(&format!("{cd}{top}"), &format!("{cd}."));
+        }
+    }
+    lex_into(&text, 0, &mut out);
     out
 }
+
+/// Substitutions that print the top of the work tree, as a `cd` operand (see [`lex`]).
+const TOP_SPELLINGS: &[&str] = &[
+    "\"$(git rev-parse --show-toplevel)\"",
+    "$(git rev-parse --show-toplevel)",
+    "\"`git rev-parse --show-toplevel`\"",
+    "`git rev-parse --show-toplevel`",
+];
 
 fn lex_into(text: &str, depth: usize, out: &mut Lexed) {
     if depth > MAX_DEPTH {
@@ -197,10 +223,45 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
             push_dirs(a, cd, out);
         }
     }
+    // The script position: the command itself with a `/`, the operand of a shell or an
+    // interpreter (the first word that is no option, unless `-c`/`-m`/`-e` came first).
+    let interpreter = shell || reader || name.starts_with("python");
+    let mut script: Option<&String> = first.contains('/').then_some(first);
+    if interpreter && !matches!(name.as_str(), "find" | "xargs") {
+        for a in args {
+            // A command string or a module instead of a script: `sh -c`, `bash -ec`,
+            // `python3 -c`/`-m`, `node -e`/`-p`, `perl -e`/`-E`, `ruby -e`, `php -r`.
+            let string_option = if shell {
+                a.starts_with('-') && !a.starts_with("--") && a.contains('c')
+            } else {
+                matches!(a.as_str(), "-c" | "-m" | "-e" | "-E" | "-p" | "-r")
+            };
+            if string_option {
+                break;
+            }
+            if !a.starts_with('-') {
+                script = script.or(Some(a));
+                break;
+            }
+        }
+    }
+    if let Some(w) = script {
+        let c = Candidate {
+            shape: Shape::Path(w.clone()),
+            cd: cd.clone(),
+        };
+        if !out.scripts.contains(&c) {
+            out.scripts.push(c);
+        }
+    }
     if name == "cd" || name == "pushd" {
         if let Some(d) = args.iter().find(|a| !a.starts_with('-')) {
             if !d.contains(UNKNOWN) {
                 cd.push(d.clone());
+            } else if !(d.starts_with('/') || d.starts_with('~')) {
+                // `cd "$HOME"`-like words are taken as written: the tail after the last
+                // expansion decides; a folder only the running shell knows is marked.
+                cd.push(RUN_TIME_FOLDER.to_owned());
             }
         }
     }
@@ -906,6 +967,68 @@ pub fn reach(text: &str, top: &Path) -> Reaches {
             Err(_) => {}
         }
     }
+    // The script position (R9-6, R9-9): resolved from a folder known only at run time (the
+    // owner's subfolder in `cd -- "${GIT_PREFIX:-.}"`), it could be any folder's file of that
+    // name, which no bind can cover: unresolved. Missing, with no folder of its path present
+    // below the top, its topmost missing folder is guarded (a placeholder): the agent must
+    // not create `scripts/` for `sh scripts/lint.sh`.
+    for c in &lexed.scripts {
+        let Shape::Path(w) = &c.shape else { continue };
+        // `sh ${GIT_PREFIX}tools/x.sh`: a relative path behind a run-time prefix (a tail
+        // after `/`, `$HOME/x`, is read from the top like every other word).
+        // (`tools/a$((1)).sh` has its folder in the literal head: the fragments cover it.)
+        if let Some(i) = w.rfind(UNKNOWN) {
+            let tail = &w[i + UNKNOWN.len_utf8()..];
+            let head = &w[..w.find(UNKNOWN).unwrap_or(0)];
+            if !head.contains('/') && !tail.is_empty() && !tail.starts_with('/') {
+                let shown = format!(
+                    "{} names a path after a prefix known only at run time",
+                    w.replace(UNKNOWN, "$…")
+                );
+                if !out.unresolved.contains(&shown) {
+                    out.unresolved.push(shown);
+                }
+            }
+            continue;
+        }
+        if w.starts_with('~') || Path::new(w).is_absolute() {
+            continue;
+        }
+        if c.cd.iter().any(|d| d == RUN_TIME_FOLDER) {
+            let shown = format!("{w} is resolved after a cd to a folder known only at run time");
+            if !out.unresolved.contains(&shown) {
+                out.unresolved.push(shown);
+            }
+            continue;
+        }
+        if !w.trim_end_matches('/').contains('/') || w.contains(char::is_whitespace) {
+            continue;
+        }
+        // From where the shell will look: the top, or the folder of each `cd` before it.
+        let bases: Vec<String> = if c.cd.is_empty() {
+            vec![String::new()]
+        } else {
+            c.cd.iter().map(|b| format!("{b}/")).collect()
+        };
+        for b in bases {
+            let Some(rel) = in_tree(&format!("{b}{w}"), top) else {
+                continue;
+            };
+            let mut topmost: Option<PathBuf> = None;
+            let mut a = rel.parent();
+            while let Some(d) = a.filter(|d| !d.as_os_str().is_empty()) {
+                if std::fs::symlink_metadata(top.join(d)).is_ok() {
+                    topmost = None;
+                    break;
+                }
+                topmost = Some(d.to_path_buf());
+                a = d.parent();
+            }
+            if let Some(d) = topmost {
+                add_reached(&mut out, d, Reach::Folder, w);
+            }
+        }
+    }
     // A program built at run time from what a substitution reads in the work tree.
     if !lexed.dynamic.is_empty() {
         let reads_tree = lexed.substitutions.iter().any(|t| {
@@ -917,7 +1040,12 @@ pub fn reach(text: &str, top: &Path) -> Reaches {
                 })
         });
         if reads_tree {
-            out.unresolved = lexed.dynamic.clone();
+            out.unresolved.extend(
+                lexed
+                    .dynamic
+                    .iter()
+                    .map(|w| format!("{w} is built at run time from work-tree content")),
+            );
         }
     }
     // A folder below another protected folder is covered by it.
@@ -1271,10 +1399,11 @@ mod tests {
     #[test]
     fn a_program_built_from_work_tree_content_is_unresolved() {
         let t = tree(&["list", "tools/x.sh"]);
-        assert_eq!(reach("sh $(cat list)", t.path()).unresolved, ["$…"]);
+        let dynamic = ["$… is built at run time from work-tree content"];
+        assert_eq!(reach("sh $(cat list)", t.path()).unresolved, dynamic);
         assert_eq!(
             reach("x=$(cat tools/x.sh); sh $x", t.path()).unresolved,
-            ["$…"]
+            dynamic
         );
         // Built from what is not the work tree, or with a literal path left in it: resolved.
         assert!(reach("$EDITOR x; sh $1", t.path()).unresolved.is_empty());
@@ -1287,6 +1416,56 @@ mod tests {
         assert!(reach(r#"exec "$(command -v python3)" -m x"#, t.path())
             .unresolved
             .is_empty());
+    }
+
+    /// R9-9: a script named in the script position whose folder does not exist yet has its
+    /// topmost missing folder guarded; words elsewhere (`git rebase origin/main`), a `-c`
+    /// string and a missing path below an existing folder add nothing new.
+    #[test]
+    fn a_missing_scripts_folder_is_guarded() {
+        let t = tree(&["tools/x.sh"]);
+        assert_eq!(reached("sh scripts/lint.sh", &t), ["scripts/"]);
+        assert_eq!(reached("bash -e scripts/a/b.sh", &t), ["scripts/"]);
+        assert_eq!(reached("python3 -u ci/run.py arg", &t), ["ci/"]);
+        assert_eq!(reached("./bin/tool --fix", &t), ["bin/"]);
+        assert_eq!(reached("cd sub && sh scripts/x.sh", &t), ["sub/"]);
+        assert!(reached("git rebase origin/main", &t).is_empty());
+        assert!(reached("sh -c 'echo a/b'", &t).is_empty());
+        assert!(reached("python3 -c 'print(1/2)'", &t).is_empty());
+        assert!(reached("python3 -m a.b", &t).is_empty());
+        assert_eq!(reached("sh tools/new/y.sh", &t), ["tools/"]);
+    }
+
+    /// R9-6: a script resolved after a `cd` to a folder only the running shell knows (the
+    /// owner's subfolder for an alias) is unresolved; the top spelled as a substitution and
+    /// commands that name no script are not.
+    #[test]
+    fn a_script_after_a_cd_to_a_run_time_folder_is_unresolved() {
+        let t = tree(&["tools/lint.sh"]);
+        for text in [
+            r#"cd -- "${GIT_PREFIX:-.}" && sh tools/lint.sh"#,
+            r#"cd "$GIT_PREFIX" && ./tools/lint.sh"#,
+            r#"cd "$(dirname "$0")"; python3 x.py"#,
+            r#"sh ${GIT_PREFIX}tools/lint.sh"#,
+            r#"sh "$GIT_PREFIX"lint.sh"#,
+        ] {
+            assert_eq!(reach(text, t.path()).unresolved.len(), 1, "{text}");
+        }
+        for text in [
+            r#"cd -- "${GIT_PREFIX:-.}" && git add -p"#,
+            r#"cd "$(git rev-parse --show-toplevel)" && sh tools/lint.sh"#,
+            r#"cd "$HOME/src" && ls"#,
+            r#"sh "$(git rev-parse --show-toplevel)/tools/lint.sh""#,
+        ] {
+            assert!(reach(text, t.path()).unresolved.is_empty(), "{text}");
+        }
+        assert_eq!(
+            reached(
+                r#"cd "$(git rev-parse --show-toplevel)" && sh tools/lint.sh"#,
+                &t
+            ),
+            ["tools/"]
+        );
     }
 
     #[test]
