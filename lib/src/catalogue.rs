@@ -2377,7 +2377,14 @@ pub static INTERPRETERS: &[Interpreter] = &[
         safe_flags: &["-I", "-P"],
         value_options: &["-W", "-X", "--check-hash-based-pycs"],
         upward: &[],
-        module_globs: &["*.py", "*.pyc", "*.so", "*/__init__.py", "*/__init__.pyc", "*/__init__.*.so"],
+        module_globs: &[
+            "*.py",
+            "*.pyc",
+            "*.so",
+            "*/__init__.py",
+            "*/__init__.pyc",
+            "*/__init__.*.so",
+        ],
         top_reads: &[],
     },
     Interpreter {
@@ -2391,9 +2398,7 @@ pub static INTERPRETERS: &[Interpreter] = &[
         top_reads: &[],
     },
     Interpreter {
-        names: &[
-            "npx", "pnpx", "npm", "pnpm", "yarn", "yarnpkg", "corepack",
-        ],
+        names: &["npx", "pnpx", "npm", "pnpm", "yarn", "yarnpkg", "corepack"],
         prefixes: &[],
         start_folder: StartFolder::Never,
         safe_flags: &[],

@@ -1077,9 +1077,21 @@ pub struct Search {
     /// Files in the start folder read as code or as settings that load code (`.npmrc`,
     /// `Gemfile`, [`crate::catalogue::Interpreter::top_reads`]).
     pub files: Vec<SearchedPath>,
-    /// The top itself heads an interpreter's module path: (program word, the names a module
-    /// takes there, [`crate::catalogue::Interpreter::module_globs`]).
-    pub top: Vec<(String, &'static [&'static str])>,
+    /// The top itself heads an interpreter's module path.
+    pub top: Vec<TopSearch>,
+}
+
+/// An interpreter whose module path starts with the top ([`Search::top`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopSearch {
+    /// Its program word.
+    pub word: String,
+    /// The names a module planted there takes
+    /// ([`crate::catalogue::Interpreter::module_globs`]).
+    pub module_globs: &'static [&'static str],
+    /// Because its script lies at the top (`python3 check.py`), which [`reach`] reports as
+    /// [`Reach::File`] already; else it starts there (`python3 -m x`).
+    pub script_at_top: bool,
 }
 
 /// One path of a [`Search`].
@@ -1098,9 +1110,9 @@ pub struct SearchedPath {
 /// The catalogue row of a program word (its base name), if it is an interpreter.
 fn interpreter_of(word: &str) -> Option<&'static crate::catalogue::Interpreter> {
     let name = base_name(word);
-    crate::catalogue::INTERPRETERS.iter().find(|i| {
-        i.names.contains(&name) || i.prefixes.iter().any(|p| name.starts_with(p))
-    })
+    crate::catalogue::INTERPRETERS
+        .iter()
+        .find(|i| i.names.contains(&name) || i.prefixes.iter().any(|p| name.starts_with(p)))
 }
 
 /// The interpreter word of a `#!` line (`#!/usr/bin/env node` → `node`), of a file of the
@@ -1212,8 +1224,8 @@ fn start_of(cd: &[String], top: &Path) -> Option<PathBuf> {
 /// word is an interpreter, a work-tree script whose `#!` names one, or a word built at run
 /// time followed by `-m` (pre-commit's installed hook: `"$INSTALL_PYTHON" -mpre_commit`).
 pub fn interpreter_search(lexed: &Lexed, top: &Path) -> Search {
+    use crate::catalogue::{INTERPRETERS, WHY_UPWARD_MISSING};
     use crate::catalogue::{PACKAGE_TREES, VENV_MARKER, WHY_START_TOP, WHY_TOP_READ};
-    use crate::catalogue::{WHY_UPWARD_MISSING, INTERPRETERS};
     let mut out = Search::default();
     let exists = |rel: &Path| std::fs::symlink_metadata(top.join(rel)).is_ok();
     let push = |v: &mut Vec<SearchedPath>, rel: PathBuf, word: &str, why: &'static str| {
@@ -1273,7 +1285,9 @@ pub fn interpreter_search(lexed: &Lexed, top: &Path) -> Search {
         }
         if row.is_none()
             && first.contains(UNKNOWN)
-            && args.iter().any(|a| a.starts_with("-m") && !a.starts_with("--"))
+            && args
+                .iter()
+                .any(|a| a.starts_with("-m") && !a.starts_with("--"))
         {
             row = INTERPRETERS.first();
         }
@@ -1310,10 +1324,15 @@ pub fn interpreter_search(lexed: &Lexed, top: &Path) -> Search {
         };
         if let Some(s) = script.and_then(|s| in_tree_from(s, &base, top)) {
             let dir = s.parent().map(Path::to_path_buf).unwrap_or_default();
-            if dir.as_os_str().is_empty() && row.start_folder != crate::catalogue::StartFolder::Never
+            if dir.as_os_str().is_empty()
+                && row.start_folder != crate::catalogue::StartFolder::Never
             {
                 // `python3 check.py` at the top: the top is `sys.path[0]`.
-                out.top.push((word.clone(), row.module_globs));
+                out.top.push(TopSearch {
+                    word: word.clone(),
+                    module_globs: row.module_globs,
+                    script_at_top: true,
+                });
             }
             script_dirs.push(dir);
         }
@@ -1328,7 +1347,11 @@ pub fn interpreter_search(lexed: &Lexed, top: &Path) -> Search {
         let Some(start) = start else { continue };
         if cwd_first {
             if start.as_os_str().is_empty() {
-                out.top.push((word.clone(), row.module_globs));
+                out.top.push(TopSearch {
+                    word: word.clone(),
+                    module_globs: row.module_globs,
+                    script_at_top: false,
+                });
             } else {
                 push(&mut out.folders, start.clone(), &word, WHY_START_TOP);
             }
@@ -1369,8 +1392,9 @@ fn search_reach(lexed: &Lexed, top: &Path, out: &mut Reaches) {
             });
         }
     };
-    for (word, _) in &s.top {
-        searched(PathBuf::new(), word, crate::catalogue::WHY_START_TOP);
+    // A script at the top is reported as such (`Reach::File`, its own reason).
+    for t in s.top.iter().filter(|t| !t.script_at_top) {
+        searched(PathBuf::new(), &t.word, crate::catalogue::WHY_START_TOP);
     }
     let mut reached: Vec<(PathBuf, Reach, String)> = Vec::new();
     for f in &s.folders {
@@ -1405,9 +1429,8 @@ fn search_reach(lexed: &Lexed, top: &Path, out: &mut Reaches) {
         .filter(|r| r.reach == Reach::Folder)
         .map(|r| r.rel.clone())
         .collect();
-    out.searched.retain(|x| {
-        x.rel.as_os_str().is_empty() || !folders.iter().any(|f| x.rel.starts_with(f))
-    });
+    out.searched
+        .retain(|x| x.rel.as_os_str().is_empty() || !folders.iter().any(|f| x.rel.starts_with(f)));
 }
 
 #[cfg(test)]
@@ -1692,7 +1715,6 @@ mod tests {
         assert_eq!(reached("npx x", &t), ["node_modules/"]);
     }
 
-
     /// [`reach`]'s searched roots, as `rel` (`.` for the top).
     fn searched(text: &str, t: &tempfile::TempDir) -> Vec<String> {
         let mut v: Vec<String> = reach(text, t.path())
@@ -1733,8 +1755,10 @@ mod tests {
         assert!(searched("python3 -P -m pytest", &t).is_empty());
         assert!(searched("python3 -Im pytest", &t).is_empty());
         assert!(searched("python3 tools/fsm.py", &t).is_empty());
-        // A script at the top: the top is sys.path[0].
-        assert_eq!(searched("python3 check.py", &t), ["."]);
+        // A script at the top: the top is sys.path[0], reported with the script (its own
+        // reason, `Reach::File`).
+        assert!(searched("python3 check.py", &t).is_empty());
+        assert!(interpreter_search(&lex("python3 check.py"), t.path()).top[0].script_at_top);
         // Not an interpreter, or one that does not search the cwd.
         assert!(searched("cargo test -m x; ruby tools/x.rb; perl -e 1", &t).is_empty());
     }
@@ -1756,7 +1780,11 @@ mod tests {
         // A script whose `#!` names node.
         let v = tree(&["node_modules/x/i.js"]);
         std::fs::create_dir_all(v.path().join("tools")).unwrap();
-        std::fs::write(v.path().join("tools/fsm"), "#!/usr/bin/env node\nrequire('x')\n").unwrap();
+        std::fs::write(
+            v.path().join("tools/fsm"),
+            "#!/usr/bin/env node\nrequire('x')\n",
+        )
+        .unwrap();
         assert_eq!(reached("tools/fsm", &v), ["node_modules/", "tools/"]);
     }
 
@@ -1810,7 +1838,10 @@ mod tests {
         .unwrap();
         std::os::unix::fs::symlink("/usr/bin/python3", t.path().join(".venv/bin/python")).unwrap();
         assert_eq!(reached(".venv/bin/fsmtool", &t), [".venv/"]);
-        assert_eq!(reached("exec .venv/bin/python tools/run.py", &t), [".venv/", "tools/"]);
+        assert_eq!(
+            reached("exec .venv/bin/python tools/run.py", &t),
+            [".venv/", "tools/"]
+        );
         // A script whose `#!` names the venv's python, outside the venv.
         std::fs::write(
             t.path().join("tools/run.py"),
