@@ -2324,3 +2324,159 @@ pub static SANDBOX_SOCKET_FAMILIES: &[SocketFamily] = &[
         why: "interface and route queries of the sandbox's own namespace (getaddrinfo, ip)",
     },
 ];
+
+/// What an interpreter reads besides the script it is given: its module search path, as far
+/// as it lies in the project (ninth red-team pass, R9-1, R9-2, R9-7, R9-8, R9-11, R9-12).
+/// Folder granularity protects the folder of a named script; these rows name the other
+/// folders the interpreter searches, relative to the folder it starts in (the top, or a `cd`
+/// target), to the script's folder, or around a program word.
+#[derive(Debug, Clone, Copy)]
+pub struct Interpreter {
+    /// Program words (base names) that are this interpreter.
+    pub names: &'static [&'static str],
+    /// Base-name prefixes that are too (`python3.12`, `pypy3.10`).
+    pub prefixes: &'static [&'static str],
+    /// When the folder it starts in heads its module path.
+    pub start_folder: StartFolder,
+    /// Options that take the start folder off the module path (`python3 -I`, `-P`).
+    pub safe_flags: &'static [&'static str],
+    /// Options whose value is the next word (or the rest of the cluster): `python3 -W x`.
+    pub value_options: &'static [&'static str],
+    /// Folders searched in the script's folder and in every folder above it up to the top,
+    /// and in the start folder (`node_modules`): each existing one is protected whole, a
+    /// missing one at the top is reported (the agent could create it).
+    pub upward: &'static [&'static str],
+    /// Files at the top of the start folder the interpreter (or its package manager) reads
+    /// as code or as settings that load code (`.npmrc` `node-options`, `Gemfile`).
+    pub top_reads: &'static [&'static str],
+    /// The names a module planted in a searched folder takes (`*.py`, `<pkg>/__init__.py`):
+    /// where the searched folder is the top, which no bind can make read-only, the settings
+    /// guard holds these names there.
+    pub module_globs: &'static [&'static str],
+}
+
+/// When an interpreter's start folder (the cwd) heads its module path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartFolder {
+    /// Never (`node`, `ruby`, `perl` ≥ 5.26: the cwd is not searched for modules).
+    Never,
+    /// With one of these options, or with no script operand (`python3 -m x`, `-c`, `-`,
+    /// stdin): `sys.path[0]` is the cwd. A script operand puts the script's folder there
+    /// instead, which folder granularity protects (or, at the top, reports).
+    WithoutScript(&'static [&'static str]),
+    /// Always (PHP: `include_path` is `.`, the cwd, for every relative `include`).
+    Always,
+}
+
+/// The module-search rows (see [`Interpreter`]).
+pub static INTERPRETERS: &[Interpreter] = &[
+    Interpreter {
+        names: &["python", "python2", "python3", "pypy", "pypy3"],
+        prefixes: &["python2.", "python3.", "pypy3."],
+        start_folder: StartFolder::WithoutScript(&["-m", "-c", "-"]),
+        safe_flags: &["-I", "-P"],
+        value_options: &["-W", "-X", "--check-hash-based-pycs"],
+        upward: &[],
+        module_globs: &[
+            "*.py",
+            "*.pyc",
+            "*.so",
+            "*/__init__.py",
+            "*/__init__.pyc",
+            "*/__init__.*.so",
+        ],
+        top_reads: &[],
+    },
+    Interpreter {
+        names: &["node", "nodejs"],
+        prefixes: &[],
+        start_folder: StartFolder::Never,
+        safe_flags: &[],
+        value_options: &[],
+        upward: &["node_modules"],
+        module_globs: &[],
+        top_reads: &[],
+    },
+    Interpreter {
+        names: &["npx", "pnpx", "npm", "pnpm", "yarn", "yarnpkg", "corepack"],
+        prefixes: &[],
+        start_folder: StartFolder::Never,
+        safe_flags: &[],
+        value_options: &[],
+        upward: &["node_modules"],
+        // `node-options = --require ./x.js` in a project `.npmrc` runs code in every npm/npx.
+        module_globs: &[],
+        top_reads: &[".npmrc"],
+    },
+    Interpreter {
+        names: &["bun", "bunx"],
+        prefixes: &[],
+        start_folder: StartFolder::Never,
+        safe_flags: &[],
+        value_options: &[],
+        upward: &["node_modules"],
+        // `preload = [...]` runs scripts before every `bun` command.
+        module_globs: &[],
+        top_reads: &["bunfig.toml"],
+    },
+    Interpreter {
+        names: &["deno"],
+        prefixes: &[],
+        start_folder: StartFolder::Never,
+        safe_flags: &[],
+        value_options: &[],
+        upward: &["node_modules"],
+        // An import map in the config found from the cwd redirects any import.
+        module_globs: &[],
+        top_reads: &["deno.json", "deno.jsonc"],
+    },
+    Interpreter {
+        names: &["bundle", "bundler", "rake"],
+        prefixes: &[],
+        start_folder: StartFolder::Never,
+        safe_flags: &[],
+        value_options: &[],
+        upward: &[],
+        // The Gemfile is Ruby, evaluated by every `bundle exec`; `.bundle/config` names
+        // the gems' path.
+        module_globs: &[],
+        top_reads: &["Gemfile", ".bundle/config"],
+    },
+    Interpreter {
+        names: &["ruby", "perl"],
+        prefixes: &["perl5."],
+        start_folder: StartFolder::Never,
+        safe_flags: &[],
+        value_options: &[],
+        upward: &[],
+        module_globs: &[],
+        top_reads: &[],
+    },
+    Interpreter {
+        names: &["php", "composer"],
+        prefixes: &["php7.", "php8."],
+        start_folder: StartFolder::Always,
+        safe_flags: &[],
+        value_options: &[],
+        upward: &[],
+        module_globs: &["*.php", "*.inc"],
+        top_reads: &[],
+    },
+];
+
+/// Folders that hold installed packages: a program word that passes through one
+/// (`node_modules/.bin/tool -> ../tool/bin/cli.js`, `vendor/bin/phpunit`) runs a package that
+/// requires its siblings (`../lib/`) and its dependencies (other packages of the same folder),
+/// so the whole folder is the program's (R9-8).
+pub static PACKAGE_TREES: &[&str] = &["node_modules", "vendor"];
+
+/// A Python virtual environment holds this file at its root: a program inside it (a console
+/// script `.venv/bin/tool`, whose `#!` is the venv's python) starts an interpreter that
+/// executes every `site-packages/*.pth` and imports from `site-packages/`, so the whole venv
+/// is the program's (R9-11).
+pub static VENV_MARKER: &str = "pyvenv.cfg";
+
+/// Why a search root that cannot be protected is reported (`unguarded[]`).
+pub static WHY_START_TOP: &str = "the interpreter starts at the top of the work tree and searches it first for modules (`python -m`/`-c`: the cwd is sys.path[0], ahead of the standard library and site-packages; PHP's include_path `.`): the top cannot be read-only, so a module planted there (`json.py`, `pytest.py`, `<package>/__init__.py`) shadows the one meant; run it with `python -P`/`-I`, or from a script in a folder";
+pub static WHY_UPWARD_MISSING: &str = "Node resolves a bare require()/import through node_modules/ of the script's folder and every folder above it up to the top; this one is missing and its folder is the writable top: a package the agent creates there is loaded";
+pub static WHY_TOP_READ: &str = "read at start by the interpreter or its package manager as code or as settings that load code (`.npmrc` node-options, `bunfig.toml` preload, `deno.json` import map, the `Gemfile`); at the top of the work tree it is missing, so the agent can create it";

@@ -165,7 +165,9 @@ pub struct Bind {
 /// folder (the work tree) cannot be.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Unguarded {
-    /// The script (in the main work tree; the same name in every worktree).
+    /// The script (in the main work tree; the same name in every worktree), or a search root
+    /// of the interpreter that runs one: the top itself (`python3 -m x` run there), a missing
+    /// `node_modules` or `.npmrc` ([`words::Reaches::searched`]).
     pub path: PathBuf,
     /// The config key, or the hook, that runs it.
     pub key: String,
@@ -385,7 +387,22 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
         .cloned()
         .chain(p.worktrees.values().filter_map(|w| w.path.clone()))
         .collect();
-    for h in hop::hops(&p.loc)? {
+    let (hops, hop_searched) = hop::hops_and_searched(&p.loc)?;
+    // What the hooks' interpreters search that no bind can protect (R9-1, R9-7, R9-8).
+    if let Some(top) = p.loc.work_tree.as_deref() {
+        for h in hop_searched {
+            let path = integrity::normalize(&top.join(&h.searched.rel));
+            if !unguarded.iter().any(|u| u.path == path) {
+                unguarded.push(Unguarded {
+                    path,
+                    key: h.via,
+                    value: String::new(),
+                    why: h.searched.why,
+                });
+            }
+        }
+    }
+    for h in hops {
         if h.at_top {
             if let Some(top) = p.loc.work_tree.as_deref() {
                 let path = top.join(&h.rel);
@@ -742,6 +759,19 @@ fn owner_programs(loc: &integrity::Located) -> Result<OwnerPrograms, PlanError> 
             // fragment of the text), so that the modules, requires and sourced files beside the
             // script are the owner's too; a script at the top by itself, and said so.
             let r = words::reach(t, &top);
+            // What the value's interpreter searches that no bind can protect: the top itself
+            // (`python3 -m x`), a missing `node_modules` or `.npmrc` (R9-1, R9-7, R9-8).
+            for s in &r.searched {
+                let path = integrity::normalize(&top.join(&s.rel));
+                if !unguarded.iter().any(|u| u.path == path) {
+                    unguarded.push(Unguarded {
+                        path,
+                        key: a.value.key(),
+                        value: text.to_string(),
+                        why: s.why,
+                    });
+                }
+            }
             for x in &r.paths {
                 let path = integrity::normalize(&top.join(&x.rel));
                 let kind = match x.reach {

@@ -50,8 +50,23 @@ pub struct Hop {
 /// Every work-tree path of the repository at `loc` that the owner's git runs (see the module
 /// documentation). Empty for a bare repository.
 pub fn hops(loc: &Located) -> Result<Vec<Hop>, PlanError> {
+    Ok(hops_and_searched(loc)?.0)
+}
+
+/// A search root of an interpreter a hook starts that no bind can protect (the top itself,
+/// a missing `node_modules` or `.npmrc`: [`super::words::Reaches::searched`]), with the hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HopSearched {
+    pub searched: super::words::Searched,
+    /// `hook pre-commit`, `hook pre-commit (husky)`.
+    pub via: String,
+}
+
+/// [`hops`], and what the interpreters the hooks start search that cannot be protected.
+pub fn hops_and_searched(loc: &Located) -> Result<(Vec<Hop>, Vec<HopSearched>), PlanError> {
+    let mut searched: Vec<HopSearched> = Vec::new();
     let Some(top) = loc.work_tree.as_deref() else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), searched));
     };
     let owner = super::owner_programs(loc)?;
     let programs = owner.programs;
@@ -88,7 +103,60 @@ pub fn hops(loc: &Located) -> Result<Vec<Hop>, PlanError> {
     }
     for dir in hook_dirs {
         for (name, text) in hooks_in(&dir) {
-            for (rel, kind, manager) in hook_runs(&text, top) {
+            let (runs, found) = hook_reads(&text, top);
+            for (s, manager) in found {
+                if !searched.iter().any(|h| h.searched.rel == s.rel) {
+                    let via = match manager {
+                        Some(m) => format!("hook {name} ({m})"),
+                        None => format!("hook {name}"),
+                    };
+                    searched.push(HopSearched { searched: s, via });
+                }
+            }
+            // A Node hook inside the work tree's git dir (`#!/usr/bin/env node`): `require`
+            // searches `node_modules` from the hooks folder up through the top.
+            if dir.starts_with(top) {
+                if let Some(interp) = text
+                    .lines()
+                    .next()
+                    .and_then(|l| l.strip_prefix("#!"))
+                    .and_then(|l| {
+                        let mut w = l.split_whitespace();
+                        let i = w.next()?;
+                        if i.rsplit('/').next() == Some("env") {
+                            w.find(|a| !a.starts_with('-'))
+                        } else {
+                            Some(i)
+                        }
+                    })
+                {
+                    let base = interp.rsplit('/').next().unwrap_or(interp);
+                    let upward = catalogue::INTERPRETERS.iter().any(|i| {
+                        !i.upward.is_empty()
+                            && (i.names.contains(&base)
+                                || i.prefixes.iter().any(|p| base.starts_with(p)))
+                    });
+                    if upward {
+                        let r = super::words::reach(base, top);
+                        for p in r.paths {
+                            let kind = match p.reach {
+                                super::words::Reach::Folder => EntryKind::Dir,
+                                super::words::Reach::File => EntryKind::File,
+                            };
+                            push(&mut out, p.rel, kind, format!("hook {name}"));
+                        }
+                        for s in r.searched {
+                            if !searched.iter().any(|h| h.searched.rel == s.rel) {
+                                searched.push(HopSearched {
+                                    searched: s,
+                                    via: format!("hook {name}"),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            for (rel, kind, manager) in runs {
                 let via = match manager {
                     Some(m) => format!("hook {name} ({m})"),
                     None => format!("hook {name}"),
@@ -112,7 +180,11 @@ pub fn hops(loc: &Located) -> Result<Vec<Hop>, PlanError> {
         .map(|h| h.rel.clone())
         .collect();
     out.retain(|h| !folders.iter().any(|f| *f != h.rel && h.rel.starts_with(f)));
-    Ok(out)
+    searched.retain(|h| {
+        h.searched.rel.as_os_str().is_empty()
+            || !folders.iter().any(|f| h.searched.rel.starts_with(f))
+    });
+    Ok((out, searched))
 }
 
 /// The executable hooks of `dir` (not `*.sample`), with their text; nothing when `dir` is
@@ -146,8 +218,27 @@ fn read_text(p: &Path) -> Option<String> {
 }
 
 /// What a hook's `text` runs from the work tree at `top`: (relative path, kind, manager).
+#[cfg(test)]
 pub(crate) fn hook_runs(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind, Option<&'static str>)> {
+    hook_reads(text, top).0
+}
+
+/// A search root the hook's interpreters read that cannot be protected, with the manager
+/// whose config names the command.
+type HookSearched = (super::words::Searched, Option<&'static str>);
+
+/// [`hook_runs`], and the search roots of the interpreters the hook (and the commands of its
+/// manager's config) start that cannot be protected ([`super::words::Reaches::searched`]).
+#[allow(clippy::type_complexity)]
+pub(crate) fn hook_reads(
+    text: &str,
+    top: &Path,
+) -> (
+    Vec<(PathBuf, EntryKind, Option<&'static str>)>,
+    Vec<HookSearched>,
+) {
     let mut out = Vec::new();
+    let mut searched: Vec<HookSearched> = Vec::new();
     for m in catalogue::HOOK_MANAGERS {
         if !m.markers.iter().any(|k| text.contains(k)) {
             continue;
@@ -168,7 +259,9 @@ pub(crate) fn hook_runs(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind, Opti
                 for line in cfg.lines() {
                     let t = line.trim_start();
                     if let Some(k) = m.command_keys.iter().find(|k| t.starts_with(**k)) {
-                        for (r, kind) in script_files(&t[k.len()..], top) {
+                        let (files, found) = script_files(&t[k.len()..], top);
+                        searched.extend(found.into_iter().map(|s| (s, Some(m.name))));
+                        for (r, kind) in files {
                             out.push((r, kind, Some(m.name)));
                         }
                     }
@@ -184,7 +277,9 @@ pub(crate) fn hook_runs(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind, Opti
     }
     // The whole script at once: the lexer skips comments and reads continuation lines,
     // quotes spanning lines and substitutions as `sh` would.
-    for (r, kind) in script_files(text, top) {
+    let (files, found) = script_files(text, top);
+    searched.extend(found.into_iter().map(|s| (s, None)));
+    for (r, kind) in files {
         // A manager's file stays listed under the manager.
         if !out.iter().any(|(q, _, _)| *q == r) {
             out.push((r, kind, None));
@@ -197,7 +292,7 @@ pub(crate) fn hook_runs(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind, Opti
         .map(|(p, _, _)| p.clone())
         .collect();
     out.retain(|(p, _, _)| !folders.iter().any(|f| f != p && p.starts_with(f)));
-    out
+    (out, searched)
 }
 
 /// `--config=FILE` / `--config FILE` in a hook's text.
@@ -229,8 +324,12 @@ fn words(s: &str) -> impl Iterator<Item = &str> {
 /// [`super::words::reach`]): the folder of each script it names, a script at the top by
 /// itself. A link at the top is left out (the plan refuses a link only where a program value
 /// names it; below, its folder covers it).
-fn script_files(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind)> {
-    super::words::reach(text, top)
+fn script_files(
+    text: &str,
+    top: &Path,
+) -> (Vec<(PathBuf, EntryKind)>, Vec<super::words::Searched>) {
+    let r = super::words::reach(text, top);
+    let files = r
         .paths
         .into_iter()
         .filter(|r| {
@@ -244,7 +343,8 @@ fn script_files(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind)> {
             };
             (r.rel, kind)
         })
-        .collect()
+        .collect();
+    (files, r.searched)
 }
 
 /// `p` is a folder or regular file (as asked), reached without following a link at its end.

@@ -84,6 +84,19 @@ pub struct Lexed {
     /// `python3 tools/x.py`; not a `-c` string). [`reach`] guards a missing one's folder
     /// (R9-9) and refuses one resolved from a folder known only at run time (R9-6).
     pub scripts: Vec<Candidate>,
+    /// Every simple command, from its program word on (assignments and wrappers such as
+    /// `env`/`exec` skipped), with the folders a `cd` before it named: what
+    /// [`interpreter_search`] reads.
+    pub commands: Vec<Command>,
+}
+
+/// One simple command as [`lex`] read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    /// The program word and its arguments ([`UNKNOWN`] where the shell expands).
+    pub words: Vec<String>,
+    /// [`Candidate::cd`].
+    pub cd: Vec<String>,
 }
 
 /// The [`Candidate::cd`] entry of a `cd` whose folder the shell computes at run time
@@ -202,6 +215,10 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
         }
     }
     let Some(first) = words.get(i) else { return };
+    out.commands.push(Command {
+        words: words[i..].to_vec(),
+        cd: cd.clone(),
+    });
     let name = base_name(first).to_owned();
     push_word(first, cd.clone(), out);
     note_dynamic(first, out);
@@ -291,6 +308,12 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
                 out.candidates.push(c);
             }
             out.cut |= sub.cut;
+            for mut c in sub.commands {
+                let mut base = cd.clone();
+                base.append(&mut c.cd);
+                c.cd = base;
+                out.commands.push(c);
+            }
             out.dynamic.extend(sub.dynamic);
             out.substitutions.extend(sub.substitutions);
             if name == "eval" {
@@ -809,6 +832,21 @@ pub struct Reaches {
     pub unresolved: Vec<String>,
     /// [`Lexed::cut`].
     pub cut: bool,
+    /// Search roots of an interpreter the line starts that no bind can make read-only: the
+    /// top itself (`python3 -m x` run there), or a missing folder or file at a writable place
+    /// that the interpreter would read once created (`<top>/node_modules`, `.npmrc`). The
+    /// caller reports them (`unguarded[]`) with [`Searched::why`].
+    pub searched: Vec<Searched>,
+}
+
+/// A search root [`reach`] cannot protect ([`Reaches::searched`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Searched {
+    /// Relative to the top; empty for the top itself.
+    pub rel: PathBuf,
+    /// The program word of the command that searches it.
+    pub word: String,
+    pub why: &'static str,
 }
 
 /// Every fragment of `text` that could be a path: the text split on every shell
@@ -972,6 +1010,15 @@ pub fn reach(text: &str, top: &Path) -> Reaches {
     // name, which no bind can cover: unresolved. Missing, with no folder of its path present
     // below the top, its topmost missing folder is guarded (a placeholder): the agent must
     // not create `scripts/` for `sh scripts/lint.sh`.
+    // An interpreter started in such a folder searches it for modules (R9-6 with R9-7).
+    for c in lexed.commands.iter().filter(|c| c.cd.iter().any(|d| d == RUN_TIME_FOLDER)) {
+        if let Some(first) = c.words.first().filter(|f| interpreter_of(f).is_some()) {
+            let shown = format!("{first} runs in a folder known only at run time");
+            if !out.unresolved.contains(&shown) {
+                out.unresolved.push(shown);
+            }
+        }
+    }
     for c in &lexed.scripts {
         let Shape::Path(w) = &c.shape else { continue };
         // `sh ${GIT_PREFIX}tools/x.sh`: a relative path behind a run-time prefix (a tail
@@ -1048,6 +1095,7 @@ pub fn reach(text: &str, top: &Path) -> Reaches {
             );
         }
     }
+    search_reach(&lexed, top, &mut out);
     // A folder below another protected folder is covered by it.
     let folders: Vec<PathBuf> = out
         .paths
@@ -1145,6 +1193,384 @@ fn glob_match(pat: &str, name: &str) -> bool {
         }
     }
     go(&p, &n)
+}
+
+// ------------------------------------------------------------------------------------------
+// An interpreter's module search path (ninth red-team pass: R9-1, R9-2, R9-7, R9-8, R9-11,
+// R9-12). Folder granularity protects the folder of a named script; an interpreter reads
+// more: the folder it starts in (`python3 -m x`: the cwd is `sys.path[0]`), `node_modules/`
+// of every folder up to the top, the package around a `node_modules/.bin/` link, the venv
+// around a console script. [`crate::catalogue::INTERPRETERS`] says which word reads what.
+
+/// What the interpreters a command line starts search besides the scripts it names, relative
+/// to the top ([`interpreter_search`]). Nothing here is tested for existence beyond
+/// [`SearchedPath::exists`]: the settings guard guards names that do not exist yet.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Search {
+    /// Folders read whole: a package tree around a program word (`node_modules/`), a venv
+    /// holding one (`.venv/`), `node_modules/` of every folder from a Node script's up to
+    /// the top, the folder a module-searching interpreter starts in when it is below the top.
+    pub folders: Vec<SearchedPath>,
+    /// Files in the start folder read as code or as settings that load code (`.npmrc`,
+    /// `Gemfile`, [`crate::catalogue::Interpreter::top_reads`]).
+    pub files: Vec<SearchedPath>,
+    /// The top itself heads an interpreter's module path.
+    pub top: Vec<TopSearch>,
+}
+
+/// An interpreter whose module path starts with the top ([`Search::top`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopSearch {
+    /// Its program word.
+    pub word: String,
+    /// The names a module planted there takes
+    /// ([`crate::catalogue::Interpreter::module_globs`]).
+    pub module_globs: &'static [&'static str],
+    /// Because its script lies at the top (`python3 check.py`), which [`reach`] reports as
+    /// [`Reach::File`] already; else it starts there (`python3 -m x`).
+    pub script_at_top: bool,
+}
+
+/// One path of a [`Search`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchedPath {
+    /// Relative to the top, never empty.
+    pub rel: PathBuf,
+    /// The program word of the command that reads it.
+    pub word: String,
+    /// Something (of any kind; a link is not followed) stands there now.
+    pub exists: bool,
+    /// Why it is reported when it is missing.
+    pub why: &'static str,
+}
+
+/// The catalogue row of a program word (its base name), if it is an interpreter.
+fn interpreter_of(word: &str) -> Option<&'static crate::catalogue::Interpreter> {
+    let name = base_name(word);
+    crate::catalogue::INTERPRETERS
+        .iter()
+        .find(|i| i.names.contains(&name) || i.prefixes.iter().any(|p| name.starts_with(p)))
+}
+
+/// The interpreter word of a `#!` line (`#!/usr/bin/env node` → `node`), of a file of the
+/// work tree; the path of the interpreter as written (for a venv's python).
+fn shebang(top: &Path, rel: &Path) -> Option<String> {
+    use std::io::Read;
+    let m = std::fs::symlink_metadata(top.join(rel)).ok()?;
+    if !m.is_file() {
+        return None;
+    }
+    let mut b = [0u8; 256];
+    let n = std::fs::File::open(top.join(rel)).ok()?.read(&mut b).ok()?;
+    let line = std::str::from_utf8(&b[..n]).ok()?.lines().next()?;
+    let mut w = line.strip_prefix("#!")?.split_whitespace();
+    let interp = w.next()?;
+    if base_name(interp) == "env" {
+        return w
+            .find(|a| !a.starts_with('-') && !a.contains('='))
+            .map(str::to_owned);
+    }
+    Some(interp.to_owned())
+}
+
+/// Whether the folder an interpreter starts in heads its module path for these arguments
+/// ([`crate::catalogue::StartFolder`]), and the script operand when there is one.
+fn starts_in_cwd<'a>(
+    row: &crate::catalogue::Interpreter,
+    args: &'a [String],
+) -> (bool, Option<&'a String>) {
+    use crate::catalogue::StartFolder;
+    let opts = match row.start_folder {
+        StartFolder::Never => return (false, None),
+        StartFolder::Always => return (true, None),
+        StartFolder::WithoutScript(o) => o,
+    };
+    let mut safe = false;
+    let mut k = 0;
+    while k < args.len() {
+        let a = &args[k];
+        k += 1;
+        if a == "-" {
+            return (!safe, None);
+        }
+        if a.starts_with("--") {
+            if row.value_options.contains(&a.as_str()) {
+                k += 1;
+            }
+            continue;
+        }
+        if let Some(flags) = a.strip_prefix('-') {
+            // A cluster of one-letter options (`-Bm`, `-mpre_commit`, `-IW error`).
+            for (i, ch) in flags.char_indices() {
+                let f = format!("-{ch}");
+                if row.safe_flags.contains(&f.as_str()) {
+                    safe = true;
+                }
+                if opts.contains(&f.as_str()) {
+                    return (!safe, None);
+                }
+                if row.value_options.contains(&f.as_str()) {
+                    if flags[i + ch.len_utf8()..].is_empty() {
+                        k += 1;
+                    }
+                    break;
+                }
+            }
+            continue;
+        }
+        return (false, Some(a));
+    }
+    // No script: it reads the program from stdin, with the cwd first on its path.
+    (!safe, None)
+}
+
+/// `rel` below `top` when `w` (relative to `base`, a folder below the top, or absolute)
+/// names a path there; `base` empty is the top.
+fn in_tree_from(w: &str, base: &Path, top: &Path) -> Option<PathBuf> {
+    if w.contains(UNKNOWN) || w.starts_with('-') || w.is_empty() {
+        return None;
+    }
+    if base.as_os_str().is_empty() || Path::new(w).is_absolute() {
+        in_tree(w, top)
+    } else {
+        in_tree(&format!("{}/{w}", base.display()), top)
+    }
+}
+
+/// The folder a command starts in after its `cd`s, relative to the top (empty: the top);
+/// `None` when it leaves the work tree.
+fn start_of(cd: &[String], top: &Path) -> Option<PathBuf> {
+    if cd.iter().any(|d| d == RUN_TIME_FOLDER) {
+        return None;
+    }
+    let mut cur = top.to_path_buf();
+    for d in cd {
+        let d = d.trim_end_matches('/');
+        let p = Path::new(d);
+        cur = crate::integrity::normalize(&if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            cur.join(p)
+        });
+    }
+    if cur == top {
+        return Some(PathBuf::new());
+    }
+    in_tree(cur.to_str()?, top)
+}
+
+/// What the interpreters that `lexed` starts read besides the scripts it names (see
+/// [`Search`] and [`crate::catalogue::INTERPRETERS`]). A superset: any command whose program
+/// word is an interpreter, a work-tree script whose `#!` names one, or a word built at run
+/// time followed by `-m` (pre-commit's installed hook: `"$INSTALL_PYTHON" -mpre_commit`).
+pub fn interpreter_search(lexed: &Lexed, top: &Path) -> Search {
+    use crate::catalogue::{INTERPRETERS, WHY_UPWARD_MISSING};
+    use crate::catalogue::{PACKAGE_TREES, VENV_MARKER, WHY_START_TOP, WHY_TOP_READ};
+    let mut out = Search::default();
+    let exists = |rel: &Path| std::fs::symlink_metadata(top.join(rel)).is_ok();
+    let push = |v: &mut Vec<SearchedPath>, rel: PathBuf, word: &str, why: &'static str| {
+        if rel.as_os_str().is_empty() || v.iter().any(|p| p.rel == rel) {
+            return;
+        }
+        v.push(SearchedPath {
+            exists: exists(&rel),
+            rel,
+            word: word.to_owned(),
+            why,
+        });
+    };
+    for c in &lexed.commands {
+        let Some(first) = c.words.first() else {
+            continue;
+        };
+        let args = &c.words[1..];
+        let start = start_of(&c.cd, top);
+        let base = start.clone().unwrap_or_default();
+        // The work-tree paths the command's words name (from its start folder and from the
+        // top), with the targets of links among them.
+        let mut paths: Vec<PathBuf> = Vec::new();
+        for w in &c.words {
+            for b in [base.as_path(), Path::new("")] {
+                if let Some(rel) = in_tree_from(w, b, top) {
+                    if exists(&rel) && !paths.contains(&rel) {
+                        if let Some(t) = link_target(top, &rel) {
+                            paths.push(t);
+                        }
+                        paths.push(rel);
+                    }
+                }
+            }
+        }
+        // The interpreter: the program word, a work-tree program's `#!`, or a word built at
+        // run time followed by `-m`.
+        let program = in_tree_from(first, &base, top)
+            .filter(|r| exists(r))
+            .or_else(|| in_tree_from(first, Path::new(""), top).filter(|r| exists(r)));
+        let mut script_dirs: Vec<PathBuf> = Vec::new();
+        let mut row = interpreter_of(first);
+        let mut interp_args: &[String] = args;
+        if let Some(p) = &program {
+            let real = link_target(top, p).unwrap_or_else(|| p.clone());
+            if let Some(i) = shebang(top, &real) {
+                if let Some(r) = in_tree(&i, top) {
+                    paths.push(r);
+                }
+                if row.is_none() {
+                    row = interpreter_of(&i);
+                    script_dirs.push(real.parent().map(Path::to_path_buf).unwrap_or_default());
+                    // The program is the script: no script operand to look for.
+                    interp_args = &[];
+                }
+            }
+        }
+        if row.is_none()
+            && first.contains(UNKNOWN)
+            && args
+                .iter()
+                .any(|a| a.starts_with("-m") && !a.starts_with("--"))
+        {
+            row = INTERPRETERS.first();
+        }
+        // Package trees and venvs around every path the command names.
+        for rel in &paths {
+            let comps: Vec<_> = rel.components().collect();
+            if let Some(i) = comps.iter().position(|c| {
+                PACKAGE_TREES
+                    .iter()
+                    .any(|t| c.as_os_str() == std::ffi::OsStr::new(t))
+            }) {
+                if i + 1 < comps.len() {
+                    let tree: PathBuf = comps[..=i].iter().collect();
+                    push(&mut out.folders, tree, first, WHY_UPWARD_MISSING);
+                }
+            }
+            let mut a = rel.parent();
+            while let Some(d) = a.filter(|d| !d.as_os_str().is_empty()) {
+                if std::fs::symlink_metadata(top.join(d).join(VENV_MARKER))
+                    .is_ok_and(|m| m.is_file())
+                {
+                    push(&mut out.folders, d.to_path_buf(), first, WHY_UPWARD_MISSING);
+                    break;
+                }
+                a = d.parent();
+            }
+        }
+        let Some(row) = row else { continue };
+        let word = base_name(first).to_owned();
+        let (cwd_first, script) = if interp_args.is_empty() && !script_dirs.is_empty() {
+            (false, None)
+        } else {
+            starts_in_cwd(row, interp_args)
+        };
+        if let Some(s) = script.and_then(|s| in_tree_from(s, &base, top)) {
+            let dir = s.parent().map(Path::to_path_buf).unwrap_or_default();
+            if dir.as_os_str().is_empty()
+                && row.start_folder != crate::catalogue::StartFolder::Never
+            {
+                // `python3 check.py` at the top: the top is `sys.path[0]`.
+                out.top.push(TopSearch {
+                    word: word.clone(),
+                    module_globs: row.module_globs,
+                    script_at_top: true,
+                });
+            }
+            script_dirs.push(dir);
+        }
+        for a in interp_args.iter().filter(|a| !a.starts_with('-')) {
+            if let Some(rel) = in_tree_from(a, &base, top).filter(|r| exists(r)) {
+                let dir = rel.parent().map(Path::to_path_buf).unwrap_or_default();
+                if !script_dirs.contains(&dir) {
+                    script_dirs.push(dir);
+                }
+            }
+        }
+        let Some(start) = start else { continue };
+        if cwd_first {
+            if start.as_os_str().is_empty() {
+                out.top.push(TopSearch {
+                    word: word.clone(),
+                    module_globs: row.module_globs,
+                    script_at_top: false,
+                });
+            } else {
+                push(&mut out.folders, start.clone(), &word, WHY_START_TOP);
+            }
+        }
+        for name in row.top_reads {
+            push(&mut out.files, start.join(name), &word, WHY_TOP_READ);
+        }
+        script_dirs.push(start);
+        for d in &script_dirs {
+            let mut a = Some(d.as_path());
+            while let Some(dir) = a {
+                for u in row.upward {
+                    push(&mut out.folders, dir.join(u), &word, WHY_UPWARD_MISSING);
+                }
+                if dir.as_os_str().is_empty() {
+                    break;
+                }
+                a = dir.parent();
+            }
+        }
+    }
+    out.top.dedup();
+    out
+}
+
+/// [`reach`]'s part of [`interpreter_search`]: an existing folder is protected whole, an
+/// existing file like a named script, and what cannot be protected — the top heading a
+/// module path, a missing folder or file the interpreter would read — is
+/// [`Reaches::searched`].
+fn search_reach(lexed: &Lexed, top: &Path, out: &mut Reaches) {
+    let s = interpreter_search(lexed, top);
+    let mut searched = |rel: PathBuf, word: &str, why: &'static str| {
+        if !out.searched.iter().any(|x| x.rel == rel) {
+            out.searched.push(Searched {
+                rel,
+                word: word.to_owned(),
+                why,
+            });
+        }
+    };
+    // A script at the top is reported as such (`Reach::File`, its own reason).
+    for t in s.top.iter().filter(|t| !t.script_at_top) {
+        searched(PathBuf::new(), &t.word, crate::catalogue::WHY_START_TOP);
+    }
+    let mut reached: Vec<(PathBuf, Reach, String)> = Vec::new();
+    for f in &s.folders {
+        if f.exists {
+            reached.push((f.rel.clone(), Reach::Folder, f.word.clone()));
+        } else {
+            searched(f.rel.clone(), &f.word, f.why);
+        }
+    }
+    for f in &s.files {
+        if !f.exists {
+            searched(f.rel.clone(), &f.word, f.why);
+            continue;
+        }
+        match f.rel.parent() {
+            Some(p) if !p.as_os_str().is_empty() => {
+                reached.push((p.to_path_buf(), Reach::Folder, f.word.clone()))
+            }
+            _ => {
+                searched(f.rel.clone(), &f.word, f.why);
+                reached.push((f.rel.clone(), Reach::File, f.word.clone()));
+            }
+        }
+    }
+    for (rel, reach, word) in reached {
+        add_reached(out, rel, reach, &word);
+    }
+    // A missing path below a protected folder cannot be created.
+    let folders: Vec<PathBuf> = out
+        .paths
+        .iter()
+        .filter(|r| r.reach == Reach::Folder)
+        .map(|r| r.rel.clone())
+        .collect();
+    out.searched
+        .retain(|x| x.rel.as_os_str().is_empty() || !folders.iter().any(|f| x.rel.starts_with(f)));
 }
 
 #[cfg(test)]
@@ -1383,15 +1809,18 @@ mod tests {
         ] {
             assert_eq!(reached(shape, &t), ["tools/"], "{shape}");
         }
-        assert_eq!(reached("npx a12", &t), ["node_modules/.bin/"]);
+        // `npx` reads the whole package tree (R9-8).
+        assert_eq!(reached("npx a12", &t), ["node_modules/"]);
         // `python3 dir` runs `dir/__main__.py`: the folder named.
         assert_eq!(reached("python3 tools/a11dir", &t), ["tools/a11dir/"]);
         // A script at the top is protected by itself.
         assert_eq!(reached("python3 top.py", &t), ["top.py"]);
         // A `cd` target alone is no folder to protect; bare words name no folder.
         assert!(reached("cd src && cargo test", &t).is_empty());
-        assert!(reached("npm test; git log -- src", &t).is_empty());
-        assert!(reached("cd tools && npm run a11dir", &t).is_empty());
+        assert!(reached("cargo test; git log -- src", &t).is_empty());
+        // `npm` runs the project's packages: their tree, not `src/` (R9-8).
+        assert_eq!(reached("npm test; git log -- src", &t), ["node_modules/"]);
+        assert_eq!(reached("cd tools && npm run a11dir", &t), ["node_modules/"]);
         // A folder named with a `/`, or a pathspec below one, is.
         assert_eq!(reached("git log -- src/main.rs", &t), ["src/"]);
     }
@@ -1448,8 +1877,9 @@ mod tests {
             r#"cd "$(dirname "$0")"; python3 x.py"#,
             r#"sh ${GIT_PREFIX}tools/lint.sh"#,
             r#"sh "$GIT_PREFIX"lint.sh"#,
+            r#"cd "$GIT_PREFIX" && python3 -m black ."#,
         ] {
-            assert_eq!(reach(text, t.path()).unresolved.len(), 1, "{text}");
+            assert!(!reach(text, t.path()).unresolved.is_empty(), "{text}");
         }
         for text in [
             r#"cd -- "${GIT_PREFIX:-.}" && git add -p"#,
@@ -1473,10 +1903,158 @@ mod tests {
         let t = tree(&["node_modules/pkg/cli.js", "node_modules/.bin/x"]);
         std::fs::remove_file(t.path().join("node_modules/.bin/x")).unwrap();
         std::os::unix::fs::symlink("../pkg/cli.js", t.path().join("node_modules/.bin/x")).unwrap();
+        // The link's folder and its target's, inside one package tree: the tree (R9-8).
+        assert_eq!(reached("npx x", &t), ["node_modules/"]);
+    }
+
+    /// [`reach`]'s searched roots, as `rel` (`.` for the top).
+    fn searched(text: &str, t: &tempfile::TempDir) -> Vec<String> {
+        let mut v: Vec<String> = reach(text, t.path())
+            .searched
+            .into_iter()
+            .map(|s| match s.rel.as_os_str().is_empty() {
+                true => ".".to_owned(),
+                false => s.rel.display().to_string(),
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn python_m_and_c_search_the_folder_they_start_in() {
+        let t = tree(&["tools/fsm.py", "tools/__init__.py", "src/a.py"]);
+        // R9-7: `-m` of an installed module, `-c`, stdin, pre-commit's `-mpre_commit` after a
+        // program word built at run time: the top heads sys.path, reported.
+        for shape in [
+            "exec python3 -m pytest -q",
+            "python3 -c 'import black'",
+            "python3 -Bm black --check .",
+            "python3.12 -W error -m mypy",
+            "python3 - <x",
+            "exec \"$INSTALL_PYTHON\" -mpre_commit \"${ARGS[@]}\"",
+        ] {
+            assert_eq!(searched(shape, &t), ["."], "{shape}");
+            assert!(reached(shape, &t).is_empty(), "{shape}");
+        }
+        // R9-1: `-m tools.fsm`: the package's folder, and the top.
+        assert_eq!(reached("python3 -m tools.fsm", &t), ["tools/"]);
+        assert_eq!(searched("python3 -m tools.fsm", &t), ["."]);
+        // Started below the top: that folder, protected whole; nothing left open.
+        assert_eq!(reached("cd src && python3 -m pytest", &t), ["src/"]);
+        assert!(searched("cd src && python3 -m pytest", &t).is_empty());
+        // `-P`/`-I` take the cwd off the path; a script in a folder puts its folder there.
+        assert!(searched("python3 -P -m pytest", &t).is_empty());
+        assert!(searched("python3 -Im pytest", &t).is_empty());
+        assert!(searched("python3 tools/fsm.py", &t).is_empty());
+        // A script at the top: the top is sys.path[0], reported with the script (its own
+        // reason, `Reach::File`).
+        assert!(searched("python3 check.py", &t).is_empty());
+        assert!(interpreter_search(&lex("python3 check.py"), t.path()).top[0].script_at_top);
+        // Not an interpreter, or one that does not search the cwd.
+        assert!(searched("cargo test -m x; ruby tools/x.rb; perl -e 1", &t).is_empty());
+    }
+
+    #[test]
+    fn node_searches_node_modules_up_to_the_top() {
+        let t = tree(&["tools/fsm.js", "node_modules/helper/index.js", "web/a/b.js"]);
+        // R9-1: the script's folder and the top's node_modules, whole.
         assert_eq!(
-            reached("npx x", &t),
-            ["node_modules/.bin/", "node_modules/pkg/"]
+            reached("node tools/fsm.js", &t),
+            ["node_modules/", "tools/"]
         );
+        assert!(searched("node tools/fsm.js", &t).is_empty());
+        // Every folder between the script's and the top: a missing one is reported.
+        assert_eq!(searched("node web/a/b.js", &t), ["web/node_modules"]);
+        // No node_modules at the top: reported, not frozen.
+        let u = tree(&["tools/fsm.js"]);
+        assert_eq!(searched("node tools/fsm.js", &u), ["node_modules"]);
+        // A script whose `#!` names node.
+        let v = tree(&["node_modules/x/i.js"]);
+        std::fs::create_dir_all(v.path().join("tools")).unwrap();
+        std::fs::write(
+            v.path().join("tools/fsm"),
+            "#!/usr/bin/env node\nrequire('x')\n",
+        )
+        .unwrap();
+        assert_eq!(reached("tools/fsm", &v), ["node_modules/", "tools/"]);
+    }
+
+    #[test]
+    fn npx_and_bin_links_reach_the_whole_package_tree() {
+        // R9-8: `.bin/tool -> ../tool/bin/cli.js`, `cli.js` requires `../lib/index.js` and
+        // its dependencies beside it (a scoped one too).
+        let t = tree(&[
+            "node_modules/tool/bin/cli.js",
+            "node_modules/tool/lib/index.js",
+            "node_modules/@scope/dep/index.js",
+            "node_modules/.bin/x",
+            "vendor/bin/phpunit",
+        ]);
+        std::fs::remove_file(t.path().join("node_modules/.bin/x")).unwrap();
+        std::os::unix::fs::symlink("../tool/bin/cli.js", t.path().join("node_modules/.bin/x"))
+            .unwrap();
+        std::fs::write(
+            t.path().join("node_modules/tool/bin/cli.js"),
+            "#!/usr/bin/env node\nrequire('../lib/index.js')\n",
+        )
+        .unwrap();
+        for shape in ["exec npx --no-install x", "npx x", "pnpm exec x"] {
+            assert_eq!(reached(shape, &t), ["node_modules/"], "{shape}");
+            // `.npmrc` (node-options) is missing at the top: reported.
+            assert_eq!(searched(shape, &t), [".npmrc"], "{shape}");
+        }
+        // The link run directly: its target's `#!` is node's.
+        assert_eq!(reached("./node_modules/.bin/x", &t), ["node_modules/"]);
+        assert!(searched("./node_modules/.bin/x", &t).is_empty());
+        assert_eq!(reached("vendor/bin/phpunit", &t), ["vendor/"]);
+        std::fs::write(t.path().join(".npmrc"), "x").unwrap();
+        assert_eq!(reached("npx x", &t), [".npmrc", "node_modules/"]);
+        assert_eq!(searched("npx x", &t), [".npmrc"]);
+    }
+
+    #[test]
+    fn a_program_in_a_venv_reaches_the_whole_venv() {
+        // R9-11: a console script `#!<top>/.venv/bin/python` reads site-packages/*.pth.
+        let t = tree(&[
+            ".venv/pyvenv.cfg",
+            ".venv/lib/python3.11/site-packages/zz.pth",
+            "tools/run.py",
+        ]);
+        let top = t.path().display().to_string();
+        std::fs::create_dir_all(t.path().join(".venv/bin")).unwrap();
+        std::fs::write(
+            t.path().join(".venv/bin/fsmtool"),
+            format!("#!{top}/.venv/bin/python\nimport x\n"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("/usr/bin/python3", t.path().join(".venv/bin/python")).unwrap();
+        assert_eq!(reached(".venv/bin/fsmtool", &t), [".venv/"]);
+        assert_eq!(
+            reached("exec .venv/bin/python tools/run.py", &t),
+            [".venv/", "tools/"]
+        );
+        // A script whose `#!` names the venv's python, outside the venv.
+        std::fs::write(
+            t.path().join("tools/run.py"),
+            format!("#!{top}/.venv/bin/python\n"),
+        )
+        .unwrap();
+        assert_eq!(reached("tools/run.py", &t), [".venv/", "tools/"]);
+    }
+
+    #[test]
+    fn honest_hook_shapes_stay_quiet() {
+        let t = tree(&["src/main.rs", ".pre-commit-config.yaml"]);
+        for shape in [
+            "command -v git-lfs >/dev/null 2>&1 || exit 2\ngit lfs pre-push \"$@\"",
+            "delta --paging=never",
+            "exec pre-commit hook-impl --config=.pre-commit-config.yaml",
+            "cargo fmt --check && cargo clippy",
+            "lefthook run pre-commit",
+        ] {
+            assert!(searched(shape, &t).is_empty(), "{shape}");
+        }
     }
 
     #[test]

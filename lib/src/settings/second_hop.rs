@@ -285,6 +285,34 @@ pub fn paths_in(text: &str, root: &Path, cwd: Option<&str>) -> Vec<(String, bool
             _ => {}
         }
     }
+    // What the command's interpreters search besides the scripts it names (ninth red-team
+    // pass, R9-2, R9-12; `crate::catalogue::INTERPRETERS`): `node_modules/` up to the root and
+    // the package tree around a `.bin` link (whole), a venv around a console script, the
+    // files read at start (`.npmrc`), and where the root itself heads a module path
+    // (`cd "$CLAUDE_PROJECT_DIR" && python3 -m tools.fmt`, `python3 "$CLAUDE_PROJECT_DIR"/
+    // check.py`) the names a module takes there (`*.py`, `*/__init__.py`): the guard holds
+    // what no bind could. A command started in a folder known only at run time is read from
+    // the root.
+    let started = match &base {
+        Some(Some(b)) if !b.is_empty() => words::lex(&format!("cd {} && {t}", shell_quote(b))),
+        _ => lexed,
+    };
+    let search = words::interpreter_search(&started, root);
+    let slashed = |p: &Path| p.to_string_lossy().replace('\\', "/");
+    for f in &search.folders {
+        add(slashed(&f.rel), true);
+    }
+    for f in &search.files {
+        add(slashed(&f.rel), false);
+    }
+    // A program word alone (`"command": "python3"` of an MCP server, whose `args` are
+    // another string, read whole with them above) is not a program read from stdin.
+    let alone = t.split_whitespace().count() <= 1;
+    for top in search.top.iter().filter(|_| !alone) {
+        for g in top.module_globs {
+            add((*g).to_owned(), false);
+        }
+    }
     // A folder below another guarded folder is covered by it.
     let folders: Vec<String> = out
         .iter()
@@ -391,15 +419,17 @@ mod tests {
             assert!(got.contains(&".claude/hooks/".to_owned()), "{cmd}: {got:?}");
         }
         let json = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "cd \"$CLAUDE_PROJECT_DIR\" && npx h4"}]}]}}"#;
+        // `npx` reads the whole package tree, not only `.bin/` (R9-8).
         assert!(rels("claude-settings", ".claude/settings.json", json)
-            .contains(&"node_modules/.bin/".to_owned()));
+            .contains(&"node_modules/".to_owned()));
         let mcp = r#"{"mcpServers": {"m1": {"command": "npx", "args": ["m1"]}, "m2": {"command": "bash", "args": ["-c", "bash tools/m{2,}.sh"]}, "m3": {"command": "python3", "args": ["tools/mdir"]}}}"#;
         assert_eq!(
             rels("mcp-project", ".mcp.json", mcp),
             [
+                ".npmrc",
                 "bash",
                 "m1",
-                "node_modules/.bin/",
+                "node_modules/",
                 "npx",
                 "python3",
                 "tools/"
@@ -418,10 +448,18 @@ mod tests {
             {"label": "b", "type": "shell", "command": "npm", "args": ["run", "build"], "options": {"cwd": "${workspaceFolder}/frontend"}},
             {"label": "c", "type": "shell", "command": "cd frontend && npm run build"}]}"#;
         let got = rels_in("vscode-tasks", t.path(), ".vscode/tasks.json", tasks);
+        // `build/` is no folder to guard; what `npm` searches is (R9-8): `node_modules/` of
+        // the folder it starts in and every folder up to the root.
         assert!(
-            got.iter().all(|g| !g.ends_with('/')),
-            "no folder is guarded: {got:?}"
+            got.iter()
+                .all(|g| !g.ends_with('/') || g.ends_with("node_modules/")),
+            "no folder but node_modules is guarded: {got:?}"
         );
+        assert!(
+            got.contains(&"frontend/node_modules/".to_owned()),
+            "{got:?}"
+        );
+        assert!(got.contains(&"node_modules/".to_owned()), "{got:?}");
     }
 
     /// A task's `options.cwd` (R7-6), a launch configuration's and an MCP server's `cwd`:
@@ -441,7 +479,15 @@ mod tests {
             r#"{"mcpServers": {"s": {"command": "node", "args": ["server.js"], "cwd": "/w/srv"}}}"#;
         assert_eq!(
             rels("mcp-project", ".mcp.json", mcp),
-            ["node", "server.js", "srv", "srv/node", "srv/server.js"]
+            [
+                "node",
+                "node_modules/",
+                "server.js",
+                "srv",
+                "srv/node",
+                "srv/node_modules/",
+                "srv/server.js"
+            ]
         );
         let t = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(t.path().join("srv")).unwrap();
@@ -452,8 +498,51 @@ mod tests {
         );
         assert_eq!(
             rels_in("mcp-project", t.path(), ".mcp.json", &mcp),
-            ["node", "server.js", "srv/", "srv/node"]
+            [
+                "node",
+                "node_modules/",
+                "server.js",
+                "srv/",
+                "srv/node",
+                "srv/node_modules/"
+            ]
         );
+    }
+
+    #[test]
+    fn an_interpreters_search_path_is_guarded() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        std::fs::create_dir_all(root.join("tools")).unwrap();
+        std::fs::write(root.join("tools/fmt.py"), "import json\n").unwrap();
+        std::fs::write(root.join("check.py"), "import json\n").unwrap();
+        let py = [
+            "*.py",
+            "*.pyc",
+            "*.so",
+            "*/__init__.*.so",
+            "*/__init__.py",
+            "*/__init__.pyc",
+        ];
+        // R9-2: `python3 -m` started at the root: the names a module takes there.
+        let hook = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "cd \"$CLAUDE_PROJECT_DIR\" && python3 -m tools.fmt"}]}]}}"#;
+        let got = rels_in("claude-settings", root, ".claude/settings.json", hook);
+        for g in py {
+            assert!(got.contains(&g.to_owned()), "{g}: {got:?}");
+        }
+        assert!(got.contains(&"tools/".to_owned()), "{got:?}");
+        // R9-12: a script at the root puts the root first on sys.path.
+        let hook = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "python3 \"$CLAUDE_PROJECT_DIR\"/check.py"}]}]}}"#;
+        let got = rels_in("claude-settings", root, ".claude/settings.json", hook);
+        assert!(got.contains(&"*.py".to_owned()), "{got:?}");
+        // R9-2: an MCP server `node tools/server.js`: the root's node_modules, whole.
+        let mcp = r#"{"mcpServers": {"s": {"command": "node", "args": ["tools/server.js"]}}}"#;
+        let got = rels_in("mcp-project", root, ".mcp.json", mcp);
+        assert!(got.contains(&"node_modules/".to_owned()), "{got:?}");
+        // A script in a folder, with `-P`: its folder only; no root names.
+        let hook = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "python3 -P tools/fmt.py"}]}]}}"#;
+        let got = rels_in("claude-settings", root, ".claude/settings.json", hook);
+        assert_eq!(got, ["python3", "tools/"]);
     }
 
     #[test]
@@ -467,9 +556,10 @@ mod tests {
             [".claude/hooks/", "bash", "scripts/", "true"]
         );
         let mcp = r#"{"mcpServers": {"s": {"command": "node", "args": ["./tools/server.js", "--root=/w/data/cfg.json", "/etc/x", "../up"]}}}"#;
+        // `node` searches `node_modules/` up to the root (R9-2).
         assert_eq!(
             rels("mcp-project", ".mcp.json", mcp),
-            ["data/", "node", "tools/"]
+            ["data/", "node", "node_modules/", "tools/"]
         );
         let vs = r#"{"go.alternateTools": {"go": "./tools/evil"}, "clangd.arguments": ["--query-driver=${workspaceFolder}/cc/gcc"], "editor.fontSize": 3}"#;
         assert_eq!(

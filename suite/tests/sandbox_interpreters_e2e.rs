@@ -1,0 +1,336 @@
+//! End to end, on real bubblewrap: what an interpreter the owner's git starts searches besides
+//! the script it is given — Node's `node_modules/` up to the top, a venv's
+//! `site-packages/*.pth` — is read-only inside `agent-shell --sandbox bwrap` (ninth red-team
+//! pass, R9-1 and R9-11). Positive control: the same writes without the sandbox, after which
+//! the owner's plain `git status` runs the agent's code through `core.fsmonitor`. Both gits.
+//!
+//! If bwrap is missing or cannot create namespaces here, the tests are compiled as ignored
+//! with the reason (build.rs, `gitward_no_bwrap`); under `CI=true` they run and fail. A missing
+//! `node` or `/usr/bin/python3` is SKIPPED with the reason (under `CI=true`: a failure).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const GITS: &[&str] = &["/usr/bin/git", "/usr/local/bin/git"];
+const BWRAP: &str = "/usr/bin/bwrap";
+const NODE: &str = "/usr/bin/node";
+const PYTHON: &str = "/usr/bin/python3";
+
+/// The binaries under test, built once (they belong to other packages of the workspace).
+fn bins() -> &'static (PathBuf, PathBuf) {
+    static BINS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    BINS.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+        let mut build = Command::new(env!("CARGO"));
+        build.args([
+            "build",
+            "-q",
+            "-p",
+            "git-shim",
+            "-p",
+            "agent-shell",
+            "-p",
+            "wt-check",
+        ]);
+        if dir.ends_with("release") {
+            build.arg("--release");
+        }
+        let status = build
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo build");
+        assert!(status.success(), "building the binaries failed");
+        (dir.join("git-shim"), dir.join("agent-shell"))
+    })
+}
+
+/// `true` when `path` exists; else SKIPPED with the reason (a failure under `CI=true`).
+fn present(path: &str, why: &str) -> bool {
+    if Path::new(path).exists() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{path} is missing (CI=true: {why} must be tested)"
+    );
+    eprintln!("SKIPPED: {path} is not installed on this machine ({why})");
+    false
+}
+
+fn gits() -> Vec<PathBuf> {
+    GITS.iter()
+        .filter(|g| present(g, "every git"))
+        .map(PathBuf::from)
+        .collect()
+}
+
+fn bwrap_works() -> Result<(), String> {
+    if !Path::new(BWRAP).exists() {
+        return Err(format!("{BWRAP} is not installed"));
+    }
+    let o = Command::new(BWRAP)
+        .args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--unshare-all",
+            "--die-with-parent",
+            "/bin/true",
+        ])
+        .output()
+        .map_err(|e| format!("cannot run {BWRAP}: {e}"))?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "bwrap cannot create namespaces on this machine: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ))
+    }
+}
+
+/// A repository with one commit, a policy outside every writable root, and the shim installed
+/// (pinned to the policy) by the "orchestrator", outside the sandbox.
+struct Session {
+    _t: tempfile::TempDir,
+    home: PathBuf,
+    repo: PathBuf,
+    policy: PathBuf,
+    git: PathBuf,
+}
+
+impl Session {
+    fn new(git: &Path) -> Session {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().canonicalize().unwrap().join("home");
+        let repo = home.join("src/proj");
+        for d in [
+            &repo,
+            &home.join("src/proj-worktrees"),
+            &home.join("etc"),
+            &home.join("var"),
+        ] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(
+            home.join(".gitconfig"),
+            "[user]\n\tname = Agent\n\temail = agent@example.com\n[init]\n\tdefaultBranch = main\n",
+        )
+        .unwrap();
+        let log = home.join("var/audit.log");
+        std::fs::write(&log, "").unwrap();
+        let policy = home.join("etc/policy.toml");
+        std::fs::write(
+            &policy,
+            format!(
+                "session = \"s1\"\nrepo = \"{}\"\nreal_git = \"{}\"\naudit_log = \"{}\"\n",
+                repo.display(),
+                git.display(),
+                log.display()
+            ),
+        )
+        .unwrap();
+        let s = Session {
+            _t: t,
+            home: home.clone(),
+            repo,
+            policy: policy.clone(),
+            git: git.to_path_buf(),
+        };
+        s.plain(&["init", "-q"]);
+        std::fs::write(s.repo.join("a.txt"), "a\n").unwrap();
+        s.plain(&["add", "a.txt"]);
+        s.plain(&["commit", "-q", "-m", "first"]);
+        let (shim, _) = bins();
+        let o = Command::new(shim)
+            .env("HOME", &home)
+            .env("PATH", "/usr/bin:/bin")
+            .arg("--install")
+            .arg(home.join(".local/state/gitward/s1/bin"))
+            .arg("--policy")
+            .arg(&policy)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "install: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        s
+    }
+
+    /// The owner's plain git (status is not checked: an fsmonitor that prints nothing makes
+    /// git fall back to a full scan, after it ran).
+    fn plain(&self, args: &[&str]) -> Output {
+        let o = Command::new(&self.git)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&self.repo)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success() || args == ["status"],
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        o
+    }
+
+    /// agent-shell -c SCRIPT, inside bubblewrap built from the repository's plan or not.
+    fn agent(&self, script: &str, sandbox: bool) -> Output {
+        let (_, shell) = bins();
+        let mut cmd = Command::new(shell);
+        cmd.current_dir(&self.repo);
+        if sandbox {
+            cmd.args(["--sandbox", "bwrap"]);
+        }
+        cmd.env_clear()
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("PATH", "/usr/bin:/bin")
+            .arg("--policy")
+            .arg(&self.policy)
+            .arg("-c")
+            .arg(script)
+            .output()
+            .unwrap()
+    }
+}
+
+/// Runs one case on every git, without and with the sandbox: `setup` lays out the repository
+/// (the owner's), `attack` is the agent's script (it prints `w=<status>`), and the owner's
+/// plain `git status` afterwards must run the agent's code (`mark`) only without the sandbox.
+fn case(name: &str, setup: &dyn Fn(&Session), attack: &dyn Fn(&Path) -> String) {
+    bwrap_works().expect("bubblewrap must work for this test");
+    for g in gits() {
+        for sandbox in [false, true] {
+            let s = Session::new(&g);
+            let mark = s.home.join("FIRED");
+            setup(&s);
+            let o = s.agent(&attack(&mark), sandbox);
+            let out = String::from_utf8_lossy(&o.stdout).into_owned();
+            let ctx = format!(
+                "{name}: {} sandbox={sandbox}\n{out}\n{}",
+                g.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert!(!mark.exists(), "the agent's code ran inside: {ctx}");
+            // The owner, outside the sandbox, after the turn.
+            s.plain(&["status"]);
+            if !sandbox {
+                assert!(out.contains("w=0"), "control: the write failed: {ctx}");
+                assert!(mark.exists(), "control did not fire: {ctx}");
+                continue;
+            }
+            assert!(
+                out.contains("w=") && !out.contains("w=0"),
+                "the write succeeded: {ctx}"
+            );
+            assert!(
+                !mark.exists(),
+                "the owner's git ran the agent's code: {ctx}"
+            );
+        }
+    }
+}
+
+/// R9-1: `core.fsmonitor = node tools/fsm.js`, and `fsm.js` requires `helper`, installed in
+/// the ignored top `node_modules/` (Node resolves a bare require upward: `tools/node_modules`,
+/// then the top's). The agent rewrites `node_modules/helper/index.js`; in the sandbox the
+/// whole `node_modules/` is read-only.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn node_require_from_the_tops_node_modules_is_read_only() {
+    if !present(NODE, "Node's require") {
+        return;
+    }
+    case(
+        "node require",
+        &|s| {
+            std::fs::create_dir_all(s.repo.join("tools")).unwrap();
+            std::fs::create_dir_all(s.repo.join("node_modules/helper")).unwrap();
+            std::fs::write(
+                s.repo.join("tools/fsm.js"),
+                "require('helper'); process.exit(0);\n",
+            )
+            .unwrap();
+            std::fs::write(
+                s.repo.join("node_modules/helper/index.js"),
+                "module.exports = 1;\n",
+            )
+            .unwrap();
+            std::fs::write(s.repo.join(".gitignore"), "node_modules/\n").unwrap();
+            s.plain(&["add", "."]);
+            s.plain(&["commit", "-q", "-m", "tools"]);
+            s.plain(&["config", "core.fsmonitor", "node tools/fsm.js"]);
+        },
+        &|mark| {
+            format!(
+                "printf 'require(\"fs\").writeFileSync(\"{}\", \"x\");\\n' > node_modules/helper/index.js; echo w=$?",
+                mark.display()
+            )
+        },
+    );
+}
+
+/// R9-11: `core.fsmonitor = .venv/bin/fsmtool`, a console script of a venv in the work tree
+/// (`#!<top>/.venv/bin/python`, the shape of every pip-installed tool), `.venv/` ignored. The
+/// agent drops `zz.pth` in `site-packages/` (Python's `site` runs its `import` line at every
+/// start); in the sandbox the whole venv is read-only.
+#[test]
+#[cfg_attr(
+    gitward_no_bwrap,
+    ignore = "bubblewrap (/usr/bin/bwrap) is missing or cannot create namespaces here; CI=true runs it and fails"
+)]
+fn a_venvs_site_packages_pth_is_read_only() {
+    if !present(PYTHON, "a venv's site-packages") {
+        return;
+    }
+    case(
+        "venv .pth",
+        &|s| {
+            std::fs::write(s.repo.join(".gitignore"), ".venv/\n").unwrap();
+            s.plain(&["add", "."]);
+            s.plain(&["commit", "-q", "-m", "ignore"]);
+            let o = Command::new(PYTHON)
+                .args(["-m", "venv", "--without-pip", ".venv"])
+                .current_dir(&s.repo)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "venv: {o:?}");
+            std::fs::write(
+                s.repo.join(".venv/bin/fsmtool"),
+                format!(
+                    "#!{}/.venv/bin/python\nimport sys\nsys.exit(0)\n",
+                    s.repo.display()
+                ),
+            )
+            .unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                s.repo.join(".venv/bin/fsmtool"),
+                std::fs::Permissions::from_mode(0o755),
+            )
+            .unwrap();
+            s.plain(&["config", "core.fsmonitor", ".venv/bin/fsmtool"]);
+        },
+        &|mark| {
+            format!(
+                "echo 'import os; open(\"{}\", \"w\")' > \"$(ls -d .venv/lib/python3*/site-packages)/zz.pth\"; echo w=$?",
+                mark.display()
+            )
+        },
+    );
+}
