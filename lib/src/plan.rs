@@ -45,8 +45,13 @@ use std::path::{Path, PathBuf};
 /// Format 3 (seventh red-team pass, R7-1): a program value's or hook's script is protected by
 /// its folder (`read_only` entries of kind `dir` with the program reason), and
 /// [`Plan::unguarded`] lists what stays writable beside a script at the top of a work tree.
-pub const FORMAT: u32 = 3;
+///
+/// Format 4 (R9-5, the FIFO class): [`Plan::landlock`], the Landlock ruleset that keeps the
+/// command from making a FIFO or device anywhere but the sandbox's private tmpfs trees. A
+/// format-3 consumer built a sandbox in which a FIFO in a subfolder hung the owner's git.
+pub const FORMAT: u32 = 4;
 
+pub mod landlock;
 pub mod seccomp;
 
 /// What to plan for.
@@ -75,6 +80,8 @@ pub struct PlanOptions {
     /// content (the policy's `allow_unresolved_programs`); by default that is
     /// [`PlanError::Unresolved`].
     pub allow_unresolved: bool,
+    /// The policy's `landlock` value ([`landlock::Policy`]).
+    pub landlock: landlock::Policy,
 }
 
 /// What stands at `path` (a program or a file the config names), for [`guard`]: nothing, a
@@ -311,6 +318,8 @@ pub struct Plan {
     /// Scripts at the top of a work tree that the owner's git runs: the file is protected,
     /// what stays open beside it is said here (format 3).
     pub unguarded: Vec<Unguarded>,
+    /// Where the command may make a FIFO or device, as a Landlock ruleset (format 4).
+    pub landlock: landlock::Landlock,
 }
 
 // Reasons, one per rule (rows of docs/sandbox-plan.md).
@@ -445,6 +454,12 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
         read_back.extend(std::env::split_paths(&path).filter(|p| p.is_absolute()));
     }
     hide_trees(&mut plan, &host, kept, &read_back);
+    plan.landlock = landlock::Landlock::compute(
+        opts.landlock,
+        crate::sandbox::landlock::abi(),
+        &plan.writable,
+        &plan.hide_trees,
+    );
     Ok(plan)
 }
 
@@ -1224,6 +1239,7 @@ pub(crate) fn build(
         pinned,
         unix_sockets: UnixSockets::for_options(opts),
         unguarded: Vec::new(),
+        landlock: landlock::Landlock::compute(opts.landlock, 0, &[], &[]),
     })
 }
 
@@ -1660,6 +1676,7 @@ pub fn options_from(args: &ToolArgs) -> Result<PlanOptions, String> {
         o.docker = p.docker.enabled;
         o.unix_sockets = p.unix_sockets == crate::policy::UnixSocketsRule::Allow;
         o.allow_unresolved = p.allow_unresolved_programs;
+        o.landlock = p.landlock;
     }
     Ok(o)
 }

@@ -99,6 +99,8 @@ struct RawPolicy {
     docker: Docker,
     unix_sockets: Option<UnixSocketsRule>,
     #[serde(default)]
+    landlock: crate::plan::landlock::Policy,
+    #[serde(default)]
     settings: toml::Table,
     #[serde(default)]
     shim: Shim,
@@ -139,6 +141,12 @@ pub struct Policy {
     /// Unix socket), else `deny`.
     #[serde(default)]
     pub unix_sockets: UnixSocketsRule,
+    /// `landlock`: whether the sandbox applies the special-file rule (no FIFO or device made
+    /// outside its private tmpfs trees; docs/sandbox-plan.md): `required` (the default: a
+    /// kernel without Landlock ABI 2 refuses the sandbox), `optional` (runs without it there,
+    /// saying so), `off`.
+    #[serde(default)]
+    pub landlock: crate::plan::landlock::Policy,
     /// The `[settings]` table, interpreted by the settings rules (presets, extra rules).
     pub settings: toml::Table,
     /// The `[shim]` table: how the agent's git runs inside the sandbox.
@@ -306,6 +314,7 @@ impl Policy {
             allow_transient_config: raw.allow_transient_config,
             allow_unresolved_programs: raw.allow_unresolved_programs,
             unix_sockets,
+            landlock: raw.landlock,
             docker: raw.docker,
             settings: raw.settings,
             shim: raw.shim,
@@ -539,6 +548,22 @@ mod tests {
         assert_eq!(e.key, "unix_sockets");
         assert!(e.rule.contains("[docker] enabled"), "{e}");
         assert!(load("unix_sockets = \"maybe\"").is_err());
+    }
+
+    #[test]
+    fn the_special_file_rule_is_required_unless_the_policy_says_otherwise() {
+        use crate::plan::landlock::Policy as L;
+        let (_t, home, repo) = setup();
+        let file = home.join(".config/gitward/alpha.toml");
+        let load = |extra: &str| Policy::parse(&file, &policy_text(&repo, extra), &home);
+        assert_eq!(load("").unwrap().landlock, L::Required);
+        assert_eq!(
+            load("landlock = \"optional\"").unwrap().landlock,
+            L::Optional
+        );
+        assert_eq!(load("landlock = \"off\"").unwrap().landlock, L::Off);
+        assert!(load("landlock = \"maybe\"").is_err());
+        assert!(load("landlock = true").is_err());
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //!
 //! - The base is read-only (`--ro-bind / /`), with `--unshare-all` (no network unless asked),
 //!   `--die-with-parent`, `--new-session`, `--cap-drop ALL`; only the plan's writable roots are writable.
+//! - With [`Base::inner_step`], the command runs under the plan's Landlock ruleset
+//!   ([`landlock`]): no FIFO or device is made outside the sandbox's private tmpfs trees.
 //! - Unless the plan allows Unix sockets, the command runs under the Unix-socket filter
 //!   (`--seccomp`, [`crate::plan::seccomp`]): `socket(AF_UNIX)` fails with `EPERM`, so no
 //!   pathname socket anywhere (`$HOME`, `/var/lib`, `/srv`) is reachable.
@@ -31,6 +33,7 @@
 //!   of the repository runs ([`lock_shared`], [`last_out`]): removing a mount point detaches
 //!   it in every mount namespace.
 
+pub mod landlock;
 pub mod lines;
 
 use crate::plan::{EntryKind, Mount, Plan, UnixRule};
@@ -67,6 +70,10 @@ pub enum SandboxError {
     /// sandbox would not keep its promise, so it is not started.
     #[error("{arch}: no Unix-socket filter for this architecture (x86_64, aarch64); set unix_sockets = \"allow\" in the policy to run without it")]
     NoSeccomp { arch: &'static str },
+    /// The plan's special-file rule needs Landlock and the kernel has too little of it, and
+    /// the policy requires the rule ([`crate::plan::landlock::Decision::Refuse`]).
+    #[error("this kernel offers Landlock ABI {abi} (the special-file rule needs {min}): without it a FIFO the agent makes in the work tree or git dir hangs the owner's git (R9-5); set landlock = \"optional\" in the policy to run without the rule")]
+    NoLandlock { abi: u32, min: u32 },
 }
 
 /// A sandbox ready to start: bubblewrap's arguments up to `--`, the descriptors they name
@@ -80,6 +87,8 @@ pub struct Prepared {
     pub stubs: Vec<(PathBuf, EntryKind)>,
     /// The read end of bubblewrap's `--json-status-fd` (non-blocking).
     status: OwnedFd,
+    /// What bubblewrap runs before the command (the Landlock inner step), if anything.
+    pub inner: Vec<OsString>,
 }
 
 /// The sandbox's shape besides the plan.
@@ -95,6 +104,9 @@ pub struct Base {
     pub relays: Vec<(PathBuf, PathBuf)>,
     /// The folder the command starts in.
     pub chdir: Option<PathBuf>,
+    /// The agent-shell binary that applies the plan's Landlock ruleset inside the sandbox
+    /// ([`landlock`]): bubblewrap runs it first, it execs the command. `None`: no ruleset.
+    pub inner_step: Option<PathBuf>,
 }
 
 /// The bubblewrap binary, from [`BWRAP_PATHS`].
@@ -412,12 +424,23 @@ pub fn prepare(plan: &Plan, base: &Base) -> Result<Prepared, SandboxError> {
     args.push("--json-status-fd".into());
     args.push(status_write.as_raw_fd().to_string().into());
     fds.push(status_write);
+    // The Landlock inner step (after the mounts, which a Landlock domain forbids): bubblewrap
+    // execs it under the socket filter, it restricts itself and execs the command.
+    let inner = match &base.inner_step {
+        Some(me) => {
+            let mut v = vec![me.as_os_str().to_os_string()];
+            v.extend(landlock::inner_args(&plan.landlock));
+            v
+        }
+        None => Vec::new(),
+    };
     Ok(Prepared {
         bwrap,
         args,
         fds,
         stubs,
         status: status_read,
+        inner,
     })
 }
 
@@ -427,7 +450,11 @@ impl Prepared {
     pub fn command(&self, program: &Path, args: &[OsString]) -> std::process::Command {
         use std::os::unix::process::CommandExt;
         let mut c = std::process::Command::new(&self.bwrap);
-        c.args(&self.args).arg("--").arg(program).args(args);
+        c.args(&self.args)
+            .arg("--")
+            .args(&self.inner)
+            .arg(program)
+            .args(args);
         let raw: Vec<i32> = self.fds.iter().map(AsRawFd::as_raw_fd).collect();
         // SAFETY: only fcntl, which is async-signal-safe, runs between fork and exec.
         unsafe {

@@ -375,7 +375,7 @@ pub fn run(req: Request) -> Result<ExitCode, ShellError> {
     }
     sh_args.extend(req.args.iter().cloned());
     let sandbox = match req.sandbox {
-        Some(SandboxKind::Bwrap) => Some(bwrap_sandbox(&policy)?),
+        Some(SandboxKind::Bwrap) => Some(bwrap_sandbox(&policy, &me)?),
         None => None,
     };
     let mut cmd = match &sandbox {
@@ -444,7 +444,7 @@ struct Sandboxed {
 /// The plan made afresh for this command (so a worktree another session added or removed
 /// since the last one is bound as it is now), then every path opened and bound from its
 /// descriptor. The session's worktree folder is created when missing: a bind needs it.
-fn bwrap_sandbox(policy: &Policy) -> Result<Sandboxed, ShellError> {
+fn bwrap_sandbox(policy: &Policy, me: &Path) -> Result<Sandboxed, ShellError> {
     use crate::plan::{self, PlanOptions};
     let sd = policy.worktree_dir.clone();
     std::fs::create_dir_all(&sd).map_err(|source| ShellError::Io {
@@ -460,9 +460,30 @@ fn bwrap_sandbox(policy: &Policy) -> Result<Sandboxed, ShellError> {
         docker: policy.docker.enabled,
         unix_sockets: policy.unix_sockets == crate::policy::UnixSocketsRule::Allow,
         network: false,
-        read_back: vec![shim_dir(policy), policy.file.clone()],
+        // agent-shell itself: the Landlock inner step runs it inside the sandbox.
+        read_back: vec![shim_dir(policy), policy.file.clone(), me.to_path_buf()],
         allow_unresolved: policy.allow_unresolved_programs,
+        landlock: policy.landlock,
     })?;
+    let inner_step = match plan.landlock.decision() {
+        crate::plan::landlock::Decision::Apply => Some(me.to_path_buf()),
+        crate::plan::landlock::Decision::Refuse => {
+            return Err(crate::sandbox::SandboxError::NoLandlock {
+                abi: plan.landlock.abi,
+                min: plan.landlock.min_abi,
+            }
+            .into())
+        }
+        crate::plan::landlock::Decision::Skip => {
+            if policy.landlock != crate::plan::landlock::Policy::Off {
+                eprintln!(
+                    "agent-shell: warning: this kernel offers Landlock ABI {} (the special-file rule needs {}): the sandbox runs without it (landlock = \"optional\"); a FIFO made in the work tree can hang the owner's git",
+                    plan.landlock.abi, plan.landlock.min_abi
+                );
+            }
+            None
+        }
+    };
     // The audit log: append-only from inside (a FIFO over it, relayed from outside).
     let mut relays = Vec::new();
     let mut relay = None;
@@ -482,6 +503,7 @@ fn bwrap_sandbox(policy: &Policy) -> Result<Sandboxed, ShellError> {
         writable_files: Vec::new(),
         relays,
         chdir: std::env::current_dir().ok(),
+        inner_step,
     };
     let lock = crate::sandbox::lock_shared(&plan.common_dir).map_err(|source| ShellError::Io {
         path: plan.common_dir.clone(),

@@ -55,6 +55,17 @@ EXIT STATUS:
     (a layout the plan cannot vouch for), a planned path that cannot be bound";
 
 fn main() -> ExitCode {
+    // The Landlock inner step (`agent-shell --landlock-exec …`): bubblewrap runs it inside the
+    // sandbox; it applies the plan's ruleset and execs the command (docs/agent-shell.md).
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    if argv
+        .get(1)
+        .is_some_and(|a| a == gitward::sandbox::landlock::EXEC_FLAG)
+    {
+        let e = gitward::sandbox::landlock::exec_inner(&argv[2..]);
+        eprintln!("agent-shell: sandbox: {e}; the command did not run");
+        return exit::SETUP.into();
+    }
     let cli: Cli = gitward::cli::parse_or_exit(exit::SETUP);
     if let Some(what) = cli.generate {
         return gitward::cli::print_generated(Cli::command(), what, gitward::exit::SETUP);

@@ -492,7 +492,10 @@ fn what_the_command_reads_below_a_tree_is_bound_back_read_only() {
 fn the_unix_socket_rule_is_in_every_format() {
     let r = repo();
     let denied = plan(&opts(&r)).unwrap();
-    assert_eq!(denied.format, 3);
+    assert!(
+        denied.format >= 3,
+        "the rule is in the contract since format 2"
+    );
     assert_eq!(denied.unix_sockets.rule, UnixRule::Deny);
     let j: serde_json::Value = serde_json::from_str(&denied.to_json()).unwrap();
     assert_eq!(j["unix_sockets"]["rule"], "deny");
@@ -685,4 +688,43 @@ fn named_files_that_decide_trust_are_read_only_and_the_projects_own_are_not() {
         Err(PlanError::NotPlain { path, .. }) => assert_eq!(path, signers),
         other => panic!("a FIFO at allowed signers gave {other:?}"),
     }
+}
+
+/// The special-file rule in the JSON contract (format 4, R9-5): computed from the plan's own
+/// writable roots and hidden trees, so a tree that holds a writable root of this repository
+/// (its temporary folder here) is withheld, and no rule allows a FIFO in a writable root.
+#[test]
+fn the_special_file_rule_is_computed_from_the_plans_roots() {
+    let r = repo();
+    let p = plan(&opts(&r)).unwrap();
+    assert_eq!(p.format, 4);
+    assert_eq!(p.landlock.abi, crate::sandbox::landlock::abi());
+    assert_eq!(p.landlock.policy, landlock::Policy::Required);
+    for w in &p.writable {
+        assert!(
+            !p.landlock.allows_fifo(&w.path.join("d/.gitattributes")),
+            "{}: {:?}",
+            w.path.display(),
+            p.landlock
+        );
+    }
+    for t in p.hide_trees.iter().filter(|t| t.writable) {
+        let holds = p.writable.iter().any(|w| w.path.starts_with(&t.path));
+        assert_eq!(
+            p.landlock.withheld.iter().any(|x| x.path == t.path),
+            holds,
+            "{}",
+            t.path.display()
+        );
+        assert_eq!(p.landlock.allows_fifo(&t.path.join("f")), !holds);
+    }
+    let j: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
+    assert_eq!(j["landlock"]["beneath"][0]["path"], "/");
+    assert_eq!(j["landlock"]["beneath"][0]["access"][0], "refer");
+    let off = plan(&PlanOptions {
+        landlock: landlock::Policy::Off,
+        ..opts(&r)
+    })
+    .unwrap();
+    assert_eq!(off.landlock.decision(), landlock::Decision::Skip);
 }
