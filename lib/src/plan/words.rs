@@ -786,6 +786,9 @@ pub struct Searched {
     /// The program word of the command that searches it.
     pub word: String,
     pub why: &'static str,
+    /// For the top heading a module path: the names a module planted there takes
+    /// ([`crate::catalogue::Interpreter::module_globs`]), which `check` compares.
+    pub module_globs: &'static [&'static str],
 }
 
 /// Every fragment of `text` that could be a path: the text split on every shell
@@ -1018,7 +1021,7 @@ pub(crate) fn in_tree(w: &str, top: &Path) -> Option<PathBuf> {
 
 /// `sh`'s pattern matching of one path component: `*`, `?`, `[…]` (with `!`/`^` and ranges).
 /// A leading `.` is matched only by a literal `.`, as the shell does.
-fn glob_match(pat: &str, name: &str) -> bool {
+pub(crate) fn glob_match(pat: &str, name: &str) -> bool {
     if name.starts_with('.') && !pat.starts_with('.') {
         return false;
     }
@@ -1389,6 +1392,7 @@ fn search_reach(lexed: &Lexed, top: &Path, out: &mut Reaches) {
                 rel,
                 word: word.to_owned(),
                 why,
+                module_globs: &[],
             });
         }
     };
@@ -1431,6 +1435,20 @@ fn search_reach(lexed: &Lexed, top: &Path, out: &mut Reaches) {
         .collect();
     out.searched
         .retain(|x| x.rel.as_os_str().is_empty() || !folders.iter().any(|f| x.rel.starts_with(f)));
+    // The top heading a module path: the names a module planted there takes.
+    if let Some(x) = out
+        .searched
+        .iter_mut()
+        .find(|x| x.rel.as_os_str().is_empty())
+    {
+        let mut globs: &'static [&'static str] = &[];
+        for t in s.top.iter().filter(|t| !t.script_at_top) {
+            if globs.len() < t.module_globs.len() {
+                globs = t.module_globs;
+            }
+        }
+        x.module_globs = globs;
+    }
 }
 
 #[cfg(test)]
@@ -1734,6 +1752,8 @@ mod tests {
         let t = tree(&["tools/fsm.py", "tools/__init__.py", "src/a.py"]);
         // R9-7: `-m` of an installed module, `-c`, stdin, pre-commit's `-mpre_commit` after a
         // program word built at run time: the top heads sys.path, reported.
+        let r = reach("exec python3 -m pytest -q", t.path());
+        assert!(r.searched[0].module_globs.contains(&"*.py"), "{r:?}");
         for shape in [
             "exec python3 -m pytest -q",
             "python3 -c 'import black'",
