@@ -302,6 +302,25 @@ pub(crate) fn hook_reads(
         for f in m.folders {
             if is_kind(&top.join(f), EntryKind::Dir) {
                 out.push((PathBuf::from(f), EntryKind::Dir, Some(m.name)));
+                // The scripts in it (`.husky/pre-commit`: `npx lint-staged`) run commands
+                // whose interpreters search the project (R9-8): what they reach too.
+                let Ok(rd) = std::fs::read_dir(top.join(f)) else {
+                    continue;
+                };
+                let mut names: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+                names.sort();
+                for p in names {
+                    if !is_kind(&p, EntryKind::File) {
+                        continue;
+                    }
+                    if let Some(t) = read_text(&p) {
+                        let (files, found) = script_files(&t, top);
+                        searched.extend(found.into_iter().map(|s| (s, Some(m.name))));
+                        for (r, kind) in files {
+                            out.push((r, kind, Some(m.name)));
+                        }
+                    }
+                }
             }
         }
     }

@@ -1348,6 +1348,27 @@ pub fn interpreter_search(lexed: &Lexed, top: &Path) -> Search {
             }
         }
         let Some(start) = start else { continue };
+        // `python3 -m pkg.mod` / `-mpkg`: the package named, from the start folder, whole
+        // (pre-commit's own repository runs its work tree's `pre_commit/` this way).
+        if row.start_folder != crate::catalogue::StartFolder::Never {
+            let mut it = interp_args.iter();
+            while let Some(a) = it.next() {
+                let m = match a.strip_prefix("-m") {
+                    Some("") => it.next().map(String::as_str),
+                    Some(m) if !a.starts_with("--") => Some(m),
+                    _ => None,
+                };
+                if let Some(pkg) = m.and_then(|m| m.split('.').next()) {
+                    if !pkg.is_empty() && !pkg.contains(UNKNOWN) && !pkg.contains('/') {
+                        let rel = start.join(pkg);
+                        if std::fs::symlink_metadata(top.join(&rel)).is_ok_and(|m| m.is_dir()) {
+                            push(&mut out.folders, rel, &word, WHY_START_TOP);
+                        }
+                    }
+                    break;
+                }
+            }
+        }
         if cwd_first {
             if start.as_os_str().is_empty() {
                 out.top.push(TopSearch {
@@ -1768,6 +1789,12 @@ mod tests {
         // R9-1: `-m tools.fsm`: the package's folder, and the top.
         assert_eq!(reached("python3 -m tools.fsm", &t), ["tools/"]);
         assert_eq!(searched("python3 -m tools.fsm", &t), ["."]);
+        // The package `-m` names, stuck to the option too: its folder whole.
+        let u = tree(&["pre_commit/__main__.py", "pre_commit/__init__.py"]);
+        assert_eq!(
+            reached("exec \"$INSTALL_PYTHON\" -mpre_commit \"${ARGS[@]}\"", &u),
+            ["pre_commit/"]
+        );
         // Started below the top: that folder, protected whole; nothing left open.
         assert_eq!(reached("cd src && python3 -m pytest", &t), ["src/"]);
         assert!(searched("cd src && python3 -m pytest", &t).is_empty());
