@@ -412,6 +412,11 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
         }
     }
     for h in hops {
+        // A searched folder no bind can protect (the top): reported above, compared by
+        // `check`, never bound.
+        if !h.globs.is_empty() {
+            continue;
+        }
         if h.at_top {
             if let Some(top) = p.loc.work_tree.as_deref() {
                 let path = top.join(&h.rel);
@@ -685,6 +690,7 @@ fn owner_programs(loc: &integrity::Located) -> Result<OwnerPrograms, PlanError> 
     let mut unguarded: Vec<Unguarded> = Vec::new();
     let mut unresolved: Vec<(PathBuf, String, String)> = Vec::new();
     let mut keys: Vec<(PathBuf, String)> = Vec::new();
+    let mut top_globs: &'static [&'static str] = &[];
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let xdg = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
     let mut out: Vec<(PathBuf, EntryKind)> = Vec::new();
@@ -777,6 +783,9 @@ fn owner_programs(loc: &integrity::Located) -> Result<OwnerPrograms, PlanError> 
             // What the value's interpreter searches that no bind can protect: the top itself
             // (`python3 -m x`), a missing `node_modules` or `.npmrc` (R9-1, R9-7, R9-8).
             for s in &r.searched {
+                if top_globs.len() < s.module_globs.len() {
+                    top_globs = s.module_globs;
+                }
                 let path = integrity::normalize(&top.join(&s.rel));
                 if !unguarded.iter().any(|u| u.path == path) {
                     unguarded.push(Unguarded {
@@ -839,6 +848,7 @@ fn owner_programs(loc: &integrity::Located) -> Result<OwnerPrograms, PlanError> 
         keys,
         unguarded,
         unresolved,
+        top_globs,
     })
 }
 
@@ -854,6 +864,9 @@ pub(crate) struct OwnerPrograms {
     /// (config file, key, word) of each program word built at run time from the work tree
     /// ([`PlanError::Unresolved`]).
     pub unresolved: Vec<(PathBuf, String, String)>,
+    /// A value's interpreter searches the top for modules (`!python3 -m black`): the names a
+    /// module takes there, which `check` compares (`hop::Hop::globs`); empty otherwise.
+    pub top_globs: &'static [&'static str],
 }
 
 /// The paths of [`catalogue::PATH_KEYS`] rows the plan protects, from every config file the

@@ -334,3 +334,75 @@ fn a_venvs_site_packages_pth_is_read_only() {
         },
     );
 }
+
+/// R9-7: the owner's pre-commit hook `exec python3 -m pytest -q` (a tool installed outside the
+/// repository) has the top first on `sys.path`; no bind can make the top read-only, so the
+/// plan lists it in `unguarded[]`, and `wt-check check` reports a module the agent plants
+/// there (`pytest.py`). Positive control: the owner's plain `git commit` runs it. Both gits.
+#[test]
+fn a_module_planted_at_the_top_for_python_m_is_reported_by_check() {
+    if !present(PYTHON, "python -m") {
+        return;
+    }
+    let (shim, _) = bins();
+    let wt_check = shim.parent().unwrap().join("wt-check");
+    for g in gits() {
+        let s = Session::new(&g);
+        let mark = s.home.join("FIRED");
+        let hook = s.repo.join(".git/hooks/pre-commit");
+        std::fs::write(&hook, "#!/bin/sh\nexec /usr/bin/python3 -m pytest -q\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir_all(s.home.join("src/proj-worktrees/s1")).unwrap();
+        let state = s.home.join("var/pin.json");
+        let run = |args: &[&str]| {
+            Command::new(&wt_check)
+                .env("HOME", &s.home)
+                .env("PATH", "/usr/bin:/bin")
+                .args(args)
+                .arg(&s.repo)
+                .output()
+                .unwrap()
+        };
+        let plan = run(&["plan", "--session", "s1"]);
+        assert!(plan.status.success(), "plan: {plan:?}");
+        let j: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+        let top = s.repo.display().to_string();
+        assert!(
+            j["unguarded"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|u| u["path"] == top.as_str() && u["key"] == "hook pre-commit"),
+            "{}",
+            j["unguarded"]
+        );
+        let st = state.display().to_string();
+        let pin = run(&["pin", "--state", &st, "--session", "s1", "--accept-armed"]);
+        assert!(pin.status.success(), "pin: {pin:?}");
+        // An honest turn: nothing reported.
+        let clean = run(&["check", "--state", &st]);
+        assert_eq!(clean.status.code(), Some(0), "{clean:?}");
+        // The agent's turn (no sandbox needed: the top is writable in it too).
+        std::fs::write(
+            s.repo.join("pytest.py"),
+            format!("open({:?}, 'w')\n", mark.display().to_string()),
+        )
+        .unwrap();
+        let c = run(&["check", "--state", &st]);
+        let out = String::from_utf8_lossy(&c.stdout).into_owned();
+        assert_eq!(c.status.code(), Some(1), "{g:?}: {out}");
+        assert!(out.contains("work_tree_program_changed"), "{out}");
+        // Positive control: the owner's commit runs the planted module.
+        std::fs::write(s.repo.join("a.txt"), "b\n").unwrap();
+        let _ = Command::new(&s.git)
+            .env_clear()
+            .env("HOME", &s.home)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&s.repo)
+            .args(["commit", "-qam", "x"])
+            .output()
+            .unwrap();
+        assert!(mark.exists(), "control did not fire on {g:?}");
+    }
+}

@@ -33,6 +33,11 @@ pub struct HopPin {
     pub via: String,
     /// By work tree (its top): what was there.
     pub seen: BTreeMap<PathBuf, Seen>,
+    /// Not empty: `rel` is a folder an interpreter searches for modules (the top, for
+    /// `python3 -m x` run there: `hop::Hop::globs`), and only the entries of these names are
+    /// compared (`*.py`, `*/__init__.py`: a module planted there shadows the one meant).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub globs: Vec<String>,
 }
 
 /// A hop file in one work tree: its digest in the work tree and in the index (`None`: absent).
@@ -52,15 +57,24 @@ pub(super) fn record(
         reason: e.to_string(),
     })?;
     let mut out = Vec::new();
-    for Hop { rel, kind, via, .. } in hops {
+    for Hop {
+        rel,
+        kind,
+        via,
+        globs,
+        ..
+    } in hops
+    {
         let dir = kind == EntryKind::Dir;
+        let globs: Vec<String> = globs.iter().map(|g| (*g).to_owned()).collect();
         let mut seen = BTreeMap::new();
         for (index, top) in trees {
-            let s =
-                seen_in(top, index, &rel, dir).map_err(|reason| IntegrityError::Unreadable {
+            let s = seen_in(top, index, &rel, dir, &globs).map_err(|reason| {
+                IntegrityError::Unreadable {
                     path: top.join(&rel),
                     reason,
-                })?;
+                }
+            })?;
             seen.insert(top.clone(), s);
         }
         out.push(HopPin {
@@ -68,6 +82,7 @@ pub(super) fn record(
             dir,
             via,
             seen,
+            globs,
         });
     }
     Ok(out)
@@ -117,7 +132,7 @@ pub(super) fn compare(
                     None => continue,
                 },
             };
-            let now = match seen_in(top, index, &h.rel, h.dir) {
+            let now = match seen_in(top, index, &h.rel, h.dir, &h.globs) {
                 Ok(s) => s,
                 Err(reason) => {
                     outcome = Outcome::Incomplete;
@@ -138,7 +153,13 @@ pub(super) fn compare(
                 // file by file, so files the main work tree has and a fresh checkout lacks
                 // (husky's generated `.husky/_/`) are not findings.
                 let main_top = main.unwrap_or(top);
-                let differs = match foreign_file(top, main_top, &h.rel, h.dir) {
+                let differs = match if h.globs.is_empty() {
+                    foreign_file(top, main_top, &h.rel, h.dir)
+                } else {
+                    digest_globs(&top.join(&h.rel), &h.globs).and_then(|here| {
+                        Ok(here != digest_globs(&main_top.join(&h.rel), &h.globs)?)
+                    })
+                } {
                     Ok(d) => d,
                     Err(reason) => {
                         outcome = Outcome::Incomplete;
@@ -235,11 +256,109 @@ fn foreign_file(top: &Path, main: &Path, rel: &Path, dir: bool) -> Result<bool, 
     Ok(false)
 }
 
-/// What is at `rel` in the work tree at `top` and in the index file `index`.
-fn seen_in(top: &Path, index: &Path, rel: &Path, dir: bool) -> Result<Seen, String> {
+/// What is at `rel` in the work tree at `top` and in the index file `index` (with `globs`:
+/// only the entries of those names, [`HopPin::globs`]).
+fn seen_in(
+    top: &Path,
+    index: &Path,
+    rel: &Path,
+    dir: bool,
+    globs: &[String],
+) -> Result<Seen, String> {
+    if !globs.is_empty() {
+        return Ok(Seen {
+            work_tree: Some(digest_globs(&top.join(rel), globs)?),
+            staged: staged_globs(index, rel, globs)?,
+        });
+    }
     let work_tree = digest_path(&top.join(rel), dir)?;
     let staged = staged(index, rel, dir)?;
     Ok(Seen { work_tree, staged })
+}
+
+/// `rel` (`/`-separated) matches one of `globs`, segment by segment (the shell's rules:
+/// [`crate::plan::words::glob_match`]).
+fn matches_globs(globs: &[String], rel: &str) -> bool {
+    let parts: Vec<&str> = rel.split('/').collect();
+    globs.iter().any(|g| {
+        let pats: Vec<&str> = g.split('/').collect();
+        pats.len() == parts.len()
+            && pats
+                .iter()
+                .zip(&parts)
+                .all(|(p, n)| crate::plan::words::glob_match(p, n))
+    })
+}
+
+/// The digest of the entries of the folder `p` whose names match `globs` (one level per
+/// segment of a glob; links not followed): a module created, changed or removed there
+/// changes it.
+fn digest_globs(p: &Path, globs: &[String]) -> Result<String, String> {
+    let depth = globs
+        .iter()
+        .map(|g| g.split('/').count())
+        .max()
+        .unwrap_or(1);
+    let mut list: Vec<(String, String)> = Vec::new();
+    let mut stack: Vec<(PathBuf, usize)> = vec![(PathBuf::new(), 1)];
+    while let Some((sub, d)) = stack.pop() {
+        let rd = match std::fs::read_dir(p.join(&sub)) {
+            Ok(rd) => rd,
+            Err(e) if d > 1 => {
+                // A folder below the top that cannot be listed: its name stands for it.
+                list.push((sub.display().to_string(), format!("unreadable:{e}")));
+                continue;
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        for e in rd {
+            let e = e.map_err(|e| e.to_string())?;
+            let rel = sub.join(e.file_name());
+            let name = rel.to_string_lossy().into_owned();
+            let t = e.file_type().map_err(|e| e.to_string())?;
+            if t.is_dir() && d < depth && name != ".git" {
+                stack.push((rel.clone(), d + 1));
+            }
+            if !matches_globs(globs, &name) {
+                continue;
+            }
+            if let Some(id) = digest_path(&p.join(&rel), false)? {
+                list.push((name, id));
+            }
+            if list.len() > MAX_FILES {
+                return Err(format!("more than {MAX_FILES} module files"));
+            }
+        }
+    }
+    Ok(list_digest(list))
+}
+
+/// The digest of the index entries below `rel` whose names match `globs`; `None` when there
+/// are none (or no index).
+fn staged_globs(index: &Path, rel: &Path, globs: &[String]) -> Result<Option<String>, String> {
+    if !index.exists() {
+        return Ok(None);
+    }
+    let options = gix::index::decode::Options {
+        thread_limit: Some(1),
+        ..Default::default()
+    };
+    let file = gix::index::File::at(index, gix::hash::Kind::Sha1, false, options)
+        .map_err(|e| format!("cannot read the index {}: {e}", index.display()))?;
+    let base = rel.to_string_lossy().into_owned();
+    let mut list = Vec::new();
+    for e in file.entries() {
+        let name = e.path(&file).to_string();
+        let r = if base.is_empty() {
+            Some(name.as_str())
+        } else {
+            name.strip_prefix(&format!("{base}/"))
+        };
+        if let Some(r) = r.filter(|r| matches_globs(globs, r)) {
+            list.push((r.to_owned(), e.id.to_string()));
+        }
+    }
+    Ok((!list.is_empty()).then(|| list_digest(list)))
 }
 
 fn blob_id(bytes: &[u8]) -> String {

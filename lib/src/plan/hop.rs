@@ -45,6 +45,11 @@ pub struct Hop {
     /// A script a hook names at the top of the work tree: protected by itself, what an
     /// interpreter finds beside it stays writable (`Plan::unguarded`).
     pub at_top: bool,
+    /// Not empty: `rel` is a folder an interpreter searches for modules that no bind can
+    /// protect (the top itself, `python3 -m x` run there; `Plan::unguarded`), and these are
+    /// the names a module planted there takes (`*.py`, `*/__init__.py`, one level each):
+    /// `check` compares them, the plan binds nothing for it.
+    pub globs: &'static [&'static str],
 }
 
 /// Every work-tree path of the repository at `loc` that the owner's git runs (see the module
@@ -69,6 +74,7 @@ pub fn hops_and_searched(loc: &Located) -> Result<(Vec<Hop>, Vec<HopSearched>), 
         return Ok((Vec::new(), searched));
     };
     let owner = super::owner_programs(loc)?;
+    let top_globs = owner.top_globs;
     let programs = owner.programs;
     let mut out: Vec<Hop> = Vec::new();
     let push = |out: &mut Vec<Hop>, rel: PathBuf, kind: EntryKind, via: String| {
@@ -78,6 +84,7 @@ pub fn hops_and_searched(loc: &Located) -> Result<(Vec<Hop>, Vec<HopSearched>), 
                 kind,
                 via,
                 at_top: false,
+                globs: &[],
             });
         }
     };
@@ -184,6 +191,29 @@ pub fn hops_and_searched(loc: &Located) -> Result<(Vec<Hop>, Vec<HopSearched>), 
         h.searched.rel.as_os_str().is_empty()
             || !folders.iter().any(|f| h.searched.rel.starts_with(f))
     });
+    // The top heading a module path: `check` compares the module names there (R9-7).
+    if !top_globs.is_empty() {
+        out.push(Hop {
+            rel: PathBuf::new(),
+            kind: EntryKind::Dir,
+            via: "a config value (its interpreter searches the top for modules)".into(),
+            at_top: false,
+            globs: top_globs,
+        });
+    }
+    for h in searched.iter().filter(|_| top_globs.is_empty()) {
+        let s = &h.searched;
+        if s.rel.as_os_str().is_empty() && !s.module_globs.is_empty() {
+            out.push(Hop {
+                rel: PathBuf::new(),
+                kind: EntryKind::Dir,
+                via: format!("{} (its interpreter searches the top for modules)", h.via),
+                at_top: false,
+                globs: s.module_globs,
+            });
+            break;
+        }
+    }
     Ok((out, searched))
 }
 
@@ -272,6 +302,25 @@ pub(crate) fn hook_reads(
         for f in m.folders {
             if is_kind(&top.join(f), EntryKind::Dir) {
                 out.push((PathBuf::from(f), EntryKind::Dir, Some(m.name)));
+                // The scripts in it (`.husky/pre-commit`: `npx lint-staged`) run commands
+                // whose interpreters search the project (R9-8): what they reach too.
+                let Ok(rd) = std::fs::read_dir(top.join(f)) else {
+                    continue;
+                };
+                let mut names: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+                names.sort();
+                for p in names {
+                    if !is_kind(&p, EntryKind::File) {
+                        continue;
+                    }
+                    if let Some(t) = read_text(&p) {
+                        let (files, found) = script_files(&t, top);
+                        searched.extend(found.into_iter().map(|s| (s, Some(m.name))));
+                        for (r, kind) in files {
+                            out.push((r, kind, Some(m.name)));
+                        }
+                    }
+                }
             }
         }
     }

@@ -847,6 +847,9 @@ pub struct Searched {
     /// The program word of the command that searches it.
     pub word: String,
     pub why: &'static str,
+    /// For the top heading a module path: the names a module planted there takes
+    /// ([`crate::catalogue::Interpreter::module_globs`]), which `check` compares.
+    pub module_globs: &'static [&'static str],
 }
 
 /// Every fragment of `text` that could be a path: the text split on every shell
@@ -1155,7 +1158,7 @@ pub(crate) fn in_tree(w: &str, top: &Path) -> Option<PathBuf> {
 
 /// `sh`'s pattern matching of one path component: `*`, `?`, `[…]` (with `!`/`^` and ranges).
 /// A leading `.` is matched only by a literal `.`, as the shell does.
-fn glob_match(pat: &str, name: &str) -> bool {
+pub(crate) fn glob_match(pat: &str, name: &str) -> bool {
     if name.starts_with('.') && !pat.starts_with('.') {
         return false;
     }
@@ -1485,6 +1488,27 @@ pub fn interpreter_search(lexed: &Lexed, top: &Path) -> Search {
             }
         }
         let Some(start) = start else { continue };
+        // `python3 -m pkg.mod` / `-mpkg`: the package named, from the start folder, whole
+        // (pre-commit's own repository runs its work tree's `pre_commit/` this way).
+        if row.start_folder != crate::catalogue::StartFolder::Never {
+            let mut it = interp_args.iter();
+            while let Some(a) = it.next() {
+                let m = match a.strip_prefix("-m") {
+                    Some("") => it.next().map(String::as_str),
+                    Some(m) if !a.starts_with("--") => Some(m),
+                    _ => None,
+                };
+                if let Some(pkg) = m.and_then(|m| m.split('.').next()) {
+                    if !pkg.is_empty() && !pkg.contains(UNKNOWN) && !pkg.contains('/') {
+                        let rel = start.join(pkg);
+                        if std::fs::symlink_metadata(top.join(&rel)).is_ok_and(|m| m.is_dir()) {
+                            push(&mut out.folders, rel, &word, WHY_START_TOP);
+                        }
+                    }
+                    break;
+                }
+            }
+        }
         if cwd_first {
             if start.as_os_str().is_empty() {
                 out.top.push(TopSearch {
@@ -1529,6 +1553,7 @@ fn search_reach(lexed: &Lexed, top: &Path, out: &mut Reaches) {
                 rel,
                 word: word.to_owned(),
                 why,
+                module_globs: &[],
             });
         }
     };
@@ -1571,6 +1596,20 @@ fn search_reach(lexed: &Lexed, top: &Path, out: &mut Reaches) {
         .collect();
     out.searched
         .retain(|x| x.rel.as_os_str().is_empty() || !folders.iter().any(|f| x.rel.starts_with(f)));
+    // The top heading a module path: the names a module planted there takes.
+    if let Some(x) = out
+        .searched
+        .iter_mut()
+        .find(|x| x.rel.as_os_str().is_empty())
+    {
+        let mut globs: &'static [&'static str] = &[];
+        for t in s.top.iter().filter(|t| !t.script_at_top) {
+            if globs.len() < t.module_globs.len() {
+                globs = t.module_globs;
+            }
+        }
+        x.module_globs = globs;
+    }
 }
 
 #[cfg(test)]
@@ -1926,6 +1965,8 @@ mod tests {
         let t = tree(&["tools/fsm.py", "tools/__init__.py", "src/a.py"]);
         // R9-7: `-m` of an installed module, `-c`, stdin, pre-commit's `-mpre_commit` after a
         // program word built at run time: the top heads sys.path, reported.
+        let r = reach("exec python3 -m pytest -q", t.path());
+        assert!(r.searched[0].module_globs.contains(&"*.py"), "{r:?}");
         for shape in [
             "exec python3 -m pytest -q",
             "python3 -c 'import black'",
@@ -1940,6 +1981,12 @@ mod tests {
         // R9-1: `-m tools.fsm`: the package's folder, and the top.
         assert_eq!(reached("python3 -m tools.fsm", &t), ["tools/"]);
         assert_eq!(searched("python3 -m tools.fsm", &t), ["."]);
+        // The package `-m` names, stuck to the option too: its folder whole.
+        let u = tree(&["pre_commit/__main__.py", "pre_commit/__init__.py"]);
+        assert_eq!(
+            reached("exec \"$INSTALL_PYTHON\" -mpre_commit \"${ARGS[@]}\"", &u),
+            ["pre_commit/"]
+        );
         // Started below the top: that folder, protected whole; nothing left open.
         assert_eq!(reached("cd src && python3 -m pytest", &t), ["src/"]);
         assert!(searched("cd src && python3 -m pytest", &t).is_empty());
