@@ -14,7 +14,6 @@
 use clap::{CommandFactory, Parser};
 use gitward::cli::{Format, Generate};
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 
 const EXAMPLES: &str = "\
@@ -110,7 +109,7 @@ fn safe_git_main() {
         }
         Ok(plan) => {
             plan.log(&req);
-            let err = plan.command().exec();
+            let err = plan.exec();
             eprintln!("safe-git: {}: cannot run git: {err}", plan.git.display());
             gitward::exit::SETUP.exit();
         }

@@ -25,8 +25,27 @@ pub enum Scan {
 /// Gitlink paths of `data` (an index file's bytes, SHA-1 repository), or `None` when the
 /// bytes are not exactly what git would read (the caller refuses: a reader that disagrees
 /// with git about entry boundaries is how a gitlink is hidden).
+///
+/// Versions 2 and 3 (what git writes unless `index.version` or `feature.manyFiles` asks for
+/// 4) are stepped over by the length fields alone ([`gitlinks_v2`]): the bytes of a name are
+/// read only when its entry is a gitlink or a directory. Version 4 names are prefix-compressed
+/// (each is built from the previous one), so they go through [`walk`].
 pub fn scan(data: &[u8]) -> Option<Scan> {
-    scan_visiting(data, &mut |_, _| {}).0
+    let (version, count, end) = header(data)?;
+    if version == 4 {
+        return scan_visiting(data, &mut |_, _| {}).0;
+    }
+    let mut out = Vec::new();
+    let mut sparse = None;
+    let entries_end = gitlinks_v2(data, version, count, end, &mut out, &mut sparse);
+    if let Some(d) = sparse {
+        // As `scan_visiting`: the first directory entry is the answer, however the walk ends.
+        return Some(Scan::SparseDirectory(d));
+    }
+    Some(match extensions(data, version, count, end, entries_end?)? {
+        Walked::Complete => Scan::Gitlinks(out),
+        Walked::Split => Scan::Split,
+    })
 }
 
 /// [`scan`], with every entry also handed to `also` in the same pass (`crate::index_paths`
@@ -86,8 +105,21 @@ pub enum Walked {
 /// name exactly the entry boundaries of the sequential reading, or the walk refuses
 /// (docs/fuzzing.md, index: found by the differential test).
 pub fn walk<F: FnMut(u32, &[u8]) + ?Sized>(data: &[u8], visit: &mut F) -> Option<Walked> {
+    let (version, count, end) = header(data)?;
+    // Entry starts are recorded only for an index with an `IEOT` (a second pass, in
+    // `extensions`): git writes none unless `index.recordOffsetTable` asks, and a push per
+    // entry is a tenth of the walk.
+    let entries_end = entries(data, version, count, end, visit, None)?;
+    extensions(data, version, count, end, entries_end)
+}
+
+/// SHA-1 object ids only; a SHA-256 index fails the size checks.
+const OID: usize = 20;
+
+/// The header of an index file: `(version, entry count, where the trailer begins)`, or
+/// `None` unless it is `DIRC`, version 2–4, with room for a SHA-1 trailer.
+fn header(data: &[u8]) -> Option<(u32, usize, usize)> {
     const HEADER: usize = 12;
-    const OID: usize = 20; // SHA-1 only; a SHA-256 index fails the size checks below
     const TRAILER: usize = OID;
     if data.len() < HEADER + TRAILER || &data[..4] != b"DIRC" {
         return None;
@@ -97,13 +129,22 @@ pub fn walk<F: FnMut(u32, &[u8]) + ?Sized>(data: &[u8], visit: &mut F) -> Option
         return None;
     }
     let count = u32::from_be_bytes(data[8..12].try_into().ok()?) as usize;
-    let end = data.len() - TRAILER;
-    // Entry starts are recorded only for an index with an `IEOT` (a second pass, below):
-    // git writes none unless `index.recordOffsetTable` asks, and a push per entry is a tenth
-    // of the walk.
-    let mut pos = entries(data, version, count, end, visit, None)?;
+    Some((version, count, data.len() - TRAILER))
+}
+
+/// What follows the entries (which end at `entries_end`): the extensions must add up to the
+/// trailer, an `EOIE` must name the end of the entries and an `IEOT` exactly the sequential
+/// reading's entry boundaries (see [`walk`]); a `link` extension makes it a split index.
+fn extensions(
+    data: &[u8],
+    version: u32,
+    count: usize,
+    end: usize,
+    entries_end: usize,
+) -> Option<Walked> {
+    const HEADER: usize = 12;
+    let mut pos = entries_end;
     // Extensions: a split index keeps entries in a shared index as well.
-    let entries_end = pos;
     let mut split = false;
     let mut ieot: Option<&[u8]> = None;
     while pos + 8 <= end {
@@ -162,6 +203,74 @@ pub fn walk<F: FnMut(u32, &[u8]) + ?Sized>(data: &[u8], visit: &mut F) -> Option
 
 /// The fixed part of an entry: stat data, mode, …, object id (SHA-1), flags.
 const ENTRY_FIXED: usize = 40 + 20 + 2;
+
+/// The entries of a version 2 or 3 index, stepped over by their length fields: pushes each
+/// gitlink's path to `out`, records the first directory entry (mode 040000) in `sparse` and
+/// stops there, and returns where the entries end — or `None` where [`entries`] would, with one
+/// deliberate difference: a NUL inside the name of an entry that is neither a gitlink nor a
+/// directory is not looked for.
+///
+/// Why that is sound for `scan`: entry boundaries are the same (the name length comes from
+/// the flags, `strlen` only at 0xFFF, and the byte after the name must be the NUL, as in
+/// `read-cache.c:create_from_disk`), and whether git enters a submodule depends on an entry's
+/// mode alone (`S_ISGITLINK(ce->ce_mode)`), never on another entry's name. The name of a
+/// gitlink or a directory entry is still refused when it holds a NUL: git reads it up to the
+/// NUL (`ce->name` as a C string) where a byte-slice reader would not, and that is how a
+/// submodule would be hidden. [`walk`] keeps refusing every such name for `index_paths`,
+/// whose subject is the names.
+#[inline(never)]
+fn gitlinks_v2(
+    data: &[u8],
+    version: u32,
+    count: usize,
+    end: usize,
+    out: &mut Vec<Vec<u8>>,
+    sparse: &mut Option<Vec<u8>>,
+) -> Option<usize> {
+    const HEADER: usize = 12;
+    let data = data.get(..end)?;
+    let mut pos = HEADER;
+    for _ in 0..count {
+        let e = data.get(pos..pos + ENTRY_FIXED)?;
+        let mode = u32::from_be_bytes([e[24], e[25], e[26], e[27]]);
+        let flags = u16::from_be_bytes([e[60], e[61]]);
+        let mut p = pos + ENTRY_FIXED;
+        if flags & 0x4000 != 0 {
+            if version < 3 {
+                return None;
+            }
+            p += 2;
+        }
+        let flag_len = usize::from(flags & 0xFFF);
+        let len = if flag_len == 0xFFF {
+            data.get(p..)?.iter().position(|&b| b == 0)?
+        } else {
+            flag_len
+        };
+        // Padded with 1–8 NUL bytes to a multiple of 8 from the entry start: the name and its
+        // NUL lie before `next`, which must not pass the trailer.
+        let next = pos + ((p - pos + len + 8) & !7);
+        if next > end || data[p + len] != 0 {
+            return None;
+        }
+        match mode & 0o170000 {
+            0o160000 | 0o040000 => {
+                let name = &data[p..p + len];
+                if has_nul(name) {
+                    return None;
+                }
+                if mode & 0o170000 == 0o040000 {
+                    *sparse = Some(name.to_vec());
+                    return Some(next);
+                }
+                out.push(name.to_vec());
+            }
+            _ => {}
+        }
+        pos = next;
+    }
+    Some(pos)
+}
 
 /// The entries of [`walk`]: visits each as `(mode, path)` and returns where they end, or
 /// `None` when they are not exactly what git reads. With `starts`, records where each entry
@@ -393,11 +502,178 @@ mod tests {
         };
         let ok = index(&[entry(b"a.txt", 5, 0o100644), entry(b"sub", 3, 0o160000)]);
         assert_eq!(scan(&ok), Some(Scan::Gitlinks(vec![b"sub".to_vec()])));
-        // The flags say 9 bytes, the NUL comes after 5: git reads 9.
+        // The flags say 9 bytes, the NUL comes after 5: git reads 9. The walk refuses; `scan`
+        // steps over a file's name by the flags, as git does, and refuses it in a gitlink.
         let bad = index(&[entry(b"a.txt\0xyz", 9, 0o100644)]);
+        assert_eq!(walk(&bad, &mut |_, _| {}), None);
+        assert_eq!(scan(&bad), Some(Scan::Gitlinks(Vec::new())));
+        let bad = index(&[entry(b"sub\0xyz", 7, 0o160000)]);
+        assert_eq!(scan(&bad), None);
+        // The flags say 3 bytes, the NUL comes after 5: the byte after the name is not a NUL.
+        let bad = index(&[entry(b"a.txt", 3, 0o100644)]);
         assert_eq!(scan(&bad), None);
         let sparse = index(&[entry(b"d/", 2, 0o040000)]);
         assert_eq!(scan(&sparse), Some(Scan::SparseDirectory(b"d/".to_vec())));
+    }
+
+    /// `scan` steps over the names of entries that are neither gitlinks nor directories: a
+    /// NUL inside such a name (git reads the flags' length, the entry is a file) does not make
+    /// it refuse, while one inside a gitlink's or a directory entry's name still does (git
+    /// would read the name only up to it). `walk` refuses all three, for `index_paths`.
+    #[test]
+    fn a_nul_matters_in_gitlink_and_directory_names_only() {
+        let entry = |name: &[u8], mode: u32| {
+            let mut e = vec![0u8; 62];
+            e[24..28].copy_from_slice(&mode.to_be_bytes());
+            e[60..62].copy_from_slice(&(name.len() as u16).to_be_bytes());
+            e.extend_from_slice(name);
+            let len = (62 + name.len() + 8) & !7;
+            e.resize(len, 0);
+            e
+        };
+        let index = |entries: &[Vec<u8>]| {
+            let mut v = b"DIRC\0\0\0\x02".to_vec();
+            v.extend((entries.len() as u32).to_be_bytes());
+            for e in entries {
+                v.extend(e);
+            }
+            v.extend([0u8; 20]);
+            v
+        };
+        let file = index(&[entry(b"a\0b.txt", 0o100644), entry(b"sub", 0o160000)]);
+        assert_eq!(scan(&file), Some(Scan::Gitlinks(vec![b"sub".to_vec()])));
+        assert_eq!(walk(&file, &mut |_, _| {}), None);
+        let link = index(&[entry(b"a.txt", 0o100644), entry(b"sub\0x", 0o160000)]);
+        assert_eq!(scan(&link), None);
+        let dir = index(&[entry(b"d\0/", 0o040000)]);
+        assert_eq!(scan(&dir), None);
+        // A directory entry is the answer however the rest reads (as `scan_visiting`).
+        let mut dir_then_junk = index(&[entry(b"d/", 0o040000)]);
+        dir_then_junk[11] = 2; // claims a second entry that is not there
+        assert_eq!(
+            scan(&dir_then_junk),
+            Some(Scan::SparseDirectory(b"d/".to_vec()))
+        );
+        assert_eq!(
+            scan(&dir_then_junk),
+            scan_visiting(&dir_then_junk, &mut |_, _| {}).0
+        );
+    }
+
+    /// The version 2/3 fast path answers as the full walk (`scan_visiting`) on every index
+    /// without a NUL inside a name: byte mutations of indexes git wrote, each also resealed
+    /// nowhere (the trailer is not read) — the boundaries, flags, sizes and extensions.
+    #[test]
+    fn the_fast_path_answers_as_the_walk() {
+        let Some(g) = ["/usr/local/bin/git", "/usr/bin/git"]
+            .map(Path::new)
+            .into_iter()
+            .find(|g| g.exists())
+        else {
+            assert!(std::env::var_os("CI").is_none(), "no git to write an index");
+            eprintln!("SKIPPED: no git to write an index");
+            return;
+        };
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path().join("r");
+        std::fs::create_dir_all(r.join("d")).unwrap();
+        git(g, &r, &["init", "-q"]);
+        for i in 0..12 {
+            std::fs::write(r.join(format!("d/f{i}.txt")), "x").unwrap();
+        }
+        git(g, &r, &["add", "."]);
+        let oid = format!("{:040x}", 7);
+        git(
+            g,
+            &r,
+            &[
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("160000,{oid},d/sub"),
+            ],
+        );
+        std::fs::write(r.join("later.txt"), "y").unwrap();
+        git(g, &r, &["add", "-N", "later.txt"]);
+        let mut seeds = Vec::new();
+        for v in ["3", "2"] {
+            git(g, &r, &["update-index", "--index-version", v]);
+            seeds.push(std::fs::read(r.join(".git/index")).unwrap());
+        }
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut same_some, mut same_none) = (0, 0);
+        for round in 0..20_000 {
+            let mut d = seeds[round % seeds.len()].clone();
+            for _ in 0..1 + next() % 3 {
+                let at = (next() as usize) % d.len();
+                d[at] = match next() % 4 {
+                    0 => 0,
+                    1 => 0xFF,
+                    2 => d[at] ^ (1 << (next() % 8)),
+                    _ => next() as u8,
+                };
+            }
+            let fast = scan(&d);
+            let full = scan_visiting(&d, &mut |_, _| {}).0;
+            if fast != full {
+                // The one difference: a NUL inside a file's name, which the walk refuses.
+                let mut nul_in_a_file_name = false;
+                let _ = entries_v2_names(&d, &mut |mode, name| {
+                    if mode & 0o170000 != 0o160000
+                        && mode & 0o170000 != 0o040000
+                        && name.contains(&0)
+                    {
+                        nul_in_a_file_name = true;
+                    }
+                });
+                assert!(
+                    full.is_none() && nul_in_a_file_name,
+                    "round {round}: fast {fast:?}, walk {full:?}"
+                );
+                continue;
+            }
+            if fast.is_some() {
+                same_some += 1;
+            } else {
+                same_none += 1;
+            }
+        }
+        assert!(
+            same_some > 1_000 && same_none > 1_000,
+            "{same_some} {same_none}"
+        );
+    }
+
+    /// Every version 2/3 entry as `(mode, name by the flags' length)`, NULs included: what
+    /// the fast path steps over (test oracle for the one difference from the walk).
+    fn entries_v2_names(data: &[u8], visit: &mut dyn FnMut(u32, &[u8])) -> Option<()> {
+        let (version, count, end) = header(data)?;
+        let mut pos = 12;
+        for _ in 0..count {
+            let e = data.get(pos..pos + ENTRY_FIXED)?;
+            let mode = u32::from_be_bytes(e[24..28].try_into().ok()?);
+            let flags = u16::from_be_bytes(e[60..62].try_into().ok()?);
+            let p = pos
+                + ENTRY_FIXED
+                + if flags & 0x4000 != 0 && version >= 3 {
+                    2
+                } else {
+                    0
+                };
+            let len = match usize::from(flags & 0xFFF) {
+                0xFFF => data.get(p..end)?.iter().position(|&b| b == 0)?,
+                l => l,
+            };
+            visit(mode, data.get(p..p + len)?);
+            pos += (p - pos + len + 8) & !7;
+        }
+        Some(())
     }
 
     /// The word-at-a-time NUL search answers as `contains(&0)` at every length and position,

@@ -49,6 +49,75 @@ impl Plan {
         cmd
     }
 
+    /// The program, `argv` and `envp` of [`Plan::command`] as `execve` takes them: the same
+    /// arguments, and the same environment std's `Command` would build (`env_clear`, then
+    /// each pair in order, a later value of a name replacing an earlier one).
+    fn exec_parts(
+        &self,
+    ) -> Result<
+        (
+            std::ffi::CString,
+            Vec<std::ffi::CString>,
+            Vec<std::ffi::CString>,
+        ),
+        std::io::Error,
+    > {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let c = |b: &[u8]| {
+            CString::new(b).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+        };
+        let path = c(self.git.as_os_str().as_bytes())?;
+        let (cargs, _) = self.defused.config_args();
+        let mut argv = Vec::with_capacity(1 + cargs.len() + self.args.rest.len() + 4);
+        argv.push(path.clone());
+        for a in cargs.iter().chain(self.args.to_argv().iter()) {
+            argv.push(c(a.as_bytes())?);
+        }
+        let env = self.defused.child_env(self.inherited.iter().cloned());
+        let mut envp = Vec::with_capacity(env.len());
+        for (i, (k, v)) in env.iter().enumerate() {
+            if env[i + 1..].iter().any(|(later, _)| later == k) {
+                continue; // std's map keeps the last value of a name
+            }
+            let mut kv = Vec::with_capacity(k.len() + v.len() + 2);
+            kv.extend_from_slice(k.as_bytes());
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            envp.push(c(&kv)?);
+        }
+        Ok((path, argv, envp))
+    }
+
+    /// Replace this process by git: what [`Plan::command`]`.exec()` does (`chdir` to the
+    /// folder safe-git started in, an empty signal mask and `SIGPIPE` at its default, then
+    /// `execve`), without std's environment map (a `BTreeMap` of `OsString`s built and
+    /// flattened again: ≈ 0.15 M instructions a call). A `git` that is not an absolute path
+    /// goes through `Command` (its `PATH` search). Returns only on failure.
+    pub fn exec(&self) -> std::io::Error {
+        use nix::sys::signal::{signal, sigprocmask, SigHandler, SigSet, SigmaskHow, Signal};
+        use std::os::unix::process::CommandExt;
+        if !self.git.is_absolute() {
+            return self.command().exec();
+        }
+        let (path, argv, envp) = match self.exec_parts() {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        if let Err(e) = std::env::set_current_dir(&self.cwd) {
+            return e;
+        }
+        let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+        // SAFETY: restoring the default disposition runs no handler code.
+        unsafe {
+            let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
+        }
+        match nix::unistd::execve(&path, &argv, &envp) {
+            Err(e) => std::io::Error::from(e),
+            Ok(never) => match never {},
+        }
+    }
+
     /// Append a `git_allowed` event if the request names an event log.
     pub fn log(&self, req: &Request) {
         if let Some(path) = &req.events {
@@ -837,5 +906,79 @@ mod gitmodules_tests {
             gitmodules_ignore_keys(b"[submodule \"x\xff\"]\n\tignore = all\n"),
             [b"submodule.x\xff.ignore".as_slice()]
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Plan::exec` hands `execve` what `Plan::command().exec()` would: the same program and
+    /// arguments, and the same environment as std builds it (a name given twice keeps its
+    /// last value), in a repository and with an environment that has duplicates, a defused
+    /// variable and a `=` in a value.
+    #[test]
+    fn exec_parts_are_what_command_would_exec() {
+        let Some(g) = ["/usr/local/bin/git", "/usr/bin/git"]
+            .map(Path::new)
+            .into_iter()
+            .find(|g| g.exists())
+        else {
+            assert!(std::env::var_os("CI").is_none(), "no git to plan for");
+            eprintln!("SKIPPED: no git to plan for");
+            return;
+        };
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().join("r");
+        let st = Command::new(g)
+            .args(["init", "-q"])
+            .arg(&repo)
+            .env("HOME", t.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let env: Vec<(OsString, OsString)> = [
+            ("PATH", "/usr/bin:/bin"),
+            ("HOME", t.path().to_str().unwrap()),
+            ("LANG", "C"),
+            ("LANG", "C.UTF-8"),
+            ("GIT_EXTERNAL_DIFF", "/tmp/x"),
+            ("GIT_CONFIG_NOSYSTEM", "1"),
+            ("ODD", "a=b=c"),
+        ]
+        .iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect();
+        let req = Request {
+            git: Some(g.to_path_buf()),
+            args: ["status", "--short"].map(OsString::from).to_vec(),
+            cwd: repo.clone(),
+            env,
+            cache_dir: Some(t.path().join("cache")),
+            events: None,
+        };
+        let plan = plan(&req).unwrap();
+        let (path, argv, envp) = plan.exec_parts().unwrap();
+        let cmd = plan.command();
+        assert_eq!(path.as_bytes(), g.as_os_str().as_encoded_bytes());
+        let want: Vec<&[u8]> = std::iter::once(cmd.get_program())
+            .chain(cmd.get_args())
+            .map(OsStr::as_encoded_bytes)
+            .collect();
+        assert_eq!(argv.iter().map(|a| a.as_bytes()).collect::<Vec<_>>(), want);
+        let mut got: Vec<Vec<u8>> = envp.iter().map(|e| e.as_bytes().to_vec()).collect();
+        got.sort();
+        let mut want: Vec<Vec<u8>> = cmd
+            .get_envs()
+            .filter_map(|(k, v)| Some([k.as_encoded_bytes(), b"=", v?.as_encoded_bytes()].concat()))
+            .collect();
+        want.sort();
+        assert_eq!(got, want);
+        assert!(got.iter().any(|e| e == b"LANG=C.UTF-8"));
+        assert!(!got.iter().any(|e| e == b"LANG=C"));
+        assert!(!got.iter().any(|e| e.starts_with(b"GIT_EXTERNAL_DIFF=")));
+        assert!(got.iter().any(|e| e.starts_with(b"GIT_CONFIG_PARAMETERS=")));
+        assert_eq!(cmd.get_current_dir(), Some(repo.as_path()));
     }
 }
