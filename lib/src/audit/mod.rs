@@ -285,12 +285,54 @@ pub fn audit_cached(paths: &[PathBuf], cache: &mut crate::layout::walk::WalkCach
     audit_with_cache(paths, &Walk::default(), Some(cache))
 }
 
+/// [`audit_cached`], with the git dirs in `known` taken as audited already: a `.git` that
+/// leads to one of them (its own work tree's, a linked worktree's, a submodule checkout's) is
+/// still judged as a `.git` — redirect, second work tree, nested repository — but the
+/// repository behind it is not audited again. `wt-check check` passes the baseline's
+/// repository ([`baseline_git_dirs`]): its files are compared with the pinned state, and
+/// auditing it once per walked root only to drop what it finds was most of the walk's cost.
+pub fn audit_cached_beside(
+    paths: &[PathBuf],
+    cache: &mut crate::layout::walk::WalkCache,
+    known: &[PathBuf],
+) -> Report {
+    audit_seeded(paths, &Walk::default(), Some(cache), known)
+}
+
+/// The keys under which [`audit`] records the repository of `common_dir` as audited: the
+/// common dir and every submodule git dir below its `modules/` (as its own audit lists them,
+/// a link among them left out). Each is the key [`audit_repository`] looks up: a linked
+/// worktree's git dir counts as its common dir.
+pub fn baseline_git_dirs(common_dir: &Path) -> Vec<PathBuf> {
+    let mut scratch = Report::default();
+    let mut out = vec![common_dir.to_path_buf()];
+    out.extend(module_dirs(
+        &mut scratch,
+        &common_dir.join("modules"),
+        None,
+        0,
+    ));
+    out
+}
+
 fn audit_with_cache(
     paths: &[PathBuf],
     walk: &Walk,
-    mut cache: Option<&mut crate::layout::walk::WalkCache>,
+    cache: Option<&mut crate::layout::walk::WalkCache>,
 ) -> Report {
-    let mut r = Report::default();
+    audit_seeded(paths, walk, cache, &[])
+}
+
+fn audit_seeded(
+    paths: &[PathBuf],
+    walk: &Walk,
+    mut cache: Option<&mut crate::layout::walk::WalkCache>,
+    known: &[PathBuf],
+) -> Report {
+    let mut r = Report {
+        audited: known.to_vec(),
+        ..Report::default()
+    };
     for p in paths {
         let abs = match std::fs::canonicalize(p) {
             Ok(a) => a,
@@ -603,7 +645,7 @@ fn walk_workspace(
         let enclosing = work_trees
             .iter()
             .rev()
-            .find(|w| path.starts_with(w) && path != **w)
+            .find(|w| strictly_below(&path, w))
             .cloned()
             .or_else(|| {
                 let own = if is_dot_git {
@@ -727,6 +769,16 @@ fn walk_workspace(
     if seen + passed_over.take() > WALK_LIMIT {
         too_many(r);
     }
+}
+
+/// `path` lies below `dir` (not at it): `Path::starts_with` on the bytes. Both are the walk's
+/// own paths (the canonical root joined with listed names: no `.`, `..`, doubled or trailing
+/// `/`), so the component comparison reduces to a byte prefix ending at a `/` — without the
+/// component parsing, which was most of the walk's instructions at 100 linked worktrees.
+fn strictly_below(path: &Path, dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let (p, d) = (path.as_os_str().as_bytes(), dir.as_os_str().as_bytes());
+    p.len() > d.len() && p.starts_with(d) && (d.ends_with(b"/") || p[d.len()] == b'/')
 }
 
 /// A `.git` file: where it points, and whether that leaves the workspace.
@@ -1979,6 +2031,26 @@ pub fn human(report: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn strictly_below_is_path_starts_with_on_walk_paths() {
+        use std::path::Path;
+        let cases = [
+            ("/a/b/c", "/a/b", true),
+            ("/a/b", "/a/b", false),
+            ("/a/bc", "/a/b", false),
+            ("/a/b-c/d", "/a/b", false),
+            ("/a", "/", true),
+            ("/", "/", false),
+            ("/a/b/.git", "/a/b", true),
+            ("/a", "/a/b", false),
+        ];
+        for (p, d, want) in cases {
+            let (p, d) = (Path::new(p), Path::new(d));
+            assert_eq!(super::strictly_below(p, d), want, "{p:?} below {d:?}");
+            assert_eq!(p.starts_with(d) && p != d, want, "{p:?} below {d:?}");
+        }
+    }
+
     use super::valid_head;
 
     /// git's `validate_headref`: what makes git take a folder as a git dir or skip it.
