@@ -2031,6 +2031,104 @@ pub fn human(report: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// `wt-check check` takes the baseline's repository as audited under the main work tree
+    /// (`audit_cached_beside` with `baseline_git_dirs`): what it keeps there — every finding
+    /// whose repository is not the main work tree — is what the full audit gives. A planted
+    /// repository with an armed config, a second work tree of the main repository and a
+    /// submodule checkout are in the work tree; on both gits.
+    #[test]
+    fn the_baseline_seed_keeps_every_finding_not_about_the_main_repository() {
+        use super::{audit_cached, audit_cached_beside, baseline_git_dirs, Report};
+        use std::path::{Path, PathBuf};
+        use std::process::Command;
+        for git in ["/usr/bin/git", "/usr/local/bin/git"] {
+            if !Path::new(git).exists() {
+                assert!(
+                    std::env::var("CI").as_deref() != Ok("true"),
+                    "{git} missing"
+                );
+                eprintln!("SKIPPED for {git}: not installed");
+                continue;
+            }
+            let t = tempfile::tempdir().unwrap();
+            let top = t.path().canonicalize().unwrap();
+            let run = |dir: &Path, args: &[&str]| {
+                let st = Command::new(git)
+                    .args([
+                        "-c",
+                        "protocol.file.allow=always",
+                        "-c",
+                        "init.defaultBranch=main",
+                    ])
+                    .args(args)
+                    .current_dir(dir)
+                    .env("HOME", &top)
+                    .env("GIT_CONFIG_NOSYSTEM", "1")
+                    .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                    .env("GIT_AUTHOR_NAME", "a")
+                    .env("GIT_AUTHOR_EMAIL", "a@example.invalid")
+                    .env("GIT_COMMITTER_NAME", "a")
+                    .env("GIT_COMMITTER_EMAIL", "a@example.invalid")
+                    .output()
+                    .unwrap();
+                assert!(st.status.success(), "{git} {args:?}: {st:?}");
+            };
+            let (sub, main) = (top.join("sub"), top.join("main"));
+            for r in [&sub, &main] {
+                std::fs::create_dir(r).unwrap();
+                run(r, &["init", "-q"]);
+                std::fs::write(r.join("f"), "x\n").unwrap();
+                run(r, &["add", "f"]);
+                run(r, &["commit", "-q", "-m", "x"]);
+            }
+            run(
+                &main,
+                &["submodule", "add", "-q", sub.to_str().unwrap(), "mods/s"],
+            );
+            run(&main, &["commit", "-q", "-m", "s"]);
+            let wt1 = top.join("session/wt1");
+            run(
+                &main,
+                &["worktree", "add", "-q", "--detach", wt1.to_str().unwrap()],
+            );
+            let planted = main.join("planted");
+            std::fs::create_dir(&planted).unwrap();
+            run(&planted, &["init", "-q"]);
+            run(&planted, &["config", "core.fsmonitor", "./x"]);
+            std::fs::create_dir(main.join("second")).unwrap();
+            let gitdir = format!("gitdir: {}\n", main.join(".git").display());
+            std::fs::write(main.join("second/.git"), gitdir).unwrap();
+            let kept = |r: Report| -> Vec<String> {
+                let mut v: Vec<String> = r
+                    .findings
+                    .iter()
+                    .filter(|f| f.repo.as_deref() != Some(main.as_path()))
+                    .map(|f| format!("{} {} {:?} {}", f.rule, f.path.display(), f.repo, f.message))
+                    .collect();
+                v.sort();
+                v
+            };
+            let roots: Vec<PathBuf> = vec![main.clone()];
+            let mut c1 = crate::layout::walk::WalkCache::empty();
+            let mut c2 = crate::layout::walk::WalkCache::empty();
+            let full = kept(audit_cached(&roots, &mut c1));
+            let known = baseline_git_dirs(&main.join(".git"));
+            assert!(
+                known.contains(&main.join(".git/modules/mods/s")),
+                "{known:?}"
+            );
+            let seeded = kept(audit_cached_beside(&roots, &mut c2, &known));
+            assert_eq!(full, seeded, "{git}");
+            for planted_part in ["planted", "second/.git"] {
+                let p = main.join(planted_part).display().to_string();
+                assert!(
+                    seeded.iter().any(|f| f.contains(&p)),
+                    "{git}: {p} not reported: {seeded:#?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn strictly_below_is_path_starts_with_on_walk_paths() {
         use std::path::Path;
