@@ -285,12 +285,54 @@ pub fn audit_cached(paths: &[PathBuf], cache: &mut crate::layout::walk::WalkCach
     audit_with_cache(paths, &Walk::default(), Some(cache))
 }
 
+/// [`audit_cached`], with the git dirs in `known` taken as audited already: a `.git` that
+/// leads to one of them (its own work tree's, a linked worktree's, a submodule checkout's) is
+/// still judged as a `.git` — redirect, second work tree, nested repository — but the
+/// repository behind it is not audited again. `wt-check check` passes the baseline's
+/// repository ([`baseline_git_dirs`]): its files are compared with the pinned state, and
+/// auditing it once per walked root only to drop what it finds was most of the walk's cost.
+pub fn audit_cached_beside(
+    paths: &[PathBuf],
+    cache: &mut crate::layout::walk::WalkCache,
+    known: &[PathBuf],
+) -> Report {
+    audit_seeded(paths, &Walk::default(), Some(cache), known)
+}
+
+/// The keys under which [`audit`] records the repository of `common_dir` as audited: the
+/// common dir and every submodule git dir below its `modules/` (as its own audit lists them,
+/// a link among them left out). Each is the key [`audit_repository`] looks up: a linked
+/// worktree's git dir counts as its common dir.
+pub fn baseline_git_dirs(common_dir: &Path) -> Vec<PathBuf> {
+    let mut scratch = Report::default();
+    let mut out = vec![common_dir.to_path_buf()];
+    out.extend(module_dirs(
+        &mut scratch,
+        &common_dir.join("modules"),
+        None,
+        0,
+    ));
+    out
+}
+
 fn audit_with_cache(
     paths: &[PathBuf],
     walk: &Walk,
-    mut cache: Option<&mut crate::layout::walk::WalkCache>,
+    cache: Option<&mut crate::layout::walk::WalkCache>,
 ) -> Report {
-    let mut r = Report::default();
+    audit_seeded(paths, walk, cache, &[])
+}
+
+fn audit_seeded(
+    paths: &[PathBuf],
+    walk: &Walk,
+    mut cache: Option<&mut crate::layout::walk::WalkCache>,
+    known: &[PathBuf],
+) -> Report {
+    let mut r = Report {
+        audited: known.to_vec(),
+        ..Report::default()
+    };
     for p in paths {
         let abs = match std::fs::canonicalize(p) {
             Ok(a) => a,
@@ -603,7 +645,7 @@ fn walk_workspace(
         let enclosing = work_trees
             .iter()
             .rev()
-            .find(|w| path.starts_with(w) && path != **w)
+            .find(|w| strictly_below(&path, w))
             .cloned()
             .or_else(|| {
                 let own = if is_dot_git {
@@ -727,6 +769,16 @@ fn walk_workspace(
     if seen + passed_over.take() > WALK_LIMIT {
         too_many(r);
     }
+}
+
+/// `path` lies below `dir` (not at it): `Path::starts_with` on the bytes. Both are the walk's
+/// own paths (the canonical root joined with listed names: no `.`, `..`, doubled or trailing
+/// `/`), so the component comparison reduces to a byte prefix ending at a `/` — without the
+/// component parsing, which was most of the walk's instructions at 100 linked worktrees.
+fn strictly_below(path: &Path, dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let (p, d) = (path.as_os_str().as_bytes(), dir.as_os_str().as_bytes());
+    p.len() > d.len() && p.starts_with(d) && (d.ends_with(b"/") || p[d.len()] == b'/')
 }
 
 /// A `.git` file: where it points, and whether that leaves the workspace.
@@ -1979,6 +2031,124 @@ pub fn human(report: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// `wt-check check` takes the baseline's repository as audited under the main work tree
+    /// (`audit_cached_beside` with `baseline_git_dirs`): what it keeps there — every finding
+    /// whose repository is not the main work tree — is what the full audit gives. A planted
+    /// repository with an armed config, a second work tree of the main repository and a
+    /// submodule checkout are in the work tree; on both gits.
+    #[test]
+    fn the_baseline_seed_keeps_every_finding_not_about_the_main_repository() {
+        use super::{audit_cached, audit_cached_beside, baseline_git_dirs, Report};
+        use std::path::{Path, PathBuf};
+        use std::process::Command;
+        for git in ["/usr/bin/git", "/usr/local/bin/git"] {
+            if !Path::new(git).exists() {
+                assert!(
+                    std::env::var("CI").as_deref() != Ok("true"),
+                    "{git} missing"
+                );
+                eprintln!("SKIPPED for {git}: not installed");
+                continue;
+            }
+            let t = tempfile::tempdir().unwrap();
+            let top = t.path().canonicalize().unwrap();
+            let run = |dir: &Path, args: &[&str]| {
+                let st = Command::new(git)
+                    .args([
+                        "-c",
+                        "protocol.file.allow=always",
+                        "-c",
+                        "init.defaultBranch=main",
+                    ])
+                    .args(args)
+                    .current_dir(dir)
+                    .env("HOME", &top)
+                    .env("GIT_CONFIG_NOSYSTEM", "1")
+                    .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                    .env("GIT_AUTHOR_NAME", "a")
+                    .env("GIT_AUTHOR_EMAIL", "a@example.invalid")
+                    .env("GIT_COMMITTER_NAME", "a")
+                    .env("GIT_COMMITTER_EMAIL", "a@example.invalid")
+                    .output()
+                    .unwrap();
+                assert!(st.status.success(), "{git} {args:?}: {st:?}");
+            };
+            let (sub, main) = (top.join("sub"), top.join("main"));
+            for r in [&sub, &main] {
+                std::fs::create_dir(r).unwrap();
+                run(r, &["init", "-q"]);
+                std::fs::write(r.join("f"), "x\n").unwrap();
+                run(r, &["add", "f"]);
+                run(r, &["commit", "-q", "-m", "x"]);
+            }
+            run(
+                &main,
+                &["submodule", "add", "-q", sub.to_str().unwrap(), "mods/s"],
+            );
+            run(&main, &["commit", "-q", "-m", "s"]);
+            let wt1 = top.join("session/wt1");
+            run(
+                &main,
+                &["worktree", "add", "-q", "--detach", wt1.to_str().unwrap()],
+            );
+            let planted = main.join("planted");
+            std::fs::create_dir(&planted).unwrap();
+            run(&planted, &["init", "-q"]);
+            run(&planted, &["config", "core.fsmonitor", "./x"]);
+            std::fs::create_dir(main.join("second")).unwrap();
+            let gitdir = format!("gitdir: {}\n", main.join(".git").display());
+            std::fs::write(main.join("second/.git"), gitdir).unwrap();
+            let kept = |r: Report| -> Vec<String> {
+                let mut v: Vec<String> = r
+                    .findings
+                    .iter()
+                    .filter(|f| f.repo.as_deref() != Some(main.as_path()))
+                    .map(|f| format!("{} {} {:?} {}", f.rule, f.path.display(), f.repo, f.message))
+                    .collect();
+                v.sort();
+                v
+            };
+            let roots: Vec<PathBuf> = vec![main.clone()];
+            let mut c1 = crate::layout::walk::WalkCache::empty();
+            let mut c2 = crate::layout::walk::WalkCache::empty();
+            let full = kept(audit_cached(&roots, &mut c1));
+            let known = baseline_git_dirs(&main.join(".git"));
+            assert!(
+                known.contains(&main.join(".git/modules/mods/s")),
+                "{known:?}"
+            );
+            let seeded = kept(audit_cached_beside(&roots, &mut c2, &known));
+            assert_eq!(full, seeded, "{git}");
+            for planted_part in ["planted", "second/.git"] {
+                let p = main.join(planted_part).display().to_string();
+                assert!(
+                    seeded.iter().any(|f| f.contains(&p)),
+                    "{git}: {p} not reported: {seeded:#?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn strictly_below_is_path_starts_with_on_walk_paths() {
+        use std::path::Path;
+        let cases = [
+            ("/a/b/c", "/a/b", true),
+            ("/a/b", "/a/b", false),
+            ("/a/bc", "/a/b", false),
+            ("/a/b-c/d", "/a/b", false),
+            ("/a", "/", true),
+            ("/", "/", false),
+            ("/a/b/.git", "/a/b", true),
+            ("/a", "/a/b", false),
+        ];
+        for (p, d, want) in cases {
+            let (p, d) = (Path::new(p), Path::new(d));
+            assert_eq!(super::strictly_below(p, d), want, "{p:?} below {d:?}");
+            assert_eq!(p.starts_with(d) && p != d, want, "{p:?} below {d:?}");
+        }
+    }
+
     use super::valid_head;
 
     /// git's `validate_headref`: what makes git take a folder as a git dir or skip it.
