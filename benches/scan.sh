@@ -3,6 +3,9 @@
 #
 #   benches/scan.sh            10,000-commit range on a ~3,000-file tree (hyperfine, 5 runs)
 #   benches/scan.sh big        100,000-commit push: wall time and peak RSS (VmHWM)
+#   benches/scan.sh scale      the same repository scanned as pushes of 10k, 25k, 50k, 100k
+#                              commits (peak anonymous memory, VmHWM), then 100k with the
+#                              commit cap at 50k (the report must say it stopped, exit 2)
 #
 # Environment: GIT (default /usr/local/bin/git), RUNS (default 5), WORK (scratch folder,
 # default a new temp dir, removed at the end unless KEEP=1).
@@ -95,5 +98,23 @@ big)
   BASE=$($GIT -C "$REPO" rev-parse refs/heads/base)
   /usr/bin/time -f "wall %e s, max RSS %M KiB (time -v)" "$BENCH" "$REPO/.git" "$BASE" 2
   ;;
-*) echo "usage: $0 [range|big]" >&2; exit 120 ;;
+scale)
+  REPO=$WORK/big
+  if [ ! -d "$REPO/.git" ]; then
+    echo "generating: 300 files, 1 base commit + 100,000 commits…" >&2
+    make_repo "$REPO" 300 1 100000
+  fi
+  echo "commits	wall_s	rss_anon_peak_MB	vm_hwm_MB	rss_file_MB	incomplete	exit"
+  for N in ${SIZES:-10000 25000 50000 100000}; do
+    BASE=$($GIT -C "$REPO" rev-parse "main~$N")
+    for r in $(seq "${ROUNDS:-1}"); do
+      S=$(date +%s.%N); OUT=$("$BENCH" "$REPO/.git" "$BASE" 2); E=$(date +%s.%N)
+      python3 -c 'import json,sys; j=json.loads(sys.argv[1]); w=float(sys.argv[3])-float(sys.argv[2]); print(f"{sys.argv[4]}\t{w:.1f}\t{j["rss_anon_peak_kb"]/1000:.0f}\t{j["vm_hwm_kb"]/1000:.0f}\t{j["rss_file_kb"]/1000:.0f}\t{j["incomplete"]}\t{j["exit"]}")' "$OUT" "$S" "$E" "$N"
+    done
+  done
+  BASE=$($GIT -C "$REPO" rev-parse "main~100000")
+  OUT=$(SCAN_BENCH_MAX_COMMITS=50000 "$BENCH" "$REPO/.git" "$BASE" 2)
+  python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(f"100000, cap 50000\t-\t{j["rss_anon_peak_kb"]/1000:.0f}\t{j["vm_hwm_kb"]/1000:.0f}\t{j["rss_file_kb"]/1000:.0f}\t{j["incomplete"]}\t{j["exit"]}")' "$OUT"
+  ;;
+*) echo "usage: $0 [range|big|scale]" >&2; exit 120 ;;
 esac

@@ -4,6 +4,7 @@
 //! refs and not from BASE (a snapshot in which `refs/heads/main` pointed at BASE), then
 //! prints the report's stats, the finding count, peak RSS (VmHWM), sampled peak anonymous
 //! memory (RssAnon) and resident file pages (RssFile) as one JSON line.
+//! `SCAN_BENCH_MAX_COMMITS=N` lowers `Limits::max_commits` (the report then says why it stopped).
 
 use gitward::scan::{self, Limits, RefSnapshot, RefValue};
 use std::collections::BTreeMap;
@@ -40,8 +41,14 @@ fn main() {
             symbolic: None,
         },
     )]);
+    // SCAN_BENCH_MAX_COMMITS: a lower commit cap, to show what happens at it (`scale` mode).
+    let max_commits = std::env::var("SCAN_BENCH_MAX_COMMITS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(Limits::default().max_commits);
     let limits = Limits {
         threads,
+        max_commits,
         ..Limits::default()
     };
     // VmHWM counts the mapped pack files' resident pages too (page cache, reclaimable);

@@ -11,12 +11,15 @@ use std::time::Duration;
 const FILE: &str = ".claude/settings.json";
 const BEFORE: &str = r#"{"permissions":{"allow":["Read"]}}"#;
 
-/// The steps of a hold, in order (see `settings::hold_and_revert` and `held::Store`).
+/// The steps of a hold, in order (see `settings::hold_and_revert` and `held::Store`); the last
+/// three run on the store's sync thread (`held::sync`): after the fsyncs, after the displaced
+/// entry is unlinked, at the end of the batch.
 const STEPS: &[&str] = &[
     "record-written",
     "record-renamed",
     "revert-tmp-written",
     "revert-swapped",
+    "held-synced",
     "revert-tmp-removed",
     "revert-done",
 ];

@@ -14,12 +14,15 @@
 //! Layout below the store folder (the policy's `state_dir/held`, 0700):
 //! `pending/<id>.json`, `resolved/<id>.json`, `approved/<hash>.json`, `kept/<id>-<n>.bytes`
 //! (bytes too large for a record), `tmp/`, `.lock`.
+//! A revert's record ([`Store::hold_deferred`]) is written the same way but fsynced after the
+//! swap, in batches, by [`sync`]'s thread: what survives a crash at each step is stated there.
 //! Invariants: a pending record is never removed except by [`Store::approve`] or
 //! [`Store::reject`] (the owner's word); every record write runs under [`Store::lock`], an
 //! exclusive `flock` shared by every process using the same store ([`Store::hold`] and
 //! [`Store::set_approved`] expect the caller to hold it; `approve`/`reject` take it).
 
 pub mod nofollow;
+pub mod sync;
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -268,6 +271,16 @@ pub struct Store {
     dir: PathBuf,
     /// Dedupe index of pending records: (path, hash of proposed) → id.
     index: Mutex<HashMap<(PathBuf, u64), String>>,
+    /// Durability deferred past a revert's swap ([`Store::defer`]).
+    syncer: std::sync::Arc<sync::Syncer>,
+}
+
+impl Drop for Store {
+    /// Whatever was deferred is made durable, and the displaced entries removed, before the
+    /// store goes (a clean exit leaves nothing beside the guarded files).
+    fn drop(&mut self) {
+        let _ = self.syncer.flush();
+    }
 }
 
 /// The store's exclusive lock; released on drop.
@@ -288,6 +301,7 @@ impl Store {
         let s = Store {
             dir: dir.to_path_buf(),
             index: Mutex::new(HashMap::new()),
+            syncer: Default::default(),
         };
         // Temporary files are records that never got renamed into place: incomplete by
         // definition, and the write they describe is still in the guarded file (the file is
@@ -301,6 +315,7 @@ impl Store {
                 let e = e.map_err(io(&tmp, "list"))?;
                 let _ = std::fs::remove_file(e.path());
             }
+            s.set_aside_unreadable()?;
         }
         let pending = s.pending()?;
         let mut idx = s.index.lock().unwrap_or_else(|p| p.into_inner());
@@ -311,6 +326,25 @@ impl Store {
         }
         drop(idx);
         Ok(s)
+    }
+
+    /// A pending record that does not parse — after a power loss, one whose fsync was still
+    /// deferred ([`sync`]) can be empty — is renamed to `<id>.json.unreadable` (kept, never
+    /// removed; no longer listed), so the store opens; the write it held is still in the
+    /// displaced entry beside the guarded file, which the next pass holds again.
+    fn set_aside_unreadable(&self) -> Result<(), HeldError> {
+        let d = self.dir.join("pending");
+        for e in std::fs::read_dir(&d).map_err(io(&d, "list"))? {
+            let p = e.map_err(io(&d, "list"))?.path();
+            if p.extension().is_some_and(|x| x == "json")
+                && matches!(self.read_record(&p), Err(HeldError::Corrupt { .. }))
+            {
+                let mut to = p.clone().into_os_string();
+                to.push(".unreadable");
+                std::fs::rename(&p, &to).map_err(io(&p, "set aside unreadable record"))?;
+            }
+        }
+        Ok(())
     }
 
     /// The store's folder.
@@ -341,6 +375,48 @@ impl Store {
     /// that record is returned instead (`false`): holding is idempotent, so a hold repeated
     /// after a crash does not duplicate.
     pub fn hold(&self, new: NewHeld) -> Result<(HeldWrite, bool), HeldError> {
+        self.hold_with(new, None)
+    }
+
+    /// [`Store::hold`] without waiting for the disk: the record is complete and visible when
+    /// this returns (it survives the process), and the returned [`sync::AfterSwap`] carries its
+    /// fsyncs (record, `pending/`). The caller adds the swap's own and hands it to
+    /// [`Store::defer`] after the swap; a displaced entry still naming the agent's bytes stays
+    /// until then. For a revert only: the crash semantics are in [`sync`].
+    pub fn hold_deferred(
+        &self,
+        new: NewHeld,
+    ) -> Result<(HeldWrite, bool, sync::AfterSwap), HeldError> {
+        let mut after = sync::AfterSwap::default();
+        let (w, fresh) = self.hold_with(new, Some(&mut after))?;
+        Ok((w, fresh, after))
+    }
+
+    /// Queue `after` for the store's sync thread (waits while [`sync::MAX_QUEUED`] are queued).
+    pub fn defer(&self, after: sync::AfterSwap) {
+        self.syncer.defer(after);
+    }
+
+    /// Wait until everything deferred is durable and the displaced entries are removed.
+    pub fn flush(&self) -> Result<(), HeldError> {
+        self.syncer.flush().map_err(|e| HeldError::Io {
+            path: self.dir.join("pending"),
+            op: "deferred fsync",
+            source: std::io::Error::other(e),
+        })
+    }
+
+    /// Test hook: the sync thread takes nothing until [`Store::flush`].
+    #[doc(hidden)]
+    pub fn pause_sync(&self) {
+        self.syncer.pause();
+    }
+
+    fn hold_with(
+        &self,
+        new: NewHeld,
+        deferred: Option<&mut sync::AfterSwap>,
+    ) -> Result<(HeldWrite, bool), HeldError> {
         let path = new.meta.root.join(&new.meta.rel);
         let key = (path.clone(), new.proposed.hash());
         let known = self
@@ -366,7 +442,16 @@ impl Store {
             kept: Vec::new(),
             new: new.meta,
         };
-        self.write_json(&self.dir.join("pending"), &format!("{}.json", w.id), &w)?;
+        let pending = self.dir.join("pending");
+        match deferred {
+            None => self.write_json(&pending, &format!("{}.json", w.id), &w)?,
+            Some(after) => {
+                let f = self.write_json_with(&pending, &format!("{}.json", w.id), &w, false)?;
+                after.files.extend(f);
+                let d = File::open(&pending).map_err(io(&pending, "open folder"))?;
+                after.dirs.push(d.into());
+            }
+        }
         self.index
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -636,6 +721,18 @@ impl Store {
 
     /// Write `value` as `dir/name` atomically: `tmp/`, fsync, rename, fsync `dir`.
     fn write_json<T: Serialize>(&self, dir: &Path, name: &str, value: &T) -> Result<(), HeldError> {
+        self.write_json_with(dir, name, value, true).map(drop)
+    }
+
+    /// `durable` false: no fsync here; the written file is returned open, for the caller to
+    /// fsync (with `dir`) later.
+    fn write_json_with<T: Serialize>(
+        &self,
+        dir: &Path,
+        name: &str,
+        value: &T,
+        durable: bool,
+    ) -> Result<Option<File>, HeldError> {
         let tmp = self.dir.join("tmp").join(format!(
             "{name}.{}-{}",
             std::process::id(),
@@ -651,13 +748,18 @@ impl Store {
             .open(&tmp)
             .map_err(io(&tmp, "create"))?;
         f.write_all(&bytes).map_err(io(&tmp, "write"))?;
-        f.sync_all().map_err(io(&tmp, "fsync"))?;
-        drop(f);
+        if durable {
+            f.sync_all().map_err(io(&tmp, "fsync"))?;
+        }
         crash_point("record-written");
         let dest = dir.join(name);
         std::fs::rename(&tmp, &dest).map_err(io(&dest, "rename into place"))?;
         crash_point("record-renamed");
-        sync_path(dir)
+        if durable {
+            sync_path(dir)?;
+            return Ok(None);
+        }
+        Ok(Some(f))
     }
 }
 

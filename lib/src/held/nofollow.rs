@@ -268,6 +268,19 @@ pub fn tmp_target(entry: &str) -> Option<&str> {
 
 /// Create `content` at the fresh name `tmp` in `dir`, durably (file data fsynced).
 pub fn create_tmp(dir: &impl AsFd, tmp: &str, content: &Content) -> std::io::Result<()> {
+    match create_tmp_unsynced(dir, tmp, content)? {
+        Some(f) => f.sync_all(),
+        None => Ok(()),
+    }
+}
+
+/// [`create_tmp`] without the fsync: a file is returned open, for the caller to fsync later
+/// (`None` for a link, which has no data of its own to sync).
+pub fn create_tmp_unsynced(
+    dir: &impl AsFd,
+    tmp: &str,
+    content: &Content,
+) -> std::io::Result<Option<std::fs::File>> {
     match content {
         Content::File { bytes, mode } => {
             let fd = openat(
@@ -285,11 +298,11 @@ pub fn create_tmp(dir: &impl AsFd, tmp: &str, content: &Content) -> std::io::Res
             // The umask may have narrowed the mode; put the recorded one.
             use std::os::unix::fs::PermissionsExt;
             f.set_permissions(std::fs::Permissions::from_mode(*mode & 0o777))?;
-            f.sync_all()
+            Ok(Some(f))
         }
         Content::Link { target, .. } => {
             nix::unistd::symlinkat(OsStr::from_bytes(target), dir.as_fd(), tmp)?;
-            Ok(())
+            Ok(None)
         }
         Content::Absent | Content::Other { .. } => Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,

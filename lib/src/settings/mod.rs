@@ -410,39 +410,35 @@ fn new_held(c: &Change, proposed: Content, source: &str, extra: Option<&str>) ->
 }
 
 /// Hold a widening change and put the file back to `change.before`. The caller holds the
-/// store lock. Order (each step durable before the next, so a SIGKILL anywhere loses nothing):
-/// 1. the agent's content is stored (fsync, rename, fsync);
-/// 2. the approved content is written to a temporary file beside the guarded one (fsync);
+/// store lock. Order (no step waits for the disk; a SIGKILL anywhere loses nothing, because
+/// every step is visible in the page cache before the next):
+/// 1. the agent's content is recorded (`pending/<id>.json` written whole, then renamed in);
+/// 2. the approved content is written to a temporary file beside the guarded one;
 /// 3. it is swapped in with `renameat2(RENAME_EXCHANGE)` — the file is never half-written,
-///    and whatever sat at the path at that instant lands in the temporary name;
-/// 4. that displaced content, if it is not what was stored in 1 (the agent wrote again), is
-///    stored too; then the temporary name is removed.
+///    and whatever sat at the path at that instant — the agent's own inode, not a copy —
+///    lands in the temporary name; the approved copy at the path is always the inode made in
+///    2, never one the agent had open;
+/// 4. that displaced content, if it is not what was recorded in 1 (the agent wrote again), is
+///    held too (durably, at once);
+/// 5. the fsyncs (record, `pending/`, approved copy, folder) go to the store's sync thread,
+///    batched across a burst, and only once they are done is the displaced entry unlinked:
+///    until then the agent's bytes are both in the record and under that name. What a power
+///    loss in that window keeps is stated in [`crate::held::sync`].
 pub fn hold_and_revert(
     store: &Store,
     change: &Change,
     rules: &Rules,
     source: &str,
 ) -> Result<Outcome, SettingsError> {
-    // The hold record and the revert's temporary file are written at the same time; the
-    // swap waits for both (the agent's bytes are durable in the store before the file is
-    // put back).
-    let (held, prepared) = std::thread::scope(|s| {
-        let prep = s.spawn(|| prepare(change, &change.before));
-        let held = store.hold(new_held(change, change.after.clone(), source, None));
-        let prepared = prep.join().unwrap_or_else(|_| {
-            Err(SettingsError::Io {
-                path: change.path.clone(),
-                op: "prepare revert",
-                source: std::io::Error::other("preparing thread panicked"),
-            })
-        });
-        (held, prepared)
-    });
-    let (held, _) = held?;
-    let mut prepared = prepared?;
+    let (held, _, mut after) =
+        store.hold_deferred(new_held(change, change.after.clone(), source, None))?;
     // The agent may remove or replace the folder between our walk and the swap: walk again.
     let mut attempt = 0;
     let displaced = loop {
+        let prepared = match prepare(change, &change.before, Some(&mut after)) {
+            Ok(p) => p,
+            Err(e) => break Err(e),
+        };
         match put_back_prepared(
             store,
             change,
@@ -451,16 +447,20 @@ pub fn hold_and_revert(
             source,
             prepared,
             Some(&held.id),
+            Some(&mut after),
         ) {
             Err(SettingsError::Io { source: e, .. })
                 if attempt < 3 && e.kind() == std::io::ErrorKind::NotFound =>
             {
                 attempt += 1;
-                prepared = prepare(change, &change.before)?;
             }
-            other => break other?,
+            other => break other,
         }
     };
+    // Whatever happened, the record is made durable (and nothing displaced is removed
+    // before it is).
+    store.defer(after);
+    let displaced = displaced?;
     Ok(Outcome {
         change: change.clone(),
         held: Some(held),
@@ -483,9 +483,13 @@ struct Prepared {
 }
 
 /// Walk to the file's folder and, when the target is a file or link, write it to a fresh
-/// temporary name there (fsynced). Independent of the hold record, so the two are written
-/// at the same time (their fsyncs overlap; both are durable before the swap).
-fn prepare(change: &Change, target: &Content) -> Result<Prepared, SettingsError> {
+/// temporary name there: fsynced here, or with `deferred` its fsync is added there (for
+/// after the swap).
+fn prepare(
+    change: &Change,
+    target: &Content,
+    deferred: Option<&mut crate::held::sync::AfterSwap>,
+) -> Result<Prepared, SettingsError> {
     let root = open_root(&change.root)?;
     let p = || change.path.clone();
     let parent = nofollow::parent(&root, &change.rel).map_err(io_err(p(), "walk"))?;
@@ -493,7 +497,14 @@ fn prepare(change: &Change, target: &Content) -> Result<Prepared, SettingsError>
     if let (Parent::Dir(dir, name), Content::File { .. } | Content::Link { .. }) = (&parent, target)
     {
         let t = nofollow::tmp_name(name);
-        nofollow::create_tmp(dir, &t, target).map_err(io_err(p(), "write temporary file"))?;
+        match deferred {
+            Some(after) => after.files.extend(
+                nofollow::create_tmp_unsynced(dir, &t, target)
+                    .map_err(io_err(p(), "write temporary file"))?,
+            ),
+            None => nofollow::create_tmp(dir, &t, target)
+                .map_err(io_err(p(), "write temporary file"))?,
+        }
         crate::held::crash_point("revert-tmp-written");
         tmp = Some(t);
     }
@@ -507,12 +518,15 @@ fn put_back(
     rules: &Rules,
     source: &str,
 ) -> Result<Vec<HeldWrite>, SettingsError> {
-    let prepared = prepare(change, target)?;
-    put_back_prepared(store, change, target, rules, source, prepared, None)
+    let prepared = prepare(change, target, None)?;
+    put_back_prepared(store, change, target, rules, source, prepared, None, None)
 }
 
 /// `held_id`: the record already holding `change.after` (a revert), to which a file too large
-/// for a record is added whole when it is what the swap displaced.
+/// for a record is added whole when it is what the swap displaced. `deferred`: the folder's
+/// fsync and the removal of a displaced file or link are left there, for after the record is
+/// durable ([`crate::held::sync`]); without it both happen here.
+#[allow(clippy::too_many_arguments)]
 fn put_back_prepared(
     store: &Store,
     change: &Change,
@@ -521,6 +535,7 @@ fn put_back_prepared(
     source: &str,
     prepared: Prepared,
     held_id: Option<&str>,
+    mut deferred: Option<&mut crate::held::sync::AfterSwap>,
 ) -> Result<Vec<HeldWrite>, SettingsError> {
     let Prepared {
         root,
@@ -597,10 +612,20 @@ fn put_back_prepared(
                         set_aside(&dir, &tmp, &name, owner.as_deref())
                             .map_err(io_err(p(), "set aside"))?;
                     }
-                    _ => {
-                        nofollow::remove(&dir, &tmp)
-                            .map_err(io_err(p(), "remove temporary file"))?;
-                    }
+                    _ => match deferred
+                        .as_deref_mut()
+                        .zip(crate::held::sync::inode_at(&dir, &tmp))
+                    {
+                        // Removed by the sync thread once the record is durable, if the
+                        // name still holds this inode then.
+                        Some((after, inode)) => after.remove.push(crate::held::sync::Removal {
+                            dir: dir.try_clone().map_err(io_err(p(), "dup folder"))?,
+                            name: tmp.clone(),
+                            inode,
+                        }),
+                        None => nofollow::remove(&dir, &tmp)
+                            .map_err(io_err(p(), "remove temporary file"))?,
+                    },
                 }
                 if let (Some(f), Content::File { .. } | Content::Other { .. }) = (file, &x) {
                     tail::follow(tail::Tail {
@@ -614,9 +639,14 @@ fn put_back_prepared(
                     });
                 }
             }
-            crate::held::crash_point("revert-tmp-removed");
-            nofollow::sync_dir(&dir).map_err(io_err(p(), "fsync folder"))?;
-            crate::held::crash_point("revert-done");
+            match deferred {
+                Some(after) => after.dirs.push(dir),
+                None => {
+                    crate::held::crash_point("revert-tmp-removed");
+                    nofollow::sync_dir(&dir).map_err(io_err(p(), "fsync folder"))?;
+                    crate::held::crash_point("revert-done");
+                }
+            }
         }
         Parent::Link(at, _) => {
             // A folder on the path is a link: the link (already stored as `after`) goes, a
@@ -742,7 +772,7 @@ fn recreate_and_put_back(
     }
     nofollow::create_parent(root, &change.rel)
         .map_err(io_err(change.path.clone(), "create folder"))?;
-    let prepared = prepare(change, target)?;
+    let prepared = prepare(change, target, None)?;
     if !matches!(prepared.parent, Parent::Dir(..)) {
         // The agent keeps swapping the folder: the next pass tries again.
         return Err(SettingsError::Io {
@@ -754,7 +784,7 @@ fn recreate_and_put_back(
             ),
         });
     }
-    put_back_prepared(store, change, target, rules, source, prepared, None)
+    put_back_prepared(store, change, target, rules, source, prepared, None, None)
 }
 
 /// Put the approved content `target` back at `rel` below `root` (a file below a folder link
@@ -843,6 +873,9 @@ pub fn enforce(
             o.displaced.extend(late);
         }
     }
+    // The command's holds are durable, and nothing of ours is left beside the files, before
+    // agent-shell goes on.
+    store.flush()?;
     Ok(out)
 }
 

@@ -445,3 +445,110 @@ fn recover_holds_displaced_leftovers() {
     );
     assert_eq!(std::fs::read_dir(ws.join(".claude")).unwrap().count(), 1);
 }
+
+/// A revert waits for no fsync: until the store's sync thread has run, the agent's bytes are
+/// in the pending record and under the displaced name (the agent's own inode, never the
+/// approved copy's); a process that dies then (the store forgotten, its thread never run)
+/// loses nothing: the next store and pass find both and hold the write once.
+#[test]
+fn a_revert_before_its_fsyncs_keeps_the_agents_inode_and_recovers() {
+    use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
+    let (t, ws, store) = setup();
+    let rules = Rules::presets();
+    let p = ws.join(".claude/settings.json");
+    let approved = r#"{"permissions":{"allow":["Read"]}}"#;
+    let agent = r#"{"permissions":{"allow":["Read","Bash(*)"]}}"#;
+    std::fs::write(&p, approved).unwrap();
+    store.set_approved(&p, &file(approved)).unwrap();
+    let before = Snapshot::capture(&ws, &rules).unwrap();
+    // The agent writes in place and keeps its descriptor.
+    let mut fd = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&p)
+        .unwrap();
+    fd.write_all(agent.as_bytes()).unwrap();
+    let agent_ino = fd.metadata().unwrap().ino();
+    let after = Snapshot::capture(&ws, &rules).unwrap();
+    let change = compare(&before, &after, &rules)
+        .into_iter()
+        .find(|c| c.rel == ".claude/settings.json")
+        .unwrap();
+    store.pause_sync();
+    let o = {
+        let _lock = store.lock().unwrap();
+        hold_and_revert(&store, &change, &rules, "settings-watch").unwrap()
+    };
+    let id = o.held.unwrap().id;
+    // Reverted, by a fresh inode.
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), approved);
+    assert_ne!(std::fs::metadata(&p).unwrap().ino(), agent_ino);
+    // The agent's inode is the displaced entry, still beside the file.
+    let displaced: Vec<_> = std::fs::read_dir(ws.join(".claude"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|x| x.to_string_lossy().contains(".gitward-"))
+        .collect();
+    assert_eq!(displaced.len(), 1, "{displaced:?}");
+    assert_eq!(std::fs::metadata(&displaced[0]).unwrap().ino(), agent_ino);
+    assert_eq!(std::fs::read_to_string(&displaced[0]).unwrap(), agent);
+    // A write through the agent's descriptor after the hold lands there, never at the path.
+    fd.write_all(b" ").unwrap();
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), approved);
+    drop(fd);
+    // The record is complete before any fsync.
+    assert_eq!(
+        store.get(&id).unwrap().proposed.unwrap().bytes().unwrap(),
+        agent.as_bytes()
+    );
+    // The process dies here: its sync thread never runs.
+    std::mem::forget(store);
+    let store = Store::open(&t.path().join("state/held")).unwrap();
+    let snap = Snapshot::capture(&ws, &rules).unwrap();
+    assert_eq!(snap.leftovers.len(), 1);
+    recover(&store, &snap, &rules, "settings-watch").unwrap();
+    let pending = store.pending().unwrap();
+    // Held once as recorded, and the later write through the descriptor held too.
+    let held: Vec<_> = pending
+        .iter()
+        .map(|w| w.proposed.as_ref().unwrap().bytes().unwrap().to_vec())
+        .collect();
+    assert!(held.contains(&agent.as_bytes().to_vec()), "{held:?}");
+    assert!(held.contains(&format!("{agent} ").into_bytes()), "{held:?}");
+    assert_eq!(held.len(), 2, "{held:?}");
+    assert_eq!(std::fs::read_dir(ws.join(".claude")).unwrap().count(), 1);
+}
+
+/// With the sync thread running, the displaced entry goes once the record is durable
+/// ([`Store::flush`]); a record left empty by a power loss is set aside when the store opens,
+/// never deleted, and the store opens.
+#[test]
+fn deferred_removal_and_an_empty_record_after_power_loss() {
+    let (t, ws, store) = setup();
+    let rules = Rules::presets();
+    let p = ws.join(".claude/settings.json");
+    std::fs::write(&p, "{}").unwrap();
+    store.set_approved(&p, &file("{}")).unwrap();
+    let before = Snapshot::capture(&ws, &rules).unwrap();
+    std::fs::write(&p, r#"{"hooks":{}}"#).unwrap();
+    let after = Snapshot::capture(&ws, &rules).unwrap();
+    for c in compare(&before, &after, &rules) {
+        let _lock = store.lock().unwrap();
+        hold_and_revert(&store, &c, &rules, "settings-watch").unwrap();
+    }
+    store.flush().unwrap();
+    assert_eq!(std::fs::read_dir(ws.join(".claude")).unwrap().count(), 1);
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), "{}");
+    let id = store.pending().unwrap()[0].id.clone();
+    drop(store);
+    // Power loss before the record's data reached the disk: the name is there, empty.
+    let rec = t.path().join(format!("state/held/pending/{id}.json"));
+    std::fs::write(&rec, "").unwrap();
+    let store = Store::open(&t.path().join("state/held")).unwrap();
+    assert!(store.pending().unwrap().is_empty());
+    assert!(t
+        .path()
+        .join(format!("state/held/pending/{id}.json.unreadable"))
+        .exists());
+}

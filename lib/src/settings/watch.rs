@@ -606,6 +606,9 @@ impl Watcher {
     /// path. `settings-watch check` is exactly this.
     pub fn check(&self, emit: &mut dyn FnMut(&Event)) -> Result<PassSummary, SettingsError> {
         let mut sum = PassSummary::default();
+        // Our own reverts' displaced entries go first (once their records are durable), so
+        // the pass below does not take them for an interrupted revert's.
+        self.store.flush()?;
         for ri in 0..self.roots.len() {
             let snap = Snapshot::capture(&self.roots[ri].path, &self.cfg.rules)?;
             if !snap.leftovers.is_empty() {
