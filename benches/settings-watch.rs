@@ -91,7 +91,18 @@ fn start(e: &Env) -> Watcher {
     }
 }
 
+/// Peak resident memory (VmHWM, KiB) of each watcher stopped, in order.
+static PEAKS: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+
 fn stop(mut w: Watcher) {
+    let hwm = std::fs::read_to_string(format!("/proc/{}/status", w.child.id()))
+        .ok()
+        .and_then(|s| {
+            let l = s.lines().find(|l| l.starts_with("VmHWM:"))?.to_owned();
+            l.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0);
+    PEAKS.lock().unwrap().push(hwm);
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(w.child.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
@@ -289,5 +300,13 @@ fn main() {
             .unwrap_or(100),
         ticks as f64 / (secs as f64 * 100.0) * 100.0
     );
+    let peaks = PEAKS.lock().unwrap();
+    let names = ["latency", "burst of new files", "burst to one file", "idle"];
+    let shown: Vec<String> = names
+        .iter()
+        .zip(peaks.iter())
+        .map(|(n, kb)| format!("{n} {:.1} MB", *kb as f64 / 1000.0))
+        .collect();
+    println!("peak RSS (VmHWM) of the watcher: {}", shown.join(", "));
     let _ = Path::new("");
 }
