@@ -19,9 +19,32 @@ use crate::plan::hop::{self, Hop};
 use crate::plan::EntryKind;
 use serde::{Deserialize, Serialize};
 
-/// At most this many files are read below a folder (`.husky/`); beyond it the folder's digest
-/// says so and every change of it is a finding.
+/// At most this many files are read below a folder (`.husky/`); beyond it (a `node_modules/`,
+/// a venv) the folder's digest is taken over every file's identity instead of its bytes
+/// ([`stat_identity`]), so a change is still a finding without reading gigabytes.
 const MAX_FILES: usize = 10_000;
+
+/// Beyond this many entries below one folder the walk stops and the digest cannot be taken:
+/// an error, never a digest that would hide a change (fail closed).
+const MAX_ENTRIES: usize = 5_000_000;
+
+/// A file's identity without its bytes: device, inode, size, and the modification and
+/// change times to the nanosecond. The agent can put a modification time back (`touch -d`),
+/// never a change time: the kernel sets it on every write, rename into place or `utimensat`,
+/// so a file whose bytes changed since `pin` has another identity.
+fn stat_identity(m: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    format!(
+        "stat:{}:{}:{}:{}.{}:{}.{}",
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec()
+    )
+}
 
 /// One work-tree path as `pin` saw it in each work tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -386,28 +409,45 @@ fn digest_path(p: &Path, dir: bool) -> Result<Option<String>, String> {
     if !m.is_dir() || !dir {
         return Ok(Some(format!("other:{:?}", m.file_type())));
     }
+    // Every entry below, links not followed; files by identity first (one `lstat` each),
+    // by their bytes when there are few enough to read.
     let mut list: Vec<(String, String)> = Vec::new();
+    let mut files: Vec<usize> = Vec::new();
     let mut stack = vec![PathBuf::new()];
+    let mut n = 0usize;
     while let Some(sub) = stack.pop() {
         for e in std::fs::read_dir(p.join(&sub)).map_err(|e| e.to_string())? {
             let e = e.map_err(|e| e.to_string())?;
+            n += 1;
+            if n > MAX_ENTRIES {
+                return Err(format!(
+                    "{}: more than {MAX_ENTRIES} entries below it: no digest",
+                    p.display()
+                ));
+            }
             let rel = sub.join(e.file_name());
             let t = e.file_type().map_err(|e| e.to_string())?;
             if t.is_dir() {
                 stack.push(rel);
             } else if t.is_file() {
-                let b = std::fs::read(p.join(&rel)).map_err(|e| e.to_string())?;
-                list.push((rel.display().to_string(), blob_id(&b)));
+                let m = e.metadata().map_err(|e| e.to_string())?;
+                files.push(list.len());
+                list.push((rel.display().to_string(), stat_identity(&m)));
             } else if t.is_symlink() {
                 let target = std::fs::read_link(p.join(&rel)).map_err(|e| e.to_string())?;
                 list.push((
                     rel.display().to_string(),
                     format!("link:{}", target.display()),
                 ));
+            } else {
+                list.push((rel.display().to_string(), format!("other:{t:?}")));
             }
-            if list.len() > MAX_FILES {
-                return Ok(Some(format!("more than {MAX_FILES} files")));
-            }
+        }
+    }
+    if files.len() <= MAX_FILES {
+        for i in files {
+            let b = std::fs::read(p.join(&list[i].0)).map_err(|e| e.to_string())?;
+            list[i].1 = blob_id(&b);
         }
     }
     Ok(Some(list_digest(list)))
@@ -452,4 +492,46 @@ fn staged(index: &Path, rel: &Path, dir: bool) -> Result<Option<String>, String>
         }
     }
     Ok((dir && !list.is_empty()).then(|| list_digest(list)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder past [`MAX_FILES`] (a `node_modules/`) is digested by its files' identities:
+    /// a same-size rewrite with the modification time put back still changes the digest (the
+    /// change time moves), and so does a file added; an unchanged folder keeps its digest.
+    #[test]
+    fn a_large_folders_digest_still_changes_with_its_content() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("node_modules");
+        for i in 0..=MAX_FILES {
+            let sub = d.join(format!("p{}", i % 50));
+            std::fs::create_dir_all(&sub).unwrap();
+            std::fs::write(sub.join(format!("f{i}.js")), "x").unwrap();
+        }
+        let before = digest_path(&d, true).unwrap().unwrap();
+        assert_eq!(digest_path(&d, true).unwrap().unwrap(), before);
+        let f = d.join("p7/f7.js");
+        let old = std::fs::metadata(&f).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&f, "y").unwrap();
+        let times = std::fs::FileTimes::new()
+            .set_modified(old.modified().unwrap())
+            .set_accessed(old.accessed().unwrap());
+        std::fs::File::options()
+            .write(true)
+            .open(&f)
+            .unwrap()
+            .set_times(times)
+            .unwrap();
+        assert_eq!(std::fs::metadata(&f).unwrap().len(), old.len());
+        let rewritten = digest_path(&d, true).unwrap().unwrap();
+        assert_ne!(
+            rewritten, before,
+            "a same-size rewrite with its mtime put back"
+        );
+        std::fs::write(d.join("p3/new.js"), "z").unwrap();
+        assert_ne!(digest_path(&d, true).unwrap().unwrap(), rewritten);
+    }
 }

@@ -1014,7 +1014,11 @@ pub fn reach(text: &str, top: &Path) -> Reaches {
     // below the top, its topmost missing folder is guarded (a placeholder): the agent must
     // not create `scripts/` for `sh scripts/lint.sh`.
     // An interpreter started in such a folder searches it for modules (R9-6 with R9-7).
-    for c in lexed.commands.iter().filter(|c| c.cd.iter().any(|d| d == RUN_TIME_FOLDER)) {
+    for c in lexed
+        .commands
+        .iter()
+        .filter(|c| c.cd.iter().any(|d| d == RUN_TIME_FOLDER))
+    {
         if let Some(first) = c.words.first().filter(|f| interpreter_of(f).is_some()) {
             let shown = format!("{first} runs in a folder known only at run time");
             if !out.unresolved.contains(&shown) {
