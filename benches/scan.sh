@@ -109,12 +109,12 @@ scale)
     BASE=$($GIT -C "$REPO" rev-parse "main~$N")
     for r in $(seq "${ROUNDS:-1}"); do
       S=$(date +%s.%N); OUT=$("$BENCH" "$REPO/.git" "$BASE" 2); E=$(date +%s.%N)
-      python3 -c 'import json,sys; j=json.loads(sys.argv[1]); w=float(sys.argv[3])-float(sys.argv[2]); print(f"{sys.argv[4]}\t{w:.1f}\t{j["rss_anon_peak_kb"]/1000:.0f}\t{j["vm_hwm_kb"]/1000:.0f}\t{j["rss_file_kb"]/1000:.0f}\t{j["incomplete"]}\t{j["exit"]}")' "$OUT" "$S" "$E" "$N"
+      python3 -c 'import json,sys; j=json.loads(sys.argv[1]); w=float(sys.argv[3])-float(sys.argv[2]); print("%s\t%.1f\t%.0f\t%.0f\t%.0f\t%s\t%s" % (sys.argv[4], w, j["rss_anon_peak_kb"]/1000, j["vm_hwm_kb"]/1000, j["rss_file_kb"]/1000, j["incomplete"], j["exit"]))' "$OUT" "$S" "$E" "$N"
     done
   done
   BASE=$($GIT -C "$REPO" rev-parse "main~100000")
   OUT=$(SCAN_BENCH_MAX_COMMITS=50000 "$BENCH" "$REPO/.git" "$BASE" 2)
-  python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(f"100000, cap 50000\t-\t{j["rss_anon_peak_kb"]/1000:.0f}\t{j["vm_hwm_kb"]/1000:.0f}\t{j["rss_file_kb"]/1000:.0f}\t{j["incomplete"]}\t{j["exit"]}")' "$OUT"
+  python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print("100000, cap 50000\t-\t%.0f\t%.0f\t%.0f\t%s\t%s" % (j["rss_anon_peak_kb"]/1000, j["vm_hwm_kb"]/1000, j["rss_file_kb"]/1000, j["incomplete"], j["exit"]))' "$OUT"
   ;;
 *) echo "usage: $0 [range|big|scale]" >&2; exit 120 ;;
 esac
