@@ -196,13 +196,34 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
         i += 1;
     }
     // `env [-i] [-u NAME] [X=1] cmd …`, `exec`, `command`, `nice`, `nohup`, `time`: the
-    // command that follows.
+    // command that follows; the shell's reserved words (`{`, `then`, `do`, `!`, …: a function
+    // body or a compound command, R11-1) likewise.
     while i < words.len() {
         let name = base_name(&words[i]);
-        if crate::catalogue::COMMAND_WRAPPERS.contains(&name) {
+        if RESERVED.contains(&words[i].as_str()) {
+            i += 1;
+        } else if crate::catalogue::COMMAND_WRAPPERS.contains(&name) {
             push_word(&words[i], cd.clone(), out);
+            let env = name == "env";
             i += 1;
             while i < words.len() && (words[i].starts_with('-') || is_assignment(&words[i])) {
+                // `env -C DIR` / `--chdir=DIR` starts the command in DIR (R11-1).
+                let chdir = if !env {
+                    None
+                } else if words[i] == "-C" || words[i] == "--chdir" {
+                    i += 1;
+                    words.get(i).cloned()
+                } else {
+                    words[i]
+                        .strip_prefix("--chdir=")
+                        .or_else(|| words[i].strip_prefix("-C").filter(|r| !r.is_empty()))
+                        .map(str::to_owned)
+                };
+                if let Some(d) = chdir {
+                    change_folder(&d, cd);
+                    i += 1;
+                    continue;
+                }
                 if is_assignment(&words[i]) {
                     let v = words[i].split_once('=').map_or("", |(_, v)| v);
                     push_word(v, cd.clone(), out);
@@ -242,8 +263,21 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
     }
     // The script position: the command itself with a `/`, the operand of a shell or an
     // interpreter (the first word that is no option, unless `-c`/`-m`/`-e` came first).
-    let interpreter = shell || reader || name.starts_with("python");
+    let interpreter =
+        shell || reader || name.starts_with("python") || name == "." || name == "source";
     let mut script: Option<&String> = first.contains('/').then_some(first);
+    // `make -f FILE` reads FILE as its program (R11-2).
+    if crate::catalogue::MAKES.contains(&name.as_str()) {
+        let mut k = 0;
+        while k < args.len() {
+            let a = &args[k];
+            if a == "-f" || a == "--file" || a == "--makefile" {
+                script = script.or(args.get(k + 1));
+                break;
+            }
+            k += 1;
+        }
+    }
     if interpreter && !matches!(name.as_str(), "find" | "xargs") {
         for a in args {
             // A command string or a module instead of a script: `sh -c`, `bash -ec`,
@@ -272,14 +306,11 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
         }
     }
     if name == "cd" || name == "pushd" {
-        if let Some(d) = args.iter().find(|a| !a.starts_with('-')) {
-            if !d.contains(UNKNOWN) {
-                cd.push(d.clone());
-            } else if !(d.starts_with('/') || d.starts_with('~')) {
-                // `cd "$HOME"`-like words are taken as written: the tail after the last
-                // expansion decides; a folder only the running shell knows is marked.
-                cd.push(RUN_TIME_FOLDER.to_owned());
-            }
+        match args.iter().find(|a| !a.starts_with('-') || *a == "-") {
+            // `cd -`: the owner's previous folder ($OLDPWD).
+            Some(d) if d == "-" => cd.push(RUN_TIME_FOLDER.to_owned()),
+            Some(d) => change_folder(d, cd),
+            None => {}
         }
     }
     let python = name.starts_with("python") || name == "pypy" || name == "pypy3";
@@ -307,16 +338,36 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
                 c.cd = base;
                 out.candidates.push(c);
             }
-            out.cut |= sub.cut;
+            // What the string runs where (R11-1, R11-2): its script words and commands, with
+            // the folders of the outer `cd`s in front (a `cd` inside it stays inside).
+            for mut c in sub.scripts {
+                let mut base = cd.clone();
+                base.append(&mut c.cd);
+                c.cd = base;
+                if !out.scripts.contains(&c) {
+                    out.scripts.push(c);
+                }
+            }
             for mut c in sub.commands {
                 let mut base = cd.clone();
                 base.append(&mut c.cd);
                 c.cd = base;
                 out.commands.push(c);
             }
+            out.cut |= sub.cut;
             out.dynamic.extend(sub.dynamic);
             out.substitutions.extend(sub.substitutions);
             if name == "eval" {
+                // `eval` runs in this shell: a `cd` in its string moves what follows (R11-1).
+                let mut inner = Lexed::default();
+                lex_into(&text.replace(UNKNOWN, "$X"), depth + 1, &mut inner);
+                for c in &inner.commands {
+                    if matches!(c.words.first().map(|w| base_name(w)), Some("cd" | "pushd")) {
+                        if let Some(d) = c.words[1..].iter().find(|a| !a.starts_with('-')) {
+                            change_folder(d, cd);
+                        }
+                    }
+                }
                 return;
             }
             k += 2;
@@ -378,6 +429,23 @@ fn note_dynamic(w: &str, out: &mut Lexed) {
     let shown = w.replace(UNKNOWN, "$…");
     if !out.dynamic.contains(&shown) {
         out.dynamic.push(shown);
+    }
+}
+
+/// Words the shell reads as syntax in front of a command (`{ cd x; sh y; }`, `if …; then sh
+/// y; fi`, `! sh y`): the command is the word after them.
+const RESERVED: &[&str] = &[
+    "{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time",
+];
+
+/// A `cd` (or `pushd`, `env -C`) to `d`: a literal folder is recorded as written; one the
+/// shell computes is [`RUN_TIME_FOLDER`] unless it starts at `/` or `~` (`cd "$HOME"`-like
+/// words are read by their literal tail, as every other word).
+fn change_folder(d: &str, cd: &mut Vec<String>) {
+    if !d.contains(UNKNOWN) {
+        cd.push(d.to_owned());
+    } else if !(d.starts_with('/') || d.starts_with('~')) {
+        cd.push(RUN_TIME_FOLDER.to_owned());
     }
 }
 
@@ -1055,7 +1123,12 @@ pub fn reach(text: &str, top: &Path) -> Reaches {
             }
             continue;
         }
-        if !w.trim_end_matches('/').contains('/') || w.contains(char::is_whitespace) {
+        // Only a word that reads as a plain path (what the lexer left of an ANSI-C string or
+        // a glob is the fragments' and the globs' to cover).
+        if !w.trim_end_matches('/').contains('/')
+            || w.contains(char::is_whitespace)
+            || w.contains(['$', '`', '\\', '\'', '"', '*', '?', '[', '{', '}'])
+        {
             continue;
         }
         // From where the shell will look: the top, or the folder of each `cd` before it.
@@ -1684,7 +1757,8 @@ mod tests {
             ["git", "rev-parse", "sh", "tools/a.sh"]
         );
         assert_eq!(paths("sh $HOME_X/tools/a.sh"), ["sh", "tools/a.sh"]);
-        assert_eq!(paths("f() { sh $1; }; f"), ["f", "{", "sh", "}"]);
+        // `{` and `}` are syntax (R11-1), not words.
+        assert_eq!(paths("f() { sh $1; }; f"), ["f", "sh"]);
     }
 
     #[test]
@@ -1901,6 +1975,12 @@ mod tests {
         assert_eq!(reached("python3 -u ci/run.py arg", &t), ["ci/"]);
         assert_eq!(reached("./bin/tool --fix", &t), ["bin/"]);
         assert_eq!(reached("cd sub && sh scripts/x.sh", &t), ["sub/"]);
+        // R11-2: `. file`, `make -f file`, a function body, a `sh -c` string.
+        assert_eq!(reached(". scripts/lint.sh", &t), ["scripts/"]);
+        assert_eq!(reached("source scripts/lint.sh", &t), ["scripts/"]);
+        assert_eq!(reached("make -s -f scripts/Makefile", &t), ["scripts/"]);
+        assert_eq!(reached("f() { sh scripts/lint.sh; }; f", &t), ["scripts/"]);
+        assert_eq!(reached(r#"sh -c "sh scripts/lint.sh""#, &t), ["scripts/"]);
         assert!(reached("git rebase origin/main", &t).is_empty());
         assert!(reached("sh -c 'echo a/b'", &t).is_empty());
         assert!(reached("python3 -c 'print(1/2)'", &t).is_empty());
@@ -1921,6 +2001,18 @@ mod tests {
             r#"sh ${GIT_PREFIX}tools/lint.sh"#,
             r#"sh "$GIT_PREFIX"lint.sh"#,
             r#"cd "$GIT_PREFIX" && python3 -m black ."#,
+        ] {
+            assert!(!reach(text, t.path()).unresolved.is_empty(), "{text}");
+        }
+        // The eleventh pass's shapes (R11-1): the same cd inside `sh -c`, a function body,
+        // `env -C`, `pushd` in `bash -c`, `eval`, and `cd -`.
+        for text in [
+            r#"sh -c 'cd "$GIT_PREFIX" && sh tools/lint.sh'"#,
+            r#"f() { cd "$GIT_PREFIX" && sh tools/lint.sh; }; f"#,
+            r#"env -C "$GIT_PREFIX" sh tools/lint.sh"#,
+            r#"bash -c 'pushd "$GIT_PREFIX" >/dev/null; sh tools/lint.sh'"#,
+            r#"eval "cd $GIT_PREFIX" && sh tools/lint.sh"#,
+            r#"cd - && sh tools/lint.sh"#,
         ] {
             assert!(!reach(text, t.path()).unresolved.is_empty(), "{text}");
         }
