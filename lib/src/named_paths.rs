@@ -178,15 +178,12 @@ pub fn special_at(path: &Path) -> Option<Special> {
     if !m.file_type().is_symlink() {
         return None;
     }
-    let target = std::fs::metadata(path).ok()?;
-    let kind = crate::audit::special::special_kind(&target.file_type())?;
-    let real = std::fs::canonicalize(path).ok();
-    if real.as_deref() == Some(Path::new("/dev/null")) {
-        return None;
-    }
+    // A link into `/dev` or `/proc` (`/dev/stdin`: the owner's terminal or pipe) blocks
+    // whatever it names for this process (R11-10): [`crate::audit::special::blocking`].
+    let kind = crate::audit::special::blocking(path)?;
     Some(Special {
         kind,
-        link_to: real,
+        link_to: std::fs::read_link(path).ok(),
     })
 }
 

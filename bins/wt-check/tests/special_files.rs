@@ -491,3 +491,52 @@ fn a_link_in_the_sessions_own_worktree_entry_is_reported_not_followed() {
         }
     }
 }
+
+/// Eleventh red-team pass, R11-9/R11-10: a link to `/dev/stdin` at a path the owner's config
+/// names (`commit.template`) and at `.gitmodules`, in the main work tree. It names the
+/// reader's own standard input: `/dev/null` for `check` (which used to pass it), a pipe or a
+/// terminal for the owner's git, which then waits forever. Positive control: plain
+/// `git commit` with an open pipe as stdin hangs. Both must be GW021 findings of `check`.
+#[test]
+fn links_to_dev_stdin_at_names_git_opens_are_reported() {
+    for git in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        std::fs::write(m.join(".gitmessage"), "# template\n").unwrap();
+        w.git(&m, &["config", "commit.template", ".gitmessage"]);
+        w.git(&m, &["add", "-A"]);
+        w.git(&m, &["commit", "-q", "-m", "template"]);
+        w.pin();
+        for name in [".gitmessage", ".gitmodules"] {
+            let p = m.join(name);
+            let _ = std::fs::remove_file(&p);
+            std::os::unix::fs::symlink("/dev/stdin", &p).unwrap();
+        }
+        // Control: the owner's git with an open pipe as stdin (an IDE, `sleep | git …`).
+        let mut c = plain_git(&w, &git, &m, &["commit", "-q", "--allow-empty"]);
+        c.env("GIT_EDITOR", "true");
+        let mut child = c
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_secs(3));
+        let hung = child.try_wait().unwrap().is_none();
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_file(w.git_dir().join("index.lock"));
+        assert!(hung, "{}: control: git commit did not hang", git.display());
+        let (code, ev) = check(&w, false);
+        assert_eq!(code, 1, "{}: {ev:#?}", git.display());
+        for name in [".gitmessage", ".gitmodules"] {
+            let p = m.join(name);
+            assert!(
+                ev.iter()
+                    .any(|e| e["rule"] == "GW021" && e["path"].as_str() == p.to_str()),
+                "{}: {name} not reported: {ev:#?}",
+                git.display()
+            );
+        }
+    }
+}

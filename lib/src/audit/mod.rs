@@ -590,7 +590,13 @@ fn walk_workspace(
         // A FIFO, socket or device under a name git opens with a blocking open: `HEAD`
         // (discovery's `is_git_directory`, a bare-shaped folder's too), `.gitignore`,
         // `.gitattributes`, `.mailmap`, `.gitmodules` (`catalogue::OPENED_BY_NAME`).
-        if ent.file_type() == crate::layout::walk::WalkKind::Other
+        // A link there that leads to one, or into `/dev` or `/proc` (`/dev/stdin`: the
+        // owner's terminal or pipe), blocks the same where git follows it: `.gitmodules`,
+        // `HEAD` (eleventh red-team pass, R11-9; `crate::audit::special::blocking`).
+        let kind = ent.file_type();
+        if (kind == crate::layout::walk::WalkKind::Other
+            || (kind == crate::layout::walk::WalkKind::Symlink
+                && crate::audit::special::blocking(ent.path()).is_some()))
             && crate::catalogue::OPENED_BY_NAME
                 .iter()
                 .any(|n| ent.file_name() == OsStr::new(n))

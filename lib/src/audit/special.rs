@@ -45,6 +45,76 @@ pub fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
     }
 }
 
+/// What a blocking `open(2)` of `path` by git would meet: a FIFO, socket or device there
+/// (`lstat`), or a link — through any number of links — to one, or into `/dev` or `/proc`
+/// at all. A link into `/dev` or `/proc` is judged by where it points, not by what it names
+/// for this process: `/dev/stdin` → `/proc/self/fd/0` is the reader's own standard input,
+/// `/dev/null` for `check` and a pipe or a terminal for the owner's git (eleventh red-team
+/// pass, R11-9, R11-10). `/dev/null` itself reads as empty and is left alone (an owner may
+/// switch a file off with it). Only `lstat`, `readlink` and `stat`: never opens.
+pub fn blocking(path: &Path) -> Option<&'static str> {
+    let m = std::fs::symlink_metadata(path).ok()?;
+    if let Some(k) = special_kind(&m.file_type()) {
+        return Some(k);
+    }
+    if !m.file_type().is_symlink() {
+        return None;
+    }
+    if std::fs::canonicalize(path).is_ok_and(|t| t == Path::new("/dev/null"))
+        && !link_through_proc(path)
+    {
+        return None;
+    }
+    if let Some(k) = std::fs::metadata(path)
+        .ok()
+        .and_then(|m| special_kind(&m.file_type()))
+    {
+        return Some(k);
+    }
+    link_into_devices(path).then_some("link into /dev or /proc")
+}
+
+/// Whether some hop of the link chain at `path` points into `/dev` (but `/dev/null`) or
+/// `/proc`, each hop's folder resolved by the kernel and its last name as written.
+fn link_into_devices(path: &Path) -> bool {
+    hops(path)
+        .iter()
+        .any(|t| (t.starts_with("/dev") && t != Path::new("/dev/null")) || t.starts_with("/proc"))
+}
+
+/// Whether some hop of the link chain at `path` points into `/proc`.
+fn link_through_proc(path: &Path) -> bool {
+    hops(path).iter().any(|t| t.starts_with("/proc"))
+}
+
+/// The targets of the link chain at `path` (at most 40 hops, as the kernel follows), each
+/// as its folder's real path joined with its last name.
+fn hops(path: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut cur = path.to_path_buf();
+    for _ in 0..40 {
+        let Ok(t) = std::fs::read_link(&cur) else {
+            break;
+        };
+        let abs = if t.is_absolute() {
+            t
+        } else {
+            cur.parent().unwrap_or(Path::new("/")).join(t)
+        };
+        let abs = crate::integrity::normalize(&abs);
+        let real = match (abs.parent(), abs.file_name()) {
+            (Some(d), Some(n)) => std::fs::canonicalize(d).map_or(abs.clone(), |d| d.join(n)),
+            _ => abs.clone(),
+        };
+        out.push(real.clone());
+        if !std::fs::symlink_metadata(&real).is_ok_and(|m| m.file_type().is_symlink()) {
+            break;
+        }
+        cur = real;
+    }
+    out
+}
+
 /// Every FIFO, socket or device at or below `dir` (not following links; `dir` itself is
 /// `lstat`ed). A `dir` that does not exist yields nothing.
 pub fn sweep(dir: &Path) -> Special {
@@ -102,12 +172,7 @@ pub fn sweep(dir: &Path) -> Special {
                 // made a link to a FIFO hung the owner's git and `check`'s ref snapshot).
                 // `/dev/null` reads as empty and is left alone.
                 let p = e.path();
-                let to_null = std::fs::canonicalize(&p).is_ok_and(|t| t == Path::new("/dev/null"));
-                if let Some(k) = std::fs::metadata(&p)
-                    .ok()
-                    .and_then(|m| special_kind(&m.file_type()))
-                    .filter(|_| !to_null)
-                {
+                if let Some(k) = blocking(&p) {
                     out.found.push((p, k));
                 }
             }
@@ -164,5 +229,42 @@ mod tests {
         assert_eq!(s.found, vec![(g.join("worktrees/zz/HEAD"), "fifo")]);
         assert!(s.incomplete.is_none());
         assert!(sweep(&d.path().join("absent")).found.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod blocking_tests {
+    use super::*;
+
+    /// R11-9, R11-10: a link to `/dev/stdin` is found whatever this process's standard input
+    /// is (the test harness gives `/dev/null`), and so are `/dev/zero`, a relative way into
+    /// `/dev`, a link to a link into `/proc`; `/dev/null` and an ordinary file are not.
+    #[test]
+    fn links_into_dev_or_proc_are_blocking_whatever_they_name_here() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        let link = |name: &str, to: &str| {
+            std::os::unix::fs::symlink(to, d.join(name)).unwrap();
+            d.join(name)
+        };
+        std::fs::write(d.join("plain"), "x").unwrap();
+        let up = "../".repeat(d.components().count());
+        for (name, to) in [
+            ("stdin", "/dev/stdin"),
+            ("fd0", "/proc/self/fd/0"),
+            ("zero", "/dev/zero"),
+            ("rel", &format!("{up}dev/stdin")),
+        ] {
+            assert!(blocking(&link(name, to)).is_some(), "{name} -> {to}");
+        }
+        let hop = link("hop", &d.join("stdin").display().to_string());
+        assert!(blocking(&hop).is_some());
+        assert_eq!(blocking(&link("null", "/dev/null")), None);
+        assert_eq!(blocking(&link("file", "plain")), None);
+        assert_eq!(blocking(&d.join("plain")), None);
+        // The sweep reports them too.
+        let found: Vec<_> = sweep(d).found.into_iter().map(|(p, _)| p).collect();
+        assert!(found.contains(&d.join("stdin")) && found.contains(&d.join("hop")));
+        assert!(!found.contains(&d.join("null")));
     }
 }

@@ -93,17 +93,6 @@ pub fn nested(
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let main = main_work_tree.map(canon);
     let common = canon(common_dir);
-    // Under the main work tree, the baseline's repository (common dir, submodule git dirs
-    // under `modules/`) is taken as audited: every finding its audit adds there names the
-    // main work tree as its repository and is dropped below, so it was read only to be
-    // thrown away. Under any other root it is still audited, with that root's first work
-    // tree: what the common dir's config names outside it (a special file at a
-    // `commit.template` path, an include target) is judged from there, and nothing else
-    // reports it (`fifos_at_paths_the_owners_config_names_are_reported_and_set_aside`).
-    let mut known = crate::audit::baseline_git_dirs(&common);
-    if common_dir != common {
-        known.push(common_dir.to_path_buf());
-    }
     let mut walked: Vec<PathBuf> = Vec::new();
     for root in roots {
         walked.push(root.clone());
@@ -113,12 +102,11 @@ pub fn nested(
         if std::fs::symlink_metadata(root).is_err() {
             continue; // a session folder not made yet
         }
-        let seed: &[PathBuf] = if main.is_some() && main.as_deref() == Some(canon(root).as_path()) {
-            &known
-        } else {
-            &[]
-        };
-        let report = crate::audit::audit_cached_beside(std::slice::from_ref(root), cache, seed);
+        // Every root audits the baseline's repository again: what its config names in the
+        // work tree (a FIFO or a link into /dev at a `commit.template` path) is found only
+        // by that audit (a seeded audit that skipped it under the main work tree lost it:
+        // `special_files::fifos_at_paths_the_owners_config_names_are_reported_in_the_main_work_tree`).
+        let report = crate::audit::audit_cached(std::slice::from_ref(root), cache);
         for f in report.findings {
             // The main repository, and what lies in the common dir (worktree entries and
             // submodule git dirs, `worktrees/<id>/modules/` included): the baseline's.

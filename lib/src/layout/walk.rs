@@ -280,8 +280,15 @@ impl<'c> Walk<'c> {
                 },
             };
             if let Some(count) = self.skip_plain {
+                // A link at a name git opens by name is handed out: where it leads decides
+                // whether git's open blocks (R11-9).
+                let opened_link = kind == WalkKind::Symlink
+                    && crate::catalogue::OPENED_BY_NAME
+                        .iter()
+                        .any(|n| n.as_bytes() == name_bytes);
                 if matches!(kind, WalkKind::File | WalkKind::Symlink)
                     && name_bytes != b".git"
+                    && !opened_link
                     && self.run < SKIP_RUN
                 {
                     self.run += 1;

@@ -773,11 +773,10 @@ fn special_files(
             .iter()
             .filter(|n| **n != "HEAD")
         {
+            // git follows a link at `.gitmodules` (R11-9): a link into `/dev` or `/proc`
+            // or to a FIFO blocks as a FIFO there does.
             let p = top.join(n);
-            if let Some(kind) = std::fs::symlink_metadata(&p)
-                .ok()
-                .and_then(|m| crate::audit::special::special_kind(&m.file_type()))
-            {
+            if let Some(kind) = crate::audit::special::blocking(&p) {
                 return Err(refuse(&p, format!("a {kind} where git opens {n} by name")));
             }
         }
