@@ -8,92 +8,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
-const GITS: &[&str] = &["/usr/bin/git", "/usr/local/bin/git"];
-const BWRAP: &str = "/usr/bin/bwrap";
-
-/// The binaries under test, built once (they belong to other packages of the workspace).
-fn bins() -> &'static (PathBuf, PathBuf) {
-    static BINS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
-    BINS.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        // target/<profile>/deps/<test> → target/<profile>/
-        let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-        let mut build = Command::new(env!("CARGO"));
-        build.args([
-            "build",
-            "-q",
-            "-p",
-            "git-shim",
-            "-p",
-            "agent-shell",
-            "-p",
-            "wt-check",
-        ]);
-        if dir.ends_with("release") {
-            build.arg("--release");
-        }
-        let status = build
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo build");
-        assert!(
-            status.success(),
-            "building git-shim, agent-shell and wt-check failed"
-        );
-        (dir.join("git-shim"), dir.join("agent-shell"))
-    })
-}
-
-fn gits() -> Vec<PathBuf> {
-    GITS.iter()
-        .filter(|g| {
-            let ok = Path::new(g).exists();
-            if !ok {
-                assert!(
-                    !(std::env::var("CI").as_deref() == Ok("true")),
-                    "{g} is missing (CI=true: every git must be tested)"
-                );
-                eprintln!("SKIPPED for {g}: not installed on this machine");
-            }
-            ok
-        })
-        .map(PathBuf::from)
-        .collect()
-}
-
-/// Can bwrap build a sandbox here? `Err` carries the reason.
-fn bwrap_works() -> Result<(), String> {
-    if !Path::new(BWRAP).exists() {
-        return Err(format!(
-            "{BWRAP} is not installed (apt-get install -y bubblewrap)"
-        ));
-    }
-    let o = Command::new(BWRAP)
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--unshare-all",
-            "--die-with-parent",
-            "/bin/true",
-        ])
-        .output()
-        .map_err(|e| format!("cannot run {BWRAP}: {e}"))?;
-    if o.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "bwrap cannot create namespaces on this machine: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        ))
-    }
-}
+#[path = "common/sandboxed.rs"]
+mod sandboxed;
+use sandboxed::{bins, bwrap_works, gits, BWRAP};
 
 struct Session {
     _t: tempfile::TempDir,

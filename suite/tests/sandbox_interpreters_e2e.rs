@@ -10,90 +10,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
-const GITS: &[&str] = &["/usr/bin/git", "/usr/local/bin/git"];
-const BWRAP: &str = "/usr/bin/bwrap";
+#[path = "common/sandboxed.rs"]
+mod sandboxed;
+use sandboxed::{bins, bwrap_works, gits, present};
+
 const NODE: &str = "/usr/bin/node";
 const PYTHON: &str = "/usr/bin/python3";
-
-/// The binaries under test, built once (they belong to other packages of the workspace).
-fn bins() -> &'static (PathBuf, PathBuf) {
-    static BINS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
-    BINS.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-        let mut build = Command::new(env!("CARGO"));
-        build.args([
-            "build",
-            "-q",
-            "-p",
-            "git-shim",
-            "-p",
-            "agent-shell",
-            "-p",
-            "wt-check",
-        ]);
-        if dir.ends_with("release") {
-            build.arg("--release");
-        }
-        let status = build
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo build");
-        assert!(status.success(), "building the binaries failed");
-        (dir.join("git-shim"), dir.join("agent-shell"))
-    })
-}
-
-/// `true` when `path` exists; else SKIPPED with the reason (a failure under `CI=true`).
-fn present(path: &str, why: &str) -> bool {
-    if Path::new(path).exists() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{path} is missing (CI=true: {why} must be tested)"
-    );
-    eprintln!("SKIPPED: {path} is not installed on this machine ({why})");
-    false
-}
-
-fn gits() -> Vec<PathBuf> {
-    GITS.iter()
-        .filter(|g| present(g, "every git"))
-        .map(PathBuf::from)
-        .collect()
-}
-
-fn bwrap_works() -> Result<(), String> {
-    if !Path::new(BWRAP).exists() {
-        return Err(format!("{BWRAP} is not installed"));
-    }
-    let o = Command::new(BWRAP)
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--unshare-all",
-            "--die-with-parent",
-            "/bin/true",
-        ])
-        .output()
-        .map_err(|e| format!("cannot run {BWRAP}: {e}"))?;
-    if o.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "bwrap cannot create namespaces on this machine: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        ))
-    }
-}
 
 /// A repository with one commit, a policy outside every writable root, and the shim installed
 /// (pinned to the policy) by the "orchestrator", outside the sandbox.

@@ -13,30 +13,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
-const GITS: &[&str] = &["/usr/bin/git", "/usr/local/bin/git"];
+#[path = "common/sandboxed.rs"]
+mod sandboxed;
+use sandboxed::{bins, gits};
+
 const TIMEOUT: &str = "/usr/bin/timeout";
-
-/// agent-shell and git-shim, built once (other packages of the workspace).
-fn bins() -> &'static (PathBuf, PathBuf) {
-    static BINS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
-    BINS.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-        let mut build = Command::new(env!("CARGO"));
-        build.args(["build", "-q", "-p", "git-shim", "-p", "agent-shell"]);
-        if dir.ends_with("release") {
-            build.arg("--release");
-        }
-        let status = build
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo build");
-        assert!(status.success(), "building git-shim and agent-shell failed");
-        (dir.join("git-shim"), dir.join("agent-shell"))
-    })
-}
 
 /// Can this kernel enforce the rule? Else say SKIPPED (a failure under CI=true).
 fn landlock_here() -> bool {
@@ -50,23 +32,6 @@ fn landlock_here() -> bool {
     );
     eprintln!("SKIPPED: this kernel offers Landlock ABI {abi}; the rule needs 2");
     false
-}
-
-fn gits() -> Vec<PathBuf> {
-    GITS.iter()
-        .filter(|g| {
-            let ok = Path::new(g).exists();
-            if !ok {
-                assert!(
-                    std::env::var("CI").as_deref() != Ok("true"),
-                    "{g} is missing (CI=true: every git must be tested)"
-                );
-                eprintln!("SKIPPED for {g}: not installed");
-            }
-            ok
-        })
-        .map(PathBuf::from)
-        .collect()
 }
 
 struct Session {

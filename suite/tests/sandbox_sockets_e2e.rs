@@ -16,25 +16,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-const BWRAP: &str = "/usr/bin/bwrap";
-const PYTHON: &str = "/usr/bin/python3";
+#[path = "common/sandboxed.rs"]
+mod sandboxed;
+use sandboxed::{bins, BWRAP};
 
-/// agent-shell and git-shim, built once (other packages of the workspace).
-fn bins() -> (PathBuf, PathBuf) {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-    let mut build = Command::new(env!("CARGO"));
-    build.args(["build", "-q", "-p", "git-shim", "-p", "agent-shell"]);
-    if dir.ends_with("release") {
-        build.arg("--release");
-    }
-    let status = build
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo build");
-    assert!(status.success(), "building git-shim and agent-shell failed");
-    (dir.join("git-shim"), dir.join("agent-shell"))
-}
+const PYTHON: &str = "/usr/bin/python3";
 
 /// Each attempt prints `<name>=ok` or `<name>=<errno name>`; `sent=<n>` when a datagram left.
 const HELPER: &str = r#"
