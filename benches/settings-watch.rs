@@ -139,8 +139,16 @@ fn latency(e: &Env, n: usize) -> Vec<f64> {
     let before = br#"{"permissions":{"allow":["Read"]}}"#;
     let w = start(e);
     let ino = Inotify::init(InitFlags::IN_CLOEXEC).unwrap();
-    ino.add_watch(&e.repo.join(".claude"), AddWatchFlags::IN_MOVED_TO)
-        .unwrap();
+    // IN_MOVED_FROM too, though only IN_MOVED_TO is counted: the kernel merges an inotify
+    // event into the last unread one when mask, watch and name are equal (the cookie is not
+    // compared), so with IN_MOVED_TO alone the watcher's swap, landing while the bench's own
+    // rename event is still unread (the bench descheduled under load), merged into it and the
+    // bench waited for ever. Each rename's IN_MOVED_FROM now sits between the two.
+    ino.add_watch(
+        &e.repo.join(".claude"),
+        AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_MOVED_FROM,
+    )
+    .unwrap();
     let mut v = Vec::with_capacity(n);
     for i in 0..n {
         let tmp = e.repo.join(".claude/.agent-tmp");
@@ -154,7 +162,9 @@ fn latency(e: &Env, n: usize) -> Vec<f64> {
         let mut seen = 0;
         'wait: loop {
             for ev in ino.read_events().unwrap() {
-                if ev.name.as_deref() == Some(std::ffi::OsStr::new("settings.json")) {
+                if ev.mask.contains(AddWatchFlags::IN_MOVED_TO)
+                    && ev.name.as_deref() == Some(std::ffi::OsStr::new("settings.json"))
+                {
                     seen += 1;
                     if seen == 2 {
                         break 'wait;

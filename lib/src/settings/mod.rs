@@ -628,15 +628,18 @@ fn put_back_prepared(
                     },
                 }
                 if let (Some(f), Content::File { .. } | Content::Other { .. }) = (file, &x) {
-                    tail::follow(tail::Tail {
-                        file: f,
-                        change: Change {
-                            before: target.clone(),
-                            ..change.clone()
+                    tail::follow(
+                        store,
+                        tail::Tail {
+                            file: f,
+                            change: Change {
+                                before: target.clone(),
+                                ..change.clone()
+                            },
+                            last: x,
+                            changed: std::time::Instant::now(),
                         },
-                        last: x,
-                        changed: std::time::Instant::now(),
-                    });
+                    );
                 }
             }
             match deferred {

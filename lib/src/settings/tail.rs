@@ -13,7 +13,9 @@
 //! Invariant: a followed inode is let go only when no writer has it open and its last content
 //! is held (or is the approved one). Where the kernel cannot say (no leases on the
 //! filesystem, a file of another user), it is followed until it has been quiet for
-//! [`UNKNOWN_HOLD`]. The list is per process (one watcher, or one agent-shell, per process).
+//! [`UNKNOWN_HOLD`]. The list is per process but each inode belongs to the store whose revert
+//! displaced it: [`poll`] reads only that store's, so what is written into it is held there and
+//! nowhere else, even with several stores in one process (a library user, the tests).
 
 use super::{new_held, watch, Change, Rules, SettingsError};
 use crate::held::{nofollow, Content, HeldWrite, Store};
@@ -35,32 +37,35 @@ pub(crate) struct Tail {
     pub changed: Instant,
 }
 
-static TAILS: Mutex<Vec<Tail>> = Mutex::new(Vec::new());
+/// Followed inodes, each with the folder of the store it is held into.
+static TAILS: Mutex<Vec<(PathBuf, Tail)>> = Mutex::new(Vec::new());
 
-fn tails() -> std::sync::MutexGuard<'static, Vec<Tail>> {
+fn tails() -> std::sync::MutexGuard<'static, Vec<(PathBuf, Tail)>> {
     TAILS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Follow a displaced inode until its writers are done.
-pub(crate) fn follow(t: Tail) {
-    tails().push(t);
+/// Follow a displaced inode until its writers are done; what is written into it is held in
+/// `store` (the store that held the write the revert displaced).
+pub(crate) fn follow(store: &Store, t: Tail) {
+    tails().push((store.dir().to_path_buf(), t));
 }
 
-/// Are inodes being followed (the watcher then polls every [`watch::QUIET`] / 3)?
-pub fn following() -> bool {
-    !tails().is_empty()
+/// Are inodes of `store` being followed (the watcher then polls every [`watch::QUIET`] / 3)?
+pub fn following(store: &Store) -> bool {
+    tails().iter().any(|(s, _)| s == store.dir())
 }
 
-/// Read every followed inode again; hold what changed; let go of those no writer has open
-/// and that are quiet. The caller holds the store lock.
+/// Read every inode followed for `store` again; hold what changed; let go of those no writer
+/// has open and that are quiet. Another store's inodes are left alone. The caller holds the
+/// store lock.
 pub fn poll(store: &Store, rules: &Rules, source: &str) -> Result<Vec<HeldWrite>, SettingsError> {
     let mut out = Vec::new();
     let mut list = tails();
     let mut keep = Vec::with_capacity(list.len());
     let mut failed = None;
-    for mut t in list.drain(..) {
-        if failed.is_some() {
-            keep.push(t);
+    for (owner, mut t) in list.drain(..) {
+        if failed.is_some() || owner != store.dir() {
+            keep.push((owner, t));
             continue;
         }
         // Asked before the read: a writer that closes after it is seen at the next poll.
@@ -69,7 +74,7 @@ pub fn poll(store: &Store, rules: &Rules, source: &str) -> Result<Vec<HeldWrite>
             Ok(h) => out.extend(h),
             Err(e) => {
                 failed = Some(e);
-                keep.push(t);
+                keep.push((owner, t));
                 continue;
             }
         }
@@ -80,7 +85,7 @@ pub fn poll(store: &Store, rules: &Rules, source: &str) -> Result<Vec<HeldWrite>
             None => age >= UNKNOWN_HOLD,
         };
         if !done {
-            keep.push(t);
+            keep.push((owner, t));
         }
     }
     *list = keep;
@@ -105,7 +110,7 @@ pub fn settle(
             let _lock = store.lock()?;
             out.extend(poll(store, rules, source)?);
         }
-        if !following() || start.elapsed() >= bound {
+        if !following(store) || start.elapsed() >= bound {
             return Ok(out);
         }
         std::thread::sleep(watch::QUIET / 3);

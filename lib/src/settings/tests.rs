@@ -552,3 +552,53 @@ fn deferred_removal_and_an_empty_record_after_power_loss() {
         .join(format!("state/held/pending/{id}.json.unreadable"))
         .exists());
 }
+
+/// A write into an inode a revert swapped out is held in the store that reverted it, never in
+/// another store of the same process: a second store's pass (its `settle`, a watcher's poll)
+/// neither sees it nor holds it. (The list of followed inodes is per process: before it was
+/// keyed by store, a concurrent test's `enforce` held this write as its own.)
+#[test]
+fn a_displaced_inode_is_followed_only_by_its_own_store() {
+    use std::io::Write;
+    let (t, ws, store) = setup();
+    let other = Store::open(&t.path().join("other/held")).unwrap();
+    let rules = Rules::presets();
+    let p = ws.join(".claude/settings.json");
+    let approved = r#"{"permissions":{"allow":["Read"]}}"#;
+    let agent = r#"{"permissions":{"allow":["Read","Bash(*)"]}}"#;
+    std::fs::write(&p, approved).unwrap();
+    store.set_approved(&p, &file(approved)).unwrap();
+    let before = Snapshot::capture(&ws, &rules).unwrap();
+    // The agent writes in place and keeps its descriptor.
+    let mut fd = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&p)
+        .unwrap();
+    fd.write_all(agent.as_bytes()).unwrap();
+    let after = Snapshot::capture(&ws, &rules).unwrap();
+    for c in compare(&before, &after, &rules) {
+        let _lock = store.lock().unwrap();
+        hold_and_revert(&store, &c, &rules, "settings-watch").unwrap();
+    }
+    // Written after the revert, into the swapped-out inode.
+    fd.write_all(b" ").unwrap();
+    assert!(tail::following(&store));
+    assert!(!tail::following(&other));
+    let late = tail::settle(&other, &rules, "agent-shell", watch::QUIET).unwrap();
+    assert!(late.is_empty(), "{late:?}");
+    assert!(other.pending().unwrap().is_empty());
+    drop(fd);
+    let late = tail::settle(&store, &rules, "settings-watch", watch::QUIET_MAX).unwrap();
+    assert_eq!(late.len(), 1, "{late:?}");
+    let held: Vec<_> = store
+        .pending()
+        .unwrap()
+        .iter()
+        .map(|w| w.proposed.as_ref().unwrap().bytes().unwrap().to_vec())
+        .collect();
+    assert!(held.contains(&agent.as_bytes().to_vec()), "{held:?}");
+    assert!(held.contains(&format!("{agent} ").into_bytes()), "{held:?}");
+    assert_eq!(held.len(), 2, "{held:?}");
+    assert!(other.pending().unwrap().is_empty());
+}

@@ -538,7 +538,7 @@ impl Watcher {
     /// Read again the inodes earlier reverts swapped out while a writer may still have them
     /// open ([`super::tail`]); hold what was written into them.
     fn poll_tails(&self, emit: &mut dyn FnMut(&Event)) -> Result<(), SettingsError> {
-        if !super::tail::following() {
+        if !super::tail::following(&self.store) {
             return Ok(());
         }
         let held = {
@@ -709,7 +709,7 @@ impl Watcher {
                 .map(|d| d.due)
                 .chain(st.retry_due)
                 .chain(Some(st.recheck_due))
-                .chain(super::tail::following().then(|| Instant::now() + QUIET / 3))
+                .chain(super::tail::following(&self.store).then(|| Instant::now() + QUIET / 3))
                 .min()
                 .map(|due| {
                     let ms = due
