@@ -468,7 +468,32 @@ fn set_by_the_remote(common: &Path, name: &str, id: &str) -> Result<bool, Unknow
     let from_remote = ["fetch", "pull", "clone: ", "update by push"]
         .iter()
         .any(|p| msg.starts_with(p));
-    Ok(from_remote && new == id)
+    Ok(from_remote && new == id && !from_itself(common, msg))
+}
+
+/// A fetch or pull whose command line (the reflog message up to `: `) names this repository
+/// as the remote: `git fetch . +HEAD:refs/remotes/origin/wip` writes a genuine fetch entry
+/// for a ref the remote never had (eleventh red-team pass, R11-5). `.`, and a path that is
+/// the repository's common dir or work tree (as written, from the work tree), count.
+fn from_itself(common: &Path, msg: &str) -> bool {
+    if !(msg.starts_with("fetch") || msg.starts_with("pull")) {
+        return false;
+    }
+    let line = msg.split_once(": ").map_or(msg, |(l, _)| l);
+    let canon = |p: &Path| std::fs::canonicalize(p).ok();
+    let mine: Vec<PathBuf> = [Some(common.to_path_buf()), common.parent().map(Path::to_path_buf)]
+        .into_iter()
+        .flatten()
+        .filter_map(|p| canon(&p))
+        .collect();
+    let base = common.parent().unwrap_or(common);
+    line.split_whitespace().skip(1).any(|w| {
+        if w.starts_with('-') {
+            return false;
+        }
+        let w = w.trim_end_matches('/');
+        w == "." || w == ".git" || canon(&base.join(w)).is_some_and(|c| mine.contains(&c))
+    })
 }
 
 /// Objects that only this worktree's own state names (its admin dir, or the main worktree's
