@@ -338,6 +338,40 @@ const R_OTHER_SESSION: &str = "another session's worktree folder";
 const R_PROGRAM: &str = "a program or hooks folder the config names by path (core.hooksPath, core.fsmonitor, filters, textconv, credential helpers, aliases), or a work-tree file an installed hook runs (.pre-commit-config.yaml, .husky/, lefthook.yml, a script the hook names), with the folder that holds a script (its modules, requires and sourced files): git runs it";
 const R_DISCOVERY: &str = "a `.git` planted here is discovered by host tools started below it";
 
+/// The work trees of the submodules whose git dirs lie under `common_dir`'s `modules/` (and
+/// each linked worktree's), as their `core.worktree` names them, kept when inside one of
+/// `inside` (a work tree of the repository). A git dir whose config cannot be read names
+/// none: its checkout is still covered where the plan protects the whole work tree.
+fn submodule_checkouts(common_dir: &Path, inside: &[PathBuf]) -> Vec<PathBuf> {
+    let Ok(dirs) = crate::layout::submodule_git_dirs(common_dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for d in dirs {
+        let Ok(text) = std::fs::read_to_string(d.git_dir.join("config")) else {
+            continue;
+        };
+        let mut core = false;
+        for line in text.lines() {
+            let l = line.trim();
+            if l.starts_with('[') {
+                core = l.eq_ignore_ascii_case("[core]");
+                continue;
+            }
+            let Some((k, v)) = l.split_once('=') else {
+                continue;
+            };
+            if core && k.trim().eq_ignore_ascii_case("worktree") {
+                let wt = integrity::normalize(&d.git_dir.join(v.trim().trim_matches('"')));
+                if inside.iter().any(|t| wt.starts_with(t)) && !out.contains(&wt) {
+                    out.push(wt);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Build the plan. Reads the repository the way `wt-check pin` does.
 pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
     let p = integrity::protected(&Options {
@@ -377,7 +411,19 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
             .iter()
             .filter_map(|(path, kind)| Some((path.strip_prefix(top).ok()?.to_path_buf(), *kind)))
             .collect();
-        for wt in p.worktrees.values().filter_map(|w| w.path.as_deref()) {
+        // And from the top of every submodule checkout inside them: git runs in a
+        // submodule's work tree for `status`, `diff`, `submodule foreach`, and the owner's
+        // global config applies there (eleventh red-team pass, R11-7).
+        let mut tops: Vec<PathBuf> = p
+            .worktrees
+            .values()
+            .filter_map(|w| w.path.clone())
+            .collect();
+        let inside: Vec<PathBuf> = std::iter::once(top.to_path_buf())
+            .chain(tops.iter().cloned())
+            .collect();
+        tops.extend(submodule_checkouts(&p.loc.common_dir, &inside));
+        for wt in &tops {
             for (rel, kind) in &relative {
                 let path = integrity::normalize(&wt.join(rel));
                 if !programs.iter().any(|(q, _)| *q == path) {

@@ -631,6 +631,39 @@ fn a_missing_scripts_folder_is_a_placeholder_and_a_run_time_folder_gives_no_plan
     .is_ok());
 }
 
+/// R11-7: a relative program is resolved from the top of every submodule checkout too: the
+/// missing `scripts/` of `!sh scripts/lint.sh` gets a placeholder in `lib/` as at the top.
+#[test]
+fn a_relative_program_is_guarded_in_submodule_checkouts() {
+    let r = repo();
+    let sub = r.root.join("subsrc");
+    std::fs::create_dir_all(&sub).unwrap();
+    git(&sub, &["init", "-q", "-b", "main"]);
+    git(&sub, &["commit", "-q", "--allow-empty", "-m", "s"]);
+    git(
+        &r.repo,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            sub.to_str().unwrap(),
+            "lib",
+        ],
+    );
+    git(&r.repo, &["config", "alias.lint", "!sh scripts/lint.sh"]);
+    let p = plan(&opts(&r)).unwrap();
+    for top in [r.repo.clone(), r.repo.join("lib")] {
+        assert!(
+            p.placeholders.iter().any(|b| b.path == top.join("scripts")),
+            "{}: {:?}",
+            top.display(),
+            p.placeholders
+        );
+    }
+}
+
 /// Files the config names by path (`catalogue::PATH_KEYS`, R7-4): one that decides trust
 /// (allowed signers) is read-only in the work tree, a missing one (an fsck skip list) is a
 /// placeholder, in every worktree of the repository; the project's own files (a commit

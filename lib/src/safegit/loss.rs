@@ -481,11 +481,14 @@ fn from_itself(common: &Path, msg: &str) -> bool {
     }
     let line = msg.split_once(": ").map_or(msg, |(l, _)| l);
     let canon = |p: &Path| std::fs::canonicalize(p).ok();
-    let mine: Vec<PathBuf> = [Some(common.to_path_buf()), common.parent().map(Path::to_path_buf)]
-        .into_iter()
-        .flatten()
-        .filter_map(|p| canon(&p))
-        .collect();
+    let mine: Vec<PathBuf> = [
+        Some(common.to_path_buf()),
+        common.parent().map(Path::to_path_buf),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|p| canon(&p))
+    .collect();
     let base = common.parent().unwrap_or(common);
     line.split_whitespace().skip(1).any(|w| {
         if w.starts_with('-') {
