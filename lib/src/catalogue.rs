@@ -2420,6 +2420,28 @@ pub static INTERPRETERS: &[Interpreter] = &[
         top_reads: &["bunfig.toml"],
     },
     Interpreter {
+        // rustup's proxies read the toolchain file from the folder they start in upward
+        // (`[toolchain] path = "…"` runs any folder's `cargo`), and cargo reads
+        // `.cargo/config.toml` the same way (`rustc-wrapper`, `[target] runner`, aliases):
+        // eleventh red-team pass, R11-8.
+        names: &[
+            "cargo",
+            "rustc",
+            "rustup",
+            "rustfmt",
+            "cargo-clippy",
+            "clippy-driver",
+            "rustdoc",
+        ],
+        prefixes: &[],
+        start_folder: StartFolder::Never,
+        safe_flags: &[],
+        value_options: &[],
+        upward: &[".cargo"],
+        module_globs: &[],
+        top_reads: &["rust-toolchain.toml", "rust-toolchain"],
+    },
+    Interpreter {
         names: &["deno"],
         prefixes: &[],
         start_folder: StartFolder::Never,
@@ -2478,5 +2500,5 @@ pub static VENV_MARKER: &str = "pyvenv.cfg";
 
 /// Why a search root that cannot be protected is reported (`unguarded[]`).
 pub static WHY_START_TOP: &str = "the interpreter starts at the top of the work tree and searches it first for modules (`python -m`/`-c`: the cwd is sys.path[0], ahead of the standard library and site-packages; PHP's include_path `.`): the top cannot be read-only, so a module planted there (`json.py`, `pytest.py`, `<package>/__init__.py`) shadows the one meant; run it with `python -P`/`-I`, or from a script in a folder";
-pub static WHY_UPWARD_MISSING: &str = "Node resolves a bare require()/import through node_modules/ of the script's folder and every folder above it up to the top; this one is missing and its folder is the writable top: a package the agent creates there is loaded";
-pub static WHY_TOP_READ: &str = "read at start by the interpreter or its package manager as code or as settings that load code (`.npmrc` node-options, `bunfig.toml` preload, `deno.json` import map, the `Gemfile`); at the top of the work tree it is missing, so the agent can create it";
+pub static WHY_UPWARD_MISSING: &str = "searched in the script's folder and every folder above it up to the top (Node resolves a bare require()/import through node_modules/, cargo reads .cargo/config.toml); this one is missing and its folder is the writable top: what the agent creates there is loaded (`check` reports it)";
+pub static WHY_TOP_READ: &str = "read at start by the interpreter or its package manager as code or as settings that load code (`.npmrc` node-options or script-shell, `bunfig.toml` preload, `deno.json` import map, the `Gemfile`, rustup's `rust-toolchain.toml`); at the top of the work tree it is missing, so the agent can create it (`check` reports it)";

@@ -488,3 +488,74 @@ fn a_module_added_beside_a_program_values_script_is_reported() {
         assert_eq!(fired, [true], "{}: control", git.display());
     }
 }
+
+/// Eleventh red-team pass, R11-6/R11-8: what an interpreter a program value starts reads at
+/// the top but is missing there — `.npmrc` for `npx`, `rust-toolchain.toml` for `cargo` —
+/// cannot be a placeholder (an empty file at the top would be staged); created during the
+/// turn, it is a finding of `check`. Positive control: plain npx runs the agent's
+/// `node-options` require (when node and npx are installed).
+#[test]
+fn a_missing_file_an_interpreter_reads_at_the_top_is_reported_when_created() {
+    for git in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        w.git(&m, &["config", "alias.lint", "!npx --no-install tool"]);
+        w.git(&m, &["config", "alias.fmt", "!cargo fmt --check"]);
+        pin_accepting(&w);
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 0, "clean before: {ev:#?}");
+        let mark = w.root().join("npmrc-ran");
+        std::fs::write(
+            m.join("e.js"),
+            format!(
+                "require('fs').writeFileSync({:?}, '')\n",
+                mark.display().to_string()
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            m.join(".npmrc"),
+            format!("node-options=--require={}\n", m.join("e.js").display()),
+        )
+        .unwrap();
+        std::fs::write(
+            m.join("rust-toolchain.toml"),
+            "[toolchain]\npath = \"tc\"\n",
+        )
+        .unwrap();
+        if Path::new("/usr/bin/npx").exists() {
+            write_exec(
+                &m.join("node_modules/tool/bin/cli.js"),
+                "#!/usr/bin/env node\nprocess.exit(0)\n",
+            );
+            std::fs::create_dir_all(m.join("node_modules/.bin")).unwrap();
+            std::os::unix::fs::symlink("../tool/bin/cli.js", m.join("node_modules/.bin/tool"))
+                .unwrap();
+            let ran = owner_runs(&w, &git, &m, &["lint"], std::slice::from_ref(&mark));
+            assert_eq!(
+                ran,
+                [true],
+                "{}: control: npx did not run it",
+                git.display()
+            );
+            std::fs::remove_dir_all(m.join("node_modules")).unwrap();
+        } else {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "npx is not installed (CI=true: the control must run)"
+            );
+            eprintln!("SKIPPED (control only): npx is not installed");
+        }
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:#?}", git.display());
+        let paths: Vec<String> = changed(&ev).into_iter().map(|c| c.0).collect();
+        for f in [".npmrc", "rust-toolchain.toml"] {
+            let p = m.join(f).display().to_string();
+            assert!(
+                paths.contains(&p),
+                "{}: {f} not reported: {ev:#?}",
+                git.display()
+            );
+        }
+    }
+}

@@ -75,6 +75,22 @@ pub fn hops_and_searched(loc: &Located) -> Result<(Vec<Hop>, Vec<HopSearched>), 
     };
     let owner = super::owner_programs(loc)?;
     let top_globs = owner.top_globs;
+    // What a config value's interpreter would read but is missing (`.npmrc`,
+    // `rust-toolchain.toml`, a top `node_modules/`): no bind can stand at the top for it, so
+    // `check` compares it (created or changed: a finding; eleventh red-team pass, R11-3,
+    // R11-6, R11-8). The hooks' own are added below.
+    let missing_reads: Vec<(PathBuf, EntryKind, String)> = owner
+        .unguarded
+        .iter()
+        .filter_map(|u| {
+            let kind = missing_read_kind(u.why)?;
+            Some((
+                u.path.strip_prefix(top).ok()?.to_path_buf(),
+                kind,
+                u.key.clone(),
+            ))
+        })
+        .collect();
     let programs = owner.programs;
     let mut out: Vec<Hop> = Vec::new();
     let push = |out: &mut Vec<Hop>, rel: PathBuf, kind: EntryKind, via: String| {
@@ -178,6 +194,14 @@ pub fn hops_and_searched(loc: &Located) -> Result<(Vec<Hop>, Vec<HopSearched>), 
                     }
                 }
             }
+        }
+    }
+    for (rel, kind, via) in missing_reads {
+        push(&mut out, rel, kind, via);
+    }
+    for h in &searched {
+        if let Some(kind) = missing_read_kind(h.searched.why) {
+            push(&mut out, h.searched.rel.clone(), kind, h.via.clone());
         }
     }
     // A file below a folder already listed is covered by it (one finding per change).
@@ -502,5 +526,17 @@ mod tests {
             top.display()
         );
         assert_eq!(rels(&hook_runs(&hook, &top)), ["a.sh"]);
+    }
+}
+
+/// A search root that is missing and that `check` compares instead (a file an interpreter
+/// reads at start, a `node_modules/` at the top), by the reason it is unguarded.
+fn missing_read_kind(why: &str) -> Option<EntryKind> {
+    if why == catalogue::WHY_TOP_READ {
+        Some(EntryKind::File)
+    } else if why == catalogue::WHY_UPWARD_MISSING {
+        Some(EntryKind::Dir)
+    } else {
+        None
     }
 }

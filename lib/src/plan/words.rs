@@ -2095,7 +2095,7 @@ mod tests {
         assert!(searched("python3 check.py", &t).is_empty());
         assert!(interpreter_search(&lex("python3 check.py"), t.path()).top[0].script_at_top);
         // Not an interpreter, or one that does not search the cwd.
-        assert!(searched("cargo test -m x; ruby tools/x.rb; perl -e 1", &t).is_empty());
+        assert!(searched("go test -m x; ruby tools/x.rb; perl -e 1", &t).is_empty());
     }
 
     #[test]
@@ -2193,11 +2193,24 @@ mod tests {
             "command -v git-lfs >/dev/null 2>&1 || exit 2\ngit lfs pre-push \"$@\"",
             "delta --paging=never",
             "exec pre-commit hook-impl --config=.pre-commit-config.yaml",
-            "cargo fmt --check && cargo clippy",
             "lefthook run pre-commit",
         ] {
             assert!(searched(shape, &t).is_empty(), "{shape}");
         }
+    }
+
+    /// R11-8: cargo and rustup's proxies read `rust-toolchain.toml` (`path = …` runs any
+    /// folder's `cargo`) and `.cargo/config.toml` (`rustc-wrapper`) from where they start:
+    /// missing at the top, they are searched roots (`check` compares them); an existing
+    /// `.cargo/` is protected whole.
+    #[test]
+    fn cargo_reads_its_toolchain_file_and_config_folder() {
+        let t = tree(&["src/main.rs"]);
+        let mut got: Vec<String> = searched("cargo fmt --check && cargo clippy", &t);
+        got.sort();
+        assert_eq!(got, [".cargo", "rust-toolchain", "rust-toolchain.toml"]);
+        let t = tree(&["src/main.rs", ".cargo/config.toml"]);
+        assert_eq!(reached("cargo fmt --check", &t), [".cargo/"]);
     }
 
     #[test]
