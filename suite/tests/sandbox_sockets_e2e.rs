@@ -133,7 +133,7 @@ fn an_owners_datagram_socket_is_unreachable_from_the_sandbox() {
     )
     .unwrap();
     let (shim, shell) = bins();
-    let o = Command::new(&shim)
+    let o = Command::new(shim)
         .env("HOME", &home)
         .env("PATH", "/usr/bin:/bin")
         .arg("--install")
@@ -172,7 +172,7 @@ fn an_owners_datagram_socket_is_unreachable_from_the_sandbox() {
         s = sock.display(),
         h = helper.display()
     );
-    let o = Command::new(&shell)
+    let o = Command::new(shell)
         .current_dir(&repo)
         .env_clear()
         .env("HOME", &home)

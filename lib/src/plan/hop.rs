@@ -272,6 +272,18 @@ fn read_text(p: &Path) -> Option<String> {
 }
 
 /// What a hook's `text` runs from the work tree at `top`: (relative path, kind, manager).
+/// A search root that is missing and that `check` compares instead (a file an interpreter
+/// reads at start, a `node_modules/` at the top), by the reason it is unguarded.
+fn missing_read_kind(why: &str) -> Option<EntryKind> {
+    if why == catalogue::WHY_TOP_READ {
+        Some(EntryKind::File)
+    } else if why == catalogue::WHY_UPWARD_MISSING {
+        Some(EntryKind::Dir)
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn hook_runs(text: &str, top: &Path) -> Vec<(PathBuf, EntryKind, Option<&'static str>)> {
     hook_reads(text, top).0
@@ -526,17 +538,5 @@ mod tests {
             top.display()
         );
         assert_eq!(rels(&hook_runs(&hook, &top)), ["a.sh"]);
-    }
-}
-
-/// A search root that is missing and that `check` compares instead (a file an interpreter
-/// reads at start, a `node_modules/` at the top), by the reason it is unguarded.
-fn missing_read_kind(why: &str) -> Option<EntryKind> {
-    if why == catalogue::WHY_TOP_READ {
-        Some(EntryKind::File)
-    } else if why == catalogue::WHY_UPWARD_MISSING {
-        Some(EntryKind::Dir)
-    } else {
-        None
     }
 }
