@@ -1995,8 +1995,10 @@ pub static SHARED_DISCOVERY_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 /// wrappers that run the command after their options (`env X=1 sh x.sh`), shells whose `-c`
 /// string is a command line of its own, `make` and the makefiles it reads in a `-C` folder
 /// (GNU make's order). Python is recognised by its name's prefix (`python3.12 -m mod`).
-pub static COMMAND_WRAPPERS: &[&str] =
-    &["env", "exec", "command", "nice", "nohup", "time", "builtin"];
+pub static COMMAND_WRAPPERS: &[&str] = &[
+    "env", "exec", "command", "nice", "nohup", "time", "builtin", "timeout", "setsid", "stdbuf",
+    "ionice", "chrt",
+];
 pub static SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"];
 pub static MAKES: &[&str] = &["make", "gmake", "bmake"];
 pub static MAKEFILES: &[&str] = &["GNUmakefile", "makefile", "Makefile"];

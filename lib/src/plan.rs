@@ -338,15 +338,57 @@ const R_OTHER_SESSION: &str = "another session's worktree folder";
 const R_PROGRAM: &str = "a program or hooks folder the config names by path (core.hooksPath, core.fsmonitor, filters, textconv, credential helpers, aliases), or a work-tree file an installed hook runs (.pre-commit-config.yaml, .husky/, lefthook.yml, a script the hook names), with the folder that holds a script (its modules, requires and sourced files): git runs it";
 const R_DISCOVERY: &str = "a `.git` planted here is discovered by host tools started below it";
 
-/// The work trees of the submodules whose git dirs lie under `common_dir`'s `modules/` (and
-/// each linked worktree's), as their `core.worktree` names them, kept when inside one of
-/// `inside` (a work tree of the repository). A git dir whose config cannot be read names
-/// none: its checkout is still covered where the plan protects the whole work tree.
+/// The submodule checkouts inside the work trees `inside`: every gitlink of each one's index
+/// (recursively), and the work trees the submodule git dirs under `common_dir`'s `modules/`
+/// (and each linked worktree's) name by `core.worktree`.
 fn submodule_checkouts(common_dir: &Path, inside: &[PathBuf]) -> Vec<PathBuf> {
-    let Ok(dirs) = crate::layout::submodule_git_dirs(common_dir) else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
+    // Every gitlink of each work tree's index, at any depth: a submodule checkout whether its
+    // git dir is absorbed or not, with or without `core.worktree` (twelfth red-team pass,
+    // R12-1). Only adds protection, so an index the agent wrote can only add folders.
+    let mut stack: Vec<(PathBuf, usize)> = inside.iter().map(|t| (t.clone(), 0)).collect();
+    while let Some((top, depth)) = stack.pop() {
+        if depth > 8 {
+            continue;
+        }
+        let dot = top.join(".git");
+        let index = match std::fs::symlink_metadata(&dot) {
+            Ok(m) if m.is_dir() => dot.join("index"),
+            Ok(m) if m.is_file() => {
+                let Ok(text) = std::fs::read_to_string(&dot) else {
+                    continue;
+                };
+                let Some(g) = text.trim().strip_prefix("gitdir:") else {
+                    continue;
+                };
+                let g = Path::new(g.trim());
+                let g = if g.is_absolute() {
+                    g.to_path_buf()
+                } else {
+                    top.join(g)
+                };
+                g.join("index")
+            }
+            _ => continue,
+        };
+        let Ok(bytes) = crate::audit::special::read_regular(&index, 1 << 32) else {
+            continue;
+        };
+        if let Some(crate::safegit::gitlinks::Scan::Gitlinks(links)) =
+            crate::safegit::gitlinks::scan(&bytes)
+        {
+            for l in links {
+                let sub = integrity::normalize(&top.join(String::from_utf8_lossy(&l).as_ref()));
+                if sub.starts_with(&top) && !out.contains(&sub) {
+                    out.push(sub.clone());
+                    stack.push((sub, depth + 1));
+                }
+            }
+        }
+    }
+    let Ok(dirs) = crate::layout::submodule_git_dirs(common_dir) else {
+        return out;
+    };
     for d in dirs {
         let Ok(text) = std::fs::read_to_string(d.git_dir.join("config")) else {
             continue;

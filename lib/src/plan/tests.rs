@@ -652,9 +652,20 @@ fn a_relative_program_is_guarded_in_submodule_checkouts() {
             "lib",
         ],
     );
+    // R12-1: a checkout whose `.git` is a folder (never absorbed), found by its gitlink.
+    git(
+        &r.root,
+        &[
+            "clone",
+            "-q",
+            sub.to_str().unwrap(),
+            r.repo.join("lib2").to_str().unwrap(),
+        ],
+    );
+    git(&r.repo, &["add", "lib2"]);
     git(&r.repo, &["config", "alias.lint", "!sh scripts/lint.sh"]);
     let p = plan(&opts(&r)).unwrap();
-    for top in [r.repo.clone(), r.repo.join("lib")] {
+    for top in [r.repo.clone(), r.repo.join("lib"), r.repo.join("lib2")] {
         assert!(
             p.placeholders.iter().any(|b| b.path == top.join("scripts")),
             "{}: {:?}",

@@ -206,7 +206,13 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
             push_word(&words[i], cd.clone(), out);
             let env = name == "env";
             i += 1;
-            while i < words.len() && (words[i].starts_with('-') || is_assignment(&words[i])) {
+            // Options, assignments, and the values wrappers take (`nice -n 5`, `timeout 60`,
+            // `timeout -k 5s 60`: a number or a duration; twelfth red-team pass, R12-2).
+            while i < words.len()
+                && (words[i].starts_with('-')
+                    || is_assignment(&words[i])
+                    || is_number_or_duration(&words[i]))
+            {
                 // `env -C DIR` / `--chdir=DIR` starts the command in DIR (R11-1).
                 let chdir = if !env {
                     None
@@ -392,6 +398,19 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
                     .map(str::to_owned)
             };
             if let Some(d) = dir {
+                if d.contains(UNKNOWN) && !(d.starts_with('/') || d.starts_with('~')) {
+                    // `make -C "$GIT_PREFIX"`: the makefile of a folder known only at run
+                    // time (R12-2).
+                    let mut at = cd.clone();
+                    at.push(RUN_TIME_FOLDER.to_owned());
+                    let c = Candidate {
+                        shape: Shape::Path("Makefile".into()),
+                        cd: at,
+                    };
+                    if !out.scripts.contains(&c) {
+                        out.scripts.push(c);
+                    }
+                }
                 out.candidates.push(Candidate {
                     shape: Shape::MakeDir(d),
                     cd: cd.clone(),
@@ -447,6 +466,12 @@ fn change_folder(d: &str, cd: &mut Vec<String>) {
     } else if !(d.starts_with('/') || d.starts_with('~')) {
         cd.push(RUN_TIME_FOLDER.to_owned());
     }
+}
+
+/// `5`, `60`, `1.5`, `5s`, `2m`: a wrapper's option value or duration, never its command.
+fn is_number_or_duration(w: &str) -> bool {
+    let body = w.trim_end_matches(['s', 'm', 'h', 'd']);
+    !body.is_empty() && body.chars().all(|c| c.is_ascii_digit() || c == '.')
 }
 
 /// `NAME=value` with a shell variable name in front.
@@ -2013,6 +2038,11 @@ mod tests {
             r#"bash -c 'pushd "$GIT_PREFIX" >/dev/null; sh tools/lint.sh'"#,
             r#"eval "cd $GIT_PREFIX" && sh tools/lint.sh"#,
             r#"cd - && sh tools/lint.sh"#,
+            // R12-2: make's own -C, env -C behind wrappers with option values.
+            r#"make -s -C "$GIT_PREFIX" -f Makefile lint"#,
+            r#"make --directory="$GIT_PREFIX" lint"#,
+            r#"timeout 60 env -C "$GIT_PREFIX" sh tools/lint.sh"#,
+            r#"nice -n 5 env --chdir="$GIT_PREFIX" sh tools/lint.sh"#,
         ] {
             assert!(!reach(text, t.path()).unresolved.is_empty(), "{text}");
         }

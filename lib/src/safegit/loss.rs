@@ -474,21 +474,30 @@ fn set_by_the_remote(common: &Path, name: &str, id: &str) -> Result<bool, Unknow
 /// A fetch or pull whose command line (the reflog message up to `: `) names this repository
 /// as the remote: `git fetch . +HEAD:refs/remotes/origin/wip` writes a genuine fetch entry
 /// for a ref the remote never had (eleventh red-team pass, R11-5). `.`, and a path that is
-/// the repository's common dir or work tree (as written, from the work tree), count.
+/// the repository's common dir, its main work tree, or any worktree's work tree, `.git` or
+/// admin dir (as written, from the main work tree or absolute; R12-3), count.
 fn from_itself(common: &Path, msg: &str) -> bool {
     if !(msg.starts_with("fetch") || msg.starts_with("pull")) {
         return false;
     }
     let line = msg.split_once(": ").map_or(msg, |(l, _)| l);
     let canon = |p: &Path| std::fs::canonicalize(p).ok();
-    let mine: Vec<PathBuf> = [
-        Some(common.to_path_buf()),
-        common.parent().map(Path::to_path_buf),
-    ]
-    .into_iter()
-    .flatten()
-    .filter_map(|p| canon(&p))
-    .collect();
+    // The repository's own places: its common dir and main work tree, and every worktree's
+    // admin dir and work tree (a fetch from the worktree about to be removed, R12-3).
+    let mut places: Vec<PathBuf> = vec![common.to_path_buf()];
+    places.extend(common.parent().map(Path::to_path_buf));
+    if let Ok(rd) = std::fs::read_dir(common.join("worktrees")) {
+        for e in rd.flatten() {
+            let admin = e.path();
+            if let Ok(b) = read_regular(&admin.join("gitdir")) {
+                let g = PathBuf::from(String::from_utf8_lossy(&b).trim());
+                places.extend(g.parent().map(Path::to_path_buf));
+                places.push(g);
+            }
+            places.push(admin);
+        }
+    }
+    let mine: Vec<PathBuf> = places.iter().filter_map(|p| canon(p)).collect();
     let base = common.parent().unwrap_or(common);
     line.split_whitespace().skip(1).any(|w| {
         if w.starts_with('-') {
