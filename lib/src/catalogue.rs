@@ -1999,6 +1999,23 @@ pub static COMMAND_WRAPPERS: &[&str] = &[
     "env", "exec", "command", "nice", "nohup", "time", "builtin", "timeout", "setsid", "stdbuf",
     "ionice", "chrt",
 ];
+/// Words the shell reads as syntax in front of a command (`{ cd x; sh y; }`, `if …; then sh
+/// y; fi`, `! sh y`): the command is the word after them (eleventh red-team pass, R11-1).
+pub static SHELL_RESERVED_WORDS: &[&str] = &[
+    "{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time",
+];
+/// Substitutions that print the top of the work tree, as a `cd` operand: git runs hooks and
+/// aliases at the top, so `cd "$(git rev-parse --show-toplevel)"` is no run-time folder.
+pub static TOP_SPELLINGS: &[&str] = &[
+    "\"$(git rev-parse --show-toplevel)\"",
+    "$(git rev-parse --show-toplevel)",
+    "\"`git rev-parse --show-toplevel`\"",
+    "`git rev-parse --show-toplevel`",
+];
+/// How the reflog message of a ref update made from a remote begins (git's `fetch`, `pull`,
+/// `clone`, and `push`'s update of the remote-tracking ref): `would-lose-work` counts such a
+/// remote-tracking ref as kept (R9-10).
+pub static REMOTE_REFLOG_MESSAGES: &[&str] = &["fetch", "pull", "clone: ", "update by push"];
 pub static SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"];
 pub static MAKES: &[&str] = &["make", "gmake", "bmake"];
 pub static MAKEFILES: &[&str] = &["GNUmakefile", "makefile", "Makefile"];

@@ -338,40 +338,33 @@ const R_OTHER_SESSION: &str = "another session's worktree folder";
 const R_PROGRAM: &str = "a program or hooks folder the config names by path (core.hooksPath, core.fsmonitor, filters, textconv, credential helpers, aliases), or a work-tree file an installed hook runs (.pre-commit-config.yaml, .husky/, lefthook.yml, a script the hook names), with the folder that holds a script (its modules, requires and sourced files): git runs it";
 const R_DISCOVERY: &str = "a `.git` planted here is discovered by host tools started below it";
 
-/// The submodule checkouts inside the work trees `inside`: every gitlink of each one's index
-/// (recursively), and the work trees the submodule git dirs under `common_dir`'s `modules/`
-/// (and each linked worktree's) name by `core.worktree`.
-fn submodule_checkouts(common_dir: &Path, inside: &[PathBuf]) -> Vec<PathBuf> {
+/// The submodule checkouts inside the work trees `inside`: every gitlink of each one's index,
+/// recursively (`safegit::gitlinks::scan`), whether the checkout's git dir is absorbed or
+/// not, with or without `core.worktree` (eleventh and twelfth red-team passes, R11-7,
+/// R12-1). Only adds protection, so an index the agent wrote can only add folders; an index
+/// or `.git` that cannot be read adds none below it.
+fn submodule_checkouts(inside: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    // Every gitlink of each work tree's index, at any depth: a submodule checkout whether its
-    // git dir is absorbed or not, with or without `core.worktree` (twelfth red-team pass,
-    // R12-1). Only adds protection, so an index the agent wrote can only add folders.
     let mut stack: Vec<(PathBuf, usize)> = inside.iter().map(|t| (t.clone(), 0)).collect();
     while let Some((top, depth)) = stack.pop() {
-        if depth > 8 {
+        if depth > crate::safegit::locate::MAX_SUBMODULE_DEPTH {
             continue;
         }
         let dot = top.join(".git");
-        let index = match std::fs::symlink_metadata(&dot) {
-            Ok(m) if m.is_dir() => dot.join("index"),
+        let git_dir = match std::fs::symlink_metadata(&dot) {
+            Ok(m) if m.is_dir() => dot,
             Ok(m) if m.is_file() => {
-                let Ok(text) = std::fs::read_to_string(&dot) else {
+                let Ok(raw) = crate::audit::special::read_regular(&dot, 1 << 20) else {
                     continue;
                 };
-                let Some(g) = text.trim().strip_prefix("gitdir:") else {
+                let Ok(g) = crate::layout::parse_gitfile(&dot, &raw) else {
                     continue;
                 };
-                let g = Path::new(g.trim());
-                let g = if g.is_absolute() {
-                    g.to_path_buf()
-                } else {
-                    top.join(g)
-                };
-                g.join("index")
+                top.join(g)
             }
             _ => continue,
         };
-        let Ok(bytes) = crate::audit::special::read_regular(&index, 1 << 32) else {
+        let Ok(bytes) = crate::audit::special::read_regular(&git_dir.join("index"), 1 << 32) else {
             continue;
         };
         if let Some(crate::safegit::gitlinks::Scan::Gitlinks(links)) =
@@ -382,31 +375,6 @@ fn submodule_checkouts(common_dir: &Path, inside: &[PathBuf]) -> Vec<PathBuf> {
                 if sub.starts_with(&top) && !out.contains(&sub) {
                     out.push(sub.clone());
                     stack.push((sub, depth + 1));
-                }
-            }
-        }
-    }
-    let Ok(dirs) = crate::layout::submodule_git_dirs(common_dir) else {
-        return out;
-    };
-    for d in dirs {
-        let Ok(text) = std::fs::read_to_string(d.git_dir.join("config")) else {
-            continue;
-        };
-        let mut core = false;
-        for line in text.lines() {
-            let l = line.trim();
-            if l.starts_with('[') {
-                core = l.eq_ignore_ascii_case("[core]");
-                continue;
-            }
-            let Some((k, v)) = l.split_once('=') else {
-                continue;
-            };
-            if core && k.trim().eq_ignore_ascii_case("worktree") {
-                let wt = integrity::normalize(&d.git_dir.join(v.trim().trim_matches('"')));
-                if inside.iter().any(|t| wt.starts_with(t)) && !out.contains(&wt) {
-                    out.push(wt);
                 }
             }
         }
@@ -464,7 +432,7 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
         let inside: Vec<PathBuf> = std::iter::once(top.to_path_buf())
             .chain(tops.iter().cloned())
             .collect();
-        tops.extend(submodule_checkouts(&p.loc.common_dir, &inside));
+        tops.extend(submodule_checkouts(&inside));
         for wt in &tops {
             for (rel, kind) in &relative {
                 let path = integrity::normalize(&wt.join(rel));

@@ -126,21 +126,13 @@ pub fn lex(text: &str) -> Lexed {
     // so `cd "$(git rev-parse --show-toplevel)"` stays where it is, not a run-time folder.
     let mut text = text.to_owned();
     for cd in ["cd ", "cd -- ", "pushd "] {
-        for top in TOP_SPELLINGS {
+        for top in crate::catalogue::TOP_SPELLINGS {
             text = text.replace(&format!("{cd}{top}"), &format!("{cd}."));
         }
     }
     lex_into(&text, 0, &mut out);
     out
 }
-
-/// Substitutions that print the top of the work tree, as a `cd` operand (see [`lex`]).
-const TOP_SPELLINGS: &[&str] = &[
-    "\"$(git rev-parse --show-toplevel)\"",
-    "$(git rev-parse --show-toplevel)",
-    "\"`git rev-parse --show-toplevel`\"",
-    "`git rev-parse --show-toplevel`",
-];
 
 fn lex_into(text: &str, depth: usize, out: &mut Lexed) {
     if depth > MAX_DEPTH {
@@ -200,7 +192,7 @@ fn command(words: &[String], cd: &mut Vec<String>, depth: usize, out: &mut Lexed
     // body or a compound command, R11-1) likewise.
     while i < words.len() {
         let name = base_name(&words[i]);
-        if RESERVED.contains(&words[i].as_str()) {
+        if crate::catalogue::SHELL_RESERVED_WORDS.contains(&words[i].as_str()) {
             i += 1;
         } else if crate::catalogue::COMMAND_WRAPPERS.contains(&name) {
             push_word(&words[i], cd.clone(), out);
@@ -450,12 +442,6 @@ fn note_dynamic(w: &str, out: &mut Lexed) {
         out.dynamic.push(shown);
     }
 }
-
-/// Words the shell reads as syntax in front of a command (`{ cd x; sh y; }`, `if …; then sh
-/// y; fi`, `! sh y`): the command is the word after them.
-const RESERVED: &[&str] = &[
-    "{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time",
-];
 
 /// A `cd` (or `pushd`, `env -C`) to `d`: a literal folder is recorded as written; one the
 /// shell computes is [`RUN_TIME_FOLDER`] unless it starts at `/` or `~` (`cd "$HOME"`-like

@@ -247,7 +247,7 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
 }
 
 /// How deep submodules of submodules are followed before safe-git refuses to vouch.
-const MAX_SUBMODULE_DEPTH: usize = 8;
+pub(crate) const MAX_SUBMODULE_DEPTH: usize = 8;
 
 /// Git dirs behind the index's gitlinks: the submodules git recurses into (`status`, `diff`).
 /// Each populated submodule folder is discovered the way git does (its `.git` folder, or a

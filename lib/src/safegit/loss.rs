@@ -465,7 +465,7 @@ fn set_by_the_remote(common: &Path, name: &str, id: &str) -> Result<bool, Unknow
     let last = String::from_utf8_lossy(last);
     let (head, msg) = last.split_once('\t').unwrap_or((&last, ""));
     let new = head.split(' ').nth(1).unwrap_or("");
-    let from_remote = ["fetch", "pull", "clone: ", "update by push"]
+    let from_remote = crate::catalogue::REMOTE_REFLOG_MESSAGES
         .iter()
         .any(|p| msg.starts_with(p));
     Ok(from_remote && new == id && !from_itself(common, msg))
