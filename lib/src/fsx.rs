@@ -1025,7 +1025,7 @@ pub struct OpenedFile {
 
 /// A file's identity and change stamps from `fstat`: device, inode, size, `mtime` and
 /// `ctime` (seconds, nanoseconds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FileId {
     pub dev: u64,
     pub ino: u64,
@@ -1050,6 +1050,45 @@ impl OpenedFile {
     /// The path the file was opened as (for messages).
     pub fn path(&self) -> &Path {
         &self.full
+    }
+
+    /// `statfs` `f_type` of the file system the opened file is on (`fstatfs` of the
+    /// descriptor).
+    pub fn fs_type(&self) -> Result<i64, FsError> {
+        nix::sys::statfs::fstatfs(&self.fd)
+            .map(|s| s.filesystem_type().0)
+            .map_err(|e| FsError::io(self.full.clone(), "fstatfs", e))
+    }
+
+    /// Write the file's dirty pages back and wait for them (`sync_file_range` with
+    /// `WAIT_BEFORE | WRITE | WAIT_AFTER`; no journal commit, no device flush). Writeback
+    /// write-protects every shared mapping of those pages, so on a file system whose
+    /// `page_mkwrite` updates the file's times (ext4, XFS, Btrfs, F2FS; not tmpfs) the next
+    /// write through any mapping faults and moves `mtime` and `ctime`: after this call, bytes
+    /// read from the file are its content until its `ctime` changes
+    /// (`crate::index_paths::Verdicts`). A read-only descriptor is enough.
+    pub fn write_back(&self) -> Result<(), FsError> {
+        use nix::libc::{
+            SYNC_FILE_RANGE_WAIT_AFTER, SYNC_FILE_RANGE_WAIT_BEFORE, SYNC_FILE_RANGE_WRITE,
+        };
+        // SAFETY: a plain system call on a descriptor this value owns; no memory is passed.
+        let r = unsafe {
+            nix::libc::sync_file_range(
+                self.fd.as_raw_fd(),
+                0,
+                0,
+                SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(FsError::io(
+                self.full.clone(),
+                "sync_file_range",
+                Errno::last(),
+            ))
+        }
     }
 
     /// The file's bytes, read whole (at most the bound it was opened with).

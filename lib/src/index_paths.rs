@@ -271,7 +271,7 @@ pub fn bad_entries(index: &Path, bytes: &[u8]) -> Result<Vec<BadEntry>, String> 
 
 /// What one pass over an index's bytes decides: the entries `verify_path` refuses, and the
 /// gitlinks (`crate::safegit::gitlinks::scan`).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Judged {
     walked: Option<Walked>,
     bad: Vec<BadEntry>,
@@ -332,13 +332,15 @@ fn split_bad_entries(index: &Path) -> Result<Vec<BadEntry>, String> {
 /// Bound on the index bytes [`read_shared`] keeps in one process.
 const SHARED_BYTES: usize = 64 << 20;
 
-/// An index file as this process read it ([`read_shared`]): its bytes, and what one pass over
-/// them decides, computed once.
+/// An index file as this process read it ([`read_shared`]): what one pass over its bytes
+/// decides, computed once — or taken from the verdict recorded by an earlier check for the
+/// very same file ([`Verdicts`]), in which case its bytes are not read.
 #[derive(Debug)]
 pub struct IndexRead {
     id: FileId,
     path: PathBuf,
-    bytes: Vec<u8>,
+    /// The bytes read; `None` when the verdict came from the record.
+    bytes: Option<Vec<u8>>,
     judged: OnceLock<Judged>,
 }
 
@@ -348,13 +350,15 @@ impl IndexRead {
         &self.path
     }
 
-    /// The bytes read.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+    /// The bytes read, or `None` when the verdict was taken from the record of an earlier
+    /// check ([`Verdicts`]).
+    pub fn bytes(&self) -> Option<&[u8]> {
+        self.bytes.as_deref()
     }
 
     fn judged(&self) -> &Judged {
-        self.judged.get_or_init(|| Judged::of(&self.bytes))
+        self.judged
+            .get_or_init(|| Judged::of(self.bytes.as_deref().unwrap_or_default()))
     }
 
     /// [`bad_entries`] of this index.
@@ -372,6 +376,9 @@ impl IndexRead {
 /// Indexes read by this process, with their file's identity when read.
 static READ: Mutex<Vec<Arc<IndexRead>>> = Mutex::new(Vec::new());
 
+/// The verdicts of the check under way ([`use_verdicts`]), if any.
+static VERDICTS: Mutex<Option<Verdicts>> = Mutex::new(None);
+
 /// The index file `name` in `dir`, read at most once per process while it stays the same
 /// file: `check` looks at each git dir's index several times (the baseline comparison, the
 /// gitlinks of the nested walk, the audit of each repository the walk meets, the common dir's
@@ -383,11 +390,9 @@ static READ: Mutex<Vec<Arc<IndexRead>>> = Mutex::new(Vec::new());
 /// only when the opened file has the same path, device, inode, size, `mtime` and `ctime` as
 /// the one read then; any other file is read. Within one process this hands a later reader
 /// the content the file had at the first read — the content a check that read it once would
-/// see, as if the agent wrote after that read; the next check reads it again. The identity
-/// is **not** a key across processes: a write through a shared writable mapping of the file
-/// changes its bytes and leaves all five unchanged (no `ctime` update until writeback), so a
-/// verdict recorded for the next check by the file's stat could be kept past a change
-/// (`docs/perf-wt-check.md`, test `a_write_through_a_mapping_keeps_the_stat`).
+/// see, as if the agent wrote after that read; the next check reads it again, unless the
+/// check installed the verdicts of the last one ([`use_verdicts`]): then an index whose
+/// identity the record holds, under the conditions [`Verdicts`] states, is not read at all.
 pub fn read_shared(dir: &Dir, name: &OsStr, limit: u64) -> Result<Arc<IndexRead>, NfError> {
     let opened = dir.open_regular(name, limit)?;
     let id = opened.id();
@@ -395,19 +400,321 @@ pub fn read_shared(dir: &Dir, name: &OsStr, limit: u64) -> Result<Arc<IndexRead>
     if let Some(r) = memo.iter().find(|r| r.id == id && r.path == opened.path()) {
         return Ok(r.clone());
     }
-    let path = opened.path().to_path_buf();
-    let bytes = opened.read()?;
-    let read = Arc::new(IndexRead {
-        id,
-        path,
-        bytes,
-        judged: OnceLock::new(),
-    });
-    let kept: usize = memo.iter().map(|r| r.bytes.len()).sum();
-    if kept + read.bytes.len() <= SHARED_BYTES {
+    let read = {
+        let mut v = VERDICTS.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::new(open_judged(opened, v.as_mut())?)
+    };
+    let kept: usize = memo
+        .iter()
+        .map(|r| r.bytes.as_ref().map_or(0, Vec::len))
+        .sum();
+    if kept + read.bytes.as_ref().map_or(0, Vec::len) <= SHARED_BYTES {
         memo.push(read.clone());
     }
     Ok(read)
+}
+
+/// The opened index judged: from `verdicts` when it vouches for this file, else read (and,
+/// when `verdicts` may record it, written back first, judged at once and recorded).
+fn open_judged(
+    opened: crate::fsx::OpenedFile,
+    verdicts: Option<&mut Verdicts>,
+) -> Result<IndexRead, NfError> {
+    let id = opened.id();
+    let path = opened.path().to_path_buf();
+    let Some(v) = verdicts else {
+        let bytes = opened.read()?;
+        return Ok(IndexRead {
+            id,
+            path,
+            bytes: Some(bytes),
+            judged: OnceLock::new(),
+        });
+    };
+    let fs = opened.fs_type().ok();
+    let key = fs.filter(|&fs| v.may_vouch(&id, fs)).map(|fs| (id, fs));
+    if let Some(judged) = key.and_then(|k| v.lookup(&k)) {
+        return Ok(IndexRead {
+            id,
+            path,
+            bytes: None,
+            judged: OnceLock::from(judged),
+        });
+    }
+    // Written back before the read: a write through a mapping after it faults and moves
+    // `ctime` (see `Verdicts`). A write-back that fails only means nothing is recorded.
+    let key = key.filter(|_| opened.write_back().is_ok());
+    v.judged_anew += 1;
+    let bytes = opened.read()?;
+    let judged = Judged::of(&bytes);
+    if let Some(k) = key {
+        v.record(k, &judged);
+    }
+    Ok(IndexRead {
+        id,
+        path,
+        bytes: Some(bytes),
+        judged: OnceLock::from(judged),
+    })
+}
+
+/// Install `verdicts` for the [`read_shared`] calls of this process until
+/// [`take_verdicts`] (`wt-check check` loads them from beside its state file).
+pub fn use_verdicts(verdicts: Verdicts) {
+    *VERDICTS.lock().unwrap_or_else(|e| e.into_inner()) = Some(verdicts);
+}
+
+/// The installed verdicts, with what this process recorded and used, uninstalled.
+pub fn take_verdicts() -> Option<Verdicts> {
+    VERDICTS.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
+/// File systems (`statfs` `f_type`) whose index files the verdict record vouches for: the
+/// kernel keeps their `ctime` itself, and their `page_mkwrite` updates the file's times, so
+/// a write through a shared mapping after a write-back moves `ctime`. Not tmpfs (a write
+/// through a mapping never moves its times: test
+/// `a_write_through_a_mapping_keeps_the_stat` and `docs/perf-wt-check.md`), not FUSE, NFS
+/// or overlayfs (stamps the kernel does not keep, or another layer's).
+pub const VERDICT_FS: &[(i64, &str)] = &[
+    (0xEF53, "ext2/ext3/ext4"),
+    (0x5846_5342, "xfs"),
+    (0x9123_683E, "btrfs"),
+    (0xF2F5_2010, "f2fs"),
+];
+
+type VerdictKey = (FileId, i64);
+
+/// What earlier checks decided about index files ([`IndexRead::bad_entries`] and
+/// [`IndexRead::gitlinks`]), keyed by the file's identity — device, inode, size, `mtime` and
+/// `ctime` to the nanosecond — and its file system, kept beside the state file (the owner's,
+/// outside the agent's reach) so that the next check need not read and judge 21 unchanged
+/// indexes of 460 KB.
+///
+/// A recorded verdict is used for a file only when all of these hold, and then vouches for
+/// exactly the bytes that were judged:
+/// - **The file is the same file with the same stamps.** Every way to change an index's
+///   bytes that the agent has moves `ctime` to the current time, which it cannot set back:
+///   `write`, `truncate`, a same-size rewrite with `mtime` put back (`touch -d` moves `ctime`),
+///   a new file renamed into place or made after an unlink (another inode, or a reused inode
+///   number with a new `ctime`), a hard link's write (the same inode's `ctime`).
+/// - **A write through a shared mapping moves `ctime` too.** It does so only at the first
+///   write to a page after the page was written back (`page_mkwrite`): before reading, the
+///   check writes the file's dirty pages back (`sync_file_range`), which write-protects them
+///   in every mapping, so any write after that read faults and moves `ctime`; a write before
+///   it is in the bytes read. File systems whose `page_mkwrite` does not update the times
+///   (tmpfs) are never vouched for ([`VERDICT_FS`]).
+/// - **Racy git's rule.** A file whose `ctime` is not older than the moment the check
+///   started by more than `RACY_MARGIN_NS` (1 s, far above the kernel's coarse clock tick) is
+///   neither recorded nor looked up: a write in the same tick as the stamps recorded would
+///   leave them equal, a write after that margin cannot.
+/// - **Only complete verdicts.** A split index (its entries depend on the shared index
+///   beside it) and bytes git would not read as an index are judged every time.
+/// - The record is the owner's file: one that cannot be read, or is damaged, counts as
+///   empty (every index is read), never as "unchanged". What the agent can do to the record
+///   itself is what it can do to the state file (nothing, by the sandbox's policy).
+///
+/// What invalidates a verdict: any change of the file's device, inode, size, `mtime` or
+/// `ctime` (nanoseconds), or of its file system type; a verdict not used by a check is
+/// dropped from the record that check writes.
+#[derive(Debug, Default)]
+pub struct Verdicts {
+    started_ns: i128,
+    loaded: std::collections::HashMap<VerdictKey, Judged>,
+    /// Verdicts used or recorded by this process, in order: the next record.
+    kept: Vec<(VerdictKey, Judged)>,
+    /// Indexes read (not taken from the record) since [`Verdicts::load`].
+    pub judged_anew: usize,
+}
+
+const VERDICT_MAGIC: &[u8; 16] = b"gitward-idxv-v1\n";
+
+impl Verdicts {
+    /// No verdicts: every index is read, and those that qualify are recorded.
+    pub fn empty() -> Verdicts {
+        Verdicts::starting_at(crate::layout::walk_cache::now_ns())
+    }
+
+    fn starting_at(started_ns: i128) -> Verdicts {
+        Verdicts {
+            started_ns,
+            ..Verdicts::default()
+        }
+    }
+
+    /// The record at `path`; absent, unreadable or damaged: [`Verdicts::empty`].
+    pub fn load(path: &Path) -> Verdicts {
+        let mut v = Verdicts::empty();
+        if let Ok(bytes) = crate::layout::walk_cache::read_owner_file(path) {
+            if let Some(loaded) = parse_verdicts(&bytes) {
+                v.loaded = loaded;
+            }
+        }
+        v
+    }
+
+    /// Was anything recorded, or a loaded verdict left unused (the record to write differs)?
+    pub fn changed(&self) -> bool {
+        self.kept.len() != self.loaded.len()
+            || self.kept.iter().any(|(k, _)| !self.loaded.contains_key(k))
+    }
+
+    fn may_vouch(&self, id: &FileId, fs: i64) -> bool {
+        let ctime = i128::from(id.ctime.0) * 1_000_000_000 + i128::from(id.ctime.1);
+        VERDICT_FS.iter().any(|(t, _)| *t == fs)
+            && ctime < self.started_ns - crate::layout::walk_cache::RACY_MARGIN_NS
+    }
+
+    fn lookup(&mut self, key: &VerdictKey) -> Option<Judged> {
+        let j = self.loaded.get(key)?.clone();
+        if !self.kept.iter().any(|(k, _)| k == key) {
+            self.kept.push((*key, j.clone()));
+        }
+        Some(j)
+    }
+
+    fn record(&mut self, key: VerdictKey, judged: &Judged) {
+        let complete = judged.walked == Some(Walked::Complete)
+            && matches!(
+                judged.scan,
+                Some(Scan::Gitlinks(_)) | Some(Scan::SparseDirectory(_))
+            );
+        if complete && !self.kept.iter().any(|(k, _)| *k == key) {
+            self.kept.push((key, judged.clone()));
+        }
+    }
+
+    /// The record's bytes: the verdicts used or recorded by this process.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = VERDICT_MAGIC.to_vec();
+        let put = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes());
+        let put_bytes = |out: &mut Vec<u8>, b: &[u8]| {
+            out.extend_from_slice(&(b.len() as u64).to_le_bytes());
+            out.extend_from_slice(b);
+        };
+        for ((id, fs), j) in &self.kept {
+            for w in [
+                id.dev,
+                id.ino,
+                id.size as u64,
+                id.mtime.0 as u64,
+                id.mtime.1 as u64,
+                id.ctime.0 as u64,
+                id.ctime.1 as u64,
+                *fs as u64,
+            ] {
+                put(&mut out, w);
+            }
+            match &j.scan {
+                Some(Scan::Gitlinks(paths)) => {
+                    out.push(0);
+                    put(&mut out, paths.len() as u64);
+                    for p in paths {
+                        put_bytes(&mut out, p);
+                    }
+                }
+                Some(Scan::SparseDirectory(d)) => {
+                    out.push(1);
+                    put_bytes(&mut out, d);
+                }
+                _ => unreachable!("only complete verdicts are kept"),
+            }
+            put(&mut out, j.bad.len() as u64);
+            for b in &j.bad {
+                put(&mut out, u64::from(b.mode));
+                out.push(invalid_code(b.invalid));
+                put_bytes(&mut out, &b.path);
+            }
+        }
+        out
+    }
+}
+
+fn invalid_code(i: Invalid) -> u8 {
+    match i {
+        Invalid::EmptyComponent => 0,
+        Invalid::DotComponent => 1,
+        Invalid::DotGit => 2,
+        Invalid::GitmodulesLink => 3,
+        Invalid::TrailingSlash => 4,
+    }
+}
+
+fn invalid_of(c: u8) -> Option<Invalid> {
+    Some(match c {
+        0 => Invalid::EmptyComponent,
+        1 => Invalid::DotComponent,
+        2 => Invalid::DotGit,
+        3 => Invalid::GitmodulesLink,
+        4 => Invalid::TrailingSlash,
+        _ => return None,
+    })
+}
+
+/// The record's verdicts, or `None` if any byte of it is not as [`Verdicts::to_bytes`]
+/// writes it.
+fn parse_verdicts(b: &[u8]) -> Option<std::collections::HashMap<VerdictKey, Judged>> {
+    let mut rest = b.strip_prefix(VERDICT_MAGIC.as_slice())?;
+    let take = |rest: &mut &[u8], n: usize| -> Option<Vec<u8>> {
+        if rest.len() < n {
+            return None;
+        }
+        let (a, b) = rest.split_at(n);
+        *rest = b;
+        Some(a.to_vec())
+    };
+    let word = |rest: &mut &[u8]| -> Option<u64> {
+        Some(u64::from_le_bytes(take(rest, 8)?.try_into().ok()?))
+    };
+    let bytes = |rest: &mut &[u8]| -> Option<Vec<u8>> {
+        let n = usize::try_from(word(rest)?).ok()?;
+        take(rest, n)
+    };
+    let mut out = std::collections::HashMap::new();
+    while !rest.is_empty() {
+        let mut w = [0u64; 8];
+        for x in &mut w {
+            *x = word(&mut rest)?;
+        }
+        let id = FileId {
+            dev: w[0],
+            ino: w[1],
+            size: w[2] as i64,
+            mtime: (w[3] as i64, w[4] as i64),
+            ctime: (w[5] as i64, w[6] as i64),
+        };
+        let scan = match take(&mut rest, 1)?[0] {
+            0 => {
+                let n = word(&mut rest)?;
+                let mut paths = Vec::new();
+                for _ in 0..n {
+                    paths.push(bytes(&mut rest)?);
+                }
+                Scan::Gitlinks(paths)
+            }
+            1 => Scan::SparseDirectory(bytes(&mut rest)?),
+            _ => return None,
+        };
+        let n = word(&mut rest)?;
+        let mut bad = Vec::new();
+        for _ in 0..n {
+            let mode = u32::try_from(word(&mut rest)?).ok()?;
+            let invalid = invalid_of(take(&mut rest, 1)?[0])?;
+            bad.push(BadEntry {
+                path: bytes(&mut rest)?,
+                mode,
+                invalid,
+            });
+        }
+        out.insert(
+            (id, w[7] as i64),
+            Judged {
+                walked: Some(Walked::Complete),
+                bad,
+                scan: Some(scan),
+            },
+        );
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -671,6 +978,181 @@ mod tests {
         std::fs::write(dir.join("index"), index_v2(&names)).unwrap();
     }
 
+    /// The bad entries of `dir/index` judged with `v`, and whether its bytes were read
+    /// (`false`: the verdict came from the record).
+    fn judge_with(dir: &std::path::Path, v: &mut Verdicts) -> (Vec<BadEntry>, bool) {
+        let d = Dir::open_abs(dir).unwrap();
+        let opened = d.open_regular(OsStr::new("index"), 1 << 30).unwrap();
+        let r = open_judged(opened, Some(v)).unwrap();
+        (r.bad_entries().unwrap(), r.bytes().is_some())
+    }
+
+    fn next_check(v: &Verdicts) -> Verdicts {
+        // Started far after every write of the test: only the key can tell a change.
+        let mut next =
+            Verdicts::starting_at(crate::layout::walk_cache::now_ns() + 3_600_000_000_000);
+        next.loaded = parse_verdicts(&v.to_bytes()).expect("the record reads back");
+        next
+    }
+
+    /// The verdict record across checks: an unchanged index is not read again; every change
+    /// the agent can make to it — a same-size rewrite, the same with `mtime` put back
+    /// (`touch -d`), a file renamed into place, one made after an unlink (inode reuse), a
+    /// write through a shared mapping made before the check — is read and judged on its new
+    /// bytes. Each bad index has the honest one's size, and the two differ only in a
+    /// `.git` component.
+    #[test]
+    fn recorded_verdicts_are_not_poisoned_by_any_change_to_the_index() {
+        use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
+        use std::num::NonZeroUsize;
+        use std::os::unix::fs::MetadataExt;
+        let honest = index_v2(&["abcd/x".into(), "b".into()]);
+        let bad = index_v2(&[".git/x".into(), "b".into()]);
+        assert_eq!(honest.len(), bad.len());
+        let t = tempfile::tempdir().unwrap();
+        let cases = [
+            "unchanged",
+            "rewrite",
+            "touch_d",
+            "rename",
+            "unlink",
+            "mapping",
+        ];
+        for c in cases {
+            std::fs::create_dir(t.path().join(c)).unwrap();
+            std::fs::write(t.path().join(c).join("index"), &honest).unwrap();
+        }
+        // The agent maps the index and writes through the mapping before the check (the
+        // page is dirty and writable: later writes through it would not fault).
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(t.path().join("mapping/index"))
+            .unwrap();
+        let len = NonZeroUsize::new(honest.len()).unwrap();
+        // SAFETY: a shared mapping of a file this test owns, written only inside its
+        // length, unmapped before the test ends.
+        let ptr = unsafe {
+            mmap(
+                None,
+                len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                &f,
+                0,
+            )
+        }
+        .unwrap();
+        let mapped = ptr.as_ptr().cast::<u8>();
+        // SAFETY: offset 0 is inside the mapping; the same byte as before.
+        unsafe { mapped.write_volatile(honest[0]) };
+        // Past the racy margin: the first check may record every index.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let mut first = Verdicts::empty();
+        for c in cases {
+            assert!(judge_with(&t.path().join(c), &mut first).0.is_empty());
+        }
+        let fs = nix::sys::statfs::statfs(t.path())
+            .unwrap()
+            .filesystem_type()
+            .0 as i64;
+        if !VERDICT_FS.iter().any(|(t, _)| *t == fs) {
+            // SAFETY: the mapping made above, not used after this.
+            unsafe { munmap(ptr, honest.len()) }.unwrap();
+            assert!(
+                first.kept.is_empty(),
+                "an untrusted file system was recorded"
+            );
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "the temporary folder's file system ({fs:#x}) is not one the record vouches for"
+            );
+            eprintln!("skipped: the temporary folder's file system ({fs:#x}) is not one the record vouches for");
+            return;
+        }
+        assert_eq!(first.kept.len(), cases.len(), "every index recorded");
+        // The agent's changes.
+        let dir = |c: &str| t.path().join(c);
+        std::fs::write(dir("rewrite").join("index"), &bad).unwrap();
+        let before = std::fs::metadata(dir("touch_d").join("index")).unwrap();
+        std::fs::write(dir("touch_d").join("index"), &bad).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(dir("touch_d").join("index"))
+            .unwrap()
+            .set_times(
+                std::fs::FileTimes::new()
+                    .set_accessed(before.accessed().unwrap())
+                    .set_modified(before.modified().unwrap()),
+            )
+            .unwrap();
+        let after = std::fs::metadata(dir("touch_d").join("index")).unwrap();
+        assert_eq!(
+            (after.mtime(), after.mtime_nsec(), after.len(), after.ino()),
+            (
+                before.mtime(),
+                before.mtime_nsec(),
+                before.len(),
+                before.ino()
+            )
+        );
+        std::fs::write(dir("rename").join("index.lock"), &bad).unwrap();
+        std::fs::rename(
+            dir("rename").join("index.lock"),
+            dir("rename").join("index"),
+        )
+        .unwrap();
+        std::fs::remove_file(dir("unlink").join("index")).unwrap();
+        std::fs::write(dir("unlink").join("index"), &bad).unwrap();
+        // SAFETY: the whole mapping, inside its length.
+        unsafe { std::ptr::copy_nonoverlapping(bad.as_ptr(), mapped, bad.len()) };
+        let mut second = next_check(&first);
+        for c in cases {
+            let (found, read) = judge_with(&dir(c), &mut second);
+            if c == "unchanged" {
+                assert!(!read && found.is_empty(), "{c}: taken from the record");
+            } else {
+                assert!(read, "{c}: read again");
+                assert_eq!(found.len(), 1, "{c}: the bad entry is found");
+                assert_eq!(found[0].invalid, Invalid::DotGit, "{c}");
+            }
+        }
+        // SAFETY: the mapping made above, not used after this.
+        unsafe { munmap(ptr, honest.len()) }.unwrap();
+        // The record written by the second check keeps only what it used or judged.
+        let third = next_check(&second);
+        assert_eq!(third.loaded.len(), cases.len());
+    }
+
+    /// Racy git's rule: an index changed within the margin before the check started is
+    /// judged but not recorded, so a write in the same clock tick after the check cannot
+    /// leave a stale verdict behind.
+    #[test]
+    fn an_index_changed_within_the_racy_margin_is_not_recorded() {
+        let t = tempfile::tempdir().unwrap();
+        write_index(t.path(), &["a", "b"]);
+        let mut v = Verdicts::empty();
+        let (found, read) = judge_with(t.path(), &mut v);
+        assert!(found.is_empty() && read);
+        assert!(v.kept.is_empty());
+        assert!(!v.changed());
+    }
+
+    /// A damaged record counts as empty, never as a verdict.
+    #[test]
+    fn a_damaged_verdict_record_is_an_empty_one() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("s.json.index");
+        for bytes in [
+            b"not a record".to_vec(),
+            [VERDICT_MAGIC.as_slice(), &[1, 2, 3]].concat(),
+            Vec::new(),
+        ] {
+            std::fs::write(&p, &bytes).unwrap();
+            assert!(Verdicts::load(&p).loaded.is_empty());
+        }
+    }
+
     /// One process reads an unchanged index once; a same-size rewrite with its `mtime` put
     /// back (`touch -d`), and an index renamed into place, are read again and judged on
     /// their own bytes. The rewrite differs from the first file only in `ctime`: the test
@@ -732,7 +1214,7 @@ mod tests {
         std::fs::rename(base.join("index.new"), base.join("index")).unwrap();
         let third = read_shared(&dir, name, 1 << 20).unwrap();
         assert!(third.bad_entries().unwrap().is_empty());
-        assert_eq!(third.bytes(), index_v2(&names).as_slice());
+        assert_eq!(third.bytes(), Some(index_v2(&names).as_slice()));
 
         // Unreadable bytes stay an error every time; a link is refused, not followed.
         std::fs::write(base.join("index"), &index_v2(&names)[..40]).unwrap();

@@ -93,6 +93,14 @@ pub fn check_with_roots(
             return Outcome::Incomplete;
         }
     };
+    // The verdicts on index files recorded by the last check, beside the state file
+    // (`crate::index_paths::Verdicts`: an index is read and judged again unless it is the
+    // same file with the same stamps, written back before it was judged).
+    let verdicts_path = index_verdicts_path(&opts.state);
+    crate::index_paths::use_verdicts(verdicts_path.as_deref().map_or_else(
+        crate::index_paths::Verdicts::empty,
+        crate::index_paths::Verdicts::load,
+    ));
     // The worktree entries first: the collector takes their admin-dir files from this read.
     let layout = layout_entries(common);
     let snap = collect(
@@ -255,6 +263,10 @@ pub fn check_with_roots(
     let more = embedded::nested(&roots, state.work_tree.as_deref(), common, &mut cache);
     if let Some(p) = &cache_path {
         save_walk_cache(p, &cache);
+    }
+    let verdicts = crate::index_paths::take_verdicts();
+    if let (Some(p), Some(v)) = (&verdicts_path, verdicts) {
+        save_index_verdicts(p, &v);
     }
     emb.problems.extend(more.problems);
     for f in more.findings {
@@ -666,6 +678,28 @@ pub fn walk_cache_path(state: &Path) -> Option<PathBuf> {
     let mut n = name.to_os_string();
     n.push(".walk");
     Some(state.with_file_name(n))
+}
+
+/// Where `check` keeps the verdicts on index files (`crate::index_paths::Verdicts`): beside
+/// the state file, `<state>.index`.
+pub fn index_verdicts_path(state: &Path) -> Option<PathBuf> {
+    let mut n = state.file_name()?.to_os_string();
+    n.push(".index");
+    Some(state.with_file_name(n))
+}
+
+/// Write the index verdicts when they changed; as for the listing record, a failure costs
+/// the next check speed only.
+fn save_index_verdicts(path: &Path, v: &crate::index_paths::Verdicts) {
+    if !v.changed() {
+        return;
+    }
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    if let Ok(dir) = Dir::open_trusted(parent) {
+        let _ = dir.write_atomic(name, &v.to_bytes(), 0o600);
+    }
 }
 
 /// Write the listing record when it changed. A failure costs the next check speed only

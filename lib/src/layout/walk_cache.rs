@@ -152,7 +152,7 @@ impl std::fmt::Debug for WalkCache {
 
 /// Wall-clock time (`CLOCK_REALTIME`, the clock file stamps come from), nanoseconds; 0 when
 /// the clock is before 1970 (nothing is then trusted).
-fn now_ns() -> i128 {
+pub(crate) fn now_ns() -> i128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as i128)
@@ -359,7 +359,7 @@ pub(crate) const DT_UNKNOWN: u8 = 0;
 pub(crate) const DT_DIR: u8 = 4;
 
 /// Read the record file: a regular file (no link followed at the last component), bounded.
-fn read_owner_file(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_owner_file(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
