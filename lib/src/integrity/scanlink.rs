@@ -27,7 +27,10 @@ pub fn scan(state: &State, emit: &mut dyn FnMut(Event)) -> Outcome {
         .repo(&state.repo)
         .with("reason", why)
     };
-    let snap: crate::scan::RefSnapshot = match serde_json::from_value(state.refs.clone()) {
+    // Deserialised from the state's value in place (a clone of git.git's 1,018 refs as a
+    // JSON tree cost 6 M instructions, its drop 1.5 M).
+    use serde::Deserialize;
+    let snap = match crate::scan::RefSnapshot::deserialize(&state.refs) {
         Ok(s) => s,
         Err(e) => {
             emit(incomplete(format!(
