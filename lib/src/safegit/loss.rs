@@ -130,8 +130,8 @@ impl Runner {
     }
 }
 
-/// How deep submodules are followed (as [`super::locate`] does).
-const MAX_DEPTH: usize = 8;
+/// How deep submodules are followed: safe-git's one bound ([`super::locate`]'s).
+const MAX_DEPTH: usize = super::locate::MAX_SUBMODULE_DEPTH;
 
 /// The SHA-1 blob id of `data`, as `git hash-object --no-filters` computes it.
 fn blob_id(data: &[u8]) -> Option<String> {
