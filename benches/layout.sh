@@ -5,6 +5,16 @@
 # Usage: benches/layout.sh [git] [runs]   (default /usr/local/bin/git, 200 runs)
 # Builds the example in the dev profile unless PROFILE=release is set.
 set -euo pipefail
+# peak_rss LABEL CMD...: the largest max RSS of 3 runs (/usr/bin/time -f %M, KiB), in MB.
+peak_rss() {
+  local label=$1 f m=0 v; shift; f=$(mktemp)
+  for _ in 1 2 3; do
+    /usr/bin/time -f %M -o "$f" "$@" >/dev/null 2>&1 || true
+    v=$(tail -n 1 "$f"); [ "${v:-0}" -gt "$m" ] && m=$v
+  done
+  rm -f "$f"
+  awk -v l="$label" -v m="$m" 'BEGIN { printf "peak RSS  %-44s %7.1f MB\n", l ":", m / 1024 }'
+}
 GIT=${1:-/usr/local/bin/git}
 N=${2:-200}
 PROFILE=${PROFILE:-dev}
@@ -27,3 +37,5 @@ mkdir -p "../wt1/x/y/z/w"
 cd - >/dev/null
 echo "git: $("$GIT" --version)   profile: $PROFILE   kernel: $(uname -r)"
 "$BIN" "$GIT" "$R/../wt1/x/y/z/w" "$R/.git" "$N"
+(cd "$R/../wt1/x/y/z/w" && peak_rss "git rev-parse --absolute-git-dir" "$GIT" rev-parse --absolute-git-dir &&
+  peak_rss "git worktree list --porcelain" "$GIT" worktree list --porcelain)

@@ -9,6 +9,17 @@
 #
 # Needs: hyperfine, a release build (`cargo build --release -p safe-git`).
 set -euo pipefail
+# peak_rss LABEL CMD...: the largest max RSS of 3 runs (/usr/bin/time -f %M: VmHWM of the
+# process, KiB; a wrapper that execs git is one process with it), printed in MB.
+peak_rss() {
+  local label=$1 f m=0 v; shift; f=$(mktemp)
+  for _ in 1 2 3; do
+    /usr/bin/time -f %M -o "$f" "$@" >/dev/null 2>&1 || true
+    v=$(tail -n 1 "$f"); [ "${v:-0}" -gt "$m" ] && m=$v
+  done
+  rm -f "$f"
+  awk -v l="$label" -v m="$m" 'BEGIN { printf "peak RSS  %-44s %7.1f MB\n", l ":", m / 1024 }'
+}
 here=$(cd "$(dirname "$0")/.." && pwd)
 git=${1:-/usr/local/bin/git}
 safe_git=$here/target/release/safe-git
@@ -59,6 +70,11 @@ g, s = r["git rev-parse HEAD"], r["safe-git rev-parse HEAD"]
 print(f"rev-parse HEAD        git {g['mean']*1000:.2f} ms, safe-git {s['mean']*1000:.2f} ms: +{(s['mean']-g['mean'])*1000:.2f} ms "
       f"(median +{(s['median']-g['median'])*1000:.2f}, min +{(s['min']-g['min'])*1000:.2f})")
 PY
+peak_rss "git status" "$git" status
+peak_rss "safe-git status" "$safe_git" --git "$git" status
+peak_rss "safe-git --explain status (plan only)" "$safe_git" --git "$git" --explain status
+peak_rss "git rev-parse HEAD" "$git" rev-parse HEAD
+peak_rss "safe-git rev-parse HEAD" "$safe_git" --git "$git" rev-parse HEAD
 # Instruction counts (valgrind's callgrind, user space, every process of the call summed):
 # load-independent, unlike the wall clock on a shared machine.
 if command -v valgrind >/dev/null; then

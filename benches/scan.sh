@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Commit-scan benchmark: gitward::scan against `git log --name-only` over the same range.
 #
-#   benches/scan.sh            10,000-commit range on a ~3,000-file tree (hyperfine, 5 runs)
+#   benches/scan.sh            10,000-commit range on a ~3,000-file tree (hyperfine, 5 runs;
+#                              peak RSS of git log and the scan)
 #   benches/scan.sh big        100,000-commit push: wall time and peak RSS (VmHWM)
 #   benches/scan.sh scale      the same repository scanned as pushes of 10k, 25k, 50k, 100k
 #                              commits (peak anonymous memory, VmHWM), then 100k with the
 #                              commit cap at 50k (the report must say it stopped, exit 2)
 #
 # Environment: GIT (default /usr/local/bin/git), RUNS (default 5), WORK (scratch folder,
-# default a new temp dir, removed at the end unless KEEP=1).
+# default a new temp dir, removed at the end unless KEEP=1; `scale` reuses WORK/big), BENCH (a
+# scan-bench binary; default: built here, release), CACHE_MIB (the scan's max_cache_bytes in
+# MiB), SIZES and ROUNDS (`scale`).
 set -euo pipefail
 GIT=${GIT:-/usr/local/bin/git}
 RUNS=${RUNS:-5}
@@ -17,13 +20,30 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${WORK:-$(mktemp -d)}
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$WORK"' EXIT
 
-echo "building scan-bench (release)…" >&2
-cargo build -q --release -p gitward --example scan-bench --manifest-path "$ROOT/Cargo.toml"
-BENCH=$ROOT/target/release/examples/scan-bench
+if [ -z "${BENCH:-}" ]; then
+  echo "building scan-bench (release)…" >&2
+  cargo build -q --release -p gitward --example scan-bench --manifest-path "$ROOT/Cargo.toml"
+  BENCH=${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/scan-bench
+fi
+# CACHE_MIB: another Limits::max_cache_bytes for scan-bench (MiB; default 216).
+[ -z "${CACHE_MIB:-}" ] || export SCAN_BENCH_CACHE_MIB=$CACHE_MIB
 
 # Isolate git from the caller's config (after cargo, which needs the real HOME).
 export HOME=$WORK/home GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=$WORK/home/gitconfig
 mkdir -p "$HOME"; : > "$GIT_CONFIG_GLOBAL"
+
+# peak_rss LABEL CMD...: the largest max RSS of 3 runs (/usr/bin/time -f %M: VmHWM, KiB), in
+# MB. VmHWM counts the mapped pack's resident pages; scan-bench's own JSON line also gives its
+# anonymous peak.
+peak_rss() {
+  local label=$1 f m=0 v; shift; f=$(mktemp)
+  for _ in 1 2 3; do
+    /usr/bin/time -f %M -o "$f" "$@" >/dev/null 2>&1 || true
+    v=$(tail -n 1 "$f"); [ "${v:-0}" -gt "$m" ] && m=$v
+  done
+  rm -f "$f"
+  awk -v l="$label" -v m="$m" 'BEGIN { printf "peak RSS  %-44s %7.1f MB\n", l ":", m / 1024 }'
+}
 
 
 # gen FILES BASE_COMMITS RANGE_COMMITS: a fast-import stream. A tree of FILES files in
@@ -90,6 +110,9 @@ g = res[0]["mean"]
 for r in res:
     print(f'{r["command"]:28s} mean {r["mean"]:.3f} s ± {r["stddev"]:.3f}  {n / r["mean"]:9.0f} commits/s  {g / r["mean"]:.2f}× git')
 PY
+  # shellcheck disable=SC2086
+  peak_rss "git log --name-only" $GITLOG
+  peak_rss "gitward scan (2 threads)" "$BENCH" "$REPO/.git" "$BASE" 2
   ;;
 big)
   REPO=$WORK/big
@@ -104,17 +127,19 @@ scale)
     echo "generating: 300 files, 1 base commit + 100,000 commits…" >&2
     make_repo "$REPO" 300 1 100000
   fi
-  echo "commits	wall_s	rss_anon_peak_MB	vm_hwm_MB	rss_file_MB	incomplete	exit"
+  echo "commits	wall_s	user_s	rss_anon_peak_MB	vm_hwm_MB	rss_file_MB	findings	incomplete	exit"
+  T=$(mktemp)
   for N in ${SIZES:-10000 25000 50000 100000}; do
     BASE=$($GIT -C "$REPO" rev-parse "main~$N")
     for r in $(seq "${ROUNDS:-1}"); do
-      S=$(date +%s.%N); OUT=$("$BENCH" "$REPO/.git" "$BASE" 2); E=$(date +%s.%N)
-      python3 -c 'import json,sys; j=json.loads(sys.argv[1]); w=float(sys.argv[3])-float(sys.argv[2]); print("%s\t%.1f\t%.0f\t%.0f\t%.0f\t%s\t%s" % (sys.argv[4], w, j["rss_anon_peak_kb"]/1000, j["vm_hwm_kb"]/1000, j["rss_file_kb"]/1000, j["incomplete"], j["exit"]))' "$OUT" "$S" "$E" "$N"
+      OUT=$(/usr/bin/time -f "%e %U" -o "$T" "$BENCH" "$REPO/.git" "$BASE" 2)
+      python3 -c 'import json,sys; j=json.loads(sys.argv[1]); w,u=open(sys.argv[2]).read().split()[-2:]; print("%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t%s\t%s\t%s" % (sys.argv[3], w, u, j["rss_anon_peak_kb"]/1000, j["vm_hwm_kb"]/1000, j["rss_file_kb"]/1000, j["findings"], j["incomplete"], j["exit"]))' "$OUT" "$T" "$N"
     done
   done
+  rm -f "$T"
   BASE=$($GIT -C "$REPO" rev-parse "main~100000")
   OUT=$(SCAN_BENCH_MAX_COMMITS=50000 "$BENCH" "$REPO/.git" "$BASE" 2)
-  python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print("100000, cap 50000\t-\t%.0f\t%.0f\t%.0f\t%s\t%s" % (j["rss_anon_peak_kb"]/1000, j["vm_hwm_kb"]/1000, j["rss_file_kb"]/1000, j["incomplete"], j["exit"]))' "$OUT"
+  python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print("100000, cap 50000\t-\t-\t%.0f\t%.0f\t%.0f\t%s\t%s" % (j["rss_anon_peak_kb"]/1000, j["vm_hwm_kb"]/1000, j["rss_file_kb"]/1000, j["incomplete"], j["exit"]))' "$OUT"
   ;;
 *) echo "usage: $0 [range|big|scale]" >&2; exit 120 ;;
 esac

@@ -2,15 +2,18 @@
 //! 1,000 writes), bursts of 10,000 writes (none lost), CPU while idle.
 //!
 //! Run: `cargo bench -p settings-watch --bench settings-watch` (or benches/settings-watch.sh).
-//! Knobs: `LATENCY_WRITES` (1000), `BURST_WRITES` (10000), `IDLE_SECS` (10).
+//! Knobs: `LATENCY_WRITES` (1000), `BURST_WRITES` (10000), `IDLE_SECS` (10),
+//! `LATENCY_TIMEOUT_SECS` (30: a write not reverted by then fails the run with a message).
 //!
 //! Latency is measured without polling: the bench watches the folder with its own inotify and
 //! times from its rename of the agent's file over the guarded one to the rename that puts the
 //! approved bytes back (the second `IN_MOVED_TO` on the name), then checks the bytes.
 
 use gitward::held::Store;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use std::io::BufRead;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -149,6 +152,7 @@ fn latency(e: &Env, n: usize) -> Vec<f64> {
         AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_MOVED_FROM,
     )
     .unwrap();
+    let timeout = Duration::from_secs(knob("LATENCY_TIMEOUT_SECS", 30) as u64);
     let mut v = Vec::with_capacity(n);
     for i in 0..n {
         let tmp = e.repo.join(".claude/.agent-tmp");
@@ -160,7 +164,33 @@ fn latency(e: &Env, n: usize) -> Vec<f64> {
         let t0 = Instant::now();
         std::fs::rename(&tmp, &file).unwrap();
         let mut seen = 0;
+        let deadline = t0 + timeout;
         'wait: loop {
+            // Wait for events with a deadline: a stalled watcher (or a lost event) fails the
+            // run with a message instead of hanging it.
+            let left = deadline.saturating_duration_since(Instant::now());
+            let mut fds = [PollFd::new(ino.as_fd(), PollFlags::POLLIN)];
+            let ready = poll(
+                &mut fds,
+                PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX),
+            )
+            .unwrap_or_else(|e| match e {
+                nix::errno::Errno::EINTR => 0,
+                e => panic!("poll on the bench's inotify: {e}"),
+            });
+            if ready == 0 {
+                if Instant::now() < deadline {
+                    continue;
+                }
+                let now = std::fs::read(&file).unwrap_or_default();
+                stop(w);
+                panic!(
+                    "write {i}: no revert within {} s ({seen} of 2 renames onto settings.json \
+                     seen); settings.json is now {:?}",
+                    timeout.as_secs(),
+                    String::from_utf8_lossy(&now)
+                );
+            }
             for ev in ino.read_events().unwrap() {
                 if ev.mask.contains(AddWatchFlags::IN_MOVED_TO)
                     && ev.name.as_deref() == Some(std::ffi::OsStr::new("settings.json"))

@@ -18,6 +18,17 @@
 # in every VM).
 # Results: target/bench/shim-results.md (markdown table) and .json.
 set -euo pipefail
+# peak_rss LABEL CMD...: the largest max RSS of 3 runs (/usr/bin/time -f %M: VmHWM of the
+# process, KiB; a wrapper that execs git is one process with it), printed in MB.
+peak_rss() {
+  local label=$1 f m=0 v; shift; f=$(mktemp)
+  for _ in 1 2 3; do
+    /usr/bin/time -f %M -o "$f" "$@" >/dev/null 2>&1 || true
+    v=$(tail -n 1 "$f"); [ "${v:-0}" -gt "$m" ] && m=$v
+  done
+  rm -f "$f"
+  awk -v l="$label" -v m="$m" 'BEGIN { printf "peak RSS  %-44s %7.1f MB\n", l ":", m / 1024 }'
+}
 here=$(cd "$(dirname "$0")/.." && pwd)
 git=${1:-/usr/local/bin/git}
 repo=${REPO:-$here}
@@ -84,6 +95,11 @@ for name in ("exec-only rev-parse HEAD", "shim rev-parse HEAD", "static shim rev
 gs, ss = r["git status"], r["shim status"]
 print(f"{'shim status':27s} {added(ss, gs)}  ratio {ss['mean']/gs['mean']:.2f}")
 PY
+peak_rss "git rev-parse HEAD" "$git" rev-parse HEAD
+peak_rss "shim rev-parse HEAD" "$work/bin/git" rev-parse HEAD
+[[ -n ${floor[*]} ]] && peak_rss "exec-only rev-parse HEAD" "$work/floor" rev-parse HEAD
+peak_rss "git status" "$git" --no-optional-locks status --porcelain
+peak_rss "shim status" "$work/bin/git" --no-optional-locks status --porcelain
 # Instruction counts (user space), load-independent: the wrapper up to its execve (callgrind
 # dumps there, file cg.<pid>.1) and git after it (cg.<pid>).
 if command -v valgrind >/dev/null; then

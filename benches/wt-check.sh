@@ -10,6 +10,17 @@
 # CALLGRIND=1     also print callgrind instruction counts (stable on a noisy machine) of
 #                 `check` and `check --no-scan`; needs valgrind
 set -euo pipefail
+# peak_rss LABEL CMD...: the largest max RSS of 3 runs (/usr/bin/time -f %M: VmHWM of the
+# process, KiB; a wrapper that execs git is one process with it), printed in MB.
+peak_rss() {
+  local label=$1 f m=0 v; shift; f=$(mktemp)
+  for _ in 1 2 3; do
+    /usr/bin/time -f %M -o "$f" "$@" >/dev/null 2>&1 || true
+    v=$(tail -n 1 "$f"); [ "${v:-0}" -gt "$m" ] && m=$v
+  done
+  rm -f "$f"
+  awk -v l="$label" -v m="$m" 'BEGIN { printf "peak RSS  %-44s %7.1f MB\n", l ":", m / 1024 }'
+}
 here=$(cd "$(dirname "$0")/.." && pwd)
 git=${1:-$( [ -x /usr/local/bin/git ] && echo /usr/local/bin/git || echo /usr/bin/git )}
 command -v hyperfine >/dev/null || { echo "hyperfine is required" >&2; exit 2; }
@@ -69,3 +80,6 @@ for x in res:
     print(f"{x['command']:34s} {x['mean']*1e3:7.1f}ms {x['min']*1e3:7.1f}ms {cpu*1e3:7.1f}ms"
           f"   {x['mean']/g['mean']:5.2f}x / {x['min']/g['min']:5.2f}x / {cpu/gc:5.2f}x")
 PY
+peak_rss "git worktree list --porcelain" "$git" -C "$tmp/proj" worktree list --porcelain
+peak_rss "wt-check check" "$wt" check --state "$state" "$tmp/proj"
+peak_rss "wt-check check --no-scan" "$wt" check --no-scan --state "$state" "$tmp/proj"

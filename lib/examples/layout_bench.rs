@@ -59,4 +59,17 @@ fn main() {
         w.as_secs_f64() / gw.as_secs_f64()
     );
     println!("submodule_git_dirs  {:>9.1} µs", sm.as_secs_f64() * 1e6);
+    // The process's own peak (the gits it ran are children, not counted): every layout call
+    // above ran in it, `n` times each.
+    let hwm = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let l = s.lines().find(|l| l.starts_with("VmHWM:"))?.to_owned();
+            l.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .unwrap_or(0);
+    println!(
+        "peak RSS (VmHWM) of this process, all layout calls: {:.1} MB",
+        hwm as f64 / 1024.0
+    );
 }

@@ -4,7 +4,8 @@
 //! refs and not from BASE (a snapshot in which `refs/heads/main` pointed at BASE), then
 //! prints the report's stats, the finding count, peak RSS (VmHWM), sampled peak anonymous
 //! memory (RssAnon) and resident file pages (RssFile) as one JSON line.
-//! `SCAN_BENCH_MAX_COMMITS=N` lowers `Limits::max_commits` (the report then says why it stopped).
+//! `SCAN_BENCH_MAX_COMMITS=N` lowers `Limits::max_commits` (the report then says why it stopped);
+//! `SCAN_BENCH_CACHE_MIB=N` sets `Limits::max_cache_bytes` to N MiB.
 
 use gitward::scan::{self, Limits, RefSnapshot, RefValue};
 use std::collections::BTreeMap;
@@ -46,9 +47,16 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(Limits::default().max_commits);
+    // SCAN_BENCH_CACHE_MIB: another `Limits::max_cache_bytes` (in MiB), to separate what the
+    // caches hold from what grows with the commits.
+    let max_cache_bytes = std::env::var("SCAN_BENCH_CACHE_MIB")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(Limits::default().max_cache_bytes, |m| m << 20);
     let limits = Limits {
         threads,
         max_commits,
+        max_cache_bytes,
         ..Limits::default()
     };
     // VmHWM counts the mapped pack files' resident pages too (page cache, reclaimable);

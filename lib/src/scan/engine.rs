@@ -7,13 +7,19 @@
 //! handle, a [`PackReader`] over the packs all threads share (its own delta-base cache) and
 //! its own tree-diff state; it diffs a commit against its first parent ([`super::treediff`])
 //! with a visitor that applies the name rules inline and keeps only the few entries whose
-//! contents a rule must read. What grows with the size of the push is bounded by
-//! `Limits::max_commits`: measured ≈ 2.8 KB of anonymous memory a commit, most of it held
-//! during the diffs, not by the walk (docs/perf-scan.md, "Scaling").
+//! contents a rule must read.
+//!
+//! Memory: the caches (every worker's delta-base and object cache, the walk's delta-base
+//! cache) share `Limits::max_cache_bytes` ([`CacheShares`]), whatever the thread count. They
+//! fill as the diffs read trees — on a history of small trees ≈ 6 decoded trees a commit, the
+//! "≈ 2.8 KB a commit" once measured as growth — and stop at their share. What grows with
+//! the push past that is the walk's record of each commit (bounded by `Limits::max_commits`)
+//! and the findings (bounded by `Limits::max_findings`); docs/perf-scan.md, "Scaling".
 
 use super::packs::{PackReader, Packs};
 use super::rules::{self, r};
 use super::snapshot::{RefSnapshot, RefValue};
+use super::walk::Walk;
 use super::{
     escape_path, open_repo, Finding, Limits, Rewrite, RewriteKind, ScanError, ScanReport, Stats,
 };
@@ -39,14 +45,36 @@ const BATCH: usize = 64;
 const CHUNK: usize = 16_384;
 /// Entries kept in a worker's path → settings-rule memo before it is cleared.
 const MEMO_MAX: usize = 1 << 16;
-/// Decoded-object cache per worker.
+/// Decoded-object cache per worker (blobs; at most an eighth of its share of
+/// `Limits::max_cache_bytes`).
 const OBJECT_CACHE_BYTES: usize = 4 << 20;
-/// Delta-base cache of a worker's tree reads ([`PackReader`]): git's default
-/// `core.deltaBaseCacheLimit`.
-const DELTA_BASE_CACHE_BYTES: usize = 96 << 20;
 /// Delta-base cache of the commit walk (commits are rarely deltas; their bases are other
-/// commits).
+/// commits), at most an eighth of `Limits::max_cache_bytes`.
 const WALK_CACHE_BYTES: usize = 16 << 20;
+
+/// How `Limits::max_cache_bytes` is shared: the walk's delta-base cache, then per worker its
+/// object cache and its tree reads' delta-base cache ([`PackReader`]). With the defaults (216
+/// MiB, two workers): 16 MiB, then 4 + 96 MiB each, git's `core.deltaBaseCacheLimit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CacheShares {
+    walk: usize,
+    object: usize,
+    delta_base: usize,
+}
+
+impl CacheShares {
+    fn of(limits: &Limits) -> Self {
+        let total = usize::try_from(limits.max_cache_bytes).unwrap_or(usize::MAX);
+        let walk = WALK_CACHE_BYTES.min(total / 8);
+        let per_worker = (total - walk) / limits.threads.max(1);
+        let object = OBJECT_CACHE_BYTES.min(per_worker / 8);
+        CacheShares {
+            walk,
+            object,
+            delta_base: per_worker - object,
+        }
+    }
+}
 /// Longest symbolic-link target read (PATH_MAX).
 const MAX_LINK_TARGET: u64 = 4096;
 /// Tag chains followed at most this deep.
@@ -441,35 +469,11 @@ fn peel(repo: &gix::Repository, id: ObjectId) -> Result<Peeled, String> {
     Err(format!("tag chain deeper than {MAX_TAG_DEPTH}"))
 }
 
-/// The parents of every commit the scan walked: reachable from the refs now and not from the
-/// snapshot. A ref that moved forward over new commits reaches its old tip through them, so
-/// most ancestry questions are answered here without walking the history a second time.
-#[derive(Default)]
-struct NewCommits(HashMap<ObjectId, Box<[ObjectId]>>);
-
-impl NewCommits {
-    /// Does a path of new commits lead from `new` to its ancestor `old`? `false` means "not
-    /// through new commits alone" (the path may pass through a commit another snapshot ref
-    /// already had): ask [`is_ancestor`] then.
-    fn reaches(&self, new: ObjectId, old: ObjectId) -> bool {
-        let mut seen = HashSet::new();
-        let mut queue = VecDeque::from([new]);
-        while let Some(id) = queue.pop_front() {
-            let Some(parents) = self.0.get(&id) else {
-                continue;
-            };
-            for p in parents.iter() {
-                if *p == old {
-                    return true;
-                }
-                if seen.insert(*p) {
-                    queue.push_back(*p);
-                }
-            }
-        }
-        false
-    }
-}
+/// The commits the scan walked, with the parents of every new one (reachable from the refs
+/// now and not from the snapshot). A ref that moved forward over new commits reaches its old
+/// tip through them, so most ancestry questions are answered by [`Walk::reaches`] without
+/// walking the history a second time; [`is_ancestor`] answers the rest.
+type NewCommits = Walk;
 
 /// Is `old` reachable from `new`? Walks from `old` hiding `new`: nothing left means yes.
 fn is_ancestor(repo: &gix::Repository, old: ObjectId, new: ObjectId) -> Result<bool, String> {
@@ -681,6 +685,7 @@ fn walk_and_diff(
     // Each pack mapped once for every reader: a mapping per thread counted its resident
     // pages once per thread.
     let packs = &Packs::open(&repo.common_dir().join("objects"), repo.object_hash());
+    let shares = CacheShares::of(&ctx.limits);
     let (tx, rx) = mpsc::sync_channel::<Vec<Job>>(threads * 4);
     let rx = Mutex::new(rx);
     std::thread::scope(|s| {
@@ -689,8 +694,8 @@ fn walk_and_diff(
             let rx = &rx;
             s.spawn(move || {
                 let mut repo = ts.to_thread_local();
-                repo.object_cache_size(OBJECT_CACHE_BYTES);
-                let mut w = Worker::new(&repo, packs, ctx);
+                repo.object_cache_size(shares.object);
+                let mut w = Worker::new(&repo, packs, ctx, shares.delta_base);
                 loop {
                     let batch = {
                         let g = rx.lock().unwrap_or_else(|e| e.into_inner());
@@ -736,7 +741,7 @@ fn walk_and_diff(
         }
         let stopped = || ctx.stopped();
         // Commits are read through a delta-base cache too: a few are deltas of others.
-        let commits = PackReader::new(packs, &repo.objects, WALK_CACHE_BYTES);
+        let commits = PackReader::new(packs, &repo.objects, shares.walk);
         let (walk, cut) = super::walk::new_commits(
             &commits,
             repo.object_hash(),
@@ -746,12 +751,13 @@ fn walk_and_diff(
             &ctx.limits,
             &stopped,
         );
-        // What the walk reached before it was cut short is still scanned; the report is
-        // incomplete. An empty reason: `stopped` said so and the halt is recorded.
+        // A walk cut short makes the report incomplete (exit 2, never clean), and the halt
+        // stops the scan here: none of the commits it popped is diffed (some may be hidden
+        // commits not yet marked). An empty reason: `stopped` said so and the halt is
+        // recorded.
         if let Some(why) = cut.filter(|w| !w.is_empty()) {
             ctx.halt(why);
         }
-        graph = NewCommits(walk.parents_of_new());
         let mut batch = Vec::new();
         let mut n: u64 = 0;
         for &i in &walk.new {
@@ -760,7 +766,7 @@ fn walk_and_diff(
             }
             n += 1;
             let node = &walk.nodes[i as usize];
-            if let Some(h) = &node.signature {
+            if let Some(h) = walk.signature(i) {
                 ctx.add(
                     "GW-SCAN-081",
                     None,
@@ -775,7 +781,7 @@ fn walk_and_diff(
                 id: node.id,
                 seq: n,
                 tree: node.tree,
-                parent_trees: node.parents.iter().map(|&p| walk.tree(p)).collect(),
+                parent_trees: walk.parents(i).iter().map(|&p| walk.tree(p)).collect(),
             });
             if batch.len() == CHUNK && !send_oldest_first(&mut batch) {
                 break;
@@ -786,6 +792,7 @@ fn walk_and_diff(
         }
         ctx.commits.store(n, Ordering::Relaxed);
         drop(tx);
+        graph = walk;
     });
     graph
 }
@@ -835,10 +842,10 @@ struct Worker<'r> {
 type SettingsMemo = HashMap<BString, Option<&'static crate::settings::FileRule>>;
 
 impl<'r> Worker<'r> {
-    fn new(repo: &'r gix::Repository, packs: &'r Packs, ctx: &'r Ctx) -> Self {
+    fn new(repo: &'r gix::Repository, packs: &'r Packs, ctx: &'r Ctx, cache: usize) -> Self {
         Worker {
             repo,
-            trees: PackReader::new(packs, &repo.objects, DELTA_BASE_CACHE_BYTES),
+            trees: PackReader::new(packs, &repo.objects, cache),
             ctx,
             state: Default::default(),
             buf2: Vec::new(),
@@ -1512,5 +1519,38 @@ impl Visit for Visitor<'_> {
             }
         }
         std::ops::ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The defaults give each of the two workers git's 96 MiB and the walk 16 MiB; more
+    /// threads share the same total, so `max_cache_bytes` bounds the caches whatever the
+    /// thread count, and a tiny or zero budget gives tiny or zero caches, never a panic.
+    #[test]
+    fn cache_shares_stay_within_max_cache_bytes() {
+        let d = CacheShares::of(&Limits::default());
+        assert_eq!(
+            d,
+            CacheShares {
+                walk: 16 << 20,
+                object: 4 << 20,
+                delta_base: 96 << 20
+            }
+        );
+        for threads in [0, 1, 2, 3, 8, 64] {
+            for total in [0u64, 1, 1000, 24 << 20, 216 << 20, 4 << 30] {
+                let l = Limits {
+                    threads,
+                    max_cache_bytes: total,
+                    ..Limits::default()
+                };
+                let s = CacheShares::of(&l);
+                let used = s.walk + threads.max(1) * (s.object + s.delta_base);
+                assert!(used as u64 <= total, "{threads} threads, {total}: {s:?}");
+            }
+        }
     }
 }

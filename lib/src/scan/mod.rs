@@ -79,6 +79,12 @@ pub struct Limits {
     pub max_findings: usize,
     /// Threads diffing commits (the walk runs on the calling thread). Not a bound on work.
     pub threads: usize,
+    /// Memory for decoded objects kept between reads, all threads together: the walk's and
+    /// every worker's delta-base cache (each entry counted with its bookkeeping) and each
+    /// worker's object cache. Not a bound on work: a smaller value costs time, never
+    /// completeness. The default gives each of the two default workers git's
+    /// `core.deltaBaseCacheLimit` (96 MiB); more threads share the same total.
+    pub max_cache_bytes: u64,
 }
 
 impl Default for Limits {
@@ -91,6 +97,7 @@ impl Default for Limits {
             max_seconds: 300,
             max_findings: 10_000,
             threads: 2,
+            max_cache_bytes: 216 << 20,
         }
     }
 }

@@ -32,11 +32,25 @@ const COMMIT_PREFIX: usize = 1024;
 /// A decoded object, shared between the cache and its readers: handing it out copies nothing.
 pub(super) type Bytes = Rc<Vec<u8>>;
 
+/// What one cached entry costs besides its object's bytes: the shared box (two counts and the
+/// `Vec`: 40 bytes, a 48-byte heap chunk), the heap chunk header of the object's bytes, the
+/// map's slot (key 16 bytes, [`Cached`] 24, a control byte) at a load factor down to 7/16
+/// (hashbrown doubles, then fills to 7/8), and the eviction's sort record. Counted so that the
+/// cap bounds memory, not only object bytes: a small-tree history (a few hundred bytes an
+/// object) keeps hundreds of thousands of entries, and the map alone was a third of the cache.
+const ENTRY_OVERHEAD: usize = 48 + 16 + 96 + 24;
+
+/// What `data` costs the cache: its allocation and [`ENTRY_OVERHEAD`].
+fn entry_cost(data: &Bytes) -> usize {
+    data.capacity() + ENTRY_OVERHEAD
+}
+
 /// A memory-capped cache of decoded pack entries keyed by (pack index, data offset), as
 /// gix-pack keys its caches. Least recently used entries go first: when the cap is passed,
-/// the oldest entries are dropped until a quarter of the cap is free. An entry a reader still
-/// holds stays alive until the reader drops it, so the cap bounds what the cache keeps, and
-/// at most a few trees per diff come on top.
+/// the oldest entries are dropped until a quarter of the cap is free. Each entry is counted
+/// at its allocation plus [`ENTRY_OVERHEAD`], so the cap is the cache's memory. An entry a
+/// reader still holds stays alive until the reader drops it, so the cap bounds what the cache
+/// keeps, and at most a few trees per diff come on top.
 struct BaseCache {
     map: HashMap<(usize, u64), Cached>,
     bytes: usize,
@@ -69,7 +83,7 @@ impl BaseCache {
 
     fn put(&mut self, pack: usize, offset: u64, data: &Bytes, kind: gix::objs::Kind) {
         // One object larger than a quarter of the cap would evict everything else.
-        if data.len() > self.cap / 4 {
+        if entry_cost(data) > self.cap / 4 {
             return;
         }
         self.tick += 1;
@@ -78,9 +92,9 @@ impl BaseCache {
             kind,
             used: self.tick,
         };
-        self.bytes += data.len();
+        self.bytes += entry_cost(data);
         if let Some(old) = self.map.insert((pack, offset), entry) {
-            self.bytes -= old.data.len();
+            self.bytes -= entry_cost(&old.data);
         }
         if self.bytes > self.cap {
             self.evict();
@@ -97,7 +111,7 @@ impl BaseCache {
                 break;
             }
             if let Some(v) = self.map.remove(&k) {
-                self.bytes -= v.data.len();
+                self.bytes -= entry_cost(&v.data);
             }
         }
     }
@@ -391,6 +405,37 @@ mod tests {
             "git {args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+
+    /// The cap bounds what the cache keeps counted as memory: each entry at its allocation
+    /// plus its bookkeeping, however small the objects (a history of small trees kept
+    /// hundreds of thousands of entries whose bookkeeping the byte count did not see).
+    #[test]
+    fn cache_counts_entries_at_their_cost() {
+        let cap = 1 << 20;
+        let mut c = BaseCache::new(cap);
+        for i in 0..100_000u64 {
+            let data: Bytes = Rc::new(vec![7u8; 1 + (i % 300) as usize]);
+            c.put(0, i, &data, gix::objs::Kind::Tree);
+            assert!(c.bytes <= cap, "{} > {cap} after {i}", c.bytes);
+            let held: usize = c.map.values().map(|e| entry_cost(&e.data)).sum();
+            if i % 997 == 0 {
+                assert_eq!(held, c.bytes);
+            }
+        }
+        // What the entries hold, bookkeeping included, is within the cap (the object bytes
+        // alone, ~150 an entry, would have let twice as many stay), and eviction keeps the
+        // cache well filled.
+        let objects: usize = c.map.values().map(|e| e.data.capacity()).sum();
+        assert!(objects + c.map.len() * ENTRY_OVERHEAD <= cap);
+        assert!(c.bytes >= cap / 2, "{} bytes left", c.bytes);
+        // The latest entry is still there, one read back shares its bytes.
+        let (kind, d) = c.get(0, 99_999).expect("most recent entry kept");
+        assert_eq!((kind, d.len()), (gix::objs::Kind::Tree, 1 + 99_999 % 300));
+        // An object over a quarter of the cap is not cached.
+        let big: Bytes = Rc::new(vec![0u8; cap / 4]);
+        c.put(1, 0, &big, gix::objs::Kind::Blob);
+        assert!(c.get(1, 0).is_none());
     }
 
     /// Every object of a pack with deep delta chains (git's `gc` depth, trees that change a

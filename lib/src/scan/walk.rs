@@ -16,8 +16,12 @@
 //! commit unmarked and so scanned again (git shows the same commit in `A..B`): more work,
 //! never a new commit unscanned.
 //!
-//! Each commit is read once (its tree, parents and committer time kept, ~100 bytes), so
-//! the workers get every parent's tree without reading a commit again.
+//! Each commit is read once and kept in 64 bytes (its id, tree, committer time, flags and
+//! where its parents are) plus 24 bytes a parent in two shared arrays and its slot in the id
+//! index, so the workers get every parent's tree without reading a commit again. This is
+//! the only state that grows with the number of commits walked (bounded by
+//! `Limits::max_commits`); per-commit boxes and a second id → parents map (≈ 300 bytes a
+//! commit together) were the walk's share before.
 
 use super::packs::PackReader;
 use super::Limits;
@@ -25,51 +29,101 @@ use crate::catalogue;
 use gix::bstr::ByteSlice;
 use gix::objs::commit::ref_iter::Token;
 use gix::ObjectId;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
 /// Hidden commits popped after the last visible one leaves the queue, as git's `SLOP`.
 const SLOP: u32 = 5;
 
-/// One commit the walk read.
+/// [`Node::flags`]: marked hidden (reachable from a snapshot tip).
+const HIDDEN: u8 = 1;
+/// [`Node::flags`]: in the queue.
+const QUEUED: u8 = 2;
+/// [`Node::flags`]: popped, its parents read.
+const POPPED: u8 = 4;
+/// [`Node::flags`]: one of [`Walk::new`].
+const NEW: u8 = 8;
+/// [`Walk::parents`] of a commit not popped: its parents were never read.
+const UNREAD: u32 = u32::MAX;
+
+/// One commit the walk read (64 bytes; its parents are in [`Walk`]'s arrays).
 pub(super) struct Node {
     pub id: ObjectId,
     pub tree: ObjectId,
-    /// As the commit lists them.
-    pub parent_ids: Box<[ObjectId]>,
-    /// Indices into [`Walk::nodes`], filled when the commit is popped (its parents read).
-    pub parents: Box<[u32]>,
     time: i64,
-    hidden: bool,
-    queued: bool,
-    popped: bool,
-    /// The signature header this commit carries (only looked for with `log.showSignature`).
-    pub signature: Option<String>,
+    /// Where this commit's parents start in [`Walk::parent_ids`] and [`Walk::parents`].
+    first_parent: u32,
+    parent_count: u32,
+    flags: u8,
+    /// The signature header this commit carries, an index into
+    /// [`catalogue::SIGNATURE_HEADERS`] (only looked for with `log.showSignature`).
+    signature: Option<u8>,
 }
 
 /// The walk's result.
 #[derive(Default)]
 pub(super) struct Walk {
     pub nodes: Vec<Node>,
+    /// Every commit's parents as it lists them, at [`Node::first_parent`].
+    parent_ids: Vec<ObjectId>,
+    /// The same parents as indices into `nodes`, filled when the commit is popped (its
+    /// parents read); [`UNREAD`] before.
+    parents: Vec<u32>,
+    /// Commit id → index into `nodes`.
+    index: HashMap<ObjectId, u32>,
     /// The new commits as indices into `nodes`, in the order of a breadth-first walk from the
     /// tips (gix's `Simple` order: the tips as given, then each commit's parents in order).
     pub new: Vec<u32>,
 }
 
 impl Walk {
-    /// The new commits' parents by id (for the ref phase's ancestry questions).
-    pub fn parents_of_new(&self) -> HashMap<ObjectId, Box<[ObjectId]>> {
-        self.new
-            .iter()
-            .map(|&i| {
-                let n = &self.nodes[i as usize];
-                (n.id, n.parent_ids.clone())
-            })
-            .collect()
+    fn range(&self, i: u32) -> std::ops::Range<usize> {
+        let n = &self.nodes[i as usize];
+        let start = n.first_parent as usize;
+        start..start + n.parent_count as usize
+    }
+
+    /// The parents of commit `i` as it lists them.
+    pub fn parent_ids(&self, i: u32) -> &[ObjectId] {
+        &self.parent_ids[self.range(i)]
+    }
+
+    /// The parents of commit `i` as indices into `nodes` (popped commits only: every new one).
+    pub fn parents(&self, i: u32) -> &[u32] {
+        &self.parents[self.range(i)]
     }
 
     /// The tree of `parent` (an index into `nodes`).
     pub fn tree(&self, i: u32) -> ObjectId {
         self.nodes[i as usize].tree
+    }
+
+    /// The signature header commit `i` carries (with `log.showSignature` only).
+    pub fn signature(&self, i: u32) -> Option<&'static str> {
+        let h = self.nodes[i as usize].signature?;
+        catalogue::SIGNATURE_HEADERS.get(usize::from(h)).copied()
+    }
+
+    /// Does a path of new commits lead from `new` to its ancestor `old`? `false` means "not
+    /// through new commits alone" (the path may pass through a commit a snapshot ref already
+    /// had): the caller asks git's ancestry then.
+    pub fn reaches(&self, new: ObjectId, old: ObjectId) -> bool {
+        let is_new = |i: u32| self.nodes[i as usize].flags & NEW != 0;
+        let Some(&start) = self.index.get(&new).filter(|&&i| is_new(i)) else {
+            return false;
+        };
+        let mut seen = HashSet::new();
+        let mut queue = VecDeque::from([start]);
+        while let Some(i) = queue.pop_front() {
+            for (id, &p) in self.parent_ids(i).iter().zip(self.parents(i)) {
+                if *id == old {
+                    return true;
+                }
+                if is_new(p) && seen.insert(p) {
+                    queue.push_back(p);
+                }
+            }
+        }
+        false
     }
 }
 
@@ -77,8 +131,7 @@ struct Walker<'r> {
     objects: &'r PackReader<'r>,
     hash: gix::hash::Kind,
     show_signature: bool,
-    nodes: Vec<Node>,
-    index: HashMap<ObjectId, u32>,
+    w: Walk,
     /// Newest first; equal times in insertion order, as git's date-ordered list.
     queue: BinaryHeap<(i64, std::cmp::Reverse<u64>, u32)>,
     inserted: u64,
@@ -111,7 +164,7 @@ fn header_fields(
 impl Walker<'_> {
     /// The node of `id`, reading the commit the first time.
     fn node(&mut self, id: ObjectId) -> Result<u32, String> {
-        if let Some(&i) = self.index.get(&id) {
+        if let Some(&i) = self.w.index.get(&id) {
             return Ok(i);
         }
         // The header alone when that is all the walk needs (and it parses); the whole commit
@@ -145,38 +198,45 @@ impl Walker<'_> {
             commit
                 .extra_headers
                 .iter()
-                .find(|(k, _)| {
+                .find_map(|(k, _)| {
                     catalogue::SIGNATURE_HEADERS
                         .iter()
-                        .any(|s| k.as_bytes() == s.as_bytes())
+                        .position(|s| k.as_bytes() == s.as_bytes())
                 })
-                .map(|(k, _)| k.to_str_lossy().into_owned())
+                .and_then(|h| u8::try_from(h).ok())
         } else {
             None
         };
-        let i = u32::try_from(self.nodes.len()).map_err(|_| "too many commits".to_string())?;
-        self.nodes.push(Node {
+        let w = &mut self.w;
+        let too_many = || "too many commits".to_string();
+        let i = u32::try_from(w.nodes.len()).map_err(|_| too_many())?;
+        let first_parent = u32::try_from(w.parent_ids.len()).map_err(|_| too_many())?;
+        let parent_count = u32::try_from(parent_ids.len()).map_err(|_| too_many())?;
+        first_parent
+            .checked_add(parent_count)
+            .ok_or_else(too_many)?;
+        w.parents.extend(parent_ids.iter().map(|_| UNREAD));
+        w.parent_ids.extend(parent_ids);
+        w.nodes.push(Node {
             id,
             tree,
-            parent_ids: parent_ids.into(),
-            parents: Box::new([]),
             time,
-            hidden: false,
-            queued: false,
-            popped: false,
+            first_parent,
+            parent_count,
+            flags: 0,
             signature,
         });
-        self.index.insert(id, i);
+        w.index.insert(id, i);
         Ok(i)
     }
 
     fn enqueue(&mut self, i: u32) {
-        let n = &mut self.nodes[i as usize];
-        if n.queued || n.popped {
+        let n = &mut self.w.nodes[i as usize];
+        if n.flags & (QUEUED | POPPED) != 0 {
             return;
         }
-        n.queued = true;
-        if !n.hidden {
+        n.flags |= QUEUED;
+        if n.flags & HIDDEN == 0 {
             self.visible_queued += 1;
         }
         self.inserted += 1;
@@ -189,16 +249,16 @@ impl Walker<'_> {
     fn hide(&mut self, i: u32) {
         let mut stack = vec![i];
         while let Some(i) = stack.pop() {
-            let n = &mut self.nodes[i as usize];
-            if n.hidden {
+            let n = &mut self.w.nodes[i as usize];
+            if n.flags & HIDDEN != 0 {
                 continue;
             }
-            n.hidden = true;
-            if n.queued {
+            n.flags |= HIDDEN;
+            if n.flags & QUEUED != 0 {
                 self.visible_queued -= 1;
             }
-            if n.popped {
-                stack.extend(n.parents.iter().copied());
+            if n.flags & POPPED != 0 {
+                stack.extend_from_slice(self.w.parents(i));
             }
         }
     }
@@ -207,7 +267,7 @@ impl Walker<'_> {
 /// Walk from `tips` hiding what `hidden` reaches. `stopped` is polled between commits
 /// (time limit, a halt elsewhere). A walk cut short (a bound, an unreadable commit, `stopped`)
 /// returns the commits popped so far that are not marked hidden, and why it stopped (empty
-/// when `stopped` said so): they are scanned, and the report is incomplete.
+/// when `stopped` said so); the report is then incomplete.
 pub(super) fn new_commits(
     objects: &PackReader<'_>,
     hash: gix::hash::Kind,
@@ -221,8 +281,7 @@ pub(super) fn new_commits(
         objects,
         hash,
         show_signature,
-        nodes: Vec::new(),
-        index: HashMap::new(),
+        w: Walk::default(),
         queue: BinaryHeap::new(),
         inserted: 0,
         visible_queued: 0,
@@ -231,8 +290,10 @@ pub(super) fn new_commits(
     let cut = paint(&mut w, tips, hidden, limits, stopped, &mut tip_nodes).err();
     // Anything still queued is hidden (see the module comment), so the new commits are the
     // popped, unmarked ones. Their order: breadth first from the tips.
+    let mut walk = w.w;
+    drop(w.queue);
     let mut new = Vec::new();
-    let mut seen = vec![false; w.nodes.len()];
+    let mut seen = vec![false; walk.nodes.len()];
     let mut next: VecDeque<u32> = VecDeque::new();
     for &i in &tip_nodes {
         if !seen[i as usize] {
@@ -241,25 +302,21 @@ pub(super) fn new_commits(
         }
     }
     while let Some(i) = next.pop_front() {
-        let n = &w.nodes[i as usize];
-        if n.hidden || !n.popped {
+        let n = &mut walk.nodes[i as usize];
+        if n.flags & HIDDEN != 0 || n.flags & POPPED == 0 {
             continue;
         }
+        n.flags |= NEW;
         new.push(i);
-        for &p in n.parents.iter() {
-            if !seen[p as usize] && !w.nodes[p as usize].hidden {
+        for &p in walk.parents(i) {
+            if !seen[p as usize] && walk.nodes[p as usize].flags & HIDDEN == 0 {
                 seen[p as usize] = true;
                 next.push_back(p);
             }
         }
     }
-    (
-        Walk {
-            nodes: w.nodes,
-            new,
-        },
-        cut,
-    )
+    walk.new = new;
+    (walk, cut)
 }
 
 /// The date-ordered walk itself: pops until only hidden commits are left (and `SLOP` more).
@@ -289,28 +346,26 @@ fn paint(
         if stopped() {
             return Err(String::new());
         }
-        let n = &w.nodes[i as usize];
-        let hidden = n.hidden;
+        let hidden = w.w.nodes[i as usize].flags & HIDDEN != 0;
         if !hidden && visible_popped >= limits.max_commits {
             return Err(format!("commit limit of {} reached", limits.max_commits));
         }
-        let parent_ids = n.parent_ids.clone();
-        let mut parents = Vec::with_capacity(parent_ids.len());
-        for p in parent_ids.iter() {
-            parents.push(w.node(*p)?);
+        let range = w.w.range(i);
+        for k in range.clone() {
+            let p = w.node(w.w.parent_ids[k])?;
+            w.w.parents[k] = p;
         }
         // Popped only once its parents are read: a commit cut off here is not scanned (as a
         // root commit it would be diffed against nothing).
-        let n = &mut w.nodes[i as usize];
-        n.queued = false;
-        n.popped = true;
-        n.parents = parents.clone().into();
+        let n = &mut w.w.nodes[i as usize];
+        n.flags = (n.flags & !QUEUED) | POPPED;
         if !hidden {
             w.visible_queued -= 1;
             visible_popped += 1;
             last_visible_time = time;
         }
-        for p in parents {
+        for k in range {
+            let p = w.w.parents[k];
             if hidden {
                 w.hide(p);
             }
@@ -475,8 +530,10 @@ mod tests {
             }
             // Every parent of a new commit is known, with its tree.
             for &n in &walk.new {
-                let node = &walk.nodes[n as usize];
-                assert_eq!(node.parents.len(), node.parent_ids.len());
+                assert_eq!(walk.parents(n).len(), walk.parent_ids(n).len());
+                for (&p, id) in walk.parents(n).iter().zip(walk.parent_ids(n)) {
+                    assert_eq!(walk.nodes[p as usize].id, *id, "{name}");
+                }
             }
         }
     }
