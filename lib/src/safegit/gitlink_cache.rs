@@ -1,0 +1,569 @@
+//! A cache of [`super::gitlinks::scan`]'s answer for an index file, keyed by the file's
+//! identity, so that `safe-git status` on an unchanged 10,000-entry index does not read and
+//! step over 0.8 MB on every call.
+//!
+//! **Key.** The index file's device, inode, size, mtime and ctime (nanoseconds), taken with
+//! `fstat` on the descriptor the bytes are read from, and its path. The entry is used only
+//! when all of them are equal. ctime is the part the agent cannot choose: the kernel sets it
+//! to its own clock on every change of the file's bytes or inode (`write`, `truncate`,
+//! `rename`, `utimensat`, `chmod`, a write fault through a shared mapping), and no system call
+//! sets it to a chosen value. So a same-size rewrite, `touch -d` (mtime set back), a file
+//! renamed into place (another inode, and its ctime moves on the rename) and a reused inode
+//! number (a new file, a new ctime) all miss.
+//!
+//! **When an entry is written** (every condition, else the scan's answer is used and nothing
+//! is written):
+//! - the index lies on a file system whose ctime the kernel keeps (ext2/3/4, xfs, btrfs:
+//!   `fstatfs`); not FUSE, NFS, 9p or virtiofs, where a server — possibly the agent's — says
+//!   what `fstat` returns, and not tmpfs (no ctime update on writes through a mapping);
+//! - git's racy-timestamp rule: the index's ctime is older than the moment before it was
+//!   opened by more than [`RACY`] (the file system's timestamp clock lags the one read here by
+//!   up to a tick). A change made after that moment gets a ctime at least that moment minus
+//!   a tick, so never the recorded one; a change within the same tick as the recorded ctime
+//!   (a racy write) leaves the file uncached;
+//! - `fstat` after the read equals the one before it (the bytes are the key's);
+//! - nobody holds the index open for writing: a read lease (`F_SETLEASE`, `F_RDLCK`) is
+//!   granted only when no descriptor and no shared writable mapping of the inode is open.
+//!   A write through an existing writable mapping updates ctime only at its first fault after
+//!   writeback, so a mapping open across the write of an entry could change the bytes later
+//!   without a new ctime; any mapping made after it faults on its first write, which moves
+//!   ctime;
+//! - the answer is a plain list of gitlinks (not a split index or a sparse directory).
+//!
+//! **Where.** One file per index path under safe-git's cache folder (`$XDG_CACHE_HOME/gitward`,
+//! `~/.cache/gitward`, where the git probe is cached: the same trust precondition, the owner's
+//! `HOME` is not the agent's to write), replaced by `rename`. The cache is not used at all when
+//! that folder lies inside the repository's git dir, common dir or work tree, or an entry file
+//! is not a regular file owned by this user and writable by it alone. What invalidates an
+//! entry: any change of the key (every write of the index: git writes a new file and renames
+//! it over), another safe-git build (the format line names the crate version), a clock set
+//! back to the exact nanosecond of a recorded ctime (not the agent's to do: the sandbox has
+//! no `CAP_SYS_TIME`).
+
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::gitlinks::Scan;
+
+/// How much older than the read an index's ctime must be for its answer to be cached.
+/// Covers the coarse clock file systems stamp with (≤ 10 ms) with a wide margin.
+pub const RACY: Duration = Duration::from_secs(2);
+
+/// The first line of an entry: the format and the build that wrote it (a new scan may
+/// answer differently, so another build's entries are not read).
+const FORMAT: &str = concat!("gitward-gitlinks 1 ", env!("CARGO_PKG_VERSION"), "\n");
+
+/// An entry larger than this is not read (a cached answer is a few gitlink paths).
+const MAX_ENTRY: u64 = 1 << 20;
+
+/// The cache folder, once it is known not to lie inside the repository.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    dir: PathBuf,
+}
+
+impl Cache {
+    /// The cache in `dir`, or `None` when there is none or it lies inside one of `untrusted`
+    /// (the repository's git dir, common dir, work tree: a `HOME` inside the work tree would
+    /// put the cache where the agent writes). Compared lexically and, when the folder exists,
+    /// by its physical path too (a link into the repository).
+    pub fn new(dir: Option<&Path>, untrusted: &[&Path]) -> Option<Cache> {
+        let dir = dir?;
+        if !dir.is_absolute() {
+            return None;
+        }
+        // Each root as given and resolved through links, once.
+        let mut roots: Vec<PathBuf> = Vec::with_capacity(untrusted.len() * 2);
+        for u in untrusted {
+            for r in [Some(u.to_path_buf()), std::fs::canonicalize(u).ok()]
+                .into_iter()
+                .flatten()
+            {
+                if !roots.contains(&r) {
+                    roots.push(r);
+                }
+            }
+        }
+        let inside = |d: &Path| roots.iter().any(|r| d.starts_with(r));
+        if inside(dir) {
+            return None;
+        }
+        // The physical folder: its closest existing ancestor resolved (it may not exist yet).
+        let mut existing = dir;
+        while !existing.exists() {
+            existing = existing.parent()?;
+        }
+        let physical = std::fs::canonicalize(existing).ok()?;
+        if inside(&physical) {
+            return None;
+        }
+        Some(Cache {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    fn entry_path(&self, index: &Path) -> PathBuf {
+        // FNV-1a of the index path: a collision only costs a miss (the path is in the entry).
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in index.as_os_str().as_bytes() {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.dir.join(format!("gitlinks-{h:016x}"))
+    }
+}
+
+/// The index file's identity as the key records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Key {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Key {
+    fn of(md: &std::fs::Metadata) -> Key {
+        Key {
+            dev: md.dev(),
+            ino: md.ino(),
+            size: md.size(),
+            mtime: (md.mtime(), md.mtime_nsec()),
+            ctime: (md.ctime(), md.ctime_nsec()),
+        }
+    }
+
+    fn line(&self, written: Duration) -> String {
+        format!(
+            "{} {} {} {} {} {} {} {} {}\n",
+            self.dev,
+            self.ino,
+            self.size,
+            self.mtime.0,
+            self.mtime.1,
+            self.ctime.0,
+            self.ctime.1,
+            written.as_secs(),
+            written.subsec_nanos()
+        )
+    }
+}
+
+/// What [`read`] found: the scan's answer and whether it came from the cache.
+#[derive(Debug)]
+pub struct Answer {
+    pub scan: Option<Scan>,
+    pub cached: bool,
+}
+
+/// The gitlinks of the index at `path` (a regular file: the caller checked it is not a FIFO),
+/// from `cache` when an entry for exactly this file is there, else by reading it (at most
+/// `limit` bytes) and scanning; the answer is stored when every condition of the module
+/// comment holds.
+pub fn read(path: &Path, limit: u64, cache: Option<&Cache>) -> std::io::Result<Answer> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let before = SystemTime::now().duration_since(UNIX_EPOCH).ok();
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)?;
+    let md = f.metadata()?;
+    if !md.is_file() {
+        return Err(std::io::Error::other(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
+    }
+    if md.len() >= limit {
+        return Err(std::io::Error::other(format!(
+            "{}: larger than {limit} bytes",
+            path.display()
+        )));
+    }
+    let key = Key::of(&md);
+    let entry = cache.map(|c| c.entry_path(path));
+    if let Some(e) = &entry {
+        if let Some(links) = lookup(e, path, &key) {
+            return Ok(Answer {
+                scan: Some(Scan::Gitlinks(links)),
+                cached: true,
+            });
+        }
+    }
+    let mut b = Vec::with_capacity(usize::try_from(md.len()).unwrap_or(0).saturating_add(1));
+    (&mut f).take(limit).read_to_end(&mut b)?;
+    let scan = super::gitlinks::scan(&b);
+    if let (Some(e), Some(before), Some(Scan::Gitlinks(links))) = (&entry, before, &scan) {
+        if cacheable(&f, &key, before) {
+            store(e, path, &key, before, links);
+        }
+    }
+    Ok(Answer {
+        scan,
+        cached: false,
+    })
+}
+
+/// Every condition of the module comment on the index open as `f`, read after `before`.
+fn cacheable(f: &std::fs::File, key: &Key, before: Duration) -> bool {
+    use nix::sys::statfs::{fstatfs, BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC};
+    let ctime = Duration::new(
+        u64::try_from(key.ctime.0).unwrap_or(u64::MAX),
+        u32::try_from(key.ctime.1).unwrap_or(0),
+    );
+    if key.ctime.0 < 0 || ctime + RACY >= before {
+        return false; // racy: changed too recently to tell a later change apart
+    }
+    // EXT4_SUPER_MAGIC is ext2/3/4's shared magic.
+    let kept = fstatfs(f).is_ok_and(|s| {
+        [EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC, BTRFS_SUPER_MAGIC].contains(&s.filesystem_type())
+    });
+    if !kept || !no_writer(f) {
+        return false;
+    }
+    f.metadata().is_ok_and(|m| Key::of(&m) == *key)
+}
+
+/// Is the inode open for writing nowhere (no descriptor, no shared writable mapping)? A read
+/// lease is granted only then; it is released at once. Its break signal is set to `SIGURG`
+/// (ignored by default) first, so a writer opening the file in between cannot end this
+/// process with `SIGIO`. Not the file's owner, leases disabled: `false`.
+fn no_writer(f: &std::fs::File) -> bool {
+    use nix::libc;
+    use std::os::fd::AsRawFd;
+    /// `F_SETSIG` (Linux's `fcntl.h`; not in the libc crate for this target).
+    const F_SETSIG: libc::c_int = 10;
+    let fd = f.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this function borrows; no memory is passed.
+    unsafe {
+        if libc::fcntl(fd, F_SETSIG, libc::SIGURG) != 0 {
+            return false;
+        }
+        if libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) != 0 {
+            return false;
+        }
+        libc::fcntl(fd, libc::F_SETLEASE, libc::F_UNLCK);
+    }
+    true
+}
+
+/// The entry at `entry` for `index` with exactly `key`: its gitlink paths, or `None`.
+fn lookup(entry: &Path, index: &Path, key: &Key) -> Option<Vec<Vec<u8>>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOFOLLOW).bits())
+        .open(entry)
+        .ok()?;
+    let md = f.metadata().ok()?;
+    if !md.is_file()
+        || md.uid() != nix::unistd::geteuid().as_raw()
+        || md.mode() & 0o022 != 0
+        || md.len() > MAX_ENTRY
+    {
+        return None;
+    }
+    let mut b = Vec::with_capacity(usize::try_from(md.len()).unwrap_or(0).saturating_add(1));
+    f.take(MAX_ENTRY).read_to_end(&mut b).ok()?;
+    let rest = b.strip_prefix(FORMAT.as_bytes())?;
+    let nul = rest.iter().position(|&c| c == 0)?;
+    if &rest[..nul] != index.as_os_str().as_bytes() {
+        return None;
+    }
+    let rest = &rest[nul + 1..];
+    let nl = rest.iter().position(|&c| c == b'\n')?;
+    let line = std::str::from_utf8(&rest[..=nl]).ok()?;
+    // The recorded key, and the moment it was recorded: the racy rule held then.
+    let mut it = line.split_ascii_whitespace();
+    let mut n = || it.next()?.parse::<i64>().ok();
+    let rec = Key {
+        dev: u64::try_from(n()?).ok()?,
+        ino: u64::try_from(n()?).ok()?,
+        size: u64::try_from(n()?).ok()?,
+        mtime: (n()?, n()?),
+        ctime: (n()?, n()?),
+    };
+    let written = (n()?, n()?);
+    if rec != *key || (rec.ctime.0 + RACY.as_secs() as i64, rec.ctime.1) >= written {
+        return None;
+    }
+    let mut links = Vec::new();
+    let mut body = &rest[nl + 1..];
+    while !body.is_empty() {
+        let end = body.iter().position(|&c| c == 0)?;
+        links.push(body[..end].to_vec());
+        body = &body[end + 1..];
+    }
+    Some(links)
+}
+
+/// Write the entry (best effort: a cache that cannot be written costs the next call a scan).
+fn store(entry: &Path, index: &Path, key: &Key, written: Duration, links: &[Vec<u8>]) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Some(dir) = entry.parent() else { return };
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let mut b = Vec::with_capacity(128 + links.iter().map(|l| l.len() + 1).sum::<usize>());
+    b.extend_from_slice(FORMAT.as_bytes());
+    b.extend_from_slice(index.as_os_str().as_bytes());
+    b.push(0);
+    b.extend_from_slice(key.line(written).as_bytes());
+    for l in links {
+        b.extend_from_slice(l);
+        b.push(0);
+    }
+    let tmp = dir.join(format!(".gitlinks-{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let ok = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(&b));
+    if ok.is_err() || std::fs::rename(&tmp, entry).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileExt;
+
+    /// A version 2 index of one entry named `name` with `mode` (100644 or 160000: the same
+    /// size, so a rewrite from one to the other keeps the file's size).
+    fn index(name: &str, mode: u32) -> Vec<u8> {
+        let mut b = b"DIRC".to_vec();
+        b.extend_from_slice(&2u32.to_be_bytes());
+        b.extend_from_slice(&1u32.to_be_bytes());
+        let start = b.len();
+        b.extend_from_slice(&[0; 24]); // ctime, mtime, dev, ino
+        b.extend_from_slice(&mode.to_be_bytes());
+        b.extend_from_slice(&[0; 12]); // uid, gid, size
+        b.extend_from_slice(&[0x11; 20]); // object id
+        b.extend_from_slice(&(name.len() as u16).to_be_bytes());
+        b.extend_from_slice(name.as_bytes());
+        let len = (62 + name.len() + 8) & !7;
+        b.resize(start + len, 0);
+        b.extend_from_slice(&[0; 20]); // trailer (the scan does not check the hash)
+        b
+    }
+
+    const MODE_OFFSET: u64 = 12 + 24;
+
+    /// The test folder's file system keeps ctime (ext4, xfs, btrfs), else the cache is never
+    /// written there and the tests below would prove nothing: skipped with the reason, and a
+    /// failure under `CI=true`.
+    fn fs_keeps_ctime(d: &Path) -> bool {
+        use nix::sys::statfs::{statfs, BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC};
+        let t = statfs(d).unwrap().filesystem_type();
+        let ok = [EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC, BTRFS_SUPER_MAGIC].contains(&t);
+        if !ok {
+            assert!(
+                std::env::var_os("CI").is_none_or(|v| v != "true"),
+                "the temporary folder's file system ({t:?}) is not one whose ctime the cache trusts"
+            );
+            eprintln!(
+                "SKIPPED: {} is on {t:?}, where the gitlink cache is never written",
+                d.display()
+            );
+        }
+        ok
+    }
+
+    struct Setup {
+        _t: tempfile::TempDir,
+        index: PathBuf,
+        cache: Cache,
+    }
+
+    /// An index without gitlinks whose ctime is older than [`RACY`], and a cache beside it.
+    fn old_index() -> Option<Setup> {
+        let t = tempfile::tempdir().unwrap();
+        if !fs_keeps_ctime(t.path()) {
+            return None;
+        }
+        let repo = t.path().join("repo/.git");
+        std::fs::create_dir_all(&repo).unwrap();
+        let index = repo.join("index");
+        std::fs::write(&index, index_bytes(false)).unwrap();
+        std::thread::sleep(RACY + Duration::from_millis(100));
+        let cache = Cache::new(Some(&t.path().join("home/.cache/gitward")), &[&repo]).unwrap();
+        Some(Setup {
+            _t: t,
+            index,
+            cache,
+        })
+    }
+
+    fn index_bytes(gitlink: bool) -> Vec<u8> {
+        index("sub", if gitlink { 0o160000 } else { 0o100644 })
+    }
+
+    fn answer(s: &Setup) -> (Option<Scan>, bool) {
+        let a = read(&s.index, 1 << 30, Some(&s.cache)).unwrap();
+        (a.scan, a.cached)
+    }
+
+    const NONE: Option<Scan> = Some(Scan::Gitlinks(Vec::new()));
+
+    fn sub() -> Option<Scan> {
+        Some(Scan::Gitlinks(vec![b"sub".to_vec()]))
+    }
+
+    /// The positive control every other test relies on: an old, unchanged index is answered
+    /// from the cache the second time.
+    #[test]
+    fn an_unchanged_old_index_is_answered_from_the_cache() {
+        let Some(s) = old_index() else { return };
+        assert_eq!(answer(&s), (NONE, false));
+        assert_eq!(answer(&s), (NONE, true));
+        assert_eq!(answer(&s), (NONE, true));
+    }
+
+    /// A rewrite in place to the same size, its mtime set back (`touch -d`): ctime moved.
+    #[test]
+    fn a_same_size_rewrite_with_the_mtime_set_back_misses() {
+        let Some(s) = old_index() else { return };
+        assert_eq!(answer(&s), (NONE, false));
+        let before = std::fs::metadata(&s.index).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&s.index)
+            .unwrap();
+        f.write_all_at(&0o160000u32.to_be_bytes(), MODE_OFFSET)
+            .unwrap();
+        drop(f);
+        let mtime = filetime(&before);
+        set_mtime(&s.index, mtime);
+        let after = std::fs::metadata(&s.index).unwrap();
+        assert_eq!((after.len(), filetime(&after)), (before.len(), mtime));
+        assert_eq!(answer(&s), (sub(), false));
+    }
+
+    /// Another file renamed over the index, made (and made old) before the entry was written.
+    #[test]
+    fn a_file_renamed_into_place_misses() {
+        let Some(s) = old_index() else { return };
+        let planted = s.index.with_file_name("planted");
+        std::fs::write(&planted, index_bytes(true)).unwrap();
+        std::thread::sleep(RACY + Duration::from_millis(100));
+        assert_eq!(answer(&s), (NONE, false));
+        assert_eq!(answer(&s), (NONE, true));
+        set_mtime(&planted, filetime(&std::fs::metadata(&s.index).unwrap()));
+        std::fs::rename(&planted, &s.index).unwrap();
+        assert_eq!(answer(&s), (sub(), false));
+    }
+
+    /// The index removed and a new file made in its place (its inode number may be the old
+    /// one's), same size and mtime: a new ctime.
+    #[test]
+    fn a_new_file_at_the_index_path_misses_even_on_a_reused_inode() {
+        let Some(s) = old_index() else { return };
+        assert_eq!(answer(&s), (NONE, false));
+        let old = std::fs::metadata(&s.index).unwrap();
+        std::fs::remove_file(&s.index).unwrap();
+        std::fs::write(&s.index, index_bytes(true)).unwrap();
+        set_mtime(&s.index, filetime(&old));
+        assert_eq!(answer(&s), (sub(), false));
+    }
+
+    /// A write within the racy window: the answer is not cached (the next read scans again).
+    #[test]
+    fn a_racy_index_is_not_cached() {
+        let Some(s) = old_index() else { return };
+        std::fs::write(&s.index, index_bytes(false)).unwrap();
+        assert_eq!(answer(&s), (NONE, false));
+        assert_eq!(answer(&s), (NONE, false));
+        assert!(!s.cache.entry_path(&s.index).exists());
+    }
+
+    /// The index open for writing (a descriptor, or a shared writable mapping whose later
+    /// writes would not move ctime): no entry is written.
+    #[test]
+    fn an_index_open_for_writing_is_not_cached() {
+        let Some(s) = old_index() else { return };
+        let w = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&s.index)
+            .unwrap();
+        assert_eq!(answer(&s), (NONE, false));
+        assert!(!s.cache.entry_path(&s.index).exists());
+        // A shared writable mapping outlives its descriptor.
+        let len = std::num::NonZeroUsize::new(index_bytes(false).len()).unwrap();
+        // SAFETY: a fresh mapping of a file this test owns; unmapped below.
+        let map = unsafe {
+            nix::sys::mman::mmap(
+                None,
+                len,
+                nix::sys::mman::ProtFlags::PROT_READ | nix::sys::mman::ProtFlags::PROT_WRITE,
+                nix::sys::mman::MapFlags::MAP_SHARED,
+                &w,
+                0,
+            )
+            .unwrap()
+        };
+        drop(w);
+        assert_eq!(answer(&s), (NONE, false));
+        assert!(!s.cache.entry_path(&s.index).exists());
+        // SAFETY: the mapping made above, of that length.
+        unsafe { nix::sys::mman::munmap(map, len.get()).unwrap() };
+        assert_eq!(answer(&s), (NONE, false));
+        assert_eq!(answer(&s), (NONE, true));
+    }
+
+    /// An entry the cache folder's owner did not write alone (group- or world-writable), or
+    /// one for another index or key, is not used.
+    #[test]
+    fn foreign_or_mismatched_entries_are_not_used() {
+        use std::os::unix::fs::PermissionsExt;
+        let Some(s) = old_index() else { return };
+        assert_eq!(answer(&s), (NONE, false));
+        let e = s.cache.entry_path(&s.index);
+        std::fs::set_permissions(&e, std::fs::Permissions::from_mode(0o620)).unwrap();
+        assert_eq!(answer(&s), (NONE, false)); // rewritten by rename, 0600 again
+        assert_eq!(answer(&s), (NONE, true));
+        let bytes = std::fs::read(&e).unwrap();
+        let forged = String::from_utf8_lossy(&bytes).replace("/index\0", "/other\0");
+        std::fs::write(&e, forged).unwrap();
+        assert_eq!(answer(&s), (NONE, false));
+    }
+
+    /// A cache folder inside the repository (`HOME` in the work tree), directly or through a
+    /// link, is no cache.
+    #[test]
+    fn a_cache_inside_the_repository_is_not_used() {
+        let t = tempfile::tempdir().unwrap();
+        let wt = t.path().join("wt");
+        std::fs::create_dir_all(wt.join("home")).unwrap();
+        assert!(Cache::new(Some(&wt.join("home/.cache/gitward")), &[&wt]).is_none());
+        std::os::unix::fs::symlink(wt.join("home"), t.path().join("home")).unwrap();
+        assert!(Cache::new(Some(&t.path().join("home/.cache/gitward")), &[&wt]).is_none());
+        assert!(Cache::new(Some(&t.path().join("elsewhere")), &[&wt]).is_some());
+        assert!(Cache::new(Some(Path::new("relative")), &[&wt]).is_none());
+    }
+
+    fn filetime(m: &std::fs::Metadata) -> (i64, i64) {
+        (m.mtime(), m.mtime_nsec())
+    }
+
+    fn set_mtime(p: &Path, (s, ns): (i64, i64)) {
+        use nix::sys::stat::{utimensat, UtimensatFlags};
+        use nix::sys::time::TimeSpec;
+        let t = TimeSpec::new(s, ns);
+        utimensat(
+            nix::fcntl::AT_FDCWD,
+            p,
+            &t,
+            &t,
+            UtimensatFlags::FollowSymlink,
+        )
+        .unwrap();
+    }
+}
