@@ -9,7 +9,7 @@ use crate::catalogue::loader;
 use gix::bstr::{BStr, BString, ByteSlice};
 use std::ffi::OsStr;
 use std::io::Read;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -124,21 +124,38 @@ pub fn process_dependent(path: &Path) -> Option<String> {
             || nix::sys::statfs::statfs(p)
                 .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::PROC_SUPER_MAGIC)
     };
-    let mut todo: Vec<std::ffi::OsString> = abs
-        .components()
-        .rev()
-        .filter(|c| !matches!(c, Component::RootDir))
-        .map(|c| c.as_os_str().to_owned())
-        .collect();
-    let mut cur = PathBuf::from("/");
+    // The names still to walk, last first, as spans of `texts` (the path, then each link's
+    // text): no allocation per name. Splitting at `/` and dropping empty names is what
+    // `Path::components` does here (it also drops inner `.`, which the walk skips anyway).
+    let mut texts: Vec<Vec<u8>> = vec![abs.into_os_string().into_vec()];
+    // Sized for a path of a dozen names and a few links: no regrowth on the way.
+    let mut todo: Vec<(usize, usize, usize)> = Vec::with_capacity(32);
+    let push_names = |todo: &mut Vec<(usize, usize, usize)>, t: usize, text: &[u8]| {
+        let at = todo.len();
+        let mut start = 0;
+        for (i, b) in text.iter().chain(std::iter::once(&b'/')).enumerate() {
+            if *b == b'/' {
+                if i > start {
+                    todo.push((t, start, i));
+                }
+                start = i + 1;
+            }
+        }
+        todo[at..].reverse();
+    };
+    push_names(&mut todo, 0, &texts[0]);
+    let mut cur = PathBuf::with_capacity(texts[0].len() + 64);
+    cur.push("/");
     // The device of each folder of `cur` checked not to be on procfs (the root's unknown: its
     // first step is always checked). A folder or file on the device of the folder it is in is
     // on that folder's file system, so only a step onto another device (a mount point), a
     // link or a step from the root needs the `statfs`.
-    let mut devs: Vec<Option<u64>> = vec![None];
+    let mut devs: Vec<Option<u64>> = Vec::with_capacity(32);
+    devs.push(None);
     let mut links = 0usize;
     let mut exists = true;
-    while let Some(c) = todo.pop() {
+    while let Some((t, start, end)) = todo.pop() {
+        let c = OsStr::from_bytes(&texts[t][start..end]);
         if c == "." {
             continue;
         }
@@ -154,7 +171,7 @@ pub fn process_dependent(path: &Path) -> Option<String> {
             let b = p.as_os_str().as_bytes();
             b == b"/proc" || b.starts_with(b"/proc/")
         };
-        cur.push(&c);
+        cur.push(c);
         let next = &cur;
         if !exists {
             // Missing: `statfs` would fail too; only the name can say procfs.
@@ -190,16 +207,13 @@ pub fn process_dependent(path: &Path) -> Option<String> {
                 // The link's own name is not part of where it leads.
                 cur.pop();
                 if target.is_absolute() {
-                    cur = PathBuf::from("/");
+                    cur.clear();
+                    cur.push("/");
                     devs.truncate(1);
                 }
-                todo.extend(
-                    target
-                        .components()
-                        .rev()
-                        .filter(|c| !matches!(c, Component::RootDir))
-                        .map(|c| c.as_os_str().to_owned()),
-                );
+                texts.push(target.into_os_string().into_vec());
+                let t = texts.len() - 1;
+                push_names(&mut todo, t, &texts[t]);
             }
             Ok(m) => devs.push(Some(m.dev())),
             Err(_) => exists = false,

@@ -59,50 +59,43 @@ const FORMAT: &str = concat!("gitward-gitlinks 1 ", env!("CARGO_PKG_VERSION"), "
 /// An entry larger than this is not read (a cached answer is a few gitlink paths).
 const MAX_ENTRY: u64 = 1 << 20;
 
-/// The cache folder, once it is known not to lie inside the repository.
+/// An index smaller than this is scanned, never looked up: the lookup (the folder's check,
+/// an open and a read) costs about what scanning ≈ 600 entries does.
+pub const MIN_INDEX_SIZE: u64 = 64 << 10;
+
+/// The cache folder and the roots it must not lie in; checked on first use.
 #[derive(Debug, Clone)]
 pub struct Cache {
     dir: PathBuf,
+    untrusted: Vec<PathBuf>,
+    usable: std::cell::OnceCell<bool>,
+    min_index_size: u64,
 }
 
 impl Cache {
-    /// The cache in `dir`, or `None` when there is none or it lies inside one of `untrusted`
-    /// (the repository's git dir, common dir, work tree: a `HOME` inside the work tree would
-    /// put the cache where the agent writes). Compared lexically and, when the folder exists,
-    /// by its physical path too (a link into the repository).
+    /// The cache in `dir` (absolute), to be used only while it does not lie inside one of
+    /// `untrusted` (the repository's git dir, common dir, work tree: a `HOME` inside the work
+    /// tree would put the cache where the agent writes).
     pub fn new(dir: Option<&Path>, untrusted: &[&Path]) -> Option<Cache> {
         let dir = dir?;
         if !dir.is_absolute() {
             return None;
         }
-        // Each root as given and resolved through links, once.
-        let mut roots: Vec<PathBuf> = Vec::with_capacity(untrusted.len() * 2);
-        for u in untrusted {
-            for r in [Some(u.to_path_buf()), std::fs::canonicalize(u).ok()]
-                .into_iter()
-                .flatten()
-            {
-                if !roots.contains(&r) {
-                    roots.push(r);
-                }
-            }
-        }
-        let inside = |d: &Path| roots.iter().any(|r| d.starts_with(r));
-        if inside(dir) {
-            return None;
-        }
-        // The physical folder: its closest existing ancestor resolved (it may not exist yet).
-        let mut existing = dir;
-        while !existing.exists() {
-            existing = existing.parent()?;
-        }
-        let physical = std::fs::canonicalize(existing).ok()?;
-        if inside(&physical) {
-            return None;
-        }
         Some(Cache {
             dir: dir.to_path_buf(),
+            untrusted: untrusted.iter().map(|u| u.to_path_buf()).collect(),
+            usable: std::cell::OnceCell::new(),
+            min_index_size: MIN_INDEX_SIZE,
         })
+    }
+
+    /// Does the folder lie outside every untrusted root? Compared lexically and, as far as
+    /// the folder exists, by its physical path too (a link into the repository). Worked out
+    /// once.
+    pub fn usable(&self) -> bool {
+        *self
+            .usable
+            .get_or_init(|| outside(&self.dir, &self.untrusted).is_some())
     }
 
     fn entry_path(&self, index: &Path) -> PathBuf {
@@ -114,6 +107,36 @@ impl Cache {
         }
         self.dir.join(format!("gitlinks-{h:016x}"))
     }
+}
+
+/// `Some(())` when `dir` lies outside every root of `untrusted`, as named and resolved.
+fn outside(dir: &Path, untrusted: &[PathBuf]) -> Option<()> {
+    // Each root as given and resolved through links, once.
+    let mut roots: Vec<PathBuf> = Vec::with_capacity(untrusted.len() * 2);
+    for u in untrusted {
+        for r in [Some(u.to_path_buf()), std::fs::canonicalize(u).ok()]
+            .into_iter()
+            .flatten()
+        {
+            if !roots.contains(&r) {
+                roots.push(r);
+            }
+        }
+    }
+    let inside = |d: &Path| roots.iter().any(|r| d.starts_with(r));
+    if inside(dir) {
+        return None;
+    }
+    // The physical folder: its closest existing ancestor resolved (it may not exist yet).
+    let mut existing = dir;
+    while !existing.exists() {
+        existing = existing.parent()?;
+    }
+    let physical = std::fs::canonicalize(existing).ok()?;
+    if inside(&physical) {
+        return None;
+    }
+    Some(())
 }
 
 /// The index file's identity as the key records it.
@@ -185,7 +208,9 @@ pub fn read(path: &Path, limit: u64, cache: Option<&Cache>) -> std::io::Result<A
         )));
     }
     let key = Key::of(&md);
-    let entry = cache.map(|c| c.entry_path(path));
+    let entry = cache
+        .filter(|c| md.len() >= c.min_index_size && c.usable())
+        .map(|c| c.entry_path(path));
     if let Some(e) = &entry {
         if let Some(links) = lookup(e, path, &key) {
             return Ok(Answer {
@@ -393,7 +418,9 @@ mod tests {
         let index = repo.join("index");
         std::fs::write(&index, index_bytes(false)).unwrap();
         std::thread::sleep(RACY + Duration::from_millis(100));
-        let cache = Cache::new(Some(&t.path().join("home/.cache/gitward")), &[&repo]).unwrap();
+        let mut cache = Cache::new(Some(&t.path().join("home/.cache/gitward")), &[&repo]).unwrap();
+        cache.min_index_size = 0; // the test indexes are one entry
+        assert!(cache.usable());
         Some(Setup {
             _t: t,
             index,
@@ -542,11 +569,22 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let wt = t.path().join("wt");
         std::fs::create_dir_all(wt.join("home")).unwrap();
-        assert!(Cache::new(Some(&wt.join("home/.cache/gitward")), &[&wt]).is_none());
+        let usable = |d: &Path| Cache::new(Some(d), &[&wt]).is_some_and(|c| c.usable());
+        assert!(!usable(&wt.join("home/.cache/gitward")));
         std::os::unix::fs::symlink(wt.join("home"), t.path().join("home")).unwrap();
-        assert!(Cache::new(Some(&t.path().join("home/.cache/gitward")), &[&wt]).is_none());
-        assert!(Cache::new(Some(&t.path().join("elsewhere")), &[&wt]).is_some());
-        assert!(Cache::new(Some(Path::new("relative")), &[&wt]).is_none());
+        assert!(!usable(&t.path().join("home/.cache/gitward")));
+        assert!(usable(&t.path().join("elsewhere")));
+        assert!(!usable(Path::new("relative")));
+    }
+
+    /// A small index is scanned, never looked up or stored: the lookup would cost more.
+    #[test]
+    fn a_small_index_is_scanned() {
+        let Some(mut s) = old_index() else { return };
+        s.cache.min_index_size = MIN_INDEX_SIZE;
+        assert_eq!(answer(&s), (NONE, false));
+        assert_eq!(answer(&s), (NONE, false));
+        assert!(!s.cache.entry_path(&s.index).exists());
     }
 
     fn filetime(m: &std::fs::Metadata) -> (i64, i64) {
