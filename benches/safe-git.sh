@@ -7,6 +7,9 @@
 #   BEFORE=/tmp/safe-git.old benches/safe-git.sh   also counts another build's instructions in
 #                                                   the same run (before/after of a change)
 #
+# safe-git's gitlink cache lives under the bench's own HOME (removed at the end); the counts are
+# taken on an index older than the cache's 2 s racy window, and once on a cache miss.
+#
 # Needs: hyperfine, a release build (`cargo build --release -p safe-git`).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
