@@ -21,13 +21,19 @@
 //!   up to a tick). A change made after that moment gets a ctime at least that moment minus
 //!   a tick, so never the recorded one; a change within the same tick as the recorded ctime
 //!   (a racy write) leaves the file uncached;
-//! - `fstat` after the read equals the one before it (the bytes are the key's);
-//! - nobody holds the index open for writing: a read lease (`F_SETLEASE`, `F_RDLCK`) is
-//!   granted only when no descriptor and no shared writable mapping of the inode is open.
-//!   A write through an existing writable mapping updates ctime only at its first fault after
-//!   writeback, so a mapping open across the write of an entry could change the bytes later
-//!   without a new ctime; any mapping made after it faults on its first write, which moves
-//!   ctime;
+//! - nobody holds the index open for writing from before the read until the entry is
+//!   written: a read lease (`F_SETLEASE`, `F_RDLCK`) is granted only when no descriptor and
+//!   no shared writable mapping of the inode is open, and is taken before the read and still
+//!   held (not broken by a writer's open) after it;
+//! - the index's dirty pages are written back (`sync_file_range`) before the read.
+//!   A write through a shared writable mapping moves ctime only at the first write fault
+//!   after the page was written back (`page_mkwrite`): a page dirtied long ago stays
+//!   writable, and a write to it moves no stamp (R13-3: a mapping dirtied more than [`RACY`]
+//!   earlier, written right after the read, the writer gone before the lease was asked for).
+//!   Writeback write-protects the page in every mapping, so a write after the read faults and
+//!   moves ctime; a write before the read is in the bytes read. A mapping made later faults
+//!   on its first write too;
+//! - `fstat` after the read equals the one before it (the bytes read are the key's);
 //! - the answer is a plain list of gitlinks (not a split index or a sparse directory).
 //!
 //! **Where.** One file per index path under safe-git's cache folder (`$XDG_CACHE_HOME/gitward`,
@@ -190,7 +196,7 @@ pub struct Answer {
 pub fn read(path: &Path, limit: u64, cache: Option<&Cache>) -> std::io::Result<Answer> {
     use std::os::unix::fs::OpenOptionsExt;
     let before = SystemTime::now().duration_since(UNIX_EPOCH).ok();
-    let mut f = std::fs::OpenOptions::new()
+    let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
         .open(path)?;
@@ -219,22 +225,38 @@ pub fn read(path: &Path, limit: u64, cache: Option<&Cache>) -> std::io::Result<A
             });
         }
     }
+    // What can be known before the read is checked before it; a record is then prepared
+    // for: a read lease held across the read (nobody may hold the index open for writing
+    // meanwhile) and the dirty pages written back before it (any later write through a
+    // mapping faults and moves ctime).
+    let lease = match (&entry, before) {
+        (Some(_), Some(before)) if settled(&f, &key, before) => Lease::take(&f),
+        _ => None,
+    }
+    .filter(|_| write_back(&f));
     let mut b = Vec::with_capacity(usize::try_from(md.len()).unwrap_or(0).saturating_add(1));
-    (&mut f).take(limit).read_to_end(&mut b)?;
+    (&f).take(limit).read_to_end(&mut b)?;
+    #[cfg(test)]
+    tests::AFTER_READ.with(|h| h.take().map(|h| h()));
     let scan = super::gitlinks::scan(&b);
-    if let (Some(e), Some(before), Some(Scan::Gitlinks(links))) = (&entry, before, &scan) {
-        if cacheable(&f, &key, before) {
+    if let (Some(e), Some(before), Some(lease), Some(Scan::Gitlinks(links))) =
+        (&entry, before, &lease, &scan)
+    {
+        // The key re-taken after the read: the bytes read are the key's.
+        if lease.held() && f.metadata().is_ok_and(|m| Key::of(&m) == key) {
             store(e, path, &key, before, links);
         }
     }
+    drop(lease);
     Ok(Answer {
         scan,
         cached: false,
     })
 }
 
-/// Every condition of the module comment on the index open as `f`, read after `before`.
-fn cacheable(f: &std::fs::File, key: &Key, before: Duration) -> bool {
+/// The conditions of the module comment that hold before the read: the index's ctime is out
+/// of the racy window before `before`, and its file system keeps ctime.
+fn settled(f: &std::fs::File, key: &Key, before: Duration) -> bool {
     use nix::sys::statfs::{fstatfs, BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC};
     let ctime = Duration::new(
         u64::try_from(key.ctime.0).unwrap_or(u64::MAX),
@@ -244,36 +266,92 @@ fn cacheable(f: &std::fs::File, key: &Key, before: Duration) -> bool {
         return false; // racy: changed too recently to tell a later change apart
     }
     // EXT4_SUPER_MAGIC is ext2/3/4's shared magic.
-    let kept = fstatfs(f).is_ok_and(|s| {
+    fstatfs(f).is_ok_and(|s| {
         [EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC, BTRFS_SUPER_MAGIC].contains(&s.filesystem_type())
-    });
-    if !kept || !no_writer(f) {
-        return false;
-    }
-    f.metadata().is_ok_and(|m| Key::of(&m) == *key)
+    })
 }
 
-/// Is the inode open for writing nowhere (no descriptor, no shared writable mapping)? A read
-/// lease is granted only then; it is released at once. Its break signal is set to `SIGURG`
-/// (ignored by default) first, so a writer opening the file in between cannot end this
-/// process with `SIGIO`. Not the file's owner, leases disabled: `false`.
-fn no_writer(f: &std::fs::File) -> bool {
+/// Write the index's dirty pages back and wait for them (`sync_file_range` with
+/// `WAIT_BEFORE | WRITE | WAIT_AFTER`; a read-only descriptor is enough; no journal commit).
+/// Writeback write-protects the pages in every shared mapping, so on ext4, xfs and btrfs
+/// (whose `page_mkwrite` updates the file's times) the next write through a mapping made
+/// before faults and moves ctime. Without it, a page dirtied long ago stays writable and a
+/// write to it moves no stamp (R13-3).
+fn write_back(f: &std::fs::File) -> bool {
     use nix::libc;
     use std::os::fd::AsRawFd;
-    /// `F_SETSIG` (Linux's `fcntl.h`; not in the libc crate for this target).
-    const F_SETSIG: libc::c_int = 10;
-    let fd = f.as_raw_fd();
-    // SAFETY: fcntl on a descriptor this function borrows; no memory is passed.
-    unsafe {
-        if libc::fcntl(fd, F_SETSIG, libc::SIGURG) != 0 {
-            return false;
-        }
-        if libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) != 0 {
-            return false;
-        }
-        libc::fcntl(fd, libc::F_SETLEASE, libc::F_UNLCK);
+    #[cfg(test)]
+    if tests::NO_WRITE_BACK.get() {
+        return true;
     }
-    true
+    // SAFETY: a plain system call on a descriptor this function borrows; no memory is passed.
+    unsafe {
+        libc::sync_file_range(
+            f.as_raw_fd(),
+            0,
+            0,
+            libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                | libc::SYNC_FILE_RANGE_WRITE
+                | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+        ) == 0
+    }
+}
+
+/// A read lease on the index, held from before the read until the entry is written: it is
+/// granted only while no descriptor and no shared writable mapping of the inode is open, and
+/// a writer's open during it breaks it ([`Lease::held`] is then false). Its break signal is
+/// set to `SIGURG` (ignored by default) first, so a writer's open cannot end this process
+/// with `SIGIO`; the writer waits until the lease is released (on drop). Not the file's
+/// owner, leases disabled: no lease, no entry.
+struct Lease<'f>(&'f std::fs::File);
+
+impl<'f> Lease<'f> {
+    fn take(f: &'f std::fs::File) -> Option<Lease<'f>> {
+        use nix::libc;
+        use std::os::fd::AsRawFd;
+        /// `F_SETSIG` (Linux's `fcntl.h`; not in the libc crate for this target).
+        const F_SETSIG: libc::c_int = 10;
+        #[cfg(test)]
+        if tests::NO_LEASE.get() {
+            return Some(Lease(f));
+        }
+        let fd = f.as_raw_fd();
+        // SAFETY: fcntl on a descriptor this function borrows; no memory is passed.
+        unsafe {
+            if libc::fcntl(fd, F_SETSIG, libc::SIGURG) != 0
+                || libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) != 0
+            {
+                return None;
+            }
+        }
+        Some(Lease(f))
+    }
+
+    /// Not broken by a writer's open since it was taken (a breaking lease reads as its
+    /// target, `F_UNLCK`).
+    fn held(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        #[cfg(test)]
+        if tests::NO_LEASE.get() {
+            return true;
+        }
+        // SAFETY: fcntl on a descriptor this value borrows; no memory is passed.
+        unsafe { nix::libc::fcntl(self.0.as_raw_fd(), nix::libc::F_GETLEASE) == nix::libc::F_RDLCK }
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: fcntl on a descriptor this value borrows; no memory is passed.
+        unsafe {
+            nix::libc::fcntl(
+                self.0.as_raw_fd(),
+                nix::libc::F_SETLEASE,
+                nix::libc::F_UNLCK,
+            )
+        };
+    }
 }
 
 /// The entry at `entry` for `index` with exactly `key`: its gitlink paths, or `None`.
@@ -359,6 +437,16 @@ fn store(entry: &Path, index: &Path, key: &Key, written: Duration, links: &[Vec<
 mod tests {
     use super::*;
     use std::os::unix::fs::FileExt;
+
+    // Run by `read` right after it read the index's bytes: a writer's move between the
+    // read and the checks that follow it.
+    thread_local! {
+        pub(super) static AFTER_READ: std::cell::Cell<Option<Box<dyn FnOnce()>>> =
+            const { std::cell::Cell::new(None) };
+        /// Skip the write-back / the lease (tests only): each guard shown to hold alone.
+        pub(super) static NO_WRITE_BACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        pub(super) static NO_LEASE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
 
     /// A version 2 index of one entry named `name` with `mode` (100644 or 160000: the same
     /// size, so a rewrite from one to the other keeps the file's size).
@@ -585,6 +673,124 @@ mod tests {
         assert_eq!(answer(&s), (NONE, false));
         assert_eq!(answer(&s), (NONE, false));
         assert!(!s.cache.entry_path(&s.index).exists());
+    }
+
+    /// R13-3: a child process holds a shared writable mapping of the index whose page it
+    /// dirtied (and so stamped) more than [`RACY`] ago; right after safe-git's read it turns
+    /// "sub" into a gitlink through that page (a write to a dirty writable page moves no
+    /// stamp) and exits before any later check. No entry may vouch for the old bytes: the
+    /// next read must see the gitlink.
+    /// Returns the answer of the read after the race; `None` when skipped.
+    fn mapping_race(no_write_back: bool, no_lease: bool) -> Option<(Option<Scan>, bool)> {
+        use nix::libc;
+        use std::os::fd::AsRawFd;
+        let t = tempfile::tempdir().unwrap();
+        if !fs_keeps_ctime(t.path()) {
+            return None;
+        }
+        let repo = t.path().join("repo/.git");
+        std::fs::create_dir_all(&repo).unwrap();
+        let index = repo.join("index");
+        std::fs::write(&index, index_bytes(false)).unwrap();
+        let w = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&index)
+            .unwrap();
+        let len = index_bytes(false).len();
+        let (go_r, go_w) = nix::unistd::pipe().unwrap();
+        let (done_r, done_w) = nix::unistd::pipe().unwrap();
+        let gitlink = 0o160000u32.to_be_bytes();
+        // SAFETY: the child makes only async-signal-safe calls (mmap, read, write, _exit) on
+        // memory prepared before the fork, then exits.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0);
+        if child == 0 {
+            unsafe {
+                let m = libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    w.as_raw_fd(),
+                    0,
+                ) as *mut u8;
+                if m as *mut libc::c_void == libc::MAP_FAILED {
+                    libc::_exit(2);
+                }
+                libc::close(w.as_raw_fd());
+                // Dirty the page now: its one stamp, here.
+                let at = m.add(MODE_OFFSET as usize);
+                at.write_volatile(at.read_volatile());
+                libc::write(done_w.as_raw_fd(), b"d".as_ptr().cast(), 1);
+                let mut c = 0u8;
+                libc::read(go_r.as_raw_fd(), (&mut c as *mut u8).cast(), 1);
+                for (i, b) in gitlink.iter().enumerate() {
+                    at.add(i).write_volatile(*b);
+                }
+                libc::_exit(0);
+            }
+        }
+        drop(w);
+        let mut c = [0u8; 1];
+        assert_eq!(nix::unistd::read(&done_r, &mut c).unwrap(), 1);
+        std::thread::sleep(RACY + Duration::from_millis(100));
+        let mut cache = Cache::new(Some(&t.path().join("home/.cache/gitward")), &[&repo]).unwrap();
+        cache.min_index_size = 0;
+        let s = Setup {
+            _t: t,
+            index,
+            cache,
+        };
+        AFTER_READ.with(|h| {
+            h.set(Some(Box::new(move || {
+                nix::unistd::write(&go_w, b"g").unwrap();
+                nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(child), None).unwrap();
+            })))
+        });
+        NO_WRITE_BACK.set(no_write_back);
+        NO_LEASE.set(no_lease);
+        let raced = answer(&s);
+        NO_WRITE_BACK.set(false);
+        NO_LEASE.set(false);
+        assert_eq!(raced, (NONE, false));
+        assert!(
+            AFTER_READ.with(|h| h.take()).is_none(),
+            "the read ran the writer"
+        );
+        Some(answer(&s))
+    }
+
+    #[test]
+    fn a_write_through_an_old_dirty_shared_mapping_after_the_read_is_not_hidden() {
+        let Some(next) = mapping_race(false, false) else {
+            return;
+        };
+        assert_eq!(next, (sub(), false));
+    }
+
+    /// Each guard alone holds: the write-back (the write after the read moves ctime) and the
+    /// lease held across the read (the writer's mapping is open then).
+    #[test]
+    fn the_write_back_alone_and_the_lease_alone_each_stop_the_mapping_writer() {
+        let Some(next) = mapping_race(false, true) else {
+            return;
+        };
+        assert_eq!(next, (sub(), false), "write-back only");
+        let Some(next) = mapping_race(true, false) else {
+            return;
+        };
+        assert_eq!(next, (sub(), false), "lease only");
+    }
+
+    /// The control: without either guard the race is won (the entry vouches for the old
+    /// bytes), so the tests above can fail.
+    #[test]
+    fn without_the_guards_the_mapping_writer_is_hidden() {
+        let Some(next) = mapping_race(true, true) else {
+            return;
+        };
+        assert_eq!(next, (NONE, true));
     }
 
     fn filetime(m: &std::fs::Metadata) -> (i64, i64) {
