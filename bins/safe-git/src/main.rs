@@ -109,8 +109,9 @@ fn safe_git_main() {
         }
         Ok(plan) => {
             plan.log(&req);
+            let git = plan.git.clone();
             let err = plan.exec();
-            eprintln!("safe-git: {}: cannot run git: {err}", plan.git.display());
+            eprintln!("safe-git: {}: cannot run git: {err}", git.display());
             gitward::exit::SETUP.exit();
         }
     }

@@ -9,7 +9,7 @@ use crate::catalogue::loader;
 use gix::bstr::{BStr, BString, ByteSlice};
 use std::ffi::OsStr;
 use std::io::Read;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -40,6 +40,12 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, C
             reason,
         });
     }
+    read_bounded_checked(path, limit)
+}
+
+/// [`read_bounded`] of a path [`process_dependent`] has just cleared (an include target: the
+/// include step checks it to name the including line).
+fn read_bounded_checked(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ConfigError> {
     let file = match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
@@ -106,6 +112,7 @@ fn is_dev_null(md: &std::fs::Metadata) -> bool {
 /// every folder on the way is checked with `statfs`; a link whose text leads into procfs is
 /// caught before it is followed. `Some(reason)` names the step.
 pub fn process_dependent(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
     const MAX_LINKS: usize = 40; // Linux's MAXSYMLINKS
     let abs = if path.is_absolute() {
         path.to_path_buf()
@@ -117,43 +124,79 @@ pub fn process_dependent(path: &Path) -> Option<String> {
             || nix::sys::statfs::statfs(p)
                 .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::PROC_SUPER_MAGIC)
     };
-    let mut todo: Vec<std::ffi::OsString> = abs
-        .components()
-        .rev()
-        .filter(|c| !matches!(c, Component::RootDir))
-        .map(|c| c.as_os_str().to_owned())
-        .collect();
-    let mut cur = PathBuf::from("/");
+    // The names still to walk, last first, as spans of `texts` (the path, then each link's
+    // text): no allocation per name. Splitting at `/` and dropping empty names is what
+    // `Path::components` does here (it also drops inner `.`, which the walk skips anyway).
+    let mut texts: Vec<Vec<u8>> = vec![abs.into_os_string().into_vec()];
+    // Sized for a path of a dozen names and a few links: no regrowth on the way.
+    let mut todo: Vec<(usize, usize, usize)> = Vec::with_capacity(32);
+    let push_names = |todo: &mut Vec<(usize, usize, usize)>, t: usize, text: &[u8]| {
+        let at = todo.len();
+        let mut start = 0;
+        for (i, b) in text.iter().chain(std::iter::once(&b'/')).enumerate() {
+            if *b == b'/' {
+                if i > start {
+                    todo.push((t, start, i));
+                }
+                start = i + 1;
+            }
+        }
+        todo[at..].reverse();
+    };
+    push_names(&mut todo, 0, &texts[0]);
+    let mut cur = PathBuf::with_capacity(texts[0].len() + 64);
+    cur.push("/");
+    // The device of each folder of `cur` checked not to be on procfs (the root's unknown: its
+    // first step is always checked). A folder or file on the device of the folder it is in is
+    // on that folder's file system, so only a step onto another device (a mount point), a
+    // link or a step from the root needs the `statfs`.
+    let mut devs: Vec<Option<u64>> = Vec::with_capacity(32);
+    devs.push(None);
     let mut links = 0usize;
     let mut exists = true;
-    while let Some(c) = todo.pop() {
+    while let Some((t, start, end)) = todo.pop() {
+        let c = OsStr::from_bytes(&texts[t][start..end]);
         if c == "." {
             continue;
         }
         if c == ".." {
-            cur.pop();
+            if cur.pop() {
+                devs.pop();
+            }
             continue;
         }
-        let next = cur.join(&c);
-        if on_procfs(&next) {
+        // `cur` is the root and plain names (`.` and `..` are handled above), so a byte
+        // prefix says what `Path::starts_with("/proc")` would.
+        let under_proc = |p: &Path| {
+            let b = p.as_os_str().as_bytes();
+            b == b"/proc" || b.starts_with(b"/proc/")
+        };
+        cur.push(c);
+        let next = &cur;
+        if !exists {
+            // Missing: `statfs` would fail too; only the name can say procfs.
+            if under_proc(next) {
+                return Some(format!("{} lies on procfs", next.display()));
+            }
+            continue;
+        }
+        let md = std::fs::symlink_metadata(next);
+        let same_device = match (&md, devs.last()) {
+            (Ok(m), Some(Some(d))) => !m.file_type().is_symlink() && m.dev() == *d,
+            _ => false,
+        };
+        if under_proc(next) || (!same_device && on_procfs(next)) {
             return Some(format!("{} lies on procfs", next.display()));
         }
-        if !exists {
-            cur = next;
-            continue;
-        }
-        match std::fs::symlink_metadata(&next) {
+        match md {
             Ok(m) if m.file_type().is_symlink() => {
                 links += 1;
                 if links > MAX_LINKS {
                     return None; // ELOOP: neither git nor gitward opens it
                 }
-                let Ok(target) = std::fs::read_link(&next) else {
+                let Ok(target) = std::fs::read_link(next) else {
                     return None;
                 };
-                if target.is_absolute() {
-                    cur = PathBuf::from("/");
-                }
                 if on_procfs(&target) || (target.is_absolute() && target.starts_with("/dev/fd")) {
                     return Some(format!(
                         "{} is a link to {}",
@@ -161,19 +204,19 @@ pub fn process_dependent(path: &Path) -> Option<String> {
                         target.display()
                     ));
                 }
-                todo.extend(
-                    target
-                        .components()
-                        .rev()
-                        .filter(|c| !matches!(c, Component::RootDir))
-                        .map(|c| c.as_os_str().to_owned()),
-                );
+                // The link's own name is not part of where it leads.
+                cur.pop();
+                if target.is_absolute() {
+                    cur.clear();
+                    cur.push("/");
+                    devs.truncate(1);
+                }
+                texts.push(target.into_os_string().into_vec());
+                let t = texts.len() - 1;
+                push_names(&mut todo, t, &texts[t]);
             }
-            Ok(_) => cur = next,
-            Err(_) => {
-                exists = false;
-                cur = next;
-            }
+            Ok(m) => devs.push(Some(m.dev())),
+            Err(_) => exists = false,
         }
     }
     None
@@ -219,12 +262,6 @@ pub(crate) fn resolve_lenient(path: &Path) -> PathBuf {
         cur = parent;
     }
     path.to_path_buf()
-}
-
-/// Is `path` (lexically) inside `root`, after removing `.` components and resolving `..`
-/// lexically?
-fn lexically_inside(path: &Path, root: &Path) -> bool {
-    normalize_lexically(path).starts_with(normalize_lexically(root))
 }
 
 pub(crate) fn normalize_lexically(p: &Path) -> PathBuf {
@@ -289,6 +326,8 @@ pub(super) struct Loader<'a> {
     opts: &'a Options,
     /// Untrusted roots, both as given and resolved through links.
     roots: Vec<PathBuf>,
+    /// [`Loader::roots`] normalised once ([`normalize_lexically`]), for [`Loader::trust_of`].
+    normalized_roots: Vec<PathBuf>,
     out: Enumeration,
     files_seen: usize,
 }
@@ -313,9 +352,11 @@ impl<'a> Loader<'a> {
                 roots.push(c);
             }
         }
+        let normalized_roots = roots.iter().map(|r| normalize_lexically(r)).collect();
         Loader {
             opts,
             roots,
+            normalized_roots,
             out: Enumeration::default(),
             files_seen: 0,
         }
@@ -481,14 +522,19 @@ impl<'a> Loader<'a> {
         scope: Scope,
         record_missing: bool,
     ) -> Result<(), ConfigError> {
-        self.load(path, scope, &Chain::default(), None, record_missing)
+        self.load(path, scope, &Chain::default(), None, record_missing, false)
     }
 
     fn trust_of(&self, scope: &Scope, chain: &Chain) -> Trust {
         if !matches!(scope, Scope::System | Scope::Global) {
             return Trust::Untrusted;
         }
-        let inside = |p: &Path| self.roots.iter().any(|r| lexically_inside(p, r));
+        // Is `p` lexically inside a root, `.` removed and `..` resolved on both sides (each
+        // side normalised once)?
+        let inside = |p: &Path| {
+            let p = normalize_lexically(p);
+            self.normalized_roots.iter().any(|r| p.starts_with(r))
+        };
         if chain.lexical.iter().any(|p| inside(p)) || chain.canonical.iter().any(|p| inside(p)) {
             Trust::Untrusted
         } else {
@@ -518,6 +564,7 @@ impl<'a> Loader<'a> {
         parent: &Chain,
         condition: Option<String>,
         record_missing: bool,
+        checked: bool,
     ) -> Result<(), ConfigError> {
         let mut chain = parent.clone();
         chain.lexical.push(path.to_path_buf());
@@ -529,6 +576,7 @@ impl<'a> Loader<'a> {
             chain.clone(),
             condition,
             record_missing,
+            checked,
         ) {
             Err(error) if error.git_fails_too() && unsure.is_some() => {
                 self.out.tolerated.push(Arc::new(Tolerated {
@@ -550,6 +598,7 @@ impl<'a> Loader<'a> {
         mut chain: Chain,
         condition: Option<String>,
         record_missing: bool,
+        checked: bool,
     ) -> Result<(), ConfigError> {
         self.files_seen += 1;
         if self.files_seen > self.opts.limits.max_files {
@@ -560,7 +609,12 @@ impl<'a> Loader<'a> {
         }
         let located = locate(path);
         let depth = chain.lexical.len() - 1;
-        let bytes = read_bounded(path, self.opts.limits.max_file_size)?;
+        // `checked`: the include step ran `process_dependent` on this very path.
+        let bytes = if checked {
+            read_bounded_checked(path, self.opts.limits.max_file_size)?
+        } else {
+            read_bounded(path, self.opts.limits.max_file_size)?
+        };
         if bytes.is_some() {
             // git counts only includes it can access (`access_or_die` first), then dies past
             // the limit; a cycle would run into the same limit, so it is reported as one.
@@ -749,7 +803,14 @@ impl<'a> Loader<'a> {
                 ),
             });
         }
-        self.load(&resolved, origin.scope.clone(), chain, condition, true)
+        self.load(
+            &resolved,
+            origin.scope.clone(),
+            chain,
+            condition,
+            true,
+            true,
+        )
     }
 
     /// git's `handle_path_include`: [`interpolate_path`], then a relative path from the

@@ -1204,3 +1204,20 @@ fn include_paths_through_procfs_are_refused() {
     enumerate(&s.opts()).unwrap();
     assert_eq!(process_dependent(Path::new("/usr/bin/../bin")), None);
 }
+
+/// `process_dependent` states a folder's file system only where the device changes: a link to
+/// `/` followed by `proc/…`, a relative link climbing into `/proc`, and `..` back into it are
+/// still caught; an ordinary path through the same link is not.
+#[test]
+fn procfs_is_caught_after_links_and_parent_steps() {
+    let t = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/", t.path().join("root")).unwrap();
+    assert!(process_dependent(&t.path().join("root/proc/self/cwd/x")).is_some());
+    let up = "../".repeat(t.path().components().count() + 2);
+    std::os::unix::fs::symlink(format!("{up}proc"), t.path().join("up")).unwrap();
+    assert!(process_dependent(&t.path().join("up/self/cwd")).is_some());
+    assert!(process_dependent(Path::new("/usr/../proc/self")).is_some());
+    assert!(process_dependent(Path::new("/usr/./../proc")).is_some());
+    assert_eq!(process_dependent(&t.path().join("root/usr/bin")), None);
+    assert_eq!(process_dependent(&t.path().join("missing/proc")), None);
+}

@@ -192,8 +192,16 @@ pub fn locate(req: &Request, args: &GitArgs, start: &Path) -> Result<Option<Loca
             0usize,
         )];
         let mut entered: Vec<PathBuf> = vec![layout.git_dir.clone()];
+        // The gitlinks of an unchanged index come from safe-git's cache (`gitlink_cache`: keyed
+        // by the index file's identity, never kept where the repository is).
+        let cache = super::gitlink_cache::Cache::new(
+            req.cache_dir.as_deref(),
+            &[&layout.git_dir, &layout.common_dir, wt],
+        );
         while let Some((git_dir, common_dir, work_tree, depth)) = queue.pop() {
-            for sub in gitlink_layouts(&git_dir, &common_dir, &work_tree, &ceilings)? {
+            for sub in
+                gitlink_layouts(&git_dir, &common_dir, &work_tree, &ceilings, cache.as_ref())?
+            {
                 if depth + 1 > MAX_SUBMODULE_DEPTH {
                     return Err(Refusal {
                         code: exit::LAYOUT,
@@ -264,11 +272,13 @@ fn gitlink_layouts(
     common_dir: &Path,
     work_tree: &Path,
     ceilings: &[PathBuf],
+    cache: Option<&super::gitlink_cache::Cache>,
 ) -> Result<Vec<Layout>, Refusal> {
     let index_path = git_dir.join("index");
-    if !index_path.exists() {
+    // No index (or none git could stat): nothing to enter.
+    let Ok(index_md) = std::fs::metadata(&index_path) else {
         return Ok(Vec::new());
-    }
+    };
     require_sha1(common_dir)?;
     let unreadable = |e: &dyn std::fmt::Display| Refusal {
         code: exit::LAYOUT,
@@ -277,18 +287,15 @@ fn gitlink_layouts(
     };
     // Opened without blocking and taken only when it is a regular file: a FIFO planted as
     // the index must not hang safe-git's own read (ninth red-team pass, R9-5).
-    if let Some(kind) = std::fs::metadata(&index_path)
-        .ok()
-        .and_then(|m| crate::audit::special::special_kind(&m.file_type()))
-    {
+    if let Some(kind) = crate::audit::special::special_kind(&index_md.file_type()) {
         return Err(unreadable(&format!(
             "a {kind}: git's blocking open of it would hang"
         )));
     }
-    let bytes =
-        crate::audit::special::read_regular(&index_path, 1 << 40).map_err(|e| unreadable(&e))?;
+    let read =
+        super::gitlink_cache::read(&index_path, 1 << 40, cache).map_err(|e| unreadable(&e))?;
     use super::gitlinks::Scan;
-    let paths: Vec<Vec<u8>> = match super::gitlinks::scan(&bytes) {
+    let paths: Vec<Vec<u8>> = match read.scan {
         Some(Scan::Gitlinks(p)) => p,
         Some(Scan::SparseDirectory(dir)) => {
             return Err(Refusal {

@@ -52,8 +52,25 @@ impl Plan {
     /// The program, `argv` and `envp` of [`Plan::command`] as `execve` takes them: the same
     /// arguments, and the same environment std's `Command` would build (`env_clear`, then
     /// each pair in order, a later value of a name replacing an earlier one).
+    #[cfg(test)]
     fn exec_parts(
         &self,
+    ) -> Result<
+        (
+            std::ffi::CString,
+            Vec<std::ffi::CString>,
+            Vec<std::ffi::CString>,
+        ),
+        std::io::Error,
+    > {
+        self.exec_parts_from(self.inherited.iter().cloned())
+    }
+
+    /// [`Plan::exec_parts`] with the inherited environment handed over (`exec` gives its
+    /// own away rather than copying every variable once more).
+    fn exec_parts_from(
+        &self,
+        inherited: impl IntoIterator<Item = (OsString, OsString)>,
     ) -> Result<
         (
             std::ffi::CString,
@@ -74,17 +91,21 @@ impl Plan {
         for a in cargs.iter().chain(self.args.to_argv().iter()) {
             argv.push(c(a.as_bytes())?);
         }
-        let env = self.defused.child_env(self.inherited.iter().cloned());
+        let env = self.defused.child_env(inherited);
         let mut envp = Vec::with_capacity(env.len());
         for (i, (k, v)) in env.iter().enumerate() {
             if env[i + 1..].iter().any(|(later, _)| later == k) {
                 continue; // std's map keeps the last value of a name
             }
+            // Room for the NUL `CString::new` appends: the buffer becomes the string, uncopied.
             let mut kv = Vec::with_capacity(k.len() + v.len() + 2);
             kv.extend_from_slice(k.as_bytes());
             kv.push(b'=');
             kv.extend_from_slice(v.as_bytes());
-            envp.push(c(&kv)?);
+            envp.push(
+                CString::new(kv)
+                    .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?,
+            );
         }
         Ok((path, argv, envp))
     }
@@ -94,13 +115,14 @@ impl Plan {
     /// `execve`), without std's environment map (a `BTreeMap` of `OsString`s built and
     /// flattened again: ≈ 0.15 M instructions a call). A `git` that is not an absolute path
     /// goes through `Command` (its `PATH` search). Returns only on failure.
-    pub fn exec(&self) -> std::io::Error {
+    pub fn exec(mut self) -> std::io::Error {
         use nix::sys::signal::{signal, sigprocmask, SigHandler, SigSet, SigmaskHow, Signal};
         use std::os::unix::process::CommandExt;
         if !self.git.is_absolute() {
             return self.command().exec();
         }
-        let (path, argv, envp) = match self.exec_parts() {
+        let inherited = std::mem::take(&mut self.inherited);
+        let (path, argv, envp) = match self.exec_parts_from(inherited) {
             Ok(p) => p,
             Err(e) => return e,
         };
