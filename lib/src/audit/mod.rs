@@ -299,6 +299,52 @@ pub fn audit_cached_beside(
     audit_seeded(paths, &Walk::default(), Some(cache), known)
 }
 
+/// Where the one audit of the baseline's repository looks besides its own work tree
+/// ([`audit_baseline`]).
+struct Shared {
+    /// Every root the check walks: in the agent's reach, as an audited path is.
+    roots: Vec<PathBuf>,
+    /// Every work tree of the repository (the main one and each worktree entry's): the
+    /// tops the config's named files are resolved from.
+    tops: Vec<PathBuf>,
+}
+
+/// The repository of `common_dir` audited once for a whole `wt-check check`, where each root
+/// of the nested walk used to audit it again ([`audit_cached_beside`] then takes it as
+/// audited under every root).
+///
+/// Its findings inside the common dir are the baseline comparison's (hooks, config files,
+/// worktree entries, submodule git dirs are compared with the pinned state). What it alone
+/// reports lies outside: special files at the paths the config names (`commit.template`,
+/// `core.excludesFile`, … , GW021), resolved from the top of *every* work tree of the
+/// repository — the main one and each worktree entry's, where the per-root audits looked
+/// only at the main work tree and the first worktree their walk met — and include targets,
+/// armed values and hooks folders outside it in the agent's reach (judged with every walked
+/// root in reach). `main_work_tree`: the repository's work tree (`None`: bare); `roots`:
+/// the roots of the nested walk.
+pub fn audit_baseline(
+    common_dir: &Path,
+    main_work_tree: Option<&Path>,
+    roots: &[PathBuf],
+) -> Report {
+    let mut r = Report::default();
+    let shared = Shared {
+        roots: roots.to_vec(),
+        tops: Vec::new(),
+    };
+    let root = main_work_tree.unwrap_or(common_dir);
+    audit_repository_in(&mut r, main_work_tree, common_dir, root, Some(shared));
+    r
+}
+
+impl Report {
+    /// The git dirs audited (keys of [`audit_repository`]): what [`audit_cached_beside`]
+    /// takes as known after [`audit_baseline`].
+    pub fn audited(&self) -> &[PathBuf] {
+        &self.audited
+    }
+}
+
 /// The keys under which [`audit`] records the repository of `common_dir` as audited: the
 /// common dir and every submodule git dir below its `modules/` (as its own audit lists them,
 /// a link among them left out). Each is the key [`audit_repository`] looks up: a linked
@@ -992,6 +1038,17 @@ fn common_dir_of(git_dir: &Path) -> PathBuf {
 /// One repository: its git dir (and common dir), hooks, config, includes, redirects,
 /// worktree entries, submodule git dirs, state files.
 fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, root: &Path) {
+    audit_repository_in(r, work_tree, git_dir, root, None);
+}
+
+/// [`audit_repository`]; `shared`: the baseline's one audit ([`audit_baseline`]).
+fn audit_repository_in(
+    r: &mut Report,
+    work_tree: Option<&Path>,
+    git_dir: &Path,
+    root: &Path,
+    shared: Option<Shared>,
+) {
     // Once per common dir: a linked worktree's and its main work tree's hooks and config are
     // the same files.
     // A main git dir is its own key (a `commondir` there is a finding, not a share).
@@ -1007,6 +1064,23 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
     let repo = work_tree.unwrap_or(git_dir).to_path_buf();
     r.repositories.push(repo.clone());
     let repo = Some(repo.as_path());
+    let common_dir = own_common_dir(r, git_dir, repo);
+    if let Some(mut s) = shared {
+        // The baseline's one audit for `wt-check check` ([`audit_baseline`]): its caller keeps
+        // only what lies outside the common dir, whose files the comparison reads and sweeps
+        // itself; the rest is not looked at twice. The worktree entries name the work trees.
+        if let Ok(es) = crate::layout::worktree_entries(&common_dir) {
+            s.tops
+                .extend(es.into_iter().filter_map(|e| e.worktree_path));
+        }
+        config(r, work_tree, git_dir, &common_dir, repo, root, Some(&s));
+        // The submodule git dirs, as taken as audited by the walks (a planted `commondir`
+        // in one makes it a repository of its own, whose findings name it: inside too).
+        for m in module_dirs(r, &common_dir.join("modules"), repo, 0) {
+            r.audited.push(m);
+        }
+        return;
+    }
     // FIFOs, sockets, devices (the reads below never block on one: `Dir` and the config
     // reader open without blocking and refuse what is not a regular file).
     let sp = special::sweep(git_dir);
@@ -1031,20 +1105,6 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
             Map::new(),
         );
     }
-    // commondir in a main git dir (git never writes one there).
-    let commondir = git_dir.join("commondir");
-    let in_worktrees = git_dir.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees"));
-    let mut common_dir = git_dir.to_path_buf();
-    if let Ok(Some(st)) = Dir::open_abs(git_dir).and_then(|d| d.stat(OsStr::new("commondir"))) {
-        let text = small_file(&commondir).unwrap_or_default();
-        let target = normalize(&git_dir.join(text.trim_end_matches(['\n', '\r'])));
-        if !in_worktrees {
-            r.add(&rules::COMMONDIR_IN_MAIN, &commondir, repo, format!(
-                "{}: `commondir` in a git dir that is not a linked worktree's ({}): git takes config, hooks, objects and refs from {}",
-                commondir.display(), st.kind.name(), target.display()), details!("target" => target));
-        }
-        common_dir = target;
-    }
     let gd = match Dir::open_abs(git_dir) {
         Ok(d) => d,
         Err(e) => {
@@ -1053,7 +1113,7 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
         }
     };
     git_dir_hooks(r, &common_dir.join("hooks"), repo);
-    config(r, work_tree, git_dir, &common_dir, repo, root);
+    config(r, work_tree, git_dir, &common_dir, repo, root, None);
     state_files(r, &gd, git_dir, repo);
     index_entries(r, git_dir, repo);
     if common_dir != git_dir {
@@ -1121,6 +1181,25 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
         }
         Err(e) => r.incomplete_at(e.path(), repo, &e),
     }
+}
+
+/// The common dir git uses with `git_dir`: the one its `commondir` names, or itself; a
+/// `commondir` in a main git dir (git never writes one there) is a finding.
+fn own_common_dir(r: &mut Report, git_dir: &Path, repo: Option<&Path>) -> PathBuf {
+    let commondir = git_dir.join("commondir");
+    let in_worktrees = git_dir.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees"));
+    let mut common_dir = git_dir.to_path_buf();
+    if let Ok(Some(st)) = Dir::open_abs(git_dir).and_then(|d| d.stat(OsStr::new("commondir"))) {
+        let text = small_file(&commondir).unwrap_or_default();
+        let target = normalize(&git_dir.join(text.trim_end_matches(['\n', '\r'])));
+        if !in_worktrees {
+            r.add(&rules::COMMONDIR_IN_MAIN, &commondir, repo, format!(
+                "{}: `commondir` in a git dir that is not a linked worktree's ({}): git takes config, hooks, objects and refs from {}",
+                commondir.display(), st.kind.name(), target.display()), details!("target" => target));
+        }
+        common_dir = target;
+    }
+    common_dir
 }
 
 /// The index of one git dir (main, linked worktree's admin dir, submodule's) when it holds
@@ -1403,6 +1482,7 @@ fn config(
     common_dir: &Path,
     repo: Option<&Path>,
     root: &Path,
+    shared: Option<&Shared>,
 ) {
     use crate::catalogue::loader;
     let mut o = crate::config::Options::for_repository(work_tree, git_dir, common_dir);
@@ -1424,6 +1504,17 @@ fn config(
     let work_trees: Vec<&Path> = [work_tree, main_wt].into_iter().flatten().collect();
     let mut roots = vec![root, git_dir, common_dir];
     roots.extend(work_tree);
+    // The shared audit: named files from every work tree, every walked root in reach.
+    let mut tops = work_trees.clone();
+    if let Some(s) = shared {
+        for t in &s.tops {
+            if !tops.contains(&t.as_path()) {
+                tops.push(t);
+            }
+        }
+        roots.extend(s.roots.iter().map(PathBuf::as_path));
+        roots.extend(s.tops.iter().map(PathBuf::as_path));
+    }
     let reach = Reach {
         roots,
         home: o.home.as_deref().map(normalize),
@@ -1478,6 +1569,10 @@ fn config(
         }
         if !reach.contains(&v.origin.file) {
             owners.push((normalize(&v.origin.file), v.key()));
+            continue;
+        }
+        // The shared audit: a value of a file in the common dir is the comparison's.
+        if shared.is_some() && normalize(&v.origin.file).starts_with(common_dir) {
             continue;
         }
         // git's own layout: `core.worktree` naming the work tree git uses with this git
@@ -1673,7 +1768,7 @@ fn config(
             details!("value" => raw, "target" => target, "in_work_tree" => in_wt, "scope" => v.origin.scope.git_word(),
                 "effective" => en.is_effective(v), "hooks" => events, "other_executables" => others, "link" => link));
     }
-    named_special_files(r, work_tree, git_dir, common_dir, &work_trees, &reach);
+    named_special_files(r, work_tree, git_dir, common_dir, &tops, &reach);
     // Partial-clone promisors with local or custom transports (lazy fetch runs them).
     for name in promisors {
         for u in en.values().iter().filter(|v| {

@@ -98,15 +98,31 @@ pub fn nested(
         walked.push(root.clone());
         walked.extend(inside_bare_top(root));
     }
-    for root in &walked {
-        if std::fs::symlink_metadata(root).is_err() {
-            continue; // a session folder not made yet
+    let present: Vec<PathBuf> = walked
+        .iter()
+        .filter(|r| std::fs::symlink_metadata(r).is_ok()) // a session folder not made yet
+        .cloned()
+        .collect();
+    // The baseline's repository, audited once for every root (it was audited once per root,
+    // each time to drop most of what it found). What it reports inside the common dir is the
+    // baseline comparison's; what lies outside — a FIFO or a link into /dev at a path its
+    // config names (`commit.template`, `mailmap.file`, …) in any of its work trees, include
+    // targets and armed values in the agent's reach — is kept whatever root would have met it
+    // (the per-root audits kept it only under a root other than the main work tree: with no
+    // session folder it was lost, eleventh red-team pass).
+    let shared = crate::audit::audit_baseline(&common, main.as_deref(), &present);
+    let known = shared.audited().to_vec();
+    for f in shared.findings {
+        if f.path.starts_with(&common) || f.repo.as_deref().is_some_and(|r| r.starts_with(&common))
+        {
+            continue;
         }
-        // Every root audits the baseline's repository again: what its config names in the
-        // work tree (a FIFO or a link into /dev at a `commit.template` path) is found only
-        // by that audit (a seeded audit that skipped it under the main work tree lost it:
-        // `special_files::fifos_at_paths_the_owners_config_names_are_reported_in_the_main_work_tree`).
-        let report = crate::audit::audit_cached(std::slice::from_ref(root), cache);
+        keep(&mut out, vec![f]);
+    }
+    for root in &present {
+        // The baseline's git dirs are taken as audited: a `.git` leading to one is still
+        // judged as a `.git` (redirect, second work tree, nested repository).
+        let report = crate::audit::audit_cached_beside(std::slice::from_ref(root), cache, &known);
         for f in report.findings {
             // The main repository, and what lies in the common dir (worktree entries and
             // submodule git dirs, `worktrees/<id>/modules/` included): the baseline's.
