@@ -288,9 +288,9 @@ pub fn audit_cached(paths: &[PathBuf], cache: &mut crate::layout::walk::WalkCach
 /// [`audit_cached`], with the git dirs in `known` taken as audited already: a `.git` that
 /// leads to one of them (its own work tree's, a linked worktree's, a submodule checkout's) is
 /// still judged as a `.git` — redirect, second work tree, nested repository — but the
-/// repository behind it is not audited again. `wt-check check` passes the baseline's
-/// repository ([`baseline_git_dirs`]): its files are compared with the pinned state, and
-/// auditing it once per walked root only to drop what it finds was most of the walk's cost.
+/// repository behind it is not audited again. `wt-check check` passes the git dirs of
+/// [`audit_baseline`]'s one audit of the baseline's repository ([`Report::audited`]):
+/// auditing it again under each walked root was most of the walk's cost.
 pub fn audit_cached_beside(
     paths: &[PathBuf],
     cache: &mut crate::layout::walk::WalkCache,
@@ -304,9 +304,18 @@ pub fn audit_cached_beside(
 struct Shared {
     /// Every root the check walks: in the agent's reach, as an audited path is.
     roots: Vec<PathBuf>,
-    /// Every work tree of the repository (the main one and each worktree entry's): the
-    /// tops the config's named files are resolved from.
-    tops: Vec<PathBuf>,
+    /// The common dir whose worktree entries name the other work trees: the tops the
+    /// config's named files are resolved from, read only when the config names a file.
+    common_dir: PathBuf,
+}
+
+impl Shared {
+    /// Every linked worktree of the repository (each worktree entry's `gitdir` backlink).
+    fn linked_worktrees(&self) -> Vec<PathBuf> {
+        crate::layout::worktree_entries(&self.common_dir)
+            .map(|es| es.into_iter().filter_map(|e| e.worktree_path).collect())
+            .unwrap_or_default()
+    }
 }
 
 /// The repository of `common_dir` audited once for a whole `wt-check check`, where each root
@@ -330,7 +339,7 @@ pub fn audit_baseline(
     let mut r = Report::default();
     let shared = Shared {
         roots: roots.to_vec(),
-        tops: Vec::new(),
+        common_dir: common_dir.to_path_buf(),
     };
     let root = main_work_tree.unwrap_or(common_dir);
     audit_repository_in(&mut r, main_work_tree, common_dir, root, Some(shared));
@@ -1068,11 +1077,8 @@ fn audit_repository_in(
     if let Some(mut s) = shared {
         // The baseline's one audit for `wt-check check` ([`audit_baseline`]): its caller keeps
         // only what lies outside the common dir, whose files the comparison reads and sweeps
-        // itself; the rest is not looked at twice. The worktree entries name the work trees.
-        if let Ok(es) = crate::layout::worktree_entries(&common_dir) {
-            s.tops
-                .extend(es.into_iter().filter_map(|e| e.worktree_path));
-        }
+        // itself; the rest is not looked at twice.
+        s.common_dir.clone_from(&common_dir);
         config(r, work_tree, git_dir, &common_dir, repo, root, Some(&s));
         // The submodule git dirs, as taken as audited by the walks (a planted `commondir`
         // in one makes it a repository of its own, whose findings name it: inside too).
@@ -1504,16 +1510,9 @@ fn config(
     let work_trees: Vec<&Path> = [work_tree, main_wt].into_iter().flatten().collect();
     let mut roots = vec![root, git_dir, common_dir];
     roots.extend(work_tree);
-    // The shared audit: named files from every work tree, every walked root in reach.
-    let mut tops = work_trees.clone();
+    // The shared audit: every walked root in reach.
     if let Some(s) = shared {
-        for t in &s.tops {
-            if !tops.contains(&t.as_path()) {
-                tops.push(t);
-            }
-        }
         roots.extend(s.roots.iter().map(PathBuf::as_path));
-        roots.extend(s.tops.iter().map(PathBuf::as_path));
     }
     let reach = Reach {
         roots,
@@ -1768,7 +1767,15 @@ fn config(
             details!("value" => raw, "target" => target, "in_work_tree" => in_wt, "scope" => v.origin.scope.git_word(),
                 "effective" => en.is_effective(v), "hooks" => events, "other_executables" => others, "link" => link));
     }
-    named_special_files(r, work_tree, git_dir, common_dir, &tops, &reach);
+    named_special_files(
+        r,
+        work_tree,
+        git_dir,
+        common_dir,
+        &work_trees,
+        &reach,
+        shared,
+    );
     // Partial-clone promisors with local or custom transports (lazy fetch runs them).
     for name in promisors {
         for u in en.values().iter().filter(|v| {
@@ -1805,6 +1812,7 @@ fn named_special_files(
     common_dir: &Path,
     work_trees: &[&Path],
     reach: &Reach<'_>,
+    shared: Option<&Shared>,
 ) {
     // The owner's files too (a global `core.excludesFile = .myignore` is the common form).
     let o = crate::named_paths::owner_options(work_tree, git_dir, common_dir);
@@ -1824,11 +1832,20 @@ fn named_special_files(
     if pairs.is_empty() {
         return;
     }
-    let tops: Vec<&Path> = if work_trees.is_empty() {
+    let mut tops: Vec<&Path> = if work_trees.is_empty() {
         vec![git_dir]
     } else {
         work_trees.to_vec()
     };
+    // The shared audit: from every work tree of the repository too, each in the agent's
+    // reach as an audited path is (the per-root audits looked from the main work tree and
+    // the first linked worktree their walk met).
+    let linked = shared.map(Shared::linked_worktrees).unwrap_or_default();
+    for t in &linked {
+        if !tops.contains(&t.as_path()) {
+            tops.push(t);
+        }
+    }
     for top in tops {
         let named = crate::named_paths::named(
             pairs.iter().map(|(k, v, _)| (k.as_str(), v.as_deref())),
@@ -1844,7 +1861,8 @@ fn named_special_files(
             let system = ["/dev", "/proc", "/sys"]
                 .iter()
                 .any(|d| n.path.starts_with(d));
-            if system || !reach.contains(&n.path) {
+            if system || !(reach.contains(&n.path) || linked.iter().any(|t| n.path.starts_with(t)))
+            {
                 continue;
             }
             let Some(sp) = crate::named_paths::special_at(&n.path) else {

@@ -78,9 +78,11 @@ pub fn armed(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, cache: &mut Walk
 /// gitlink only in the turn's commits (`log -p --submodule=diff`), a session worktree whose
 /// `.git` file names a git dir of the agent's, a repository made directly in the session
 /// folder. `roots`: the main work tree, and the session folder or the linked worktrees.
-/// Findings about `main_work_tree`'s own repository are left out (the baseline compares
-/// them), and so are `.git` files that lead into `common_dir` (git's own layout: a linked
-/// worktree's entry, a submodule's git dir under `modules/`).
+/// The baseline's repository (`common_dir`) is audited once for all roots
+/// ([`crate::audit::audit_baseline`]: what its config names outside the common dir, in every
+/// work tree) and taken as audited under each root; what lies inside the common dir is the
+/// baseline comparison's, and so are `.git` files that lead into it (git's own layout: a
+/// linked worktree's entry, a submodule's git dir under `modules/`).
 /// `cache`: folder listings recorded by the last check (`crate::layout::walk_cache`): the
 /// walk hands out the same entries, reading only the folders that changed.
 pub fn nested(
