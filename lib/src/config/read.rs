@@ -348,7 +348,7 @@ impl Anchor {
         &self,
         path: &Path,
         limit: u64,
-    ) -> Option<Result<(Located, Option<Vec<u8>>), ConfigError>> {
+    ) -> Option<Result<LocatedRead, ConfigError>> {
         use nix::errno::Errno;
         use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
         let rel = path.strip_prefix(&self.lexical).ok()?;
@@ -376,6 +376,9 @@ impl Anchor {
         }
     }
 }
+
+/// A file located and read: `None` when it does not exist.
+type LocatedRead = (Located, Option<Vec<u8>>);
 
 /// Where `path` lives and whether it is a link.
 struct Located {
