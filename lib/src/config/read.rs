@@ -344,11 +344,7 @@ impl Anchor {
     /// [`locate`] and [`read_bounded`] of `path` in one `openat2` below the anchor; `None`
     /// when the slow path must answer (not below it as plain names, a link or a mount point
     /// on the way, any other error).
-    fn read(
-        &self,
-        path: &Path,
-        limit: u64,
-    ) -> Option<Result<LocatedRead, ConfigError>> {
+    fn read(&self, path: &Path, limit: u64) -> Option<Result<LocatedRead, ConfigError>> {
         use nix::errno::Errno;
         use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
         let rel = path.strip_prefix(&self.lexical).ok()?;
