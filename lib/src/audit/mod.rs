@@ -467,6 +467,39 @@ fn valid_head(head: &Path) -> bool {
     let Some(text) = small_file(head) else {
         return false;
     };
+    valid_head_text(&text)
+}
+
+/// [`looks_like_git_dir`] of the folder `d` is open on (its path `p`, opened without a link
+/// from `/`, as [`small_file`] opens it): `HEAD` and `commondir` read below the one handle.
+/// With no link on the way to `p`, `lstat` of `p/HEAD` is that of `d`'s child and
+/// [`small_file`]'s open of `p` is `d`: the same answers, one open of the folder instead of
+/// two.
+fn looks_like_git_dir_in(d: &Dir, p: &Path) -> bool {
+    let head = OsStr::new("HEAD");
+    let valid = match d.stat(head) {
+        Ok(Some(st)) if st.kind == Kind::Link => d
+            .read_link(head)
+            .is_ok_and(|t| Path::new(&t).starts_with("refs")),
+        // Seen as a regular file by this `lstat`: opened no-follow, non-blocking, its type
+        // checked again on the descriptor (`Dir::read_stated`).
+        Ok(Some(st)) if st.kind == Kind::File => d
+            .read_stated(head, 1 << 20)
+            .is_ok_and(|(b, _)| valid_head_text(&String::from_utf8_lossy(&b))),
+        _ => false,
+    };
+    if !valid {
+        return false;
+    }
+    let common = match d.read_bytes(OsStr::new("commondir"), 1 << 20) {
+        Ok(c) => p.join(String::from_utf8_lossy(&c).trim_end_matches(['\n', '\r'])),
+        Err(_) => p.to_path_buf(),
+    };
+    common.join("objects").is_dir() && common.join("refs").is_dir()
+}
+
+/// The text of a `HEAD` file git takes ([`valid_head`]).
+fn valid_head_text(text: &str) -> bool {
     if let Some(rest) = text.strip_prefix("ref:") {
         return rest.trim_start().starts_with("refs/");
     }
@@ -1009,18 +1042,26 @@ fn second_work_tree_of(wt: &Path, target: &Path, enclosing: Option<&Path>) -> Op
 }
 
 fn own_layout(wt: &Path, git_dir: &Path) -> Option<&'static str> {
-    if !looks_like_git_dir(git_dir) {
-        return None;
-    }
     let same = |a: &Path, b: &Path| {
         normalize(a) == normalize(b)
             || matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
     };
     if git_dir.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees")) {
-        let back = small_file(&git_dir.join("gitdir"))?;
+        // A worktree entry: `HEAD`, `commondir` and `gitdir` read below one handle on the
+        // admin dir. Its `gitdir` is read as `small_file` reads it (the folder opened with no
+        // link from `/`): where that open fails, no answer but `None` was possible.
+        let d = Dir::open_abs(git_dir).ok()?;
+        if !looks_like_git_dir_in(&d, git_dir) {
+            return None;
+        }
+        let back = d.read_bytes(OsStr::new("gitdir"), 1 << 20).ok()?;
+        let back = String::from_utf8_lossy(&back);
         // Absolute, or (worktree.useRelativePaths) relative to the admin dir.
         let back = git_dir.join(back.trim_end_matches(['\n', '\r']));
         return same(&back, &wt.join(".git")).then_some("linked worktree");
+    }
+    if !looks_like_git_dir(git_dir) {
+        return None;
     }
     // git never writes a `commondir` in a submodule git dir.
     if git_dir.components().any(|c| c.as_os_str() == "modules")
