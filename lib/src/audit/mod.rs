@@ -2191,6 +2191,68 @@ pub fn human(report: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// [`super::looks_like_git_dir_in`] (one handle on the admin dir) answers as
+    /// [`super::looks_like_git_dir`] (a path per file) for every shape of `HEAD` and
+    /// `commondir` a worktree entry can hold: a ref, an object id, garbage, a link into
+    /// `refs/` and one elsewhere, a FIFO (never opened blocking), a folder, none; `commondir`
+    /// naming a common dir with and without `objects/` and `refs/`, a FIFO, a link.
+    #[test]
+    fn one_handle_on_an_admin_dir_answers_as_the_paths_do() {
+        use super::{looks_like_git_dir, looks_like_git_dir_in, Dir};
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().canonicalize().unwrap();
+        let common = top.join("common");
+        std::fs::create_dir_all(common.join("objects")).unwrap();
+        std::fs::create_dir_all(common.join("refs")).unwrap();
+        std::fs::create_dir_all(top.join("bare")).unwrap();
+        let fifo = |p: &std::path::Path| {
+            nix::unistd::mkfifo(p, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap()
+        };
+        type Make = fn(&std::path::Path, &dyn Fn(&std::path::Path));
+        let heads: [(&str, Make); 8] = [
+            ("ref", |p, _| {
+                std::fs::write(p, "ref: refs/heads/main\n").unwrap()
+            }),
+            ("oid", |p, _| {
+                std::fs::write(p, "0123456789abcdef0123456789abcdef01234567\n").unwrap()
+            }),
+            ("garbage", |p, _| std::fs::write(p, "nonsense\n").unwrap()),
+            ("link-refs", |p, _| symlink("refs/heads/main", p).unwrap()),
+            ("link-out", |p, _| symlink("/etc/hostname", p).unwrap()),
+            ("fifo", |p, f| f(p)),
+            ("folder", |p, _| std::fs::create_dir(p).unwrap()),
+            ("none", |_, _| {}),
+        ];
+        let commondirs: [(&str, Make); 5] = [
+            ("none", |_, _| {}),
+            ("good", |p, _| std::fs::write(p, "../common\n").unwrap()),
+            ("bare", |p, _| std::fs::write(p, "../bare").unwrap()),
+            ("fifo", |p, f| f(p)),
+            ("link", |p, _| symlink("../common-name", p).unwrap()),
+        ];
+        let mut n = 0;
+        for (hn, head) in &heads {
+            for (cn, cd) in &commondirs {
+                let p = top.join(format!("{hn}-{cn}"));
+                std::fs::create_dir(&p).unwrap();
+                if *cn == "none" {
+                    std::fs::create_dir_all(p.join("objects")).unwrap();
+                    std::fs::create_dir_all(p.join("refs")).unwrap();
+                }
+                head(&p.join("HEAD"), &fifo);
+                cd(&p.join("commondir"), &fifo);
+                let d = Dir::open_abs(&p).unwrap();
+                let (one, paths) = (looks_like_git_dir_in(&d, &p), looks_like_git_dir(&p));
+                assert_eq!(one, paths, "HEAD {hn}, commondir {cn}");
+                n += usize::from(one);
+            }
+        }
+        // Positive control: the shapes git takes are taken (ref, oid, link into refs/, each
+        // with no commondir or a good one).
+        assert_eq!(n, 6);
+    }
+
     /// `wt-check check` takes the baseline's repository as audited under the main work tree
     /// (`audit_cached_beside` with `baseline_git_dirs`): what it keeps there — every finding
     /// whose repository is not the main work tree — is what the full audit gives. A planted
