@@ -540,3 +540,67 @@ fn links_to_dev_stdin_at_names_git_opens_are_reported() {
         }
     }
 }
+
+/// The baseline's repository is audited once per check, for every root of the nested walk
+/// (seventh performance pass). What only that audit finds — a FIFO at a path the owner's
+/// config names — must be found whatever the roots are: with no session folder and no
+/// linked worktree (the main work tree the only root: the sixth pass's seed lost it there),
+/// and in a linked worktree that is not the session's (the per-root audits looked only at
+/// the main work tree and the first worktree their walk met). Positive control on every git:
+/// the owner's `git commit` in that folder hangs on it.
+#[test]
+fn fifos_at_config_named_paths_are_reported_whatever_the_roots() {
+    for git in common::gits() {
+        // (remove the linked worktrees and pin without a session, where the FIFO lies)
+        for (alone, in_other) in [(true, false), (false, true)] {
+            let w = common::world();
+            let m = w.main();
+            std::fs::write(m.join(".gitmessage"), "# template\n").unwrap();
+            w.git(&m, &["config", "commit.template", ".gitmessage"]);
+            w.git(&m, &["add", "-A"]);
+            w.git(&m, &["commit", "-q", "-m", "template"]);
+            let top = if in_other { w.other() } else { m.clone() };
+            if alone {
+                for wt in [w.other(), w.own()] {
+                    w.git(&m, &["worktree", "remove", "--force", wt.to_str().unwrap()]);
+                }
+                let out = w.wt_check(&[
+                    "pin",
+                    "--state",
+                    w.state().to_str().unwrap(),
+                    m.to_str().unwrap(),
+                ]);
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            } else {
+                std::fs::write(top.join(".gitmessage"), "# template\n").unwrap();
+                w.pin();
+            }
+            let p = top.join(".gitmessage");
+            std::fs::remove_file(&p).unwrap();
+            mkfifo(&p);
+            let mut c = plain_git(&w, &git, &top, &["commit", "-q", "--allow-empty"]);
+            c.env("GIT_EDITOR", "true");
+            assert!(
+                run_for(c, 4).is_none(),
+                "{} alone={alone}: control: git commit did not hang",
+                git.display()
+            );
+            let gd = w.git_dir();
+            let _ = std::fs::remove_file(gd.join("index.lock"));
+            let _ = std::fs::remove_file(gd.join("worktrees/other/index.lock"));
+            let (code, ev) = check(&w, false);
+            assert_eq!(code, 1, "{} alone={alone}: {ev:#?}", git.display());
+            assert!(
+                ev.iter()
+                    .any(|e| e["rule"] == "GW021" && e["path"].as_str() == p.to_str()),
+                "{} alone={alone}: {} not reported: {ev:#?}",
+                git.display(),
+                p.display()
+            );
+        }
+    }
+}

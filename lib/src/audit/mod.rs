@@ -288,15 +288,70 @@ pub fn audit_cached(paths: &[PathBuf], cache: &mut crate::layout::walk::WalkCach
 /// [`audit_cached`], with the git dirs in `known` taken as audited already: a `.git` that
 /// leads to one of them (its own work tree's, a linked worktree's, a submodule checkout's) is
 /// still judged as a `.git` — redirect, second work tree, nested repository — but the
-/// repository behind it is not audited again. `wt-check check` passes the baseline's
-/// repository ([`baseline_git_dirs`]): its files are compared with the pinned state, and
-/// auditing it once per walked root only to drop what it finds was most of the walk's cost.
+/// repository behind it is not audited again. `wt-check check` passes the git dirs of
+/// [`audit_baseline`]'s one audit of the baseline's repository ([`Report::audited`]):
+/// auditing it again under each walked root was most of the walk's cost.
 pub fn audit_cached_beside(
     paths: &[PathBuf],
     cache: &mut crate::layout::walk::WalkCache,
     known: &[PathBuf],
 ) -> Report {
     audit_seeded(paths, &Walk::default(), Some(cache), known)
+}
+
+/// Where the one audit of the baseline's repository looks besides its own work tree
+/// ([`audit_baseline`]).
+struct Shared {
+    /// Every root the check walks: in the agent's reach, as an audited path is.
+    roots: Vec<PathBuf>,
+    /// The common dir whose worktree entries name the other work trees: the tops the
+    /// config's named files are resolved from, read only when the config names a file.
+    common_dir: PathBuf,
+}
+
+impl Shared {
+    /// Every linked worktree of the repository (each worktree entry's `gitdir` backlink).
+    fn linked_worktrees(&self) -> Vec<PathBuf> {
+        crate::layout::worktree_entries(&self.common_dir)
+            .map(|es| es.into_iter().filter_map(|e| e.worktree_path).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The repository of `common_dir` audited once for a whole `wt-check check`, where each root
+/// of the nested walk used to audit it again ([`audit_cached_beside`] then takes it as
+/// audited under every root).
+///
+/// Its findings inside the common dir are the baseline comparison's (hooks, config files,
+/// worktree entries, submodule git dirs are compared with the pinned state). What it alone
+/// reports lies outside: special files at the paths the config names (`commit.template`,
+/// `core.excludesFile`, … , GW021), resolved from the top of *every* work tree of the
+/// repository — the main one and each worktree entry's, where the per-root audits looked
+/// only at the main work tree and the first worktree their walk met — and include targets,
+/// armed values and hooks folders outside it in the agent's reach (judged with every walked
+/// root in reach). `main_work_tree`: the repository's work tree (`None`: bare); `roots`:
+/// the roots of the nested walk.
+pub fn audit_baseline(
+    common_dir: &Path,
+    main_work_tree: Option<&Path>,
+    roots: &[PathBuf],
+) -> Report {
+    let mut r = Report::default();
+    let shared = Shared {
+        roots: roots.to_vec(),
+        common_dir: common_dir.to_path_buf(),
+    };
+    let root = main_work_tree.unwrap_or(common_dir);
+    audit_repository_in(&mut r, main_work_tree, common_dir, root, Some(shared));
+    r
+}
+
+impl Report {
+    /// The git dirs audited (keys of [`audit_repository`]): what [`audit_cached_beside`]
+    /// takes as known after [`audit_baseline`].
+    pub fn audited(&self) -> &[PathBuf] {
+        &self.audited
+    }
 }
 
 /// The keys under which [`audit`] records the repository of `common_dir` as audited: the
@@ -412,6 +467,39 @@ fn valid_head(head: &Path) -> bool {
     let Some(text) = small_file(head) else {
         return false;
     };
+    valid_head_text(&text)
+}
+
+/// [`looks_like_git_dir`] of the folder `d` is open on (its path `p`, opened without a link
+/// from `/`, as [`small_file`] opens it): `HEAD` and `commondir` read below the one handle.
+/// With no link on the way to `p`, `lstat` of `p/HEAD` is that of `d`'s child and
+/// [`small_file`]'s open of `p` is `d`: the same answers, one open of the folder instead of
+/// two.
+fn looks_like_git_dir_in(d: &Dir, p: &Path) -> bool {
+    let head = OsStr::new("HEAD");
+    let valid = match d.stat(head) {
+        Ok(Some(st)) if st.kind == Kind::Link => d
+            .read_link(head)
+            .is_ok_and(|t| Path::new(&t).starts_with("refs")),
+        // Seen as a regular file by this `lstat`: opened no-follow, non-blocking, its type
+        // checked again on the descriptor (`Dir::read_stated`).
+        Ok(Some(st)) if st.kind == Kind::File => d
+            .read_stated(head, 1 << 20)
+            .is_ok_and(|(b, _)| valid_head_text(&String::from_utf8_lossy(&b))),
+        _ => false,
+    };
+    if !valid {
+        return false;
+    }
+    let common = match d.read_bytes(OsStr::new("commondir"), 1 << 20) {
+        Ok(c) => p.join(String::from_utf8_lossy(&c).trim_end_matches(['\n', '\r'])),
+        Err(_) => p.to_path_buf(),
+    };
+    common.join("objects").is_dir() && common.join("refs").is_dir()
+}
+
+/// The text of a `HEAD` file git takes ([`valid_head`]).
+fn valid_head_text(text: &str) -> bool {
     if let Some(rest) = text.strip_prefix("ref:") {
         return rest.trim_start().starts_with("refs/");
     }
@@ -954,18 +1042,26 @@ fn second_work_tree_of(wt: &Path, target: &Path, enclosing: Option<&Path>) -> Op
 }
 
 fn own_layout(wt: &Path, git_dir: &Path) -> Option<&'static str> {
-    if !looks_like_git_dir(git_dir) {
-        return None;
-    }
     let same = |a: &Path, b: &Path| {
         normalize(a) == normalize(b)
             || matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
     };
     if git_dir.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees")) {
-        let back = small_file(&git_dir.join("gitdir"))?;
+        // A worktree entry: `HEAD`, `commondir` and `gitdir` read below one handle on the
+        // admin dir. Its `gitdir` is read as `small_file` reads it (the folder opened with no
+        // link from `/`): where that open fails, no answer but `None` was possible.
+        let d = Dir::open_abs(git_dir).ok()?;
+        if !looks_like_git_dir_in(&d, git_dir) {
+            return None;
+        }
+        let back = d.read_bytes(OsStr::new("gitdir"), 1 << 20).ok()?;
+        let back = String::from_utf8_lossy(&back);
         // Absolute, or (worktree.useRelativePaths) relative to the admin dir.
         let back = git_dir.join(back.trim_end_matches(['\n', '\r']));
         return same(&back, &wt.join(".git")).then_some("linked worktree");
+    }
+    if !looks_like_git_dir(git_dir) {
+        return None;
     }
     // git never writes a `commondir` in a submodule git dir.
     if git_dir.components().any(|c| c.as_os_str() == "modules")
@@ -992,6 +1088,17 @@ fn common_dir_of(git_dir: &Path) -> PathBuf {
 /// One repository: its git dir (and common dir), hooks, config, includes, redirects,
 /// worktree entries, submodule git dirs, state files.
 fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, root: &Path) {
+    audit_repository_in(r, work_tree, git_dir, root, None);
+}
+
+/// [`audit_repository`]; `shared`: the baseline's one audit ([`audit_baseline`]).
+fn audit_repository_in(
+    r: &mut Report,
+    work_tree: Option<&Path>,
+    git_dir: &Path,
+    root: &Path,
+    shared: Option<Shared>,
+) {
     // Once per common dir: a linked worktree's and its main work tree's hooks and config are
     // the same files.
     // A main git dir is its own key (a `commondir` there is a finding, not a share).
@@ -1007,6 +1114,20 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
     let repo = work_tree.unwrap_or(git_dir).to_path_buf();
     r.repositories.push(repo.clone());
     let repo = Some(repo.as_path());
+    let common_dir = own_common_dir(r, git_dir, repo);
+    if let Some(mut s) = shared {
+        // The baseline's one audit for `wt-check check` ([`audit_baseline`]): its caller keeps
+        // only what lies outside the common dir, whose files the comparison reads and sweeps
+        // itself; the rest is not looked at twice.
+        s.common_dir.clone_from(&common_dir);
+        config(r, work_tree, git_dir, &common_dir, repo, root, Some(&s));
+        // The submodule git dirs, as taken as audited by the walks (a planted `commondir`
+        // in one makes it a repository of its own, whose findings name it: inside too).
+        for m in module_dirs(r, &common_dir.join("modules"), repo, 0) {
+            r.audited.push(m);
+        }
+        return;
+    }
     // FIFOs, sockets, devices (the reads below never block on one: `Dir` and the config
     // reader open without blocking and refuse what is not a regular file).
     let sp = special::sweep(git_dir);
@@ -1031,20 +1152,6 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
             Map::new(),
         );
     }
-    // commondir in a main git dir (git never writes one there).
-    let commondir = git_dir.join("commondir");
-    let in_worktrees = git_dir.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees"));
-    let mut common_dir = git_dir.to_path_buf();
-    if let Ok(Some(st)) = Dir::open_abs(git_dir).and_then(|d| d.stat(OsStr::new("commondir"))) {
-        let text = small_file(&commondir).unwrap_or_default();
-        let target = normalize(&git_dir.join(text.trim_end_matches(['\n', '\r'])));
-        if !in_worktrees {
-            r.add(&rules::COMMONDIR_IN_MAIN, &commondir, repo, format!(
-                "{}: `commondir` in a git dir that is not a linked worktree's ({}): git takes config, hooks, objects and refs from {}",
-                commondir.display(), st.kind.name(), target.display()), details!("target" => target));
-        }
-        common_dir = target;
-    }
     let gd = match Dir::open_abs(git_dir) {
         Ok(d) => d,
         Err(e) => {
@@ -1053,7 +1160,7 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
         }
     };
     git_dir_hooks(r, &common_dir.join("hooks"), repo);
-    config(r, work_tree, git_dir, &common_dir, repo, root);
+    config(r, work_tree, git_dir, &common_dir, repo, root, None);
     state_files(r, &gd, git_dir, repo);
     index_entries(r, git_dir, repo);
     if common_dir != git_dir {
@@ -1121,6 +1228,25 @@ fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, ro
         }
         Err(e) => r.incomplete_at(e.path(), repo, &e),
     }
+}
+
+/// The common dir git uses with `git_dir`: the one its `commondir` names, or itself; a
+/// `commondir` in a main git dir (git never writes one there) is a finding.
+fn own_common_dir(r: &mut Report, git_dir: &Path, repo: Option<&Path>) -> PathBuf {
+    let commondir = git_dir.join("commondir");
+    let in_worktrees = git_dir.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees"));
+    let mut common_dir = git_dir.to_path_buf();
+    if let Ok(Some(st)) = Dir::open_abs(git_dir).and_then(|d| d.stat(OsStr::new("commondir"))) {
+        let text = small_file(&commondir).unwrap_or_default();
+        let target = normalize(&git_dir.join(text.trim_end_matches(['\n', '\r'])));
+        if !in_worktrees {
+            r.add(&rules::COMMONDIR_IN_MAIN, &commondir, repo, format!(
+                "{}: `commondir` in a git dir that is not a linked worktree's ({}): git takes config, hooks, objects and refs from {}",
+                commondir.display(), st.kind.name(), target.display()), details!("target" => target));
+        }
+        common_dir = target;
+    }
+    common_dir
 }
 
 /// The index of one git dir (main, linked worktree's admin dir, submodule's) when it holds
@@ -1403,6 +1529,7 @@ fn config(
     common_dir: &Path,
     repo: Option<&Path>,
     root: &Path,
+    shared: Option<&Shared>,
 ) {
     use crate::catalogue::loader;
     let mut o = crate::config::Options::for_repository(work_tree, git_dir, common_dir);
@@ -1424,6 +1551,10 @@ fn config(
     let work_trees: Vec<&Path> = [work_tree, main_wt].into_iter().flatten().collect();
     let mut roots = vec![root, git_dir, common_dir];
     roots.extend(work_tree);
+    // The shared audit: every walked root in reach.
+    if let Some(s) = shared {
+        roots.extend(s.roots.iter().map(PathBuf::as_path));
+    }
     let reach = Reach {
         roots,
         home: o.home.as_deref().map(normalize),
@@ -1478,6 +1609,10 @@ fn config(
         }
         if !reach.contains(&v.origin.file) {
             owners.push((normalize(&v.origin.file), v.key()));
+            continue;
+        }
+        // The shared audit: a value of a file in the common dir is the comparison's.
+        if shared.is_some() && normalize(&v.origin.file).starts_with(common_dir) {
             continue;
         }
         // git's own layout: `core.worktree` naming the work tree git uses with this git
@@ -1673,7 +1808,15 @@ fn config(
             details!("value" => raw, "target" => target, "in_work_tree" => in_wt, "scope" => v.origin.scope.git_word(),
                 "effective" => en.is_effective(v), "hooks" => events, "other_executables" => others, "link" => link));
     }
-    named_special_files(r, work_tree, git_dir, common_dir, &work_trees, &reach);
+    named_special_files(
+        r,
+        work_tree,
+        git_dir,
+        common_dir,
+        &work_trees,
+        &reach,
+        shared,
+    );
     // Partial-clone promisors with local or custom transports (lazy fetch runs them).
     for name in promisors {
         for u in en.values().iter().filter(|v| {
@@ -1710,6 +1853,7 @@ fn named_special_files(
     common_dir: &Path,
     work_trees: &[&Path],
     reach: &Reach<'_>,
+    shared: Option<&Shared>,
 ) {
     // The owner's files too (a global `core.excludesFile = .myignore` is the common form).
     let o = crate::named_paths::owner_options(work_tree, git_dir, common_dir);
@@ -1729,11 +1873,20 @@ fn named_special_files(
     if pairs.is_empty() {
         return;
     }
-    let tops: Vec<&Path> = if work_trees.is_empty() {
+    let mut tops: Vec<&Path> = if work_trees.is_empty() {
         vec![git_dir]
     } else {
         work_trees.to_vec()
     };
+    // The shared audit: from every work tree of the repository too, each in the agent's
+    // reach as an audited path is (the per-root audits looked from the main work tree and
+    // the first linked worktree their walk met).
+    let linked = shared.map(Shared::linked_worktrees).unwrap_or_default();
+    for t in &linked {
+        if !tops.contains(&t.as_path()) {
+            tops.push(t);
+        }
+    }
     for top in tops {
         let named = crate::named_paths::named(
             pairs.iter().map(|(k, v, _)| (k.as_str(), v.as_deref())),
@@ -1749,7 +1902,8 @@ fn named_special_files(
             let system = ["/dev", "/proc", "/sys"]
                 .iter()
                 .any(|d| n.path.starts_with(d));
-            if system || !reach.contains(&n.path) {
+            if system || !(reach.contains(&n.path) || linked.iter().any(|t| n.path.starts_with(t)))
+            {
                 continue;
             }
             let Some(sp) = crate::named_paths::special_at(&n.path) else {
@@ -2037,6 +2191,68 @@ pub fn human(report: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// [`super::looks_like_git_dir_in`] (one handle on the admin dir) answers as
+    /// [`super::looks_like_git_dir`] (a path per file) for every shape of `HEAD` and
+    /// `commondir` a worktree entry can hold: a ref, an object id, garbage, a link into
+    /// `refs/` and one elsewhere, a FIFO (never opened blocking), a folder, none; `commondir`
+    /// naming a common dir with and without `objects/` and `refs/`, a FIFO, a link.
+    #[test]
+    fn one_handle_on_an_admin_dir_answers_as_the_paths_do() {
+        use super::{looks_like_git_dir, looks_like_git_dir_in, Dir};
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().canonicalize().unwrap();
+        let common = top.join("common");
+        std::fs::create_dir_all(common.join("objects")).unwrap();
+        std::fs::create_dir_all(common.join("refs")).unwrap();
+        std::fs::create_dir_all(top.join("bare")).unwrap();
+        let fifo = |p: &std::path::Path| {
+            nix::unistd::mkfifo(p, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap()
+        };
+        type Make = fn(&std::path::Path, &dyn Fn(&std::path::Path));
+        let heads: [(&str, Make); 8] = [
+            ("ref", |p, _| {
+                std::fs::write(p, "ref: refs/heads/main\n").unwrap()
+            }),
+            ("oid", |p, _| {
+                std::fs::write(p, "0123456789abcdef0123456789abcdef01234567\n").unwrap()
+            }),
+            ("garbage", |p, _| std::fs::write(p, "nonsense\n").unwrap()),
+            ("link-refs", |p, _| symlink("refs/heads/main", p).unwrap()),
+            ("link-out", |p, _| symlink("/etc/hostname", p).unwrap()),
+            ("fifo", |p, f| f(p)),
+            ("folder", |p, _| std::fs::create_dir(p).unwrap()),
+            ("none", |_, _| {}),
+        ];
+        let commondirs: [(&str, Make); 5] = [
+            ("none", |_, _| {}),
+            ("good", |p, _| std::fs::write(p, "../common\n").unwrap()),
+            ("bare", |p, _| std::fs::write(p, "../bare").unwrap()),
+            ("fifo", |p, f| f(p)),
+            ("link", |p, _| symlink("../common-name", p).unwrap()),
+        ];
+        let mut n = 0;
+        for (hn, head) in &heads {
+            for (cn, cd) in &commondirs {
+                let p = top.join(format!("{hn}-{cn}"));
+                std::fs::create_dir(&p).unwrap();
+                if *cn == "none" {
+                    std::fs::create_dir_all(p.join("objects")).unwrap();
+                    std::fs::create_dir_all(p.join("refs")).unwrap();
+                }
+                head(&p.join("HEAD"), &fifo);
+                cd(&p.join("commondir"), &fifo);
+                let d = Dir::open_abs(&p).unwrap();
+                let (one, paths) = (looks_like_git_dir_in(&d, &p), looks_like_git_dir(&p));
+                assert_eq!(one, paths, "HEAD {hn}, commondir {cn}");
+                n += usize::from(one);
+            }
+        }
+        // Positive control: the shapes git takes are taken (ref, oid, link into refs/, each
+        // with no commondir or a good one).
+        assert_eq!(n, 6);
+    }
+
     /// `wt-check check` takes the baseline's repository as audited under the main work tree
     /// (`audit_cached_beside` with `baseline_git_dirs`): what it keeps there — every finding
     /// whose repository is not the main work tree — is what the full audit gives. A planted

@@ -60,13 +60,18 @@ fn read_bounded_checked(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, Conf
             })
         }
     };
+    read_opened(file, path, limit).map(Some)
+}
+
+/// The checks and the read of [`read_bounded`] once the file is open (without blocking).
+fn read_opened(file: std::fs::File, path: &Path, limit: u64) -> Result<Vec<u8>, ConfigError> {
     let md = file.metadata().map_err(|source| ConfigError::Unreadable {
         file: path.to_path_buf(),
         source,
     })?;
     if is_dev_null(&md) {
         // The same empty file for every process; git reads it as an empty config.
-        return Ok(Some(Vec::new()));
+        return Ok(Vec::new());
     }
     if !md.is_file() {
         return Err(ConfigError::NotAFile {
@@ -95,7 +100,7 @@ fn read_bounded_checked(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, Conf
             limit,
         });
     }
-    Ok(Some(buf))
+    Ok(buf)
 }
 
 fn is_dev_null(md: &std::fs::Metadata) -> bool {
@@ -306,6 +311,108 @@ fn list_dirs(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
     Ok(out)
 }
 
+/// A folder resolved and vetted once per enumeration, under which files are opened without
+/// resolving their path again: the repository's common dir, below which are the 200
+/// `worktrees/<id>/config.worktree` and the submodules' configs of a large repository.
+///
+/// The slow path for every file ([`locate`] + [`read_bounded`]) resolves the whole path from
+/// `/` three times (links followed and `statfs` of every component in
+/// [`process_dependent`], `realpath` for the canonical name, and the kernel's own at `open`):
+/// ≈30 system calls per file, the same few folders resolved thousands of times per check.
+/// Here the anchor is vetted once ([`process_dependent`], then opened at its canonical path
+/// with `RESOLVE_NO_SYMLINKS` and checked with `fstatfs`), and a file below it is opened
+/// relative to that descriptor with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+/// RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)`. A success proves what the slow path would
+/// have found: no link on the way (so the canonical name is the anchor's plus the
+/// components, and the file is not a link), no other mount (so not procfs: the anchor's file
+/// system was checked). Anything else — a link, a mount point, an old kernel without
+/// `openat2` — takes the slow path, which follows and vets links as before: the fast path
+/// never follows a link, so a resolution that races (a folder swapped for a link after the
+/// anchor was vetted) fails into the slow path, not through the link. The descriptor pins
+/// the folder for this enumeration only (dropped with the [`Loader`]): a folder renamed away
+/// during the check is read where it was when the enumeration began, never a later one.
+struct Anchor {
+    /// The folder as the options name it (absolute, no `.` or `..`).
+    lexical: PathBuf,
+    /// Its canonical path.
+    canonical: PathBuf,
+    fd: std::os::fd::OwnedFd,
+}
+
+/// `openat2` resolution for the anchor and below it: no link of any kind followed.
+fn no_links() -> nix::fcntl::ResolveFlag {
+    nix::fcntl::ResolveFlag::RESOLVE_NO_SYMLINKS | nix::fcntl::ResolveFlag::RESOLVE_NO_MAGICLINKS
+}
+
+impl Anchor {
+    /// `None` when `dir` cannot serve (relative, with `.` or `..`, on procfs, missing, a race
+    /// with a link): every file then takes the slow path.
+    fn new(dir: &Path) -> Option<Anchor> {
+        use nix::fcntl::{OFlag, OpenHow};
+        let plain = dir.is_absolute()
+            && dir
+                .components()
+                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        if !plain || process_dependent(dir).is_some() {
+            return None;
+        }
+        let canonical = std::fs::canonicalize(dir).ok()?;
+        if canonical.starts_with("/proc") {
+            return None;
+        }
+        // SAFETY: `AT_FDCWD` is a valid `dirfd` for the duration of the call (the path is
+        // absolute, so it is not even used).
+        let cwd = unsafe { std::os::fd::BorrowedFd::borrow_raw(nix::libc::AT_FDCWD) };
+        let how = OpenHow::new()
+            .flags(OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC)
+            .resolve(no_links());
+        let fd = nix::fcntl::openat2(cwd, canonical.as_path(), how).ok()?;
+        let fs = nix::sys::statfs::fstatfs(&fd).ok()?;
+        if fs.filesystem_type() == nix::sys::statfs::PROC_SUPER_MAGIC {
+            return None;
+        }
+        Some(Anchor {
+            lexical: dir.to_path_buf(),
+            canonical,
+            fd,
+        })
+    }
+
+    /// [`locate`] and [`read_bounded`] of `path` in one `openat2` below the anchor; `None`
+    /// when the slow path must answer (not below it as plain names, a link or a mount point
+    /// on the way, any other error).
+    fn read(&self, path: &Path, limit: u64) -> Option<Result<LocatedRead, ConfigError>> {
+        use nix::errno::Errno;
+        use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
+        let rel = path.strip_prefix(&self.lexical).ok()?;
+        if rel.as_os_str().is_empty()
+            || !rel.components().all(|c| matches!(c, Component::Normal(_)))
+        {
+            return None;
+        }
+        let how = OpenHow::new()
+            .flags(OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC | OFlag::O_NOCTTY)
+            .resolve(no_links() | ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_XDEV);
+        let located = Located {
+            canonical: self.canonical.join(rel),
+            is_link: false,
+        };
+        match nix::fcntl::openat2(&self.fd, rel, how) {
+            Ok(fd) => Some(
+                read_opened(std::fs::File::from(fd), path, limit)
+                    .map(|bytes| (located, Some(bytes))),
+            ),
+            // Every component before the missing one is a folder, not a link: the slow path's
+            // lenient resolution gives the same name, and git finds no file either.
+            Err(Errno::ENOENT | Errno::ENOTDIR) => Some(Ok((located, None))),
+            Err(_) => None,
+        }
+    }
+}
+
+/// A file located and read: `None` when it does not exist.
+type LocatedRead = (Located, Option<Vec<u8>>);
+
 /// Where `path` lives and whether it is a link.
 struct Located {
     canonical: PathBuf,
@@ -330,6 +437,8 @@ pub(super) struct Loader<'a> {
     normalized_roots: Vec<PathBuf>,
     out: Enumeration,
     files_seen: usize,
+    /// The common dir, vetted once: its files are opened below it ([`Anchor`]).
+    anchor: Option<Anchor>,
 }
 
 /// The include chain so far: lexical paths (as git names them) and resolved ones (for cycle
@@ -359,6 +468,7 @@ impl<'a> Loader<'a> {
             normalized_roots,
             out: Enumeration::default(),
             files_seen: 0,
+            anchor: opts.common_dir.as_deref().and_then(Anchor::new),
         }
     }
 
@@ -427,8 +537,18 @@ impl<'a> Loader<'a> {
             };
             self.load_top(&common.join("config.worktree"), scope, false)?;
         }
-        for wt in list_dirs(&common.join("worktrees"))? {
-            if current.as_ref() == Some(&resolve_lenient(&wt)) {
+        let worktrees = common.join("worktrees");
+        let entries = list_dirs(&worktrees)?;
+        // `list_dirs` hands out folders, not links: each one's canonical name is the
+        // container's plus its own (one resolution instead of one per entry).
+        let container =
+            (!entries.is_empty() && current.is_some()).then(|| resolve_lenient(&worktrees));
+        for wt in entries {
+            let canonical = container
+                .as_ref()
+                .zip(wt.file_name())
+                .map(|(c, n)| c.join(n));
+            if current.is_some() && current == canonical {
                 continue;
             }
             let scope = Scope::OtherWorktree {
@@ -607,14 +727,14 @@ impl<'a> Loader<'a> {
                 limit: self.opts.limits.max_files,
             });
         }
-        let located = locate(path);
-        let depth = chain.lexical.len() - 1;
+        let limit = self.opts.limits.max_file_size;
         // `checked`: the include step ran `process_dependent` on this very path.
-        let bytes = if checked {
-            read_bounded_checked(path, self.opts.limits.max_file_size)?
-        } else {
-            read_bounded(path, self.opts.limits.max_file_size)?
+        let (located, bytes) = match self.anchor.as_ref().and_then(|a| a.read(path, limit)) {
+            Some(r) => r?,
+            None if checked => (locate(path), read_bounded_checked(path, limit)?),
+            None => (locate(path), read_bounded(path, limit)?),
         };
+        let depth = chain.lexical.len() - 1;
         if bytes.is_some() {
             // git counts only includes it can access (`access_or_die` first), then dies past
             // the limit; a cycle would run into the same limit, so it is reported as one.

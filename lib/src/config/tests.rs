@@ -1221,3 +1221,85 @@ fn procfs_is_caught_after_links_and_parent_steps() {
     assert_eq!(process_dependent(&t.path().join("root/usr/bin")), None);
     assert_eq!(process_dependent(&t.path().join("missing/proc")), None);
 }
+
+/// Files below the common dir are opened below one vetted handle (`read::Anchor`: `openat2`
+/// without following any link); whatever is not a plain file reached through plain folders
+/// takes the slow path. Each case gives what the slow path alone gives: a link to a
+/// readable file is read and marked as a link with its resolved name, a link (as the file or
+/// as a folder on the way) into procfs is refused, a FIFO is not a file, a missing file is
+/// missing under the name the lenient resolution gives.
+#[test]
+fn files_below_the_common_dir_read_as_the_slow_path_reads_them() {
+    let s = Scratch::new();
+    w(&s.git.join("config"), "[core]\n\tbare = false\n");
+    w(
+        &s.root.join("elsewhere/wt.cfg"),
+        "[gitward]\n\tmarker = linked\n",
+    );
+    let entry = |id: &str| s.git.join("worktrees").join(id);
+    // A plain entry, one whose config.worktree is a link to a file, one whose admin dir
+    // is reached through a link on the way (`modules/` of the entry), one missing.
+    w(
+        &entry("plain").join("config.worktree"),
+        "[gitward]\n\tmarker = plain\n",
+    );
+    fs::create_dir_all(entry("linked")).unwrap();
+    std::os::unix::fs::symlink(
+        s.root.join("elsewhere/wt.cfg"),
+        entry("linked").join("config.worktree"),
+    )
+    .unwrap();
+    fs::create_dir_all(entry("missing")).unwrap();
+    let mut o = s.opts();
+    o.linked_worktrees = true;
+    let en = enumerate(&o).unwrap();
+    let ks = keys(&en);
+    assert!(ks.contains(&"gitward.marker=plain".to_owned()), "{ks:?}");
+    assert!(ks.contains(&"gitward.marker=linked".to_owned()), "{ks:?}");
+    let file = |id: &str| {
+        en.files()
+            .iter()
+            .find(|f| f.origin.file == entry(id).join("config.worktree"))
+            .unwrap_or_else(|| panic!("{id}: not listed"))
+    };
+    assert!(!file("plain").is_link && file("plain").resolved.is_none());
+    assert!(file("linked").is_link);
+    assert_eq!(
+        file("linked").resolved.as_deref(),
+        Some(s.root.join("elsewhere/wt.cfg").as_path())
+    );
+    // Another worktree's missing file is not recorded (as on the slow path).
+    let missing = entry("missing").join("config.worktree");
+    assert!(en.files().iter().all(|f| f.origin.file != missing));
+    // A link into procfs as the file, then as a folder on the way: refused.
+    w(&s.repo.join("x.cfg"), "[gitward]\n\tmarker = top\n");
+    fs::remove_file(entry("linked").join("config.worktree")).unwrap();
+    std::os::unix::fs::symlink(
+        "/proc/self/cwd/x.cfg",
+        entry("linked").join("config.worktree"),
+    )
+    .unwrap();
+    let err = enumerate(&o).unwrap_err();
+    assert!(matches!(err, ConfigError::ProcessDependent { .. }), "{err}");
+    fs::remove_file(entry("linked").join("config.worktree")).unwrap();
+    fs::remove_dir(entry("linked")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/cwd", entry("linked")).unwrap();
+    // `worktrees/linked` is a link: not an entry git lists (`list_dirs` takes folders only);
+    // a submodule config reached through a link on the way is read as git reads it.
+    let err = {
+        let mut o = s.opts();
+        o.submodules = Submodules::Dirs(vec![entry("linked")]);
+        enumerate(&o).unwrap_err()
+    };
+    assert!(matches!(err, ConfigError::ProcessDependent { .. }), "{err}");
+    // A FIFO where a config file is: not a file (and the read does not block).
+    fs::remove_file(entry("linked")).unwrap();
+    fs::create_dir_all(entry("linked")).unwrap();
+    nix::unistd::mkfifo(
+        &entry("linked").join("config.worktree"),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
+    let err = enumerate(&o).unwrap_err();
+    assert!(matches!(err, ConfigError::NotAFile { .. }), "{err}");
+}

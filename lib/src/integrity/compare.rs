@@ -60,6 +60,20 @@ pub fn check_with_roots(
     extra_roots: &[PathBuf],
     emit: &mut dyn FnMut(Event),
 ) -> Outcome {
+    check_with_roots_swept(opts, state, extra_roots, emit).0
+}
+
+/// [`check_with_roots`], also saying whether its sweep of the common dir for FIFOs, sockets
+/// and devices ([`crate::audit::special::sweep`]) was complete and found none. The commit
+/// scan needs that answer before gix opens refs and objects; when this check wrote nothing
+/// in the common dir since (no `--restore`, or nothing restored or moved), it is this
+/// answer, and the scan need not sweep again.
+pub fn check_with_roots_swept(
+    opts: &Options,
+    state: &State,
+    extra_roots: &[PathBuf],
+    emit: &mut dyn FnMut(Event),
+) -> (Outcome, bool) {
     let mut outcome = Outcome::Clean;
     let session = state.session.clone().or(opts.session.clone());
     let mk = |kind: EventKind, msg: String| {
@@ -90,7 +104,7 @@ pub fn check_with_roots(
                     .path(common),
                 );
             }
-            return Outcome::Incomplete;
+            return (Outcome::Incomplete, false);
         }
     };
     // The verdicts on index files recorded by the last check, beside the state file
@@ -160,6 +174,7 @@ pub fn check_with_roots(
     // `modules/`): git's blocking open of one hangs the owner's git. Reported; with
     // `--restore` moved aside (never deleted).
     let sp = crate::audit::special::sweep(common);
+    let swept_clean = sp.found.is_empty() && sp.incomplete.is_none();
     if let Some((p, why)) = &sp.incomplete {
         outcome = Outcome::Incomplete;
         emit(
@@ -461,7 +476,7 @@ pub fn check_with_roots(
             }
         }
     }
-    outcome
+    (outcome, swept_clean)
 }
 
 /// Was this finding present at pin time and recorded as accepted (`pin --accept-armed`,

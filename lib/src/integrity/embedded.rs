@@ -78,9 +78,11 @@ pub fn armed(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, cache: &mut Walk
 /// gitlink only in the turn's commits (`log -p --submodule=diff`), a session worktree whose
 /// `.git` file names a git dir of the agent's, a repository made directly in the session
 /// folder. `roots`: the main work tree, and the session folder or the linked worktrees.
-/// Findings about `main_work_tree`'s own repository are left out (the baseline compares
-/// them), and so are `.git` files that lead into `common_dir` (git's own layout: a linked
-/// worktree's entry, a submodule's git dir under `modules/`).
+/// The baseline's repository (`common_dir`) is audited once for all roots
+/// ([`crate::audit::audit_baseline`]: what its config names outside the common dir, in every
+/// work tree) and taken as audited under each root; what lies inside the common dir is the
+/// baseline comparison's, and so are `.git` files that lead into it (git's own layout: a
+/// linked worktree's entry, a submodule's git dir under `modules/`).
 /// `cache`: folder listings recorded by the last check (`crate::layout::walk_cache`): the
 /// walk hands out the same entries, reading only the folders that changed.
 pub fn nested(
@@ -98,15 +100,31 @@ pub fn nested(
         walked.push(root.clone());
         walked.extend(inside_bare_top(root));
     }
-    for root in &walked {
-        if std::fs::symlink_metadata(root).is_err() {
-            continue; // a session folder not made yet
+    let present: Vec<PathBuf> = walked
+        .iter()
+        .filter(|r| std::fs::symlink_metadata(r).is_ok()) // a session folder not made yet
+        .cloned()
+        .collect();
+    // The baseline's repository, audited once for every root (it was audited once per root,
+    // each time to drop most of what it found). What it reports inside the common dir is the
+    // baseline comparison's; what lies outside — a FIFO or a link into /dev at a path its
+    // config names (`commit.template`, `mailmap.file`, …) in any of its work trees, include
+    // targets and armed values in the agent's reach — is kept whatever root would have met it
+    // (the per-root audits kept it only under a root other than the main work tree: with no
+    // session folder it was lost, eleventh red-team pass).
+    let shared = crate::audit::audit_baseline(&common, main.as_deref(), &present);
+    let known = shared.audited().to_vec();
+    for f in shared.findings {
+        if f.path.starts_with(&common) || f.repo.as_deref().is_some_and(|r| r.starts_with(&common))
+        {
+            continue;
         }
-        // Every root audits the baseline's repository again: what its config names in the
-        // work tree (a FIFO or a link into /dev at a `commit.template` path) is found only
-        // by that audit (a seeded audit that skipped it under the main work tree lost it:
-        // `special_files::fifos_at_paths_the_owners_config_names_are_reported_in_the_main_work_tree`).
-        let report = crate::audit::audit_cached(std::slice::from_ref(root), cache);
+        keep(&mut out, vec![f]);
+    }
+    for root in &present {
+        // The baseline's git dirs are taken as audited: a `.git` leading to one is still
+        // judged as a `.git` (redirect, second work tree, nested repository).
+        let report = crate::audit::audit_cached_beside(std::slice::from_ref(root), cache, &known);
         for f in report.findings {
             // The main repository, and what lies in the common dir (worktree entries and
             // submodule git dirs, `worktrees/<id>/modules/` included): the baseline's.

@@ -245,10 +245,23 @@ pub fn check(a: &CheckArgs) -> Code {
         restore: a.restore,
         accept_armed: false,
     };
-    let mut outcome =
-        super::compare::check_with_roots(&opts, &st, &extra_roots, &mut |e| out.emit(e));
+    let mut events = 0usize;
+    let (mut outcome, swept_clean) =
+        super::compare::check_with_roots_swept(&opts, &st, &extra_roots, &mut |e| {
+            events += 1;
+            out.emit(e)
+        });
     if a.scan {
-        outcome = outcome.and(scan_unless_blocked(&st, &mut out));
+        // The check's own sweep of the common dir is the scan's guard when the check wrote
+        // nothing there since: without `--restore` it writes nothing, and with it every
+        // restore or move is an event (none: nothing was touched). Only the check itself
+        // could have changed the common dir between the two sweeps under the scan's premise
+        // (the agent stopped); a writer still running can make a FIFO after either sweep.
+        outcome = if swept_clean && (!a.restore || events == 0) {
+            outcome.and(super::scanlink::scan(&st, &mut |e| out.emit(e)))
+        } else {
+            outcome.and(scan_unless_blocked(&st, &mut out))
+        };
     }
     if out.failed() {
         outcome = outcome.and(Outcome::Incomplete);
