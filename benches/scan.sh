@@ -35,15 +35,7 @@ mkdir -p "$HOME"; : > "$GIT_CONFIG_GLOBAL"
 # peak_rss LABEL CMD...: the largest max RSS of 3 runs (/usr/bin/time -f %M: VmHWM, KiB), in
 # MB. VmHWM counts the mapped pack's resident pages; scan-bench's own JSON line also gives its
 # anonymous peak.
-peak_rss() {
-  local label=$1 f m=0 v; shift; f=$(mktemp)
-  for _ in 1 2 3; do
-    /usr/bin/time -f %M -o "$f" "$@" >/dev/null 2>&1 || true
-    v=$(tail -n 1 "$f"); [ "${v:-0}" -gt "$m" ] && m=$v
-  done
-  rm -f "$f"
-  awk -v l="$label" -v m="$m" 'BEGIN { printf "peak RSS  %-44s %7.1f MB\n", l ":", m / 1024 }'
-}
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 
 
 # gen FILES BASE_COMMITS RANGE_COMMITS: a fast-import stream. A tree of FILES files in

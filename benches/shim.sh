@@ -20,15 +20,7 @@
 set -euo pipefail
 # peak_rss LABEL CMD...: the largest max RSS of 3 runs (/usr/bin/time -f %M: VmHWM of the
 # process, KiB; a wrapper that execs git is one process with it), printed in MB.
-peak_rss() {
-  local label=$1 f m=0 v; shift; f=$(mktemp)
-  for _ in 1 2 3; do
-    /usr/bin/time -f %M -o "$f" "$@" >/dev/null 2>&1 || true
-    v=$(tail -n 1 "$f"); [ "${v:-0}" -gt "$m" ] && m=$v
-  done
-  rm -f "$f"
-  awk -v l="$label" -v m="$m" 'BEGIN { printf "peak RSS  %-44s %7.1f MB\n", l ":", m / 1024 }'
-}
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 here=$(cd "$(dirname "$0")/.." && pwd)
 git=${1:-/usr/local/bin/git}
 repo=${REPO:-$here}
