@@ -1113,27 +1113,8 @@ impl OpenedFile {
     /// read from the file are its content until its `ctime` changes
     /// (`crate::index_paths::Verdicts`). A read-only descriptor is enough.
     pub fn write_back(&self) -> Result<(), FsError> {
-        use nix::libc::{
-            SYNC_FILE_RANGE_WAIT_AFTER, SYNC_FILE_RANGE_WAIT_BEFORE, SYNC_FILE_RANGE_WRITE,
-        };
-        // SAFETY: a plain system call on a descriptor this value owns; no memory is passed.
-        let r = unsafe {
-            nix::libc::sync_file_range(
-                self.fd.as_raw_fd(),
-                0,
-                0,
-                SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(FsError::io(
-                self.full.clone(),
-                "sync_file_range",
-                Errno::last(),
-            ))
-        }
+        write_back(self.fd.as_fd())
+            .map_err(|e| FsError::io(self.full.clone(), "sync_file_range", e))
     }
 
     /// The file's bytes, read whole (at most the bound it was opened with).
@@ -1490,6 +1471,33 @@ fn remove_tree(dir: &impl AsFd, name: &OsStr, full: &Path, depth: usize) -> Resu
     } else {
         unlinkat(dir, name, UnlinkatFlags::NoRemoveDir)
             .map_err(|e| classify(dir, name, e, full.to_path_buf(), "unlink"))
+    }
+}
+
+/// Write the dirty pages of the file open on `fd` back and wait for them (`sync_file_range`
+/// with `WAIT_BEFORE | WRITE | WAIT_AFTER`; a read-only descriptor is enough; no journal
+/// commit, no device flush). Writeback write-protects every shared mapping of those pages, so
+/// on a file system whose `page_mkwrite` updates the file's times (ext4, XFS, Btrfs, F2FS; not
+/// tmpfs) the next write through any mapping faults and moves `mtime` and `ctime`. The one
+/// place both caches keyed by an index's stat take this step (wt-check's verdicts,
+/// safe-git's gitlinks; R13-3).
+pub fn write_back(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    use nix::libc::{
+        SYNC_FILE_RANGE_WAIT_AFTER, SYNC_FILE_RANGE_WAIT_BEFORE, SYNC_FILE_RANGE_WRITE,
+    };
+    // SAFETY: a plain system call on a borrowed, open descriptor; no memory is passed.
+    let r = unsafe {
+        nix::libc::sync_file_range(
+            fd.as_raw_fd(),
+            0,
+            0,
+            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(Errno::last())
     }
 }
 

@@ -182,11 +182,14 @@ pub fn sweep(dir: &Path) -> Special {
     out
 }
 
-/// Read a small file that must be regular: opened `O_NONBLOCK|O_CLOEXEC` (a FIFO swapped in
-/// after an `lstat` cannot block the open), refused unless `fstat` says regular, at most
-/// `limit` bytes (larger: an error). Follows a link, as git does for the files it names.
-pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
+/// Open a file that must be regular, as [`read_regular`] reads it: `O_NONBLOCK|O_CLOEXEC`
+/// (a FIFO swapped in after an `lstat` cannot block the open), refused unless `fstat` on the
+/// descriptor says regular and smaller than `limit` bytes. Follows a link. The descriptor and
+/// its `fstat` are returned for callers that read it their own way (safe-git's gitlink cache).
+pub fn open_regular(
+    path: &Path,
+    limit: u64,
+) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -205,6 +208,15 @@ pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
             path.display()
         )));
     }
+    Ok((f, md))
+}
+
+/// Read a small file that must be regular: opened `O_NONBLOCK|O_CLOEXEC` (a FIFO swapped in
+/// after an `lstat` cannot block the open), refused unless `fstat` says regular, at most
+/// `limit` bytes (larger: an error). Follows a link, as git does for the files it names.
+pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let (f, md) = open_regular(path, limit)?;
     // Sized from the stat (one more byte, so a file that grew is still read to its end
     // without a second allocation of the whole): a 1 MB index read into a growing buffer
     // costs five reallocations and copies.

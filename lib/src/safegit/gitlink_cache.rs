@@ -194,25 +194,8 @@ pub struct Answer {
 /// `limit` bytes) and scanning; the answer is stored when every condition of the module
 /// comment holds.
 pub fn read(path: &Path, limit: u64, cache: Option<&Cache>) -> std::io::Result<Answer> {
-    use std::os::unix::fs::OpenOptionsExt;
     let before = SystemTime::now().duration_since(UNIX_EPOCH).ok();
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
-        .open(path)?;
-    let md = f.metadata()?;
-    if !md.is_file() {
-        return Err(std::io::Error::other(format!(
-            "{}: not a regular file",
-            path.display()
-        )));
-    }
-    if md.len() >= limit {
-        return Err(std::io::Error::other(format!(
-            "{}: larger than {limit} bytes",
-            path.display()
-        )));
-    }
+    let (f, md) = crate::audit::special::open_regular(path, limit)?;
     let key = Key::of(&md);
     let entry = cache
         .filter(|c| md.len() >= c.min_index_size && c.usable())
@@ -278,23 +261,12 @@ fn settled(f: &std::fs::File, key: &Key, before: Duration) -> bool {
 /// before faults and moves ctime. Without it, a page dirtied long ago stays writable and a
 /// write to it moves no stamp (R13-3).
 fn write_back(f: &std::fs::File) -> bool {
-    use nix::libc;
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
     #[cfg(test)]
     if tests::NO_WRITE_BACK.get() {
         return true;
     }
-    // SAFETY: a plain system call on a descriptor this function borrows; no memory is passed.
-    unsafe {
-        libc::sync_file_range(
-            f.as_raw_fd(),
-            0,
-            0,
-            libc::SYNC_FILE_RANGE_WAIT_BEFORE
-                | libc::SYNC_FILE_RANGE_WRITE
-                | libc::SYNC_FILE_RANGE_WAIT_AFTER,
-        ) == 0
-    }
+    crate::fsx::write_back(f.as_fd()).is_ok()
 }
 
 /// A read lease on the index, held from before the read until the entry is written: it is
