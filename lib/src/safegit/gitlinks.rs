@@ -388,6 +388,29 @@ fn varint(b: &[u8]) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A version-2 index entry with `name`, `mode` and the flags' name length `flag_len`
+    /// (which a hostile index may set unlike the name's), padded as git pads it.
+    fn raw_entry(name: &[u8], flag_len: u16, mode: u32) -> Vec<u8> {
+        let mut e = vec![0u8; 62];
+        e[24..28].copy_from_slice(&mode.to_be_bytes());
+        e[60..62].copy_from_slice(&flag_len.to_be_bytes());
+        e.extend_from_slice(name);
+        let len = (62 + name.len() + 8) & !7;
+        e.resize(len, 0);
+        e
+    }
+
+    /// A version-2 index of `entries` with a zero checksum.
+    fn raw_index(entries: &[Vec<u8>]) -> Vec<u8> {
+        let mut v = b"DIRC\0\0\0\x02".to_vec();
+        v.extend((entries.len() as u32).to_be_bytes());
+        for e in entries {
+            v.extend(e);
+        }
+        v.extend([0u8; 20]);
+        v
+    }
     use std::path::Path;
     use std::process::Command;
 
@@ -482,24 +505,8 @@ mod tests {
     /// read at all: that disagreement is how an entry is hidden from a second reader.
     #[test]
     fn a_name_length_that_disagrees_with_git_is_refused() {
-        let entry = |name: &[u8], flag_len: u16, mode: u32| {
-            let mut e = vec![0u8; 62];
-            e[24..28].copy_from_slice(&mode.to_be_bytes());
-            e[60..62].copy_from_slice(&flag_len.to_be_bytes());
-            e.extend_from_slice(name);
-            let len = (62 + name.len() + 8) & !7;
-            e.resize(len, 0);
-            e
-        };
-        let index = |entries: &[Vec<u8>]| {
-            let mut v = b"DIRC\0\0\0\x02".to_vec();
-            v.extend((entries.len() as u32).to_be_bytes());
-            for e in entries {
-                v.extend(e);
-            }
-            v.extend([0u8; 20]);
-            v
-        };
+        let entry = raw_entry;
+        let index = raw_index;
         let ok = index(&[entry(b"a.txt", 5, 0o100644), entry(b"sub", 3, 0o160000)]);
         assert_eq!(scan(&ok), Some(Scan::Gitlinks(vec![b"sub".to_vec()])));
         // The flags say 9 bytes, the NUL comes after 5: git reads 9. The walk refuses; `scan`
@@ -522,24 +529,8 @@ mod tests {
     /// would read the name only up to it). `walk` refuses all three, for `index_paths`.
     #[test]
     fn a_nul_matters_in_gitlink_and_directory_names_only() {
-        let entry = |name: &[u8], mode: u32| {
-            let mut e = vec![0u8; 62];
-            e[24..28].copy_from_slice(&mode.to_be_bytes());
-            e[60..62].copy_from_slice(&(name.len() as u16).to_be_bytes());
-            e.extend_from_slice(name);
-            let len = (62 + name.len() + 8) & !7;
-            e.resize(len, 0);
-            e
-        };
-        let index = |entries: &[Vec<u8>]| {
-            let mut v = b"DIRC\0\0\0\x02".to_vec();
-            v.extend((entries.len() as u32).to_be_bytes());
-            for e in entries {
-                v.extend(e);
-            }
-            v.extend([0u8; 20]);
-            v
-        };
+        let entry = |name: &[u8], mode: u32| raw_entry(name, name.len() as u16, mode);
+        let index = raw_index;
         let file = index(&[entry(b"a\0b.txt", 0o100644), entry(b"sub", 0o160000)]);
         assert_eq!(scan(&file), Some(Scan::Gitlinks(vec![b"sub".to_vec()])));
         assert_eq!(walk(&file, &mut |_, _| {}), None);
