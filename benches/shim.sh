@@ -9,6 +9,9 @@
 # target/release/git-shim, a static PIE where glibc's static libraries are installed, see
 # bins/git-shim/build.rs; the line below prints which); SHIM_BIN=<path> measures another build
 # (e.g. one made with GITWARD_DYNAMIC=1 in another CARGO_TARGET_DIR).
+# BEFORE=<binary> also installs that build (e.g. main's target/release/git-shim, copied aside)
+# and measures it in the same run, interleaved, as "before shim".
+# SKIP_BUILD=1 measures target/release/git-shim as it is.
 # STATIC=1 also builds and measures, in the same run, rustc's own static build for comparison:
 #   RUSTFLAGS="-C target-feature=+crt-static" cargo build --release -p git-shim \
 #       --target x86_64-unknown-linux-gnu
@@ -50,6 +53,11 @@ TOML
 install() { rm -f "$work/git-shim" && cp "$1" "$work/git-shim" && HOME="$work" "$work/git-shim" --install "$2" --policy "$work/etc/policy.toml" >/dev/null; }
 install "$shim_bin" "$work/bin"
 shims=(-n "shim rev-parse HEAD" "$work/bin/git rev-parse HEAD")
+if [[ -n ${BEFORE:-} ]]; then
+  mkdir -p "$work/before"
+  install "$BEFORE" "$work/before"
+  shims+=(-n "before shim rev-parse HEAD" "$work/before/git rev-parse HEAD")
+fi
 if [[ ${STATIC:-0} == 1 ]]; then
   install "$static_bin" "$work/sbin"
   shims+=(-n "static shim rev-parse HEAD" "$work/sbin/git rev-parse HEAD")
@@ -81,7 +89,8 @@ def added(x, g):
             f"min +{(x['min']-g['min'])*1e3:5.2f})")
 g = r["git rev-parse HEAD"]
 print(f"git rev-parse HEAD: mean {g['mean']*1e3:.2f} ms, median {g['median']*1e3:.2f}, min {g['min']*1e3:.2f}")
-for name in ("exec-only rev-parse HEAD", "shim rev-parse HEAD", "static shim rev-parse HEAD"):
+for name in ("exec-only rev-parse HEAD", "before shim rev-parse HEAD", "shim rev-parse HEAD",
+             "static shim rev-parse HEAD"):
     if name in r:
         print(f"{name:27s} {added(r[name], g)}  ratio {r[name]['mean']/g['mean']:.2f}")
 gs, ss = r["git status"], r["shim status"]
@@ -89,6 +98,7 @@ print(f"{'shim status':27s} {added(ss, gs)}  ratio {ss['mean']/gs['mean']:.2f}")
 PY
 peak_rss "git rev-parse HEAD" "$git" rev-parse HEAD
 peak_rss "shim rev-parse HEAD" "$work/bin/git" rev-parse HEAD
+[[ -n ${BEFORE:-} ]] && peak_rss "before shim rev-parse HEAD" "$work/before/git" rev-parse HEAD
 [[ -n ${floor[*]} ]] && peak_rss "exec-only rev-parse HEAD" "$work/floor" rev-parse HEAD
 peak_rss "git status" "$git" --no-optional-locks status --porcelain
 peak_rss "shim status" "$work/bin/git" --no-optional-locks status --porcelain
@@ -107,7 +117,8 @@ if command -v valgrind >/dev/null; then
   }
   read -r _ base < <(ir "$git" rev-parse HEAD)
   echo "instructions (callgrind), rev-parse HEAD: git alone $base"
-  for pair in "exec-only:$work/floor" "shim:$work/bin/git" "static shim:$work/sbin/git"; do
+  for pair in "exec-only:$work/floor" "before shim:$work/before/git" "shim:$work/bin/git" \
+    "static shim:$work/sbin/git"; do
     name=${pair%%:*} bin=${pair#*:}
     [[ -x $bin ]] || continue
     read -r pre g < <(ir "$bin" rev-parse HEAD)
