@@ -91,4 +91,5 @@ fn main() {
     // link dynamically): `-L` applies to every `-l` of the link, wherever it stands.
     println!("cargo:rustc-link-arg-bins=-L{}", dir.display());
     println!("cargo:rustc-link-arg-bins=-static-pie");
+    println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
 }
