@@ -561,29 +561,34 @@ impl Defused {
 
     /// Is an inherited variable kept in the child's environment?
     pub fn keeps(&self, name: &OsStr) -> bool {
+        self.keeps_bytes(name.as_bytes())
+    }
+
+    /// [`Defused::keeps`] for a name as bytes (as `environ` holds it).
+    pub fn keeps_bytes(&self, name: &[u8]) -> bool {
         // A name no row of the catalogue can match and that is not `GIT…` is kept whatever
         // the lists below say (a kept name starting otherwise is kept either way): one table
         // lookup for most of an environment, on every call.
-        if let Some(&b) = name.as_bytes().first() {
+        if let Some(&b) = name.first() {
             if b != b'G' && !catalogue::ENV_FIRST_BYTES[usize::from(b)] {
                 return true;
             }
         }
-        let Some(name) = name.to_str() else {
+        if !name.is_ascii() && std::str::from_utf8(name).is_err() {
             // Non-UTF-8 names cannot match our lists; keep non-GIT ones, drop GIT_-prefixed.
-            return !name.as_bytes().starts_with(b"GIT_");
-        };
-        if self.opts.keep.iter().any(|k| k == name) {
+            return !name.starts_with(b"GIT_");
+        }
+        // The lists below are compared as bytes: the same as comparing the UTF-8 name.
+        if self.opts.keep.iter().any(|k| k.as_bytes() == name) {
             return true;
         }
-        if catalogue::ENV
-            .iter()
-            .any(|e| catalogue::env_name_matches(e.name, name))
-        {
+        if env_row_matches(name) {
             return false;
         }
-        if name.starts_with("GIT_") || name.starts_with("GITWARD_CONFIG_VALUE_") {
-            return catalogue::ENV_GIT_HARMLESS.contains(&name);
+        if name.starts_with(b"GIT_") || name.starts_with(b"GITWARD_CONFIG_VALUE_") {
+            return catalogue::ENV_GIT_HARMLESS
+                .iter()
+                .any(|h| h.as_bytes() == name);
         }
         true
     }
@@ -631,6 +636,56 @@ impl Defused {
         cmd.args(cargs);
         cmd.args(args);
         cmd
+    }
+}
+
+/// For each first byte, the rows of [`catalogue::ENV`] a name starting with it can match (bit
+/// `i`: row `i`; a row starting with `*` is in every entry), computed at compile time. With
+/// more than 128 rows it is unused and every row is scanned ([`env_row_matches`]).
+static ENV_ROWS_BY_FIRST: [u128; 256] = {
+    let env = catalogue::ENV;
+    let mut t = [0u128; 256];
+    let mut i = 0;
+    while i < env.len() && env.len() <= 128 {
+        let name = env[i].name.as_bytes();
+        if name.is_empty() || name[0] == b'*' {
+            let mut b = 0;
+            while b < 256 {
+                t[b] |= 1 << i;
+                b += 1;
+            }
+        } else {
+            t[name[0] as usize] |= 1 << i;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// Does a row of [`catalogue::ENV`] match `name`? The rows of `name`'s first byte only.
+fn env_row_matches(name: &[u8]) -> bool {
+    let env = catalogue::ENV;
+    let (Some(&first), true) = (name.first(), env.len() <= 128) else {
+        return env
+            .iter()
+            .any(|e| env_name_matches(e.name.as_bytes(), name));
+    };
+    let mut rows = ENV_ROWS_BY_FIRST[usize::from(first)];
+    while rows != 0 {
+        let i = rows.trailing_zeros() as usize;
+        rows &= rows - 1;
+        if env_name_matches(env[i].name.as_bytes(), name) {
+            return true;
+        }
+    }
+    false
+}
+
+/// [`catalogue::env_name_matches`] on bytes (the same comparison: a row is ASCII).
+fn env_name_matches(pattern: &[u8], name: &[u8]) -> bool {
+    match pattern.split_last() {
+        Some((b'*', prefix)) => name.starts_with(prefix),
+        _ => pattern == name,
     }
 }
 
@@ -723,10 +778,26 @@ mod tests {
         .map(String::from)
         .to_vec();
         names.extend(catalogue::ENV.iter().map(|e| e.name.replace('*', "X")));
+        // The per-first-byte rows: every row's own text, its prefix, a longer name, another
+        // first byte (each may fall on a different row or none).
+        names.extend(catalogue::ENV.iter().map(|e| e.name.to_owned()));
+        names.extend(
+            catalogue::ENV
+                .iter()
+                .map(|e| e.name.trim_end_matches('*').to_owned()),
+        );
+        names.extend(catalogue::ENV.iter().map(|e| format!("{}Z", e.name)));
+        names.extend(catalogue::ENV.iter().map(|e| format!("X{}", e.name)));
+        names.extend(catalogue::ENV.iter().map(|e| e.name.to_ascii_lowercase()));
         names.extend(catalogue::ENV_GIT_HARMLESS.iter().map(|n| (*n).to_owned()));
         for name in &names {
             assert_eq!(d.keeps(OsStr::new(name)), full(name), "{name}");
         }
+        // Positive control: the table does rule names out (a name of each row is dropped).
+        assert!(!d.keeps(OsStr::new("LD_PRELOAD")) && !d.keeps(OsStr::new("PYTHONPATH")));
+        // Non-UTF-8 names: kept unless `GIT_`-prefixed, as before the byte comparison.
+        assert!(d.keeps(OsStr::from_bytes(b"LD_\xff")));
+        assert!(!d.keeps(OsStr::from_bytes(b"GIT_\xff")));
     }
 
     #[test]

@@ -254,33 +254,77 @@ impl Session {
     /// reading them as `-c` before the agent's arguments (so the agent's own `-c` still comes
     /// later, and the agent's `GIT_CONFIG_PARAMETERS` earlier).
     pub fn child_env(&self, keep_config_env: bool) -> Vec<(OsString, OsString)> {
-        let mut inherited_params = None;
-        let mut out: Vec<(OsString, OsString)> = Vec::with_capacity(64);
-        for (k, v) in std::env::vars_os() {
-            if keep_config_env && is_config_carrier(&k) {
-                if k == "GIT_CONFIG_PARAMETERS" {
+        use std::os::unix::ffi::OsStrExt;
+        let inherited: Vec<Vec<u8>> = std::env::vars_os()
+            .map(|(k, v)| [k.as_bytes(), b"=", v.as_bytes()].concat())
+            .collect();
+        self.env_entries(keep_config_env, inherited.iter().map(Vec::as_slice))
+            .into_iter()
+            .map(|e| {
+                let (k, v) = e.split();
+                (
+                    OsStr::from_bytes(k).to_owned(),
+                    OsStr::from_bytes(v).to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    /// [`Session::child_env`] over `inherited`, each variable as its `name=value` bytes (the
+    /// form `environ` holds), the result in the same form: inherited entries are borrowed, not
+    /// copied. The one place that decides git's environment, for the `exec` of the hot path
+    /// (which reads `environ` itself) and for every `Command`.
+    ///
+    /// An entry's name is everything before its first `=` after the first byte, as std reads
+    /// `environ` (`std::env::vars_os`); an entry without one is not a variable and is dropped.
+    pub fn env_entries<'a>(
+        &self,
+        keep_config_env: bool,
+        inherited: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Vec<EnvEntry<'a>> {
+        let mut inherited_params: Option<&[u8]> = None;
+        let mut out: Vec<EnvEntry<'a>> = Vec::with_capacity(64);
+        // Each set variable replaces every inherited one of its name (dropped here), and a
+        // later one of the set an earlier: what a `retain` then `push` per set variable does.
+        let set = self.defused.set_vars();
+        let is_set = |k: &[u8]| set.iter().any(|(s, _)| s.as_bytes() == k);
+        for kv in inherited {
+            let Some((k, v)) = split_entry(kv) else {
+                continue;
+            };
+            let kept = if keep_config_env && is_config_carrier(k) {
+                if k == CONFIG_PARAMETERS {
                     inherited_params = Some(v);
+                    false
                 } else {
-                    out.push((k, v));
+                    true
                 }
-            } else if self.defused.keeps(&k) {
-                out.push((k, v));
+            } else {
+                self.defused.keeps_bytes(k)
+            };
+            if kept && !is_set(k) {
+                out.push(EnvEntry::Borrowed(kv));
             }
         }
-        for (k, v) in self.defused.set_vars() {
-            out.retain(|(have, _)| have.as_os_str() != OsStr::new(k));
-            out.push((OsString::from(k), v.clone()));
+        for (i, (k, v)) in set.iter().enumerate() {
+            use std::os::unix::ffi::OsStrExt;
+            if set[i + 1..].iter().all(|(later, _)| later != k) {
+                out.push(EnvEntry::owned(k.as_bytes(), v.as_bytes()));
+            }
         }
         for (i, (k, v)) in self.config_pairs().enumerate() {
             if k.contains(&b'=') {
-                out.push((format!("GITWARD_CONFIG_VALUE_{i}").into(), v.into()));
+                let name = format!("GITWARD_CONFIG_VALUE_{i}");
+                out.push(EnvEntry::owned(name.as_bytes(), v.as_bytes()));
             }
         }
-        let params = self
-            .defused
-            .config_parameters(self.config_pairs(), inherited_params.as_deref());
+        let params = self.defused.config_parameters(
+            self.config_pairs(),
+            inherited_params.map(std::os::unix::ffi::OsStrExt::from_bytes),
+        );
         if let Some(p) = params {
-            out.push(("GIT_CONFIG_PARAMETERS".into(), p));
+            use std::os::unix::ffi::OsStrExt;
+            out.push(EnvEntry::owned(CONFIG_PARAMETERS, p.as_bytes()));
         }
         out
     }
@@ -300,8 +344,9 @@ impl Session {
     /// empty signal mask and `SIGPIPE` at its default, as std resets them, then `execve`),
     /// without building std's environment map on the hot path. Returns only on failure.
     pub fn exec(&self, args: &[OsString], keep_config_env: bool) -> std::io::Error {
+        use nix::libc::{c_char, execve};
         use nix::sys::signal::{signal, sigprocmask, SigHandler, SigSet, SigmaskHow, Signal};
-        use std::ffi::CString;
+        use std::ffi::{CStr, CString};
         use std::os::unix::ffi::OsStrExt;
         if !self.git.is_absolute() {
             return self.command(args, keep_config_env).exec();
@@ -313,39 +358,120 @@ impl Session {
             for a in self.config_args().iter().chain(args) {
                 argv.push(c(a.as_bytes())?);
             }
-            let mut envp = Vec::new();
-            for (k, v) in self.child_env(keep_config_env) {
-                // Sized once for `k=v` and the NUL `CString` adds: no regrowth per variable.
-                let mut kv = Vec::with_capacity(k.len() + v.len() + 2);
-                kv.extend_from_slice(k.as_bytes());
-                kv.push(b'=');
-                kv.extend_from_slice(v.as_bytes());
-                envp.push(CString::new(kv).map_err(|_| std::io::ErrorKind::InvalidInput)?);
-            }
-            Ok::<_, std::io::ErrorKind>((path, argv, envp))
+            Ok::<_, std::io::ErrorKind>((path, argv))
         })();
-        let (path, argv, envp) = match prepared {
+        let (path, argv) = match prepared {
             Ok(p) => p,
             Err(kind) => return kind.into(),
         };
+        // The inherited environment as the C strings `environ` holds (no copy of the kept
+        // ones): this process is single-threaded and nothing changes `environ` before exec.
+        // SAFETY: `environ` is a NULL-terminated array of NUL-terminated strings.
+        let inherited = unsafe { environ_entries() };
+        let entries = self.env_entries(keep_config_env, inherited);
+        // The entries the shim made, NUL-terminated; a NUL inside one is refused as std does.
+        let mut owned: Vec<CString> = Vec::with_capacity(entries.len());
+        let mut envp: Vec<*const c_char> = Vec::with_capacity(entries.len() + 1);
+        for e in &entries {
+            match e {
+                // SAFETY: a borrowed entry is a whole `environ` string, followed by its NUL.
+                EnvEntry::Borrowed(b) => envp.push(b.as_ptr().cast()),
+                EnvEntry::Owned { kv, .. } => match CString::new(kv.as_slice()) {
+                    Ok(s) => {
+                        envp.push(s.as_ptr());
+                        owned.push(s);
+                    }
+                    Err(_) => return std::io::ErrorKind::InvalidInput.into(),
+                },
+            }
+        }
+        envp.push(std::ptr::null());
+        let argvp: Vec<*const c_char> = argv
+            .iter()
+            .map(|a| CStr::as_ptr(a))
+            .chain(std::iter::once(std::ptr::null()))
+            .collect();
         let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
         // SAFETY: restoring the default disposition runs no handler code.
         unsafe {
             let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
         }
-        match nix::unistd::execve(&path, &argv, &envp) {
-            Err(e) => std::io::Error::from(e),
-            Ok(never) => match never {},
-        }
+        // SAFETY: `path`, `argvp` and `envp` are NULL-terminated arrays of NUL-terminated
+        // strings that outlive the call (`argv`, `owned` and `environ` are alive here).
+        unsafe { execve(path.as_ptr(), argvp.as_ptr(), envp.as_ptr()) };
+        std::io::Error::last_os_error()
     }
 }
 
-fn is_config_carrier(k: &OsStr) -> bool {
-    let k = k.to_string_lossy();
-    k == "GIT_CONFIG_PARAMETERS"
-        || k == "GIT_CONFIG_COUNT"
-        || k.starts_with("GIT_CONFIG_KEY_")
-        || k.starts_with("GIT_CONFIG_VALUE_")
+/// One variable of git's environment as `name=value` bytes: borrowed from the inherited
+/// environment, or made by the shim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvEntry<'a> {
+    Borrowed(&'a [u8]),
+    Owned { kv: Vec<u8>, name_len: usize },
+}
+
+/// An inherited `name=value`, split as std splits `environ`: at the first `=` after the first
+/// byte (a name may start with `=`); `None` without one.
+fn split_entry(kv: &[u8]) -> Option<(&[u8], &[u8])> {
+    let at = 1 + kv.get(1..)?.iter().position(|&b| b == b'=')?;
+    Some((&kv[..at], &kv[at + 1..]))
+}
+
+impl EnvEntry<'_> {
+    fn owned(name: &[u8], value: &[u8]) -> Self {
+        let mut kv = Vec::with_capacity(name.len() + value.len() + 2);
+        kv.extend_from_slice(name);
+        kv.push(b'=');
+        kv.extend_from_slice(value);
+        EnvEntry::Owned {
+            kv,
+            name_len: name.len(),
+        }
+    }
+
+    /// The name and the value.
+    pub fn split(&self) -> (&[u8], &[u8]) {
+        match self {
+            // Only entries `split_entry` accepted are borrowed.
+            EnvEntry::Borrowed(kv) => split_entry(kv).unwrap_or((kv, b"")),
+            EnvEntry::Owned { kv, name_len } => (&kv[..*name_len], &kv[name_len + 1..]),
+        }
+    }
+
+    pub fn name(&self) -> &[u8] {
+        self.split().0
+    }
+}
+
+/// The process's environment as `environ` holds it, without copying.
+///
+/// # Safety
+/// Nothing may change the environment while the returned slices are in use (the shim is
+/// single-threaded and calls no `setenv`).
+unsafe fn environ_entries() -> impl Iterator<Item = &'static [u8]> {
+    extern "C" {
+        static environ: *const *const std::ffi::c_char;
+    }
+    let mut p = environ;
+    std::iter::from_fn(move || {
+        if p.is_null() || (*p).is_null() {
+            return None;
+        }
+        let s = std::ffi::CStr::from_ptr(*p).to_bytes();
+        p = p.add(1);
+        Some(s)
+    })
+}
+
+/// The variable git keeps `-c` in.
+const CONFIG_PARAMETERS: &[u8] = b"GIT_CONFIG_PARAMETERS";
+
+fn is_config_carrier(k: &[u8]) -> bool {
+    k == CONFIG_PARAMETERS
+        || k == b"GIT_CONFIG_COUNT"
+        || k.starts_with(b"GIT_CONFIG_KEY_")
+        || k.starts_with(b"GIT_CONFIG_VALUE_")
 }
 
 /// `GIT_CEILING_DIRECTORIES` for the session: the parent of the repository and of every

@@ -1012,3 +1012,129 @@ fn reinstall_leaves_no_temporary_link() {
         assert_eq!(names, ["git"], "{names:?}");
     }
 }
+
+/// The environment git gets, built over `environ`'s `name=value` entries without copying
+/// them ([`super::Session::env_entries`]), is the one the `(name, value)` filter before it
+/// built: same variables, same order, same values (a reference copy of that filter below),
+/// with and without the agent's `GIT_CONFIG_*` kept.
+#[test]
+fn env_entries_are_what_the_pair_filter_built() {
+    use super::{is_config_carrier, Session};
+    use crate::env::{GitProbe, GitVersionRepr};
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let e = env("");
+    let mut opts = DefuseOptions::new(GitVersion::new(2, 47, 3));
+    opts.ceilings = super::ceilings(&e.policy);
+    opts.keep = super::KEEP.iter().map(|s| (*s).to_owned()).collect();
+    // A kept name the set also sets (none in the shim's own lists): the set's value wins.
+    opts.keep.push("GIT_PAGER".to_owned());
+    let session = Session {
+        policy: e.policy.clone(),
+        git: PathBuf::from("/usr/bin/git"),
+        probe: GitProbe {
+            path: PathBuf::from("/usr/bin/git"),
+            version: GitVersionRepr(2, 47, 3),
+            exec_path: PathBuf::from("/usr/lib/git-core"),
+            system_config: PathBuf::from("/etc/gitconfig"),
+        },
+        defused: Defused::new(opts),
+    };
+    let raw: Vec<&[u8]> = vec![
+        b"PATH=/usr/bin:/bin",
+        b"HOME=/home/a",
+        b"LD_PRELOAD=/tmp/evil.so",
+        b"GIT_PAGER=less",
+        b"PAGER=more",
+        b"GIT_DIR=/r/.git",
+        b"GIT_AUTHOR_NAME=A=B",
+        b"GIT_TRACE=1",
+        b"GIT_CONFIG_COUNT=1",
+        b"GIT_CONFIG_KEY_0=user.name",
+        b"GIT_CONFIG_VALUE_0=Env",
+        b"GIT_CONFIG_PARAMETERS='user.email'='e@x'",
+        b"GIT_CEILING_DIRECTORIES=/",
+        b"NOEQUALS",
+        b"=odd=value",
+        b"EMPTY=",
+        b"HOME=/home/second",
+        b"N\xffX=non-utf8",
+        b"GIT_\xff=non-utf8",
+    ];
+    // The filter as it was, over `(name, value)` pairs split as `std::env::vars_os` splits.
+    let reference = |keep_config_env: bool| -> Vec<(Vec<u8>, Vec<u8>)> {
+        let pairs = raw.iter().filter_map(|kv| {
+            let at = 1 + kv.get(1..)?.iter().position(|&b| b == b'=')?;
+            Some((
+                OsStr::from_bytes(&kv[..at]).to_owned(),
+                OsStr::from_bytes(&kv[at + 1..]).to_owned(),
+            ))
+        });
+        let mut inherited_params = None;
+        let mut out: Vec<(OsString, OsString)> = Vec::new();
+        for (k, v) in pairs {
+            if keep_config_env && is_config_carrier(k.as_bytes()) {
+                if k == "GIT_CONFIG_PARAMETERS" {
+                    inherited_params = Some(v);
+                } else {
+                    out.push((k, v));
+                }
+            } else if session.defused.keeps(&k) {
+                out.push((k, v));
+            }
+        }
+        for (k, v) in session.defused.set_vars() {
+            out.retain(|(have, _)| have.as_os_str() != OsStr::new(k));
+            out.push((OsString::from(k), v.clone()));
+        }
+        let params = session
+            .defused
+            .config_parameters(session.config_pairs(), inherited_params.as_deref());
+        if let Some(p) = params {
+            out.push(("GIT_CONFIG_PARAMETERS".into(), p));
+        }
+        out.into_iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect()
+    };
+    for keep_config_env in [false, true] {
+        let got: Vec<(Vec<u8>, Vec<u8>)> = session
+            .env_entries(keep_config_env, raw.iter().copied())
+            .iter()
+            .map(|e| {
+                let (k, v) = e.split();
+                (k.to_vec(), v.to_vec())
+            })
+            .collect();
+        assert_eq!(got, reference(keep_config_env), "keep {keep_config_env}");
+        let names: Vec<&[u8]> = got.iter().map(|(k, _)| k.as_slice()).collect();
+        let value = |n: &[u8]| got.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_slice());
+        // Controls: each rule is seen to act (dropped, replaced, kept, carried).
+        assert!(!names.contains(&b"LD_PRELOAD".as_slice()));
+        assert!(!names.contains(&b"GIT_TRACE".as_slice()));
+        assert!(!names.contains(&b"NOEQUALS".as_slice()));
+        assert!(!names.contains(&b"GIT_\xff".as_slice()));
+        assert!(names.contains(&b"N\xffX".as_slice()));
+        assert_eq!(value(b"GIT_PAGER"), Some(b"cat".as_slice()));
+        assert_eq!(names.iter().filter(|n| **n == b"GIT_PAGER").count(), 1);
+        assert_eq!(value(b"GIT_DIR"), Some(b"/r/.git".as_slice()));
+        assert_eq!(value(b"GIT_AUTHOR_NAME"), Some(b"A=B".as_slice()));
+        assert_eq!(value(b"=odd"), Some(b"value".as_slice()));
+        assert_eq!(names.iter().filter(|n| **n == b"HOME").count(), 2);
+        assert_eq!(
+            names
+                .iter()
+                .filter(|n| **n == b"GIT_CEILING_DIRECTORIES")
+                .count(),
+            1
+        );
+        assert_ne!(value(b"GIT_CEILING_DIRECTORIES"), Some(b"/".as_slice()));
+        let params = value(b"GIT_CONFIG_PARAMETERS").unwrap();
+        assert!(params.starts_with(b"'core.fsmonitor'='false'") != keep_config_env);
+        assert_eq!(params.starts_with(b"'user.email'='e@x' "), keep_config_env);
+        assert_eq!(
+            names.contains(&b"GIT_CONFIG_COUNT".as_slice()),
+            keep_config_env
+        );
+    }
+}
