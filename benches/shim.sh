@@ -102,6 +102,37 @@ peak_rss "shim rev-parse HEAD" "$work/bin/git" rev-parse HEAD
 [[ -n ${floor[*]} ]] && peak_rss "exec-only rev-parse HEAD" "$work/floor" rev-parse HEAD
 peak_rss "git status" "$git" --no-optional-locks status --porcelain
 peak_rss "shim status" "$work/bin/git" --no-optional-locks status --porcelain
+# CPU time (task-clock: the wrapper and the git it execs are one task) and minor page faults
+# per call, in interleaved rounds (perf stat -r 50 per command per round; CPU_ROUNDS, default
+# 10): less sensitive to the neighbours' load than the wall clock. The median of the rounds.
+if command -v perf >/dev/null && [[ ${CPU_ROUNDS:-10} -gt 0 ]]; then
+  cpu=()
+  cpu+=("git:$git")
+  [[ -n ${floor[*]} ]] && cpu+=("exec-only:$work/floor")
+  [[ -n ${BEFORE:-} ]] && cpu+=("before shim:$work/before/git")
+  cpu+=("shim:$work/bin/git")
+  [[ ${STATIC:-0} == 1 ]] && cpu+=("static shim:$work/sbin/git")
+  for ((round = 0; round < ${CPU_ROUNDS:-10}; round++)); do
+    for pair in "${cpu[@]}"; do
+      perf stat -x, -e task-clock,minor-faults -r 50 -o "$work/perf" "${pair#*:}" rev-parse HEAD >/dev/null
+      awk -F, -v n="${pair%%:*}" '$3 == "task-clock" {t = $1} $3 == "minor-faults" {f = $1}
+        END {printf "%s\t%.1f\t%.1f\n", n, t * 1000, f}' "$work/perf" >> "$work/cpu.tsv"
+    done
+  done
+  echo "CPU per call, rev-parse HEAD (task-clock, median of ${CPU_ROUNDS:-10} interleaved rounds of 50; load $(cut -d' ' -f1 /proc/loadavg)):"
+  python3 - "$work/cpu.tsv" <<'PY'
+import sys, statistics, collections
+t, f = collections.defaultdict(list), collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    n, us, flt = line.rstrip("\n").split("\t")
+    t[n].append(float(us)); f[n].append(float(flt))
+g = statistics.median(t["git"])
+for n in t:
+    m = statistics.median(t[n])
+    extra = "" if n == "git" else f" (+{m - g:.0f} µs over git)"
+    print(f"  {n:12s} {m:7.0f} µs{extra}, minor faults {statistics.median(f[n]):.0f}")
+PY
+fi
 # Instruction counts (user space), load-independent: the wrapper up to its execve (callgrind
 # dumps there, file cg.<pid>.1) and git after it (cg.<pid>).
 if command -v valgrind >/dev/null; then
