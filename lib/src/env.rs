@@ -155,10 +155,18 @@ pub fn find_real_git(
     explicit: Option<&Path>,
     path_var: Option<&OsStr>,
 ) -> Result<PathBuf, GitError> {
+    find_real_git_from(std::env::current_exe().ok().as_deref(), explicit, path_var)
+}
+
+/// [`find_real_git`] with the running binary's path (`current_exe`) already known: the shim
+/// reads it once per call, for the pinned policy and for this.
+pub fn find_real_git_from(
+    current_exe: Option<&Path>,
+    explicit: Option<&Path>,
+    path_var: Option<&OsStr>,
+) -> Result<PathBuf, GitError> {
     use std::os::unix::fs::MetadataExt;
-    let me = std::env::current_exe()
-        .ok()
-        .and_then(|p| std::fs::metadata(p).ok());
+    let me = current_exe.and_then(|p| std::fs::metadata(p).ok());
     let is_me = |p: &Path| match (&me, std::fs::metadata(p)) {
         (Some(m), Ok(o)) => m.dev() == o.dev() && m.ino() == o.ino(),
         _ => false,
@@ -698,13 +706,14 @@ const SPLIT_PARAMETERS_SINCE: GitVersion = GitVersion::new(2, 31, 0);
 /// git's `sq_quote_buf`: `'…'`, with each `'` and `!` written as `'\''` and `'\!'`.
 fn sq_quote(dst: &mut Vec<u8>, src: &[u8]) {
     dst.push(b'\'');
-    for &b in src {
-        if b == b'\'' || b == b'!' {
-            dst.extend_from_slice(&[b'\'', b'\\', b, b'\'']);
-        } else {
-            dst.push(b);
-        }
+    // The runs between the two bytes that need it are copied whole, not byte by byte.
+    let mut rest = src;
+    while let Some(at) = rest.iter().position(|&b| b == b'\'' || b == b'!') {
+        dst.extend_from_slice(&rest[..at]);
+        dst.extend_from_slice(&[b'\'', b'\\', rest[at], b'\'']);
+        rest = &rest[at + 1..];
     }
+    dst.extend_from_slice(rest);
     dst.push(b'\'');
 }
 

@@ -23,7 +23,7 @@
 pub mod argv;
 pub mod rules;
 
-use crate::env::{find_real_git, DefuseOptions, Defused, GitError, GitProbe};
+use crate::env::{find_real_git, find_real_git_from, DefuseOptions, Defused, GitError, GitProbe};
 use crate::events::{append_line, Event, EventKind, Tool};
 use crate::exit;
 use crate::policy::{Policy, PolicyError};
@@ -94,10 +94,7 @@ pub struct PolicySource {
 
 /// Find the policy file: pinned beside the running binary, else `GITWARD_POLICY`.
 pub fn policy_path() -> Result<PolicySource, ShimError> {
-    if let Some(dir) = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-    {
+    if let Some(dir) = current_exe().and_then(Path::parent) {
         let pin = dir.join(PINNED_POLICY);
         match std::fs::read_to_string(&pin) {
             Ok(s) => {
@@ -117,6 +114,13 @@ pub fn policy_path() -> Result<PolicySource, ShimError> {
             cache: None,
         })
         .ok_or(ShimError::NoPolicy)
+}
+
+/// The running binary (`/proc/self/exe`), read once per process: the pinned policy beside it
+/// and the real git's search (which skips it) both need it.
+fn current_exe() -> Option<&'static Path> {
+    static EXE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| std::env::current_exe().ok()).as_deref()
 }
 
 /// The validated policy, cached beside the pin (gitward's own folder, outside every writable
@@ -201,7 +205,8 @@ pub struct Session {
 impl Session {
     /// Policy, real git, version (cached) and the defused set for it.
     pub fn open(policy: Policy) -> Result<Session, ShimError> {
-        let git = find_real_git(
+        let git = find_real_git_from(
+            current_exe(),
             policy.real_git.as_deref(),
             std::env::var_os("PATH").as_deref(),
         )?;
