@@ -37,6 +37,7 @@ pub mod config;
 #[cfg(test)]
 mod difftest;
 pub mod env;
+pub mod environ;
 pub mod events;
 pub mod exit;
 pub mod fsx;

@@ -55,6 +55,8 @@ EXIT STATUS:
     (a layout the plan cannot vouch for), a planned path that cannot be bound";
 
 fn main() -> ExitCode {
+    // One entry per name before anything reads the environment (gitward::environ).
+    gitward::environ::one_copy_per_name();
     // The Landlock inner step (`agent-shell --landlock-exec …`): bubblewrap runs it inside the
     // sandbox; it applies the plan's ruleset and execs the command (docs/agent-shell.md).
     let argv: Vec<OsString> = std::env::args_os().collect();

@@ -60,6 +60,8 @@ pub extern "C" fn main(
     _argc: std::ffi::c_int,
     _argv: *const *const std::ffi::c_char,
 ) -> std::ffi::c_int {
+    // One entry per name before anything reads the environment (gitward::environ).
+    gitward::environ::one_copy_per_name();
     std::process::exit(i32::from(shim_main()))
 }
 

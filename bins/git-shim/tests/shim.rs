@@ -1237,3 +1237,148 @@ fn a_full_disk_is_one_error_line() {
         );
     }
 }
+
+/// Runs `prog args` in `dir` with exactly `env` as its `environ` (duplicates included, which
+/// std's `Command` cannot express); output discarded; the exit status.
+fn raw_exec(prog: &Path, args: &[&str], env: &[String], dir: &Path) -> Option<i32> {
+    use nix::sys::wait::{waitpid, WaitStatus};
+    use nix::unistd::{execve, fork, ForkResult};
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let path = CString::new(prog.as_os_str().as_bytes()).unwrap();
+    let argv: Vec<CString> = std::iter::once(path.clone())
+        .chain(args.iter().map(|a| CString::new(*a).unwrap()))
+        .collect();
+    let envp: Vec<CString> = env
+        .iter()
+        .map(|e| CString::new(e.as_str()).unwrap())
+        .collect();
+    let dir = CString::new(dir.as_os_str().as_bytes()).unwrap();
+    let null = CString::new("/dev/null").unwrap();
+    // SAFETY: the child only calls async-signal-safe functions (open, dup2, chdir, execve,
+    // _exit) on data prepared before the fork.
+    match unsafe { fork() }.unwrap() {
+        ForkResult::Child => unsafe {
+            let fd = nix::libc::open(null.as_ptr(), nix::libc::O_RDWR);
+            nix::libc::dup2(fd, 0);
+            nix::libc::dup2(fd, 1);
+            nix::libc::dup2(fd, 2);
+            nix::libc::chdir(dir.as_ptr());
+            let _ = execve(&path, &argv, &envp);
+            nix::libc::_exit(127);
+        },
+        ForkResult::Parent { child } => match waitpid(child, None).unwrap() {
+            WaitStatus::Exited(_, c) => Some(c),
+            _ => None,
+        },
+    }
+}
+
+/// R14-1 … R14-4: two entries of one name in the agent's environment. git (`getenv`) reads the
+/// first, std's `Command` the last, shells the last; the shim checked one copy and another ran.
+/// Every gitward binary now keeps the first copy of each name before reading anything
+/// (`gitward::environ`), so the copy checked is the copy every reader sees.
+#[test]
+fn duplicate_environment_entries_meet_the_rules_of_the_first() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        let canary = w.home.join("canary");
+        let fired = || canary.exists();
+        let clear = || {
+            let _ = std::fs::remove_file(&canary);
+        };
+        let arm = format!("touch {}; cat", canary.display());
+        std::fs::write(w.repo.join("f"), "one\n").unwrap();
+        std::fs::write(w.repo.join(".gitattributes"), "f diff=rt\n").unwrap();
+        w.plain(&w.repo, &["add", "f", ".gitattributes"]);
+        w.plain(&w.repo, &["commit", "-q", "-m", "f"]);
+        std::fs::write(w.repo.join("f"), "two\n").unwrap();
+        w.plain(&w.repo, &["commit", "-q", "-am", "f2"]);
+        std::fs::write(w.repo.join("f"), "three\n").unwrap();
+        let base = [
+            format!("HOME={}", w.home.display()),
+            "GIT_CONFIG_NOSYSTEM=1".to_string(),
+            format!("GIT_CONFIG_GLOBAL={}", w.home.join("gitconfig").display()),
+            format!("PATH={}:/usr/bin:/bin", w.bin.display()),
+            format!("GITWARD_POLICY={}", w.policy.display()),
+        ];
+        let with = |extra: &[String]| -> Vec<String> {
+            // The extra entries first: a duplicate of a base name (GIT_CONFIG_GLOBAL) is then
+            // the first copy, as the attack placed it.
+            extra.iter().chain(base.iter()).cloned().collect()
+        };
+        let shim = w.bin.join("git");
+
+        // R14-1: a harmless first GIT_CONFIG_PARAMETERS, an armed second one.
+        let good = "GIT_CONFIG_PARAMETERS='user.email'='y'".to_string();
+        let evil = format!("GIT_CONFIG_PARAMETERS='diff.rt.textconv'='{arm}'");
+        clear();
+        raw_exec(&g, &["diff"], &with(std::slice::from_ref(&evil)), &w.repo);
+        assert!(
+            fired(),
+            "{}: control (armed copy alone) did not fire",
+            g.display()
+        );
+        clear();
+        raw_exec(&shim, &["diff"], &with(&[good, evil]), &w.repo);
+        assert!(
+            !fired(),
+            "{}: R14-1 the second copy reached git",
+            g.display()
+        );
+
+        // R14-3: a second GIT_CONFIG_KEY_0 reaches the shells of git's script commands.
+        let dup_key = [
+            "GIT_CONFIG_COUNT=1".to_string(),
+            "GIT_CONFIG_KEY_0=user.name".to_string(),
+            "GIT_CONFIG_KEY_0=diff.rt.textconv".to_string(),
+            format!("GIT_CONFIG_VALUE_0={arm}"),
+        ];
+        let repo = w.repo.display().to_string();
+        let rp = ["request-pull", "-p", "HEAD~1", repo.as_str(), "HEAD"];
+        clear();
+        raw_exec(&g, &rp, &with(&dup_key), &w.repo);
+        assert!(
+            fired(),
+            "{}: control (plain git, same environment) did not fire",
+            g.display()
+        );
+        clear();
+        raw_exec(&shim, &rp, &with(&dup_key), &w.repo);
+        assert!(
+            !fired(),
+            "{}: R14-3 a shell saw the second key",
+            g.display()
+        );
+
+        // R14-4: a second GIT_CONFIG_GLOBAL: the alias rule looked at one file, git read another.
+        let g1 = w.home.join("g1");
+        let g2 = w.home.join("g2");
+        std::fs::write(
+            &g1,
+            format!("[alias]\n\trtx = !touch {}\n", canary.display()),
+        )
+        .unwrap();
+        std::fs::write(&g2, "").unwrap();
+        let dup_global = [
+            format!("GIT_CONFIG_GLOBAL={}", g1.display()),
+            format!("GIT_CONFIG_GLOBAL={}", g2.display()),
+        ];
+        clear();
+        raw_exec(&g, &["rtx"], &with(&dup_global), &w.repo);
+        assert!(
+            fired(),
+            "{}: control (plain git, same environment) did not fire",
+            g.display()
+        );
+        clear();
+        let code = raw_exec(&shim, &["rtx"], &with(&dup_global), &w.repo);
+        assert!(!fired(), "{}: R14-4 the alias ran", g.display());
+        assert_eq!(
+            code,
+            Some(121),
+            "{}: the alias rule must refuse it",
+            g.display()
+        );
+    }
+}

@@ -66,6 +66,8 @@ pub extern "C" fn main(
     _argv: *const *const std::ffi::c_char,
 ) -> std::ffi::c_int {
     use nix::sys::signal::{signal, SigHandler, Signal};
+    // One entry per name before anything reads the environment (gitward::environ).
+    gitward::environ::one_copy_per_name();
     // SAFETY: ignoring a signal installs no handler code.
     unsafe {
         let _ = signal(Signal::SIGPIPE, SigHandler::SigIgn);

@@ -92,6 +92,8 @@ enum HeldSub {
 }
 
 fn main() -> ExitCode {
+    // One entry per name before anything reads the environment (gitward::environ).
+    gitward::environ::one_copy_per_name();
     let cli: Cli = gitward::cli::parse_or_exit(gitward::exit::INCOMPLETE);
     if let Some(g) = cli.generate {
         return gitward::cli::print_generated(Cli::command(), g, gitward::exit::INCOMPLETE);
