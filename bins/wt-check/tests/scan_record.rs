@@ -264,3 +264,40 @@ fn a_new_pin_is_a_new_key() {
     let again = Key::take(&c.w.state(), &c.common()).unwrap();
     assert_eq!(after.to_bytes(), again.to_bytes());
 }
+
+/// The snapshot is kept as JSON text (`state::Refs`) and parsed only when the scan runs: a
+/// state file whose snapshot is not one is incomplete, whatever the record said before;
+/// one whose snapshot is not JSON cannot be read at all.
+#[test]
+fn a_damaged_snapshot_in_the_state_file_is_never_clean() {
+    let c = case();
+    assert!(c.record().exists());
+    let text = std::fs::read_to_string(c.w.state()).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for (what, refs, kind) in [
+        (
+            "another format",
+            serde_json::json!({"format": 99, "object_hash": "sha1", "refs": {}}),
+            "scan_incomplete",
+        ),
+        ("not a snapshot", serde_json::json!("x"), "scan_incomplete"),
+        ("missing", serde_json::Value::Null, "scan_incomplete"),
+    ] {
+        let mut v = v.clone();
+        v["refs"] = refs;
+        std::fs::write(c.w.state(), serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        let (code, ev) = c.w.check(false);
+        assert_eq!(code, 2, "{what}: {ev:?}");
+        assert!(has(&ev, kind), "{what}: {ev:?}");
+    }
+    // Not JSON inside the snapshot: the state file is refused.
+    let broken = text.replacen("\"refs\": {", "\"refs\": {{", 1);
+    assert_ne!(broken, text);
+    std::fs::write(c.w.state(), &broken).unwrap();
+    let (code, ev) = c.w.check(false);
+    assert_eq!(code, 2, "{ev:?}");
+    assert!(has(&ev, "check_incomplete"), "{ev:?}");
+    // Positive control: the state file as pinned is clean again.
+    std::fs::write(c.w.state(), &text).unwrap();
+    assert_eq!(c.w.check(false).0, 0);
+}

@@ -68,10 +68,8 @@ fn scan_inner(state: &State, emit: &mut dyn FnMut(Event)) -> (Outcome, bool) {
         .repo(&state.repo)
         .with("reason", why)
     };
-    // Deserialised from the state's value in place (a clone of git.git's 1,018 refs as a
-    // JSON tree cost 6 M instructions, its drop 1.5 M).
-    use serde::Deserialize;
-    let snap = match crate::scan::RefSnapshot::deserialize(&state.refs) {
+    // Parsed from the state's JSON text here, where it is needed (`state::Refs`).
+    let snap = match serde_json::from_str::<crate::scan::RefSnapshot>(state.refs.json()) {
         Ok(s) => s,
         Err(e) => {
             emit(incomplete(format!(
