@@ -51,11 +51,11 @@
 //! read or is damaged is no record.
 
 use crate::fsx::write_back;
-use nix::dir::Dir;
+use nix::errno::Errno;
 use nix::fcntl::{openat, AtFlags, OFlag};
 use nix::sys::stat::{fstat, fstatat, FileStat, Mode, SFlag};
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -89,25 +89,56 @@ fn kind(st: &FileStat) -> SFlag {
     SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT
 }
 
-fn open_dir(dir: impl AsFd, name: &OsStr) -> nix::Result<OwnedFd> {
+fn open_dir(dir: impl AsFd, name: &[u8]) -> nix::Result<OwnedFd> {
     openat(
         dir,
-        name,
+        OsStr::from_bytes(name),
         OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
         Mode::empty(),
     )
 }
 
-/// Sorted names of the open folder (without `.` and `..`).
-fn names(fd: &OwnedFd) -> Option<Vec<Vec<u8>>> {
-    let dup = fd.try_clone().ok()?;
-    let mut d = Dir::from_fd(dup).ok()?;
+const DT_DIR: u8 = nix::libc::DT_DIR;
+
+/// The entries of the folder open as `fd` (freshly opened: read from its start), sorted,
+/// each with its `d_type` (a hint: what is opened as a folder is checked on the descriptor).
+fn list(fd: &OwnedFd, buf: &mut [u8]) -> Option<Vec<(Vec<u8>, u8)>> {
     let mut out = Vec::new();
-    for e in d.iter() {
-        let e = e.ok()?;
-        let n = e.file_name().to_bytes();
-        if n != b"." && n != b".." {
-            out.push(n.to_vec());
+    loop {
+        // SAFETY: `fd` is an open descriptor borrowed for the call; the kernel writes at most
+        // `buf.len()` bytes into `buf`, valid and exclusively borrowed for the call.
+        let r = unsafe {
+            nix::libc::syscall(
+                nix::libc::SYS_getdents64,
+                fd.as_raw_fd(),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+        if r < 0 {
+            if Errno::last() == Errno::EINTR {
+                continue;
+            }
+            return None;
+        }
+        let n = usize::try_from(r).ok()?;
+        if n == 0 {
+            break;
+        }
+        // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
+        let mut b = buf.get(..n)?;
+        while !b.is_empty() {
+            let reclen = usize::from(u16::from_ne_bytes([*b.get(16)?, *b.get(17)?]));
+            if reclen <= 19 {
+                return None;
+            }
+            let rec = b.get(..reclen)?;
+            let raw = rec.get(19..)?;
+            let name = &raw[..raw.iter().position(|c| *c == 0)?];
+            if name != b"." && name != b".." {
+                out.push((name.to_vec(), rec[18]));
+            }
+            b = &b[reclen..];
         }
     }
     out.sort();
@@ -117,6 +148,8 @@ fn names(fd: &OwnedFd) -> Option<Vec<Vec<u8>>> {
 struct Taker {
     key: Key,
     dev: u64,
+    /// One listing buffer for the whole key.
+    buf: Vec<u8>,
 }
 
 impl Taker {
@@ -136,7 +169,7 @@ impl Taker {
 
     /// Device and inode only: a folder whose listing follows.
     fn put_dir(&mut self, st: &FileStat) -> Option<()> {
-        if st.st_dev != self.dev {
+        if st.st_dev != self.dev || kind(st) != SFlag::S_IFDIR {
             return None;
         }
         self.key.bytes.push(b'd');
@@ -171,12 +204,12 @@ impl Taker {
     fn lstat(dir: &OwnedFd, name: &[u8]) -> Option<Option<FileStat>> {
         match fstatat(dir, OsStr::from_bytes(name), AtFlags::AT_SYMLINK_NOFOLLOW) {
             Ok(st) => Some(Some(st)),
-            Err(nix::errno::Errno::ENOENT) => Some(None),
+            Err(Errno::ENOENT) => Some(None),
             Err(_) => None,
         }
     }
 
-    /// A file that may be absent: its stamps, or `-`.
+    /// A regular file that may be absent: its stamps, or `-`.
     fn leaf(&mut self, dir: &OwnedFd, rel: &Path, name: &str) -> Option<()> {
         self.put_name(name.as_bytes())?;
         match Self::lstat(dir, name.as_bytes())? {
@@ -190,40 +223,58 @@ impl Taker {
         Some(())
     }
 
-    /// A folder that may be absent, listed to the bottom.
-    fn tree(&mut self, dir: &OwnedFd, rel: &Path, name: &[u8]) -> Option<()> {
-        self.put_name(name)?;
-        let Some(st) = Self::lstat(dir, name)? else {
-            self.key.bytes.push(b'-');
-            return Some(());
-        };
-        self.subtree(dir, rel, name, &st)
+    /// The folder `name` of `dir`, opened (no link followed) and checked on the descriptor;
+    /// `Ok(None)` when it is absent, `Err(())` when it is something else than a folder.
+    fn open_folder(dir: &OwnedFd, name: &[u8]) -> Result<Option<(OwnedFd, FileStat)>, ()> {
+        match open_dir(dir, name) {
+            Ok(fd) => {
+                let st = fstat(&fd).map_err(|_| ())?;
+                Ok(Some((fd, st)))
+            }
+            Err(Errno::ENOENT) => Ok(None),
+            Err(_) => Err(()),
+        }
     }
 
-    fn subtree(&mut self, dir: &OwnedFd, rel: &Path, name: &[u8], st: &FileStat) -> Option<()> {
-        let rel = rel.join(OsStr::from_bytes(name));
-        match kind(st) {
-            SFlag::S_IFREG => {
-                self.put_full(st)?;
-                self.key.files.push(rel);
-            }
-            SFlag::S_IFDIR => {
-                let fd = open_dir(dir, OsStr::from_bytes(name)).ok()?;
-                // The folder opened is the folder stated (no swap in between).
-                let st2 = fstat(&fd).ok()?;
-                if st2.st_ino != st.st_ino || st2.st_dev != st.st_dev {
-                    return None;
+    /// The name `name` of `dir`, already put: a folder listed to the bottom (device and inode,
+    /// then each entry), a file with its stamps, `-` for a missing name; anything else (a
+    /// link, a special file) gives no key.
+    fn entry(&mut self, dir: &OwnedFd, rel: &Path, name: &[u8], dir_hint: bool) -> Option<()> {
+        if dir_hint {
+            match Self::open_folder(dir, name) {
+                Ok(Some((fd, st))) => {
+                    return self.folder(&fd, &st, &rel.join(OsStr::from_bytes(name)))
                 }
-                self.put_dir(st)?;
-                let list = names(&fd)?;
-                self.put(list.len() as u64);
-                for n in list {
-                    self.put_name(&n)?;
-                    let st = Self::lstat(&fd, &n)??;
-                    self.subtree(&fd, &rel, &n, &st)?;
+                Ok(None) => {
+                    self.key.bytes.push(b'-');
+                    return Some(());
                 }
+                // Not a folder (a link, a file): as `lstat` says below.
+                Err(()) => {}
             }
-            _ => return None,
+        }
+        match Self::lstat(dir, name)? {
+            None => self.key.bytes.push(b'-'),
+            Some(st) if kind(&st) == SFlag::S_IFREG => {
+                self.put_full(&st)?;
+                self.key.files.push(rel.join(OsStr::from_bytes(name)));
+            }
+            Some(st) if kind(&st) == SFlag::S_IFDIR && !dir_hint => {
+                return self.entry(dir, rel, name, true);
+            }
+            Some(_) => return None,
+        }
+        Some(())
+    }
+
+    /// An open folder: device and inode, then its entries, each listed to the bottom.
+    fn folder(&mut self, fd: &OwnedFd, st: &FileStat, rel: &Path) -> Option<()> {
+        self.put_dir(st)?;
+        let list = list(fd, &mut self.buf)?;
+        self.put(list.len() as u64);
+        for (n, t) in list {
+            self.put_name(&n)?;
+            self.entry(fd, rel, &n, t == DT_DIR)?;
         }
         Some(())
     }
@@ -256,6 +307,7 @@ impl Key {
                 entries: 0,
             },
             dev: st_root.st_dev,
+            buf: vec![0u8; 16 * 1024],
         };
         t.key
             .bytes
@@ -280,70 +332,79 @@ impl Key {
         for f in ["HEAD", "packed-refs", "config", "commondir"] {
             t.leaf(&root, here, f)?;
         }
-        t.tree(&root, here, b"refs")?;
+        t.put_name(b"refs")?;
+        t.entry(&root, here, b"refs", true)?;
 
         // Worktree entries: each one's HEAD and private refs.
         t.put_name(b"worktrees")?;
-        match Taker::lstat(&root, b"worktrees")? {
-            None => t.key.bytes.push(b'-'),
-            Some(st) if kind(&st) == SFlag::S_IFDIR => {
-                let wt = open_dir(&root, OsStr::new("worktrees")).ok()?;
+        match Taker::open_folder(&root, b"worktrees") {
+            Ok(None) => t.key.bytes.push(b'-'),
+            Ok(Some((wt, st))) => {
                 t.put_dir(&st)?;
                 let rel = Path::new("worktrees");
-                let list = names(&wt)?;
+                let list = list(&wt, &mut t.buf)?;
                 t.put(list.len() as u64);
-                for id in list {
+                for (id, ty) in list {
                     t.put_name(&id)?;
-                    let st = Taker::lstat(&wt, &id)??;
-                    match kind(&st) {
-                        SFlag::S_IFDIR => {
-                            let e = open_dir(&wt, OsStr::from_bytes(&id)).ok()?;
-                            let st2 = fstat(&e).ok()?;
-                            if st2.st_ino != st.st_ino {
-                                return None;
-                            }
+                    let opened = if ty == DT_DIR {
+                        Taker::open_folder(&wt, &id)
+                    } else {
+                        Err(())
+                    };
+                    match opened {
+                        Ok(Some((e, st))) => {
                             t.put_dir(&st)?;
                             let rel = rel.join(OsStr::from_bytes(&id));
                             t.leaf(&e, &rel, "HEAD")?;
-                            t.tree(&e, &rel, b"refs")?;
+                            t.put_name(b"refs")?;
+                            t.entry(&e, &rel, b"refs", true)?;
                         }
-                        SFlag::S_IFREG => t.put_full(&st)?,
-                        _ => return None,
+                        Ok(None) => return None,
+                        // Not a folder: a regular file is stamped (git and the snapshot
+                        // skip it), anything else gives no key.
+                        Err(()) => {
+                            let st = Taker::lstat(&wt, &id)??;
+                            if kind(&st) != SFlag::S_IFREG {
+                                return None;
+                            }
+                            t.put_full(&st)?;
+                        }
                     }
                 }
             }
-            Some(_) => return None,
+            Err(()) => return None,
         }
 
         // The object store: packs and info listed to the bottom, fan-out folders stamped.
         t.put_name(b"objects")?;
-        let st = Taker::lstat(&root, b"objects")??;
-        if kind(&st) != SFlag::S_IFDIR {
+        let Ok(Some((objects, st))) = Taker::open_folder(&root, b"objects") else {
             return None;
-        }
-        let objects = open_dir(&root, OsStr::new("objects")).ok()?;
+        };
         t.put_dir(&st)?;
         let rel = Path::new("objects");
-        let list = names(&objects)?;
+        let list = list(&objects, &mut t.buf)?;
         t.put(list.len() as u64);
-        for n in list {
+        for (n, _) in list {
             t.put_name(&n)?;
-            let st = Taker::lstat(&objects, &n)??;
-            match (n.as_slice(), kind(&st)) {
-                (b"pack", _) => t.subtree(&objects, rel, &n, &st)?,
-                (b"info", SFlag::S_IFDIR) => {
-                    let info = open_dir(&objects, OsStr::new("info")).ok()?;
-                    if Taker::lstat(&info, b"alternates")?.is_some() {
+            match n.as_slice() {
+                b"pack" => t.entry(&objects, rel, &n, true)?,
+                b"info" => {
+                    if Taker::lstat(&objects, b"info/alternates")?.is_some() {
                         return None;
                     }
-                    t.subtree(&objects, rel, &n, &st)?;
+                    t.entry(&objects, rel, &n, true)?;
                 }
-                (_, SFlag::S_IFDIR) => t.put_full(&st)?,
-                (_, SFlag::S_IFREG) => {
-                    t.put_full(&st)?;
-                    t.key.files.push(rel.join(OsStr::from_bytes(&n)));
+                _ => {
+                    let st = Taker::lstat(&objects, &n)??;
+                    match kind(&st) {
+                        SFlag::S_IFDIR => t.put_full(&st)?,
+                        SFlag::S_IFREG => {
+                            t.put_full(&st)?;
+                            t.key.files.push(rel.join(OsStr::from_bytes(&n)));
+                        }
+                        _ => return None,
+                    }
                 }
-                _ => return None,
             }
         }
         Some(t.key)
