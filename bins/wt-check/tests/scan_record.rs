@@ -301,3 +301,46 @@ fn a_damaged_snapshot_in_the_state_file_is_never_clean() {
     std::fs::write(c.w.state(), &text).unwrap();
     assert_eq!(c.w.check(false).0, 0);
 }
+
+/// The agents' end-of-turn hook (`wt-check hook codex-stop`) scans with the same record: a
+/// ref moved since the record is reported there too.
+#[test]
+fn the_end_of_turn_hook_scans_a_moved_ref_with_the_record_armed() {
+    use std::io::Write;
+    let c = case();
+    let input = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/hooks/codex-stop.json"
+    ))
+    .unwrap();
+    let st = c.w.state();
+    let run = || {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_wt-check"));
+        c.w.env(&mut cmd);
+        cmd.args(["hook", "codex-stop", "--state", st.to_str().unwrap()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(c.record().exists());
+    let clean = run();
+    assert!(!clean.contains("commit_flagged"), "{clean}");
+    assert!(c.record().exists(), "a clean hook keeps the record");
+    std::fs::write(c.common().join("refs/heads/evil"), format!("{}\n", c.evil)).unwrap();
+    let out = run();
+    assert!(out.contains("commit_flagged"), "{out}");
+    // Positive control: a record holding the key taken now hides it from the hook too.
+    let k = Key::take(&st, &c.common()).unwrap();
+    std::fs::write(c.record(), k.to_bytes()).unwrap();
+    let hidden = run();
+    assert!(!hidden.contains("commit_flagged"), "{hidden}");
+}
