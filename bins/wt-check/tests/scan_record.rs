@@ -344,3 +344,24 @@ fn the_end_of_turn_hook_scans_a_moved_ref_with_the_record_armed() {
     let hidden = run();
     assert!(!hidden.contains("commit_flagged"), "{hidden}");
 }
+
+/// Racy git's rule end to end: a ref written less than the margin before the check is not
+/// recorded (a second write in the same clock tick could leave every stamp equal).
+#[test]
+fn a_ref_written_within_the_racy_margin_is_not_recorded() {
+    let c = case();
+    assert!(c.record().exists());
+    let p = c.common().join("refs/heads/o");
+    let same = std::fs::read(&p).unwrap();
+    std::fs::write(&p, &same).unwrap();
+    let (code, ev) = c.w.check(false);
+    assert_eq!(code, 0, "refs as pinned: {ev:?}");
+    assert!(
+        !c.record().exists(),
+        "a stamp within the margin is not recorded"
+    );
+    // Positive control: past the margin, the next check records the same sources.
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(c.w.check(false).0, 0);
+    assert!(c.record().exists());
+}
