@@ -15,8 +15,9 @@
 # CALLGRIND=1     also print callgrind instruction counts of `check` and `check --no-scan`
 # Prints CPU time (user + system) next to wall time: on a shared machine the wall time is
 # scheduling noise. `check` is run once before the measurement: it records the listings of
-# the work trees' folders (`<state>.walk`) and the verdicts on the indexes (`<state>.index`),
-# which every later check reuses.
+# the work trees' folders (`<state>.walk`), the verdicts on the indexes (`<state>.index`) and
+# the key of the commit scan's sources with no ref moved (`<state>.refs`), which every later
+# check reuses.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 git=${1:-$( [ -x /usr/local/bin/git ] && echo /usr/local/bin/git || echo /usr/bin/git )}

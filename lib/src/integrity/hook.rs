@@ -225,7 +225,8 @@ pub fn end_of_turn(agent: Agent, input: &str, a: &CheckArgs, repo_given: bool) -
     };
     let mut outcome = super::check(&opts, &state, &mut emit);
     if a.scan {
-        outcome = outcome.and(super::scanlink::scan(&state, &mut emit));
+        // With the record of the scan's sources beside the state file, as `wt-check check`.
+        outcome = outcome.and(super::scanlink::scan_recorded(&state, &a.state, &mut emit));
     }
     if log_failed {
         lines.push("- the audit log could not be written".into());

@@ -111,7 +111,7 @@ pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityE
         entries,
         includes,
         worktrees,
-        refs,
+        refs: super::state::Refs::from_value(&refs),
         accepted,
         hops,
     };

@@ -16,6 +16,47 @@ pub fn snapshot(common_dir: &Path) -> Result<serde_json::Value, String> {
 /// Scan the commits new since the pin; every finding is an event. A state file without a
 /// snapshot, or a scan that cannot run or stops at a bound, is incomplete (never clean).
 pub fn scan(state: &State, emit: &mut dyn FnMut(Event)) -> Outcome {
+    scan_inner(state, emit).0
+}
+
+/// [`scan`] with the record of its sources beside the state file `state_path`
+/// ([`super::scanlink_key`]): when the sources' key equals the record's, the last scan's
+/// answer (clean, refs as pinned) stands and the repository is not opened; otherwise the
+/// scan runs, and a clean scan that read the refs exactly as pinned records the key taken
+/// before it (when every stamp is past the racy margin and every file could be written back).
+pub fn scan_recorded(state: &State, state_path: &Path, emit: &mut dyn FnMut(Event)) -> Outcome {
+    use super::scanlink_key::{record_path, Key};
+    let started = crate::layout::walk_cache::now_ns();
+    let record = record_path(state_path);
+    let key = Key::take(state_path, &state.common_dir);
+    if let (Some(k), Some(r)) = (&key, &record) {
+        if k.matches_record(r) {
+            return Outcome::Clean;
+        }
+    }
+    let key = key.filter(|k| k.recordable(started) && k.write_back(&state.common_dir));
+    let (outcome, as_snapshot) = scan_inner(state, emit);
+    let Some(r) = record else { return outcome };
+    match key {
+        Some(k) if outcome == Outcome::Clean && as_snapshot => {
+            let (Some(parent), Some(name)) = (r.parent(), r.file_name()) else {
+                return outcome;
+            };
+            // A failure costs the next check speed only.
+            if let Ok(dir) = super::nf::Dir::open_trusted(parent) {
+                let _ = dir.write_atomic(name, k.to_bytes(), 0o600);
+            }
+        }
+        _ => {
+            // Nothing else may match again (a stamp's `ctime` cannot go back), but a record
+            // that no longer describes the sources is not kept.
+            let _ = std::fs::remove_file(&r);
+        }
+    }
+    outcome
+}
+
+fn scan_inner(state: &State, emit: &mut dyn FnMut(Event)) -> (Outcome, bool) {
     let session = state.session.as_deref();
     let incomplete = |why: String| {
         Event::new(
@@ -27,16 +68,14 @@ pub fn scan(state: &State, emit: &mut dyn FnMut(Event)) -> Outcome {
         .repo(&state.repo)
         .with("reason", why)
     };
-    // Deserialised from the state's value in place (a clone of git.git's 1,018 refs as a
-    // JSON tree cost 6 M instructions, its drop 1.5 M).
-    use serde::Deserialize;
-    let snap = match crate::scan::RefSnapshot::deserialize(&state.refs) {
+    // Parsed from the state's JSON text here, where it is needed (`state::Refs`).
+    let snap = match serde_json::from_str::<crate::scan::RefSnapshot>(state.refs.json()) {
         Ok(s) => s,
         Err(e) => {
             emit(incomplete(format!(
                 "the state file holds no usable ref snapshot: {e}"
             )));
-            return Outcome::Incomplete;
+            return (Outcome::Incomplete, false);
         }
     };
     match crate::scan::scan(&state.common_dir, &snap, &crate::scan::Limits::default()) {
@@ -44,15 +83,16 @@ pub fn scan(state: &State, emit: &mut dyn FnMut(Event)) -> Outcome {
             for e in report.events(&state.repo) {
                 emit(e.session(session));
             }
-            match report.exit_code().code {
+            let outcome = match report.exit_code().code {
                 0 => Outcome::Clean,
                 1 => Outcome::Found,
                 _ => Outcome::Incomplete,
-            }
+            };
+            (outcome, report.stats.refs_as_snapshot)
         }
         Err(e) => {
             emit(incomplete(e.to_string()));
-            Outcome::Incomplete
+            (Outcome::Incomplete, false)
         }
     }
 }

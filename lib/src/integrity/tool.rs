@@ -258,9 +258,11 @@ pub fn check(a: &CheckArgs) -> Code {
         // could have changed the common dir between the two sweeps under the scan's premise
         // (the agent stopped); a writer still running can make a FIFO after either sweep.
         outcome = if swept_clean && (!a.restore || events == 0) {
-            outcome.and(super::scanlink::scan(&st, &mut |e| out.emit(e)))
+            outcome.and(super::scanlink::scan_recorded(&st, &a.state, &mut |e| {
+                out.emit(e)
+            }))
         } else {
-            outcome.and(scan_unless_blocked(&st, &mut out))
+            outcome.and(scan_unless_blocked(&st, &a.state, &mut out))
         };
     }
     if out.failed() {
@@ -272,7 +274,11 @@ pub fn check(a: &CheckArgs) -> Code {
 /// The commit scan, unless a FIFO, socket or device lies in the common dir: the scan reads
 /// refs and objects through gix, whose blocking open of a FIFO would never return. The
 /// special file itself is reported by the check; the scan is then said to be skipped.
-fn scan_unless_blocked(st: &super::state::State, out: &mut Out) -> Outcome {
+fn scan_unless_blocked(
+    st: &super::state::State,
+    state_path: &std::path::Path,
+    out: &mut Out,
+) -> Outcome {
     let sp = crate::audit::special::sweep(&st.common_dir);
     if let Some((p, _)) = sp.found.first() {
         let why = format!(
@@ -284,7 +290,7 @@ fn scan_unless_blocked(st: &super::state::State, out: &mut Out) -> Outcome {
         out.emit(Event::new(Tool::WtCheck, EventKind::CheckIncomplete, why).path(p));
         return Outcome::Incomplete;
     }
-    super::scanlink::scan(st, &mut |e| out.emit(e))
+    super::scanlink::scan_recorded(st, state_path, &mut |e| out.emit(e))
 }
 
 /// The commit scan alone (`wt-check scan`).
@@ -294,7 +300,7 @@ pub fn scan_only(a: &CheckArgs) -> Code {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let mut outcome = scan_unless_blocked(&st, &mut out);
+    let mut outcome = scan_unless_blocked(&st, &a.state, &mut out);
     if out.failed() {
         outcome = outcome.and(Outcome::Incomplete);
     }

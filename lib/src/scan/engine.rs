@@ -335,6 +335,11 @@ pub(super) fn run(
         walk_and_diff(&repo, tips, trees, hidden, &ctx, threads)
     };
     let rewritten = refs_phase(&repo, snapshot, &now, &new_commits, &ctx);
+    let refs_as_snapshot = now.refs == snapshot.refs
+        && now
+            .refs
+            .values()
+            .all(|v| v.symbolic.as_deref().is_none_or(|t| t.starts_with("refs/")));
 
     let findings = ctx
         .findings
@@ -358,6 +363,7 @@ pub(super) fn run(
             blob_bytes: ctx.blob_bytes.into_inner(),
             elapsed_ms: started.elapsed().as_millis() as u64,
             threads,
+            refs_as_snapshot,
         },
     })
 }

@@ -174,6 +174,11 @@ pub struct Stats {
     pub blob_bytes: u64,
     pub elapsed_ms: u64,
     pub threads: usize,
+    /// The refs read now are exactly the snapshot's (names, ids and symbolic targets), and
+    /// every symbolic ref names a ref under `refs/`: what `wt-check`'s record of the ref
+    /// sources (`integrity::scanlink_key`) may vouch for.
+    #[serde(default)]
+    pub refs_as_snapshot: bool,
 }
 
 /// The result of [`scan`].
