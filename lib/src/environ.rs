@@ -31,16 +31,26 @@ use std::ffi::c_char;
 /// A name is everything before the entry's first `=`, as `getenv` matches it (`getenv("A")`
 /// returns `B=C` for `A=B=C`); names containing `=` cannot be asked for.
 pub fn first_copies(entries: &[&[u8]]) -> Option<Vec<usize>> {
-    let slots = (entries.len() * 2).next_power_of_two().max(16);
+    first_of_names(
+        entries
+            .iter()
+            .map(|e| match e.iter().position(|&b| b == b'=') {
+                Some(0) | None => None,
+                Some(at) => Some(&e[..at]),
+            }),
+    )
+}
+
+/// [`first_copies`] over each entry's name (`None`: an entry `getenv` cannot return).
+fn first_of_names<'a>(
+    names: impl ExactSizeIterator<Item = Option<&'a [u8]>>,
+) -> Option<Vec<usize>> {
+    let slots = (names.len() * 2).next_power_of_two().max(16);
     // Open addressing over FNV-1a of the name: an environment has tens of entries, and this
     // runs on every git-shim call (std's SipHash set costs several times more).
     let mut table: Vec<Option<&[u8]>> = vec![None; slots];
     let mut keep: Option<Vec<usize>> = None;
-    for (i, e) in entries.iter().enumerate() {
-        let name = match e.iter().position(|&b| b == b'=') {
-            Some(0) | None => None,
-            Some(at) => Some(&e[..at]),
-        };
+    for (i, name) in names.enumerate() {
         let first = name.is_some_and(|n| {
             let mut h: u64 = 0xcbf2_9ce4_8422_2325;
             for &b in n {
@@ -79,23 +89,36 @@ extern "C" {
 /// `environ`, which is only sound while no other thread uses it. Every gitward binary calls
 /// it at the top of `main`.
 pub fn one_copy_per_name() {
+    // Each entry's start and its name, read up to the first `=` only (values can be long).
     // SAFETY: `environ` is a NULL-terminated array of NUL-terminated strings; this process is
     // single-threaded here (the contract above), so nothing changes it while it is read.
-    let entries: Vec<&'static [u8]> = unsafe {
+    let entries: Vec<(*const c_char, Option<&'static [u8]>)> = unsafe {
         let mut out = Vec::with_capacity(64);
         let mut p = environ;
         while !p.is_null() && !(*p).is_null() {
-            out.push(std::ffi::CStr::from_ptr(*p).to_bytes());
+            let start = *p;
+            let mut n = 0usize;
+            loop {
+                match *start.add(n) as u8 {
+                    0 => break out.push((start, None)),
+                    b'=' if n == 0 => break out.push((start, None)),
+                    b'=' => {
+                        let name = std::slice::from_raw_parts(start.cast::<u8>(), n);
+                        break out.push((start, Some(name)));
+                    }
+                    _ => n += 1,
+                }
+            }
             p = p.add(1);
         }
         out
     };
-    let Some(keep) = first_copies(&entries) else {
+    let Some(keep) = first_of_names(entries.iter().map(|e| e.1)) else {
         return;
     };
     let mut array: Vec<*const c_char> = keep
         .into_iter()
-        .map(|i| entries[i].as_ptr().cast::<c_char>())
+        .map(|i| entries[i].0)
         .chain(std::iter::once(std::ptr::null()))
         .collect();
     array.shrink_to_fit();
