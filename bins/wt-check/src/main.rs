@@ -92,11 +92,18 @@ struct Cli {
     cmd: Option<Cmd>,
 }
 
+/// `--state` made absolute against the current folder when given (no link resolved): the
+/// records kept beside the state file (`.walk`, `.index`, `.refs`) are written through its
+/// parent folder, which a bare relative name does not have.
+fn absolute_path(s: &str) -> Result<PathBuf, String> {
+    std::path::absolute(s).map_err(|e| format!("{s}: {e}"))
+}
+
 /// The arguments every end-of-turn hook takes.
 #[derive(clap::Args)]
 struct TurnHookArgs {
     /// The state file `pin` wrote.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = absolute_path)]
     state: PathBuf,
     /// The session whose worktrees may change (default: the one pinned).
     #[arg(long, value_name = "NAME")]
@@ -131,7 +138,7 @@ enum HookKind {
     #[command(after_long_help = SESSION_START_EXAMPLES)]
     SessionStart {
         /// The state file to write (outside the repository, its git dir and work trees).
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = absolute_path)]
         state: PathBuf,
         /// The session whose worktrees (`<repo>-worktrees/<session>/`) may change.
         #[arg(long, value_name = "NAME")]
@@ -217,7 +224,7 @@ enum Cmd {
     #[command(after_long_help = PIN_EXAMPLES)]
     Pin {
         /// The state file to write (outside the repository, its git dir and work trees).
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = absolute_path)]
         state: PathBuf,
         /// The session whose worktrees (`<repo>-worktrees/<session>/`) may change.
         #[arg(long, value_name = "NAME")]
@@ -241,7 +248,7 @@ enum Cmd {
     #[command(after_long_help = CHECK_EXAMPLES)]
     Check {
         /// The state file `pin` wrote.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = absolute_path)]
         state: PathBuf,
         /// Put every protected entry back; the agent's versions go to `<FILE>.quarantine/`.
         #[arg(long)]
@@ -269,7 +276,7 @@ enum Cmd {
     #[command(after_long_help = SCAN_EXAMPLES)]
     Scan {
         /// The state file `pin` wrote.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = absolute_path)]
         state: PathBuf,
         /// Also append every event to this file.
         #[arg(long, value_name = "FILE")]

@@ -38,7 +38,15 @@ pub fn scan_recorded(state: &State, state_path: &Path, emit: &mut dyn FnMut(Even
     let (outcome, as_snapshot) = scan_inner(state, emit);
     let Some(r) = record else { return outcome };
     match key {
-        Some(k) if outcome == Outcome::Clean && as_snapshot => {
+        // The key is taken again after the scan and must be the one taken before it: a
+        // source swapped while the scan read it (a folder exchanged and put back) and not
+        // yet back, or back with a moved stamp, leaves no record (R14-5).
+        Some(k)
+            if outcome == Outcome::Clean
+                && as_snapshot
+                && Key::take(state_path, &state.common_dir)
+                    .is_some_and(|again| again.to_bytes() == k.to_bytes()) =>
+        {
             let (Some(parent), Some(name)) = (r.parent(), r.file_name()) else {
                 return outcome;
             };

@@ -167,14 +167,16 @@ impl Taker {
         Some(())
     }
 
-    /// Device and inode only: a folder whose listing follows.
+    /// A folder whose listing follows: all five stamps, not only its identity. A folder
+    /// swapped out and back (`renameat2(RENAME_EXCHANGE)` keeps every file's stamps, and the
+    /// folder returns with its inode, names and children) moves its own `ctime` each time
+    /// it is renamed: without it a key taken with one folder in place and a scan that read
+    /// another matched again once the first was put back (fourteenth red-team pass, R14-5).
     fn put_dir(&mut self, st: &FileStat) -> Option<()> {
-        if st.st_dev != self.dev || kind(st) != SFlag::S_IFDIR {
+        if kind(st) != SFlag::S_IFDIR {
             return None;
         }
-        self.key.bytes.push(b'd');
-        self.put(st.st_ino);
-        Some(())
+        self.put_full(st)
     }
 
     /// All five stamps.
@@ -507,6 +509,56 @@ mod tests {
         let k2 = Key::take(&state, &common).unwrap();
         assert_ne!(k.to_bytes(), k2.to_bytes());
         assert!(k2.newest_ctime_ns > k.newest_ctime_ns);
+    }
+
+    /// R14-5: `refs/heads` exchanged with another folder and put back (two
+    /// `renameat2(RENAME_EXCHANGE)`): every file keeps its stamps and the folder comes back
+    /// with its inode, names and children, so a key of identities alone matched again —
+    /// which let a key taken with one folder in place stand for a scan that read the other.
+    /// The folder's own `ctime` moves with each rename; the key holds it. So do `worktrees/`
+    /// entries and `objects/pack`, keyed the same way.
+    #[test]
+    fn a_folder_exchanged_and_put_back_moves_the_key() {
+        use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
+        let (t, common, state) = tree();
+        if !fs_ok(t.path()) {
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "TMPDIR on a trusted fs"
+            );
+            return;
+        }
+        let other = common.join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(other.join("main"), format!("{}\n", "f".repeat(40))).unwrap();
+        for folder in ["refs/heads", "objects/pack"] {
+            let before = Key::take(&state, &common).expect("a key");
+            // Positive control: taken again with nothing changed, the key is the same.
+            let same = Key::take(&state, &common).unwrap();
+            assert_eq!(before.to_bytes(), same.to_bytes(), "{folder}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let swap = || {
+                renameat2(
+                    AT_FDCWD,
+                    &common.join(folder),
+                    AT_FDCWD,
+                    &other,
+                    RenameFlags::RENAME_EXCHANGE,
+                )
+                .unwrap()
+            };
+            swap();
+            let during = Key::take(&state, &common).unwrap();
+            assert_ne!(before.to_bytes(), during.to_bytes(), "{folder}: other folder");
+            swap();
+            let after = Key::take(&state, &common).unwrap();
+            assert_ne!(
+                before.to_bytes(),
+                after.to_bytes(),
+                "{folder}: exchanged and put back, the key must move"
+            );
+        }
     }
 
     type Step = Box<dyn Fn(&Path)>;
