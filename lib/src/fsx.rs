@@ -282,6 +282,42 @@ impl Root {
         Ok(Root { fd, path: canon })
     }
 
+    /// The folder `path` opened for reading its entries (`O_RDONLY | O_DIRECTORY |
+    /// O_NOFOLLOW`: a link at its last component is refused as [`FsError::Link`], anything but
+    /// a folder fails before it is opened) and listed through that descriptor as
+    /// [`Root::list_kinds`] lists. Links in the folders above it are followed (the caller
+    /// vouches for its own path, as for [`Root::open`]); unlike `open`, the path is not
+    /// canonicalised (no `realpath`): [`Root::path`] is `path` as given, and names the folder
+    /// in what the caller reports.
+    pub fn open_listed(path: &Path) -> Result<(Root, Listing), FsError> {
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let fd = nix::fcntl::open(path, flags, Mode::empty()).map_err(|e| match e {
+            Errno::ENOENT => FsError::NotFound {
+                path: path.to_path_buf(),
+            },
+            Errno::ELOOP => FsError::Link {
+                path: path.to_path_buf(),
+            },
+            Errno::ENOTDIR => match std::fs::symlink_metadata(path) {
+                Ok(m) if m.file_type().is_symlink() => FsError::Link {
+                    path: path.to_path_buf(),
+                },
+                _ => FsError::NotDir {
+                    path: path.to_path_buf(),
+                },
+            },
+            e => FsError::io(path.to_path_buf(), "open", e),
+        })?;
+        let kinds = kinds_of(&fd, path)?;
+        Ok((
+            Root {
+                fd,
+                path: path.to_path_buf(),
+            },
+            kinds,
+        ))
+    }
+
     /// The file system root `/`, from which an absolute path can be walked without following
     /// any link: `Root::system()?.stat(abs.strip_prefix("/")?)`.
     pub fn system() -> Result<Root, FsError> {
