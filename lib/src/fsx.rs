@@ -324,6 +324,20 @@ impl Root {
         Root::open("/")
     }
 
+    /// [`Root::system`] opened once for the process and shared (an `O_PATH` descriptor on
+    /// `/`, kept until exit): walking an absolute path from it takes one `openat2` instead of
+    /// an `open` of `/`, the walk and a `close`. The same folder as a fresh open: `/` names
+    /// the process's root, which only a `chroot` by this process could change (it makes
+    /// none). Not inherited by programs it runs (`O_CLOEXEC`).
+    pub fn system_shared() -> Result<&'static Root, FsError> {
+        static SYSTEM: std::sync::OnceLock<Root> = std::sync::OnceLock::new();
+        if let Some(r) = SYSTEM.get() {
+            return Ok(r);
+        }
+        let r = Root::system()?;
+        Ok(SYSTEM.get_or_init(|| r))
+    }
+
     /// The root's resolved path (for display and for building absolute paths).
     pub fn path(&self) -> &Path {
         &self.path
