@@ -342,7 +342,7 @@ pub fn audit_baseline(
         common_dir: common_dir.to_path_buf(),
     };
     let root = main_work_tree.unwrap_or(common_dir);
-    audit_repository_in(&mut r, main_work_tree, common_dir, root, Some(shared));
+    audit_repository_in(&mut r, main_work_tree, common_dir, root, Some(shared), None);
     r
 }
 
@@ -476,6 +476,14 @@ fn valid_head(head: &Path) -> bool {
 /// [`small_file`]'s open of `p` is `d`: the same answers, one open of the folder instead of
 /// two.
 fn looks_like_git_dir_in(d: &Dir, p: &Path) -> bool {
+    git_dir_in(d, p).is_some()
+}
+
+/// [`looks_like_git_dir_in`], with the common dir [`common_dir_of`] gives `p` when it looks
+/// like a git dir: both read `commondir` the same way (no link from `/` to `p`, the file's
+/// bytes, lossy UTF-8, trailing CR/LF cut; unreadable: `p` itself), here below the handle the
+/// check itself used, so the caller need not read it a second time.
+fn git_dir_in(d: &Dir, p: &Path) -> Option<PathBuf> {
     let head = OsStr::new("HEAD");
     let valid = match d.stat(head) {
         Ok(Some(st)) if st.kind == Kind::Link => d
@@ -489,13 +497,17 @@ fn looks_like_git_dir_in(d: &Dir, p: &Path) -> bool {
         _ => false,
     };
     if !valid {
-        return false;
+        return None;
     }
-    let common = match d.read_bytes(OsStr::new("commondir"), 1 << 20) {
-        Ok(c) => p.join(String::from_utf8_lossy(&c).trim_end_matches(['\n', '\r'])),
-        Err(_) => p.to_path_buf(),
+    let (common, key) = match d.read_bytes(OsStr::new("commondir"), 1 << 20) {
+        Ok(c) => {
+            let c = p.join(String::from_utf8_lossy(&c).trim_end_matches(['\n', '\r']));
+            let key = normalize(&c);
+            (c, key)
+        }
+        Err(_) => (p.to_path_buf(), p.to_path_buf()),
     };
-    common.join("objects").is_dir() && common.join("refs").is_dir()
+    (common.join("objects").is_dir() && common.join("refs").is_dir()).then_some(key)
 }
 
 /// The text of a `HEAD` file git takes ([`valid_head`]).
@@ -908,10 +920,11 @@ fn gitfile(
     let t = t.trim_end_matches(['\n', '\r']);
     let target = normalize(&wt.join(t));
     work_trees.push(wt.to_path_buf());
-    if own_layout(wt, &target).is_some() {
+    if let Some((_, key)) = own_layout_keyed(wt, &target) {
         // git's own layout, wherever the git dir lies: what git uses here is the repository
-        // behind it, audited (once) with its hooks and config.
-        audit_repository(r, Some(wt), &target, root);
+        // behind it, audited (once) with its hooks and config. A worktree entry's common
+        // dir, the audit's key, as the layout check read it.
+        audit_repository_in(r, Some(wt), &target, root, None, key);
         return;
     }
     // A `.git` file that makes this folder a second work tree of a repository whose git dir
@@ -1042,6 +1055,12 @@ fn second_work_tree_of(wt: &Path, target: &Path, enclosing: Option<&Path>) -> Op
 }
 
 fn own_layout(wt: &Path, git_dir: &Path) -> Option<&'static str> {
+    own_layout_keyed(wt, git_dir).map(|(l, _)| l)
+}
+
+/// [`own_layout`], with a worktree entry's common dir as [`common_dir_of`] gives it (read
+/// once, by the layout check: see [`git_dir_in`]); `None` for a submodule git dir.
+fn own_layout_keyed(wt: &Path, git_dir: &Path) -> Option<(&'static str, Option<PathBuf>)> {
     let same = |a: &Path, b: &Path| {
         normalize(a) == normalize(b)
             || matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
@@ -1051,14 +1070,12 @@ fn own_layout(wt: &Path, git_dir: &Path) -> Option<&'static str> {
         // admin dir. Its `gitdir` is read as `small_file` reads it (the folder opened with no
         // link from `/`): where that open fails, no answer but `None` was possible.
         let d = Dir::open_abs(git_dir).ok()?;
-        if !looks_like_git_dir_in(&d, git_dir) {
-            return None;
-        }
+        let key = git_dir_in(&d, git_dir)?;
         let back = d.read_bytes(OsStr::new("gitdir"), 1 << 20).ok()?;
         let back = String::from_utf8_lossy(&back);
         // Absolute, or (worktree.useRelativePaths) relative to the admin dir.
         let back = git_dir.join(back.trim_end_matches(['\n', '\r']));
-        return same(&back, &wt.join(".git")).then_some("linked worktree");
+        return same(&back, &wt.join(".git")).then_some(("linked worktree", Some(key)));
     }
     if !looks_like_git_dir(git_dir) {
         return None;
@@ -1072,7 +1089,7 @@ fn own_layout(wt: &Path, git_dir: &Path) -> Option<&'static str> {
         let v = en.values().iter().rev().find(|v| {
             v.origin.depth == 0 && crate::catalogue::loader::CORE_WORKTREE.matches(&v.config_key())
         })?;
-        return same(&git_dir.join(v.text().as_ref()), wt).then_some("submodule checkout");
+        return same(&git_dir.join(v.text().as_ref()), wt).then_some(("submodule checkout", None));
     }
     None
 }
@@ -1088,22 +1105,25 @@ fn common_dir_of(git_dir: &Path) -> PathBuf {
 /// One repository: its git dir (and common dir), hooks, config, includes, redirects,
 /// worktree entries, submodule git dirs, state files.
 fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, root: &Path) {
-    audit_repository_in(r, work_tree, git_dir, root, None);
+    audit_repository_in(r, work_tree, git_dir, root, None, None);
 }
 
-/// [`audit_repository`]; `shared`: the baseline's one audit ([`audit_baseline`]).
+/// [`audit_repository`]; `shared`: the baseline's one audit ([`audit_baseline`]);
+/// `common_key`: a worktree entry's common dir as [`common_dir_of`] gives it, when the
+/// caller has read it ([`own_layout_keyed`]).
 fn audit_repository_in(
     r: &mut Report,
     work_tree: Option<&Path>,
     git_dir: &Path,
     root: &Path,
     shared: Option<Shared>,
+    common_key: Option<PathBuf>,
 ) {
     // Once per common dir: a linked worktree's and its main work tree's hooks and config are
     // the same files.
     // A main git dir is its own key (a `commondir` there is a finding, not a share).
     let key = if git_dir.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees")) {
-        common_dir_of(git_dir)
+        common_key.unwrap_or_else(|| common_dir_of(git_dir))
     } else {
         git_dir.to_path_buf()
     };
@@ -2232,25 +2252,37 @@ mod tests {
             ("link", |p, _| symlink("../common-name", p).unwrap()),
         ];
         let mut n = 0;
-        for (hn, head) in &heads {
-            for (cn, cd) in &commondirs {
-                let p = top.join(format!("{hn}-{cn}"));
-                std::fs::create_dir(&p).unwrap();
-                if *cn == "none" {
-                    std::fs::create_dir_all(p.join("objects")).unwrap();
-                    std::fs::create_dir_all(p.join("refs")).unwrap();
+        let mut keys = 0;
+        // `own`: the admin dir has `objects/` and `refs/` of its own (where `commondir` cannot
+        // be read, git looks there: the common dir read on the way is then the admin dir).
+        for own in [false, true] {
+            for (hn, head) in &heads {
+                for (cn, cd) in &commondirs {
+                    let p = top.join(format!("{hn}-{cn}-{own}"));
+                    std::fs::create_dir(&p).unwrap();
+                    if *cn == "none" || own {
+                        std::fs::create_dir_all(p.join("objects")).unwrap();
+                        std::fs::create_dir_all(p.join("refs")).unwrap();
+                    }
+                    head(&p.join("HEAD"), &fifo);
+                    cd(&p.join("commondir"), &fifo);
+                    let d = Dir::open_abs(&p).unwrap();
+                    let (one, paths) = (looks_like_git_dir_in(&d, &p), looks_like_git_dir(&p));
+                    assert_eq!(one, paths, "HEAD {hn}, commondir {cn}");
+                    // The common dir read on the way is the one `common_dir_of` reads.
+                    if let Some(key) = super::git_dir_in(&d, &p) {
+                        assert_eq!(key, super::common_dir_of(&p), "HEAD {hn}, commondir {cn}");
+                        keys += usize::from(key != p);
+                    }
+                    n += usize::from(one);
                 }
-                head(&p.join("HEAD"), &fifo);
-                cd(&p.join("commondir"), &fifo);
-                let d = Dir::open_abs(&p).unwrap();
-                let (one, paths) = (looks_like_git_dir_in(&d, &p), looks_like_git_dir(&p));
-                assert_eq!(one, paths, "HEAD {hn}, commondir {cn}");
-                n += usize::from(one);
             }
         }
         // Positive control: the shapes git takes are taken (ref, oid, link into refs/, each
-        // with no commondir or a good one).
-        assert_eq!(n, 6);
+        // with no commondir or a good one; with `objects/` and `refs/` of its own, also with
+        // an unreadable one), six of them through a `commondir`.
+        assert_eq!(n, 18);
+        assert_eq!(keys, 6);
     }
 
     /// `wt-check check` takes the baseline's repository as audited under the main work tree
