@@ -470,19 +470,20 @@ fn valid_head(head: &Path) -> bool {
     valid_head_text(&text)
 }
 
-/// [`looks_like_git_dir`] of the folder `d` is open on (its path `p`, opened without a link
-/// from `/`, as [`small_file`] opens it): `HEAD` and `commondir` read below the one handle.
-/// With no link on the way to `p`, `lstat` of `p/HEAD` is that of `d`'s child and
-/// [`small_file`]'s open of `p` is `d`: the same answers, one open of the folder instead of
-/// two.
+/// Whether [`git_dir_in`] takes `p` (the tests compare it with [`looks_like_git_dir`]).
+#[cfg(test)]
 fn looks_like_git_dir_in(d: &Dir, p: &Path) -> bool {
     git_dir_in(d, p).is_some()
 }
 
-/// [`looks_like_git_dir_in`], with the common dir [`common_dir_of`] gives `p` when it looks
-/// like a git dir: both read `commondir` the same way (no link from `/` to `p`, the file's
-/// bytes, lossy UTF-8, trailing CR/LF cut; unreadable: `p` itself), here below the handle the
-/// check itself used, so the caller need not read it a second time.
+/// [`looks_like_git_dir`] of the folder `d` is open on (its path `p`, opened without a link
+/// from `/`, as [`small_file`] opens it): `HEAD` and `commondir` read below the one handle.
+/// With no link on the way to `p`, `lstat` of `p/HEAD` is that of `d`'s child and
+/// [`small_file`]'s open of `p` is `d`: the same answers, one open of the folder instead of
+/// two. When `p` looks like a git dir, its common dir as [`common_dir_of`] gives it: both
+/// read `commondir` the same way (no link from `/` to `p`, the file's bytes, lossy UTF-8,
+/// trailing CR/LF cut, normalised; unreadable: `p` itself), so the caller need not read it a
+/// second time.
 fn git_dir_in(d: &Dir, p: &Path) -> Option<PathBuf> {
     let head = OsStr::new("HEAD");
     let valid = match d.stat(head) {
