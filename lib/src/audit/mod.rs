@@ -648,6 +648,11 @@ fn walk_workspace(
     let mut seen = 0usize;
     // Work trees found so far (a repository below one of them is nested).
     let mut work_trees: Vec<PathBuf> = Vec::new();
+    // Whether a folder above a `.git` has a `.git` of its own, by folder: `lstat`ed once per
+    // walk (the session folder above 100 worktrees was `lstat`ed 100 times). A `.git` made
+    // there after the first look is not seen by later entries, as one made after the walk
+    // is not: the answer is the walk's snapshot of that folder.
+    let mut has_dot_git: std::collections::HashMap<PathBuf, bool> = Default::default();
     // walkdir's order and bounds, without a system call or an allocation per entry
     // (`crate::layout::walk`): a build folder of 50,000 entries is walked, not skipped.
     // Files and links not named `.git` are only counted: nothing below looks at them.
@@ -763,7 +768,11 @@ fn walk_workspace(
                 own.ancestors()
                     .skip(1)
                     .take_while(|a| a.starts_with(root))
-                    .find(|a| std::fs::symlink_metadata(a.join(".git")).is_ok())
+                    .find(|a| {
+                        *has_dot_git
+                            .entry(a.to_path_buf())
+                            .or_insert_with(|| std::fs::symlink_metadata(a.join(".git")).is_ok())
+                    })
                     .map(Path::to_path_buf)
             });
         if is_dot_git {
@@ -897,8 +906,9 @@ fn gitfile(
     enclosing: Option<&Path>,
     work_trees: &mut Vec<PathBuf>,
 ) {
-    let bytes = match Dir::open_abs(wt).and_then(|d| d.read(OsStr::new(".git"), 1 << 20)) {
-        Ok((b, _)) => b,
+    // `read_bytes`: `Dir::read` less the `lstat` for the permission bits, not used here.
+    let bytes = match Dir::open_abs(wt).and_then(|d| d.read_bytes(OsStr::new(".git"), 1 << 20)) {
+        Ok(b) => b,
         Err(e) => {
             r.incomplete_at(path, Some(wt), e);
             return;
@@ -2212,6 +2222,60 @@ pub fn human(report: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Repositories met before their enclosing work tree's `.git` (`.a` sorts before `.git`:
+    /// R7-2) each find it through their folders above, whose `.git` is looked at once per
+    /// walk: both are nested in the top, none in `.a` (which has no `.git`). Positive
+    /// control: a third, under a folder `.b` that has a `.git` file of its own, is nested in
+    /// `.b` — the look-up of one folder's answer is not taken for another's.
+    #[test]
+    fn each_folder_above_a_git_is_looked_at_once_and_answers_for_every_repository_below() {
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().canonicalize().unwrap().join("top");
+        let init = |p: &std::path::Path| {
+            std::fs::create_dir_all(p).unwrap();
+            let ok = std::process::Command::new("git")
+                .args(["init", "-q"])
+                .arg(p)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok);
+        };
+        init(&top);
+        init(&top.join(".a/r1"));
+        init(&top.join(".a/r2"));
+        init(&top.join(".b/r3"));
+        std::fs::write(top.join(".b/.git"), "gitdir: ../.git\n").unwrap();
+        let report = super::audit(std::slice::from_ref(&top));
+        let nested_in = |r: &str| -> Option<String> {
+            report
+                .findings
+                .iter()
+                .find(|f| f.rule == super::rules::NESTED_REPOSITORY.id && f.path.ends_with(r))
+                .and_then(|f| f.details.get("enclosing"))
+                .and_then(|v| v.as_str().map(str::to_owned))
+        };
+        let top_s = top.display().to_string();
+        assert_eq!(
+            nested_in(".a/r1").as_deref(),
+            Some(top_s.as_str()),
+            "{report:#?}"
+        );
+        assert_eq!(
+            nested_in(".a/r2").as_deref(),
+            Some(top_s.as_str()),
+            "{report:#?}"
+        );
+        let b = top.join(".b").display().to_string();
+        assert_eq!(
+            nested_in(".b/r3").as_deref(),
+            Some(b.as_str()),
+            "{report:#?}"
+        );
+    }
+
     /// [`super::looks_like_git_dir_in`] (one handle on the admin dir) answers as
     /// [`super::looks_like_git_dir`] (a path per file) for every shape of `HEAD` and
     /// `commondir` a worktree entry can hold: a ref, an object id, garbage, a link into
