@@ -561,6 +561,20 @@ impl Root {
         Ok((Root { fd, path: full }, kinds))
     }
 
+    /// The folder `rel` (one or more components below this root) as a root of its own and
+    /// its listing: [`Root::list_kinds`]'s no-follow open (the folders above walked without
+    /// following a link, the folder itself `O_NOFOLLOW`), the descriptor kept.
+    pub fn open_dir_listed_at(&self, rel: &Path) -> Result<(Root, Listing), FsError> {
+        let comps = self.components(rel)?;
+        let full = self.path.join(rel);
+        if comps.is_empty() {
+            return Err(FsError::Escape { path: full });
+        }
+        let fd = self.open_listing(&comps, &full)?;
+        let kinds = kinds_of(&fd, &full)?;
+        Ok((Root { fd, path: full }, kinds))
+    }
+
     /// The folder `rel` as a root of its own, opened without following links.
     pub fn open_dir(&self, rel: impl AsRef<Path>) -> Result<Root, FsError> {
         let rel = rel.as_ref();

@@ -130,6 +130,23 @@ fn hops(path: &Path) -> Vec<PathBuf> {
 ///
 /// [`Root::open_dir_listed`]: crate::fsx::Root::open_dir_listed
 pub fn sweep(dir: &Path) -> Special {
+    sweep_known(dir, &Known::default())
+}
+
+/// Listings already read of folders below a swept folder, by path relative to it: what
+/// [`sweep_known`] takes instead of listing the folder again.
+pub type Known = std::collections::HashMap<PathBuf, crate::fsx::Listing>;
+
+/// [`sweep`], with the listings in `known` taken for the folders they name instead of
+/// opening and listing those folders again (`wt-check check`: the worktree entries' admin
+/// dirs and their `refs/`, `logs/`, `logs/refs/`, just listed no-follow by
+/// `crate::layout::worktree_entries`). A known listing must have been read as the sweep reads
+/// (no-follow, with `d_type` kinds) moments before, of the folder at that path: it is then
+/// what the sweep would have read, but for what a writer changed in between — which it could
+/// as well change just after the sweep. A folder below a known one that is not known itself
+/// is opened from the swept folder's descriptor, no link followed on the way; one that cannot
+/// be (a known folder swapped since) makes the sweep incomplete.
+pub fn sweep_known(dir: &Path, known: &Known) -> Special {
     let mut out = Special::default();
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.is_dir() => {}
@@ -155,75 +172,102 @@ pub fn sweep(dir: &Path) -> Special {
         }
     };
     let mut seen = 0usize;
+    let mut at = Sweep {
+        top: &root,
+        known,
+        seen: &mut seen,
+        out: &mut out,
+    };
     // An `Err` is the sweep cut short (`out.incomplete` says why).
-    let _ = sweep_listed(&root, dir, listing, 0, &mut seen, &mut out);
+    let _ = at.listed(Some(&root), Path::new(""), dir, listing, 0);
     out.found.sort();
     out
 }
 
-/// The entries of the folder open as `root` (at `path`, `depth` folders below the swept
-/// one), as listed in `listing`; its sub-folders entered depth first, each opened relative
-/// to `root` while `root` is held (at most [`MAX_DEPTH`] + 1 descriptors at once).
-fn sweep_listed(
-    root: &crate::fsx::Root,
-    path: &Path,
-    listing: crate::fsx::Listing,
-    depth: usize,
-    seen: &mut usize,
-    out: &mut Special,
-) -> Result<(), ()> {
-    use crate::fsx::{EntryKind, FsError};
-    for (name, kind) in listing {
-        *seen += 1;
-        if *seen > MAX_ENTRIES {
-            out.incomplete = Some((
-                path.to_path_buf(),
-                format!("more than {MAX_ENTRIES} entries"),
-            ));
-            return Err(());
-        }
-        let p = path.join(&name);
-        match kind {
-            EntryKind::Dir => {
-                if depth + 1 > MAX_DEPTH {
-                    out.incomplete = Some((p, format!("deeper than {MAX_DEPTH} folders")));
-                    return Err(());
-                }
-                match root.open_dir_listed(&name) {
-                    Ok((child, listing)) => {
-                        sweep_listed(&child, &p, listing, depth + 1, seen, out)?;
-                    }
-                    // Gone since it was listed: nothing there to open.
-                    Err(e) if e.is_not_found() => {}
-                    // No longer a folder: judged as what it is now, not entered.
-                    Err(FsError::Link { .. } | FsError::NotDir { .. }) => rejudge(&p, out)?,
-                    Err(e) => {
-                        out.incomplete = Some((p, format!("cannot list: {e}")));
+/// One sweep's state: the swept folder's handle, the listings known, the count, the findings.
+struct Sweep<'a> {
+    top: &'a crate::fsx::Root,
+    known: &'a Known,
+    seen: &'a mut usize,
+    out: &'a mut Special,
+}
+
+impl Sweep<'_> {
+    /// The entries of the folder at `rel` below the swept one (full path `path`, `depth`
+    /// folders down), as listed in `listing`; `dir`, its handle when it was opened (`None`
+    /// for a known listing: its sub-folders are opened from the swept folder's handle).
+    fn listed(
+        &mut self,
+        dir: Option<&crate::fsx::Root>,
+        rel: &Path,
+        path: &Path,
+        listing: crate::fsx::Listing,
+        depth: usize,
+    ) -> Result<(), ()> {
+        use crate::fsx::{EntryKind, FsError};
+        for (name, kind) in listing {
+            *self.seen += 1;
+            if *self.seen > MAX_ENTRIES {
+                self.out.incomplete = Some((
+                    path.to_path_buf(),
+                    format!("more than {MAX_ENTRIES} entries"),
+                ));
+                return Err(());
+            }
+            let p = path.join(&name);
+            match kind {
+                EntryKind::Dir => {
+                    if depth + 1 > MAX_DEPTH {
+                        self.out.incomplete = Some((p, format!("deeper than {MAX_DEPTH} folders")));
                         return Err(());
                     }
+                    let child_rel = rel.join(&name);
+                    if let Some(l) = self.known.get(&child_rel) {
+                        self.listed(None, &child_rel, &p, l.clone(), depth + 1)?;
+                        continue;
+                    }
+                    let opened = match dir {
+                        Some(d) => d.open_dir_listed(&name),
+                        None => self.top.open_dir_listed_at(&child_rel),
+                    };
+                    match opened {
+                        Ok((child, listing)) => {
+                            self.listed(Some(&child), &child_rel, &p, listing, depth + 1)?;
+                        }
+                        // Gone since it was listed: nothing there to open.
+                        Err(e) if e.is_not_found() => {}
+                        // No longer a folder: judged as what it is now, not entered.
+                        Err(FsError::Link { .. } | FsError::NotDir { .. }) if dir.is_some() => {
+                            rejudge(&p, self.out)?
+                        }
+                        Err(e) => {
+                            self.out.incomplete = Some((p, format!("cannot list: {e}")));
+                            return Err(());
+                        }
+                    }
                 }
-            }
-            EntryKind::Fifo | EntryKind::Socket | EntryKind::CharDev | EntryKind::BlockDev => {
-                let k = kind.name();
-                // git's own: the builtin fsmonitor daemon's socket (macOS, Windows).
-                if k == "socket" && name == FSMONITOR_SOCKET {
-                    continue;
+                EntryKind::Fifo | EntryKind::Socket | EntryKind::CharDev | EntryKind::BlockDev => {
+                    let k = kind.name();
+                    // git's own: the builtin fsmonitor daemon's socket (macOS, Windows).
+                    if k == "socket" && name == FSMONITOR_SOCKET {
+                        continue;
+                    }
+                    self.out.found.push((p, k));
                 }
-                out.found.push((p, k));
-            }
-            EntryKind::Symlink => {
-                // A link git opens follows to what it names: a link to a FIFO or device
-                // blocks the same (ninth red-team pass, R9-13: a worktree entry's `HEAD`
-                // made a link to a FIFO hung the owner's git and `check`'s ref snapshot).
-                // `/dev/null` reads as empty and is left alone.
-                if let Some(k) = blocking(&p) {
-                    out.found.push((p, k));
+                EntryKind::Symlink => {
+                    // A link git opens follows to what it names: a link to a FIFO or device
+                    // blocks the same (ninth red-team pass, R9-13: a worktree entry's `HEAD`
+                    // made a link to a FIFO hung the owner's git and `check`'s ref snapshot).
+                    // `/dev/null` reads as empty and is left alone.
+                    if let Some(k) = blocking(&p) {
+                        self.out.found.push((p, k));
+                    }
                 }
+                EntryKind::File => {}
             }
-            EntryKind::File => {}
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// An entry listed as a folder that could not be opened as one: judged by its `lstat` now,
@@ -388,6 +432,73 @@ mod tests {
         );
     }
 
+    /// Known listings are taken for the folders they name, and a folder below a known one is
+    /// opened from the swept folder's handle: with the listings as read moments before, the
+    /// sweep finds what a sweep reading every folder finds. Positive controls: a known listing
+    /// is what the sweep goes by (a FIFO added after it was read is not seen, one it names is
+    /// reported), and a folder below a known one swapped for a link makes the sweep
+    /// incomplete, never followed.
+    #[test]
+    fn known_listings_stand_for_the_folders_they_name() {
+        use crate::fsx::Root;
+        let t = tempfile::tempdir().unwrap();
+        let g = t.path().canonicalize().unwrap().join("g");
+        let fifo = |p: &Path| nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        for d in [
+            "worktrees/w1/logs/refs/heads",
+            "worktrees/w1/refs",
+            "worktrees/w2",
+            "objects",
+        ] {
+            std::fs::create_dir_all(g.join(d)).unwrap();
+        }
+        std::fs::write(g.join("worktrees/w1/HEAD"), "x").unwrap();
+        fifo(&g.join("worktrees/w1/logs/refs/heads/f"));
+        fifo(&g.join("worktrees/w2/index"));
+        std::os::unix::fs::symlink("/dev/zero", g.join("worktrees/w1/refs/z")).unwrap();
+        let (root, _) = Root::open_listed(&g).unwrap();
+        let read = |rel: &str| root.open_dir_listed_at(Path::new(rel)).unwrap().1;
+        let mut known = Known::default();
+        for rel in [
+            "worktrees/w1",
+            "worktrees/w1/logs",
+            "worktrees/w1/refs",
+            "worktrees/w2",
+        ] {
+            known.insert(PathBuf::from(rel), read(rel));
+        }
+        let full = sweep(&g);
+        assert_eq!(full.found.len(), 3, "{full:?}");
+        let with = sweep_known(&g, &known);
+        assert!(with.incomplete.is_none());
+        assert_eq!(with.found, full.found);
+        // The known listing is what the sweep goes by.
+        fifo(&g.join("worktrees/w2/late"));
+        let mut stale = known.clone();
+        stale.get_mut(Path::new("worktrees/w2")).unwrap().push((
+            std::ffi::OsString::from("named"),
+            crate::fsx::EntryKind::Fifo,
+        ));
+        let found: Vec<_> = sweep_known(&g, &stale)
+            .found
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert!(found.contains(&g.join("worktrees/w2/named")));
+        assert!(!found.contains(&g.join("worktrees/w2/late")));
+        assert!(sweep(&g)
+            .found
+            .iter()
+            .any(|(p, _)| *p == g.join("worktrees/w2/late")));
+        // A folder below a known one (`logs/refs`, not known) swapped for a link: not followed.
+        let away = g.parent().unwrap().join("away");
+        std::fs::rename(g.join("worktrees/w1/logs/refs"), &away).unwrap();
+        std::os::unix::fs::symlink(&away, g.join("worktrees/w1/logs/refs")).unwrap();
+        let s = sweep_known(&g, &known);
+        assert!(s.incomplete.is_some(), "{s:?}");
+        assert!(!s.found.iter().any(|(p, _)| p.ends_with("heads/f")));
+    }
+
     /// A folder swapped after its parent was listed (the listing says folder, the name is now
     /// something else) is judged as what it is now and never entered: a link to a folder
     /// holding a FIFO is not followed (`read_dir` of the path followed it: the positive
@@ -413,7 +524,16 @@ mod tests {
         let (root, _) = Root::open_listed(&g).unwrap();
         let mut out = Special::default();
         let mut seen = 0;
-        assert!(sweep_listed(&root, &g, listing, 0, &mut seen, &mut out).is_ok());
+        let known = Known::default();
+        let mut at = Sweep {
+            top: &root,
+            known: &known,
+            seen: &mut seen,
+            out: &mut out,
+        };
+        assert!(at
+            .listed(Some(&root), Path::new(""), &g, listing, 0)
+            .is_ok());
         out.found.sort();
         assert_eq!(
             out.found,
