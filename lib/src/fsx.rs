@@ -282,10 +282,60 @@ impl Root {
         Ok(Root { fd, path: canon })
     }
 
+    /// The folder `path` opened for reading its entries (`O_RDONLY | O_DIRECTORY |
+    /// O_NOFOLLOW`: a link at its last component is refused as [`FsError::Link`], anything but
+    /// a folder fails before it is opened) and listed through that descriptor as
+    /// [`Root::list_kinds`] lists. Links in the folders above it are followed (the caller
+    /// vouches for its own path, as for [`Root::open`]); unlike `open`, the path is not
+    /// canonicalised (no `realpath`): [`Root::path`] is `path` as given, and names the folder
+    /// in what the caller reports.
+    pub fn open_listed(path: &Path) -> Result<(Root, Listing), FsError> {
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let fd = nix::fcntl::open(path, flags, Mode::empty()).map_err(|e| match e {
+            Errno::ENOENT => FsError::NotFound {
+                path: path.to_path_buf(),
+            },
+            Errno::ELOOP => FsError::Link {
+                path: path.to_path_buf(),
+            },
+            Errno::ENOTDIR => match std::fs::symlink_metadata(path) {
+                Ok(m) if m.file_type().is_symlink() => FsError::Link {
+                    path: path.to_path_buf(),
+                },
+                _ => FsError::NotDir {
+                    path: path.to_path_buf(),
+                },
+            },
+            e => FsError::io(path.to_path_buf(), "open", e),
+        })?;
+        let kinds = kinds_of(&fd, path)?;
+        Ok((
+            Root {
+                fd,
+                path: path.to_path_buf(),
+            },
+            kinds,
+        ))
+    }
+
     /// The file system root `/`, from which an absolute path can be walked without following
     /// any link: `Root::system()?.stat(abs.strip_prefix("/")?)`.
     pub fn system() -> Result<Root, FsError> {
         Root::open("/")
+    }
+
+    /// [`Root::system`] opened once for the process and shared (an `O_PATH` descriptor on
+    /// `/`, kept until exit): walking an absolute path from it takes one `openat2` instead of
+    /// an `open` of `/`, the walk and a `close`. The same folder as a fresh open: `/` names
+    /// the process's root, which only a `chroot` by this process could change (it makes
+    /// none). Not inherited by programs it runs (`O_CLOEXEC`).
+    pub fn system_shared() -> Result<&'static Root, FsError> {
+        static SYSTEM: std::sync::OnceLock<Root> = std::sync::OnceLock::new();
+        if let Some(r) = SYSTEM.get() {
+            return Ok(r);
+        }
+        let r = Root::system()?;
+        Ok(SYSTEM.get_or_init(|| r))
     }
 
     /// The root's resolved path (for display and for building absolute paths).
@@ -504,6 +554,20 @@ impl Root {
         let comps = self.components(Path::new(name))?;
         let full = self.path.join(name);
         if comps.len() != 1 {
+            return Err(FsError::Escape { path: full });
+        }
+        let fd = self.open_listing(&comps, &full)?;
+        let kinds = kinds_of(&fd, &full)?;
+        Ok((Root { fd, path: full }, kinds))
+    }
+
+    /// The folder `rel` (one or more components below this root) as a root of its own and
+    /// its listing: [`Root::list_kinds`]'s no-follow open (the folders above walked without
+    /// following a link, the folder itself `O_NOFOLLOW`), the descriptor kept.
+    pub fn open_dir_listed_at(&self, rel: &Path) -> Result<(Root, Listing), FsError> {
+        let comps = self.components(rel)?;
+        let full = self.path.join(rel);
+        if comps.is_empty() {
             return Err(FsError::Escape { path: full });
         }
         let fd = self.open_listing(&comps, &full)?;

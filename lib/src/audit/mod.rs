@@ -342,7 +342,7 @@ pub fn audit_baseline(
         common_dir: common_dir.to_path_buf(),
     };
     let root = main_work_tree.unwrap_or(common_dir);
-    audit_repository_in(&mut r, main_work_tree, common_dir, root, Some(shared));
+    audit_repository_in(&mut r, main_work_tree, common_dir, root, Some(shared), None);
     r
 }
 
@@ -470,12 +470,21 @@ fn valid_head(head: &Path) -> bool {
     valid_head_text(&text)
 }
 
+/// Whether [`git_dir_in`] takes `p` (the tests compare it with [`looks_like_git_dir`]).
+#[cfg(test)]
+fn looks_like_git_dir_in(d: &Dir, p: &Path) -> bool {
+    git_dir_in(d, p).is_some()
+}
+
 /// [`looks_like_git_dir`] of the folder `d` is open on (its path `p`, opened without a link
 /// from `/`, as [`small_file`] opens it): `HEAD` and `commondir` read below the one handle.
 /// With no link on the way to `p`, `lstat` of `p/HEAD` is that of `d`'s child and
 /// [`small_file`]'s open of `p` is `d`: the same answers, one open of the folder instead of
-/// two.
-fn looks_like_git_dir_in(d: &Dir, p: &Path) -> bool {
+/// two. When `p` looks like a git dir, its common dir as [`common_dir_of`] gives it: both
+/// read `commondir` the same way (no link from `/` to `p`, the file's bytes, lossy UTF-8,
+/// trailing CR/LF cut, normalised; unreadable: `p` itself), so the caller need not read it a
+/// second time.
+fn git_dir_in(d: &Dir, p: &Path) -> Option<PathBuf> {
     let head = OsStr::new("HEAD");
     let valid = match d.stat(head) {
         Ok(Some(st)) if st.kind == Kind::Link => d
@@ -489,13 +498,17 @@ fn looks_like_git_dir_in(d: &Dir, p: &Path) -> bool {
         _ => false,
     };
     if !valid {
-        return false;
+        return None;
     }
-    let common = match d.read_bytes(OsStr::new("commondir"), 1 << 20) {
-        Ok(c) => p.join(String::from_utf8_lossy(&c).trim_end_matches(['\n', '\r'])),
-        Err(_) => p.to_path_buf(),
+    let (common, key) = match d.read_bytes(OsStr::new("commondir"), 1 << 20) {
+        Ok(c) => {
+            let c = p.join(String::from_utf8_lossy(&c).trim_end_matches(['\n', '\r']));
+            let key = normalize(&c);
+            (c, key)
+        }
+        Err(_) => (p.to_path_buf(), p.to_path_buf()),
     };
-    common.join("objects").is_dir() && common.join("refs").is_dir()
+    (common.join("objects").is_dir() && common.join("refs").is_dir()).then_some(key)
 }
 
 /// The text of a `HEAD` file git takes ([`valid_head`]).
@@ -635,6 +648,11 @@ fn walk_workspace(
     let mut seen = 0usize;
     // Work trees found so far (a repository below one of them is nested).
     let mut work_trees: Vec<PathBuf> = Vec::new();
+    // Whether a folder above a `.git` has a `.git` of its own, by folder: `lstat`ed once per
+    // walk (the session folder above 100 worktrees was `lstat`ed 100 times). A `.git` made
+    // there after the first look is not seen by later entries, as one made after the walk
+    // is not: the answer is the walk's snapshot of that folder.
+    let mut has_dot_git: std::collections::HashMap<PathBuf, bool> = Default::default();
     // walkdir's order and bounds, without a system call or an allocation per entry
     // (`crate::layout::walk`): a build folder of 50,000 entries is walked, not skipped.
     // Files and links not named `.git` are only counted: nothing below looks at them.
@@ -750,7 +768,11 @@ fn walk_workspace(
                 own.ancestors()
                     .skip(1)
                     .take_while(|a| a.starts_with(root))
-                    .find(|a| std::fs::symlink_metadata(a.join(".git")).is_ok())
+                    .find(|a| {
+                        *has_dot_git
+                            .entry(a.to_path_buf())
+                            .or_insert_with(|| std::fs::symlink_metadata(a.join(".git")).is_ok())
+                    })
                     .map(Path::to_path_buf)
             });
         if is_dot_git {
@@ -884,8 +906,9 @@ fn gitfile(
     enclosing: Option<&Path>,
     work_trees: &mut Vec<PathBuf>,
 ) {
-    let bytes = match Dir::open_abs(wt).and_then(|d| d.read(OsStr::new(".git"), 1 << 20)) {
-        Ok((b, _)) => b,
+    // `read_bytes`: `Dir::read` less the `lstat` for the permission bits, not used here.
+    let bytes = match Dir::open_abs(wt).and_then(|d| d.read_bytes(OsStr::new(".git"), 1 << 20)) {
+        Ok(b) => b,
         Err(e) => {
             r.incomplete_at(path, Some(wt), e);
             return;
@@ -908,10 +931,11 @@ fn gitfile(
     let t = t.trim_end_matches(['\n', '\r']);
     let target = normalize(&wt.join(t));
     work_trees.push(wt.to_path_buf());
-    if own_layout(wt, &target).is_some() {
+    if let Some((_, key)) = own_layout_keyed(wt, &target) {
         // git's own layout, wherever the git dir lies: what git uses here is the repository
-        // behind it, audited (once) with its hooks and config.
-        audit_repository(r, Some(wt), &target, root);
+        // behind it, audited (once) with its hooks and config. A worktree entry's common
+        // dir, the audit's key, as the layout check read it.
+        audit_repository_in(r, Some(wt), &target, root, None, key);
         return;
     }
     // A `.git` file that makes this folder a second work tree of a repository whose git dir
@@ -1042,6 +1066,12 @@ fn second_work_tree_of(wt: &Path, target: &Path, enclosing: Option<&Path>) -> Op
 }
 
 fn own_layout(wt: &Path, git_dir: &Path) -> Option<&'static str> {
+    own_layout_keyed(wt, git_dir).map(|(l, _)| l)
+}
+
+/// [`own_layout`], with a worktree entry's common dir as [`common_dir_of`] gives it (read
+/// once, by the layout check: see [`git_dir_in`]); `None` for a submodule git dir.
+fn own_layout_keyed(wt: &Path, git_dir: &Path) -> Option<(&'static str, Option<PathBuf>)> {
     let same = |a: &Path, b: &Path| {
         normalize(a) == normalize(b)
             || matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
@@ -1051,14 +1081,12 @@ fn own_layout(wt: &Path, git_dir: &Path) -> Option<&'static str> {
         // admin dir. Its `gitdir` is read as `small_file` reads it (the folder opened with no
         // link from `/`): where that open fails, no answer but `None` was possible.
         let d = Dir::open_abs(git_dir).ok()?;
-        if !looks_like_git_dir_in(&d, git_dir) {
-            return None;
-        }
+        let key = git_dir_in(&d, git_dir)?;
         let back = d.read_bytes(OsStr::new("gitdir"), 1 << 20).ok()?;
         let back = String::from_utf8_lossy(&back);
         // Absolute, or (worktree.useRelativePaths) relative to the admin dir.
         let back = git_dir.join(back.trim_end_matches(['\n', '\r']));
-        return same(&back, &wt.join(".git")).then_some("linked worktree");
+        return same(&back, &wt.join(".git")).then_some(("linked worktree", Some(key)));
     }
     if !looks_like_git_dir(git_dir) {
         return None;
@@ -1072,7 +1100,7 @@ fn own_layout(wt: &Path, git_dir: &Path) -> Option<&'static str> {
         let v = en.values().iter().rev().find(|v| {
             v.origin.depth == 0 && crate::catalogue::loader::CORE_WORKTREE.matches(&v.config_key())
         })?;
-        return same(&git_dir.join(v.text().as_ref()), wt).then_some("submodule checkout");
+        return same(&git_dir.join(v.text().as_ref()), wt).then_some(("submodule checkout", None));
     }
     None
 }
@@ -1088,22 +1116,25 @@ fn common_dir_of(git_dir: &Path) -> PathBuf {
 /// One repository: its git dir (and common dir), hooks, config, includes, redirects,
 /// worktree entries, submodule git dirs, state files.
 fn audit_repository(r: &mut Report, work_tree: Option<&Path>, git_dir: &Path, root: &Path) {
-    audit_repository_in(r, work_tree, git_dir, root, None);
+    audit_repository_in(r, work_tree, git_dir, root, None, None);
 }
 
-/// [`audit_repository`]; `shared`: the baseline's one audit ([`audit_baseline`]).
+/// [`audit_repository`]; `shared`: the baseline's one audit ([`audit_baseline`]);
+/// `common_key`: a worktree entry's common dir as [`common_dir_of`] gives it, when the
+/// caller has read it ([`own_layout_keyed`]).
 fn audit_repository_in(
     r: &mut Report,
     work_tree: Option<&Path>,
     git_dir: &Path,
     root: &Path,
     shared: Option<Shared>,
+    common_key: Option<PathBuf>,
 ) {
     // Once per common dir: a linked worktree's and its main work tree's hooks and config are
     // the same files.
     // A main git dir is its own key (a `commondir` there is a finding, not a share).
     let key = if git_dir.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees")) {
-        common_dir_of(git_dir)
+        common_key.unwrap_or_else(|| common_dir_of(git_dir))
     } else {
         git_dir.to_path_buf()
     };
@@ -2191,6 +2222,60 @@ pub fn human(report: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Repositories met before their enclosing work tree's `.git` (`.a` sorts before `.git`:
+    /// R7-2) each find it through their folders above, whose `.git` is looked at once per
+    /// walk: both are nested in the top, none in `.a` (which has no `.git`). Positive
+    /// control: a third, under a folder `.b` that has a `.git` file of its own, is nested in
+    /// `.b` — the look-up of one folder's answer is not taken for another's.
+    #[test]
+    fn each_folder_above_a_git_is_looked_at_once_and_answers_for_every_repository_below() {
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().canonicalize().unwrap().join("top");
+        let init = |p: &std::path::Path| {
+            std::fs::create_dir_all(p).unwrap();
+            let ok = std::process::Command::new("git")
+                .args(["init", "-q"])
+                .arg(p)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok);
+        };
+        init(&top);
+        init(&top.join(".a/r1"));
+        init(&top.join(".a/r2"));
+        init(&top.join(".b/r3"));
+        std::fs::write(top.join(".b/.git"), "gitdir: ../.git\n").unwrap();
+        let report = super::audit(std::slice::from_ref(&top));
+        let nested_in = |r: &str| -> Option<String> {
+            report
+                .findings
+                .iter()
+                .find(|f| f.rule == super::rules::NESTED_REPOSITORY.id && f.path.ends_with(r))
+                .and_then(|f| f.details.get("enclosing"))
+                .and_then(|v| v.as_str().map(str::to_owned))
+        };
+        let top_s = top.display().to_string();
+        assert_eq!(
+            nested_in(".a/r1").as_deref(),
+            Some(top_s.as_str()),
+            "{report:#?}"
+        );
+        assert_eq!(
+            nested_in(".a/r2").as_deref(),
+            Some(top_s.as_str()),
+            "{report:#?}"
+        );
+        let b = top.join(".b").display().to_string();
+        assert_eq!(
+            nested_in(".b/r3").as_deref(),
+            Some(b.as_str()),
+            "{report:#?}"
+        );
+    }
+
     /// [`super::looks_like_git_dir_in`] (one handle on the admin dir) answers as
     /// [`super::looks_like_git_dir`] (a path per file) for every shape of `HEAD` and
     /// `commondir` a worktree entry can hold: a ref, an object id, garbage, a link into
@@ -2232,25 +2317,37 @@ mod tests {
             ("link", |p, _| symlink("../common-name", p).unwrap()),
         ];
         let mut n = 0;
-        for (hn, head) in &heads {
-            for (cn, cd) in &commondirs {
-                let p = top.join(format!("{hn}-{cn}"));
-                std::fs::create_dir(&p).unwrap();
-                if *cn == "none" {
-                    std::fs::create_dir_all(p.join("objects")).unwrap();
-                    std::fs::create_dir_all(p.join("refs")).unwrap();
+        let mut keys = 0;
+        // `own`: the admin dir has `objects/` and `refs/` of its own (where `commondir` cannot
+        // be read, git looks there: the common dir read on the way is then the admin dir).
+        for own in [false, true] {
+            for (hn, head) in &heads {
+                for (cn, cd) in &commondirs {
+                    let p = top.join(format!("{hn}-{cn}-{own}"));
+                    std::fs::create_dir(&p).unwrap();
+                    if *cn == "none" || own {
+                        std::fs::create_dir_all(p.join("objects")).unwrap();
+                        std::fs::create_dir_all(p.join("refs")).unwrap();
+                    }
+                    head(&p.join("HEAD"), &fifo);
+                    cd(&p.join("commondir"), &fifo);
+                    let d = Dir::open_abs(&p).unwrap();
+                    let (one, paths) = (looks_like_git_dir_in(&d, &p), looks_like_git_dir(&p));
+                    assert_eq!(one, paths, "HEAD {hn}, commondir {cn}");
+                    // The common dir read on the way is the one `common_dir_of` reads.
+                    if let Some(key) = super::git_dir_in(&d, &p) {
+                        assert_eq!(key, super::common_dir_of(&p), "HEAD {hn}, commondir {cn}");
+                        keys += usize::from(key != p);
+                    }
+                    n += usize::from(one);
                 }
-                head(&p.join("HEAD"), &fifo);
-                cd(&p.join("commondir"), &fifo);
-                let d = Dir::open_abs(&p).unwrap();
-                let (one, paths) = (looks_like_git_dir_in(&d, &p), looks_like_git_dir(&p));
-                assert_eq!(one, paths, "HEAD {hn}, commondir {cn}");
-                n += usize::from(one);
             }
         }
         // Positive control: the shapes git takes are taken (ref, oid, link into refs/, each
-        // with no commondir or a good one).
-        assert_eq!(n, 6);
+        // with no commondir or a good one; with `objects/` and `refs/` of its own, also with
+        // an unreadable one), six of them through a `commondir`.
+        assert_eq!(n, 18);
+        assert_eq!(keys, 6);
     }
 
     /// `wt-check check` takes the baseline's repository as audited under the main work tree

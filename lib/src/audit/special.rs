@@ -117,7 +117,36 @@ fn hops(path: &Path) -> Vec<PathBuf> {
 
 /// Every FIFO, socket or device at or below `dir` (not following links; `dir` itself is
 /// `lstat`ed). A `dir` that does not exist yields nothing.
+///
+/// Each folder is opened once, relative to its parent's descriptor (`O_RDONLY |
+/// O_DIRECTORY | O_NOFOLLOW`, [`Root::open_dir_listed`]), and listed through that descriptor
+/// with the listing's types (`d_type`; an `lstat` where the file system does not tell): four
+/// system calls a folder (`openat`, two `getdents64`, `close`) where `read_dir` of the full
+/// path took five (glibc's `opendir` adds an `fstat`) and walked every component from `/`
+/// again. A folder that is no longer one when it is opened — swapped for a link, a FIFO or a
+/// file after its parent was listed — is not entered: it is judged as the entry it now is
+/// ([`rejudge`]), as a sweep started a moment later would have listed it (`read_dir` of the
+/// path followed such a link).
+///
+/// [`Root::open_dir_listed`]: crate::fsx::Root::open_dir_listed
 pub fn sweep(dir: &Path) -> Special {
+    sweep_known(dir, &Known::default())
+}
+
+/// Listings already read of folders below a swept folder, by path relative to it: what
+/// [`sweep_known`] takes instead of listing the folder again.
+pub type Known = std::collections::HashMap<PathBuf, crate::fsx::Listing>;
+
+/// [`sweep`], with the listings in `known` taken for the folders they name instead of
+/// opening and listing those folders again (`wt-check check`: the worktree entries' admin
+/// dirs and their `refs/`, `logs/`, `logs/refs/`, just listed no-follow by
+/// `crate::layout::worktree_entries`). A known listing must have been read as the sweep reads
+/// (no-follow, with `d_type` kinds) moments before, of the folder at that path: it is then
+/// what the sweep would have read, but for what a writer changed in between — which it could
+/// as well change just after the sweep. A folder below a known one that is not known itself
+/// is opened from the swept folder's descriptor, no link followed on the way; one that cannot
+/// be (a known folder swapped since) makes the sweep incomplete.
+pub fn sweep_known(dir: &Path, known: &Known) -> Special {
     let mut out = Special::default();
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.is_dir() => {}
@@ -129,57 +158,144 @@ pub fn sweep(dir: &Path) -> Special {
         }
         Err(_) => return out,
     }
-    let mut seen = 0usize;
-    let mut stack = vec![(dir.to_path_buf(), 0usize)];
-    while let Some((d, depth)) = stack.pop() {
-        let rd = match std::fs::read_dir(&d) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                out.incomplete = Some((d, format!("cannot list: {e}")));
-                return out;
-            }
-        };
-        for e in rd {
-            let e = match e {
-                Ok(e) => e,
-                Err(err) => {
-                    out.incomplete = Some((d, format!("cannot list: {err}")));
-                    return out;
-                }
-            };
-            seen += 1;
-            if seen > MAX_ENTRIES {
-                out.incomplete = Some((d, format!("more than {MAX_ENTRIES} entries")));
-                return out;
-            }
-            let Ok(ft) = e.file_type() else { continue };
-            if ft.is_dir() {
-                if depth + 1 > MAX_DEPTH {
-                    out.incomplete = Some((e.path(), format!("deeper than {MAX_DEPTH} folders")));
-                    return out;
-                }
-                stack.push((e.path(), depth + 1));
-            } else if let Some(k) = special_kind(&ft) {
-                // git's own: the builtin fsmonitor daemon's socket (macOS, Windows).
-                if k == "socket" && e.file_name() == FSMONITOR_SOCKET {
-                    continue;
-                }
-                out.found.push((e.path(), k));
-            } else if ft.is_symlink() {
-                // A link git opens follows to what it names: a link to a FIFO or device
-                // blocks the same (ninth red-team pass, R9-13: a worktree entry's `HEAD`
-                // made a link to a FIFO hung the owner's git and `check`'s ref snapshot).
-                // `/dev/null` reads as empty and is left alone.
-                let p = e.path();
-                if let Some(k) = blocking(&p) {
-                    out.found.push((p, k));
-                }
-            }
+    let (root, listing) = match crate::fsx::Root::open_listed(dir) {
+        Ok(r) => r,
+        Err(e) if e.is_not_found() => return out,
+        Err(crate::fsx::FsError::Link { .. } | crate::fsx::FsError::NotDir { .. }) => {
+            let _ = rejudge(dir, &mut out);
+            out.found.sort();
+            return out;
         }
-    }
+        Err(e) => {
+            out.incomplete = Some((dir.to_path_buf(), format!("cannot list: {e}")));
+            return out;
+        }
+    };
+    let mut seen = 0usize;
+    let mut at = Sweep {
+        top: &root,
+        known,
+        seen: &mut seen,
+        out: &mut out,
+    };
+    // An `Err` is the sweep cut short (`out.incomplete` says why).
+    let _ = at.listed(Some(&root), Path::new(""), dir, listing, 0);
     out.found.sort();
     out
+}
+
+/// One sweep's state: the swept folder's handle, the listings known, the count, the findings.
+struct Sweep<'a> {
+    top: &'a crate::fsx::Root,
+    known: &'a Known,
+    seen: &'a mut usize,
+    out: &'a mut Special,
+}
+
+impl Sweep<'_> {
+    /// The entries of the folder at `rel` below the swept one (full path `path`, `depth`
+    /// folders down), as listed in `listing`; `dir`, its handle when it was opened (`None`
+    /// for a known listing: its sub-folders are opened from the swept folder's handle).
+    fn listed(
+        &mut self,
+        dir: Option<&crate::fsx::Root>,
+        rel: &Path,
+        path: &Path,
+        listing: crate::fsx::Listing,
+        depth: usize,
+    ) -> Result<(), ()> {
+        use crate::fsx::{EntryKind, FsError};
+        for (name, kind) in listing {
+            *self.seen += 1;
+            if *self.seen > MAX_ENTRIES {
+                self.out.incomplete = Some((
+                    path.to_path_buf(),
+                    format!("more than {MAX_ENTRIES} entries"),
+                ));
+                return Err(());
+            }
+            let p = path.join(&name);
+            match kind {
+                EntryKind::Dir => {
+                    if depth + 1 > MAX_DEPTH {
+                        self.out.incomplete = Some((p, format!("deeper than {MAX_DEPTH} folders")));
+                        return Err(());
+                    }
+                    let child_rel = rel.join(&name);
+                    if let Some(l) = self.known.get(&child_rel) {
+                        self.listed(None, &child_rel, &p, l.clone(), depth + 1)?;
+                        continue;
+                    }
+                    let opened = match dir {
+                        Some(d) => d.open_dir_listed(&name),
+                        None => self.top.open_dir_listed_at(&child_rel),
+                    };
+                    match opened {
+                        Ok((child, listing)) => {
+                            self.listed(Some(&child), &child_rel, &p, listing, depth + 1)?;
+                        }
+                        // Gone since it was listed: nothing there to open.
+                        Err(e) if e.is_not_found() => {}
+                        // No longer a folder: judged as what it is now, not entered.
+                        Err(FsError::Link { .. } | FsError::NotDir { .. }) if dir.is_some() => {
+                            rejudge(&p, self.out)?
+                        }
+                        Err(e) => {
+                            self.out.incomplete = Some((p, format!("cannot list: {e}")));
+                            return Err(());
+                        }
+                    }
+                }
+                EntryKind::Fifo | EntryKind::Socket | EntryKind::CharDev | EntryKind::BlockDev => {
+                    let k = kind.name();
+                    // git's own: the builtin fsmonitor daemon's socket (macOS, Windows).
+                    if k == "socket" && name == FSMONITOR_SOCKET {
+                        continue;
+                    }
+                    self.out.found.push((p, k));
+                }
+                EntryKind::Symlink => {
+                    // A link git opens follows to what it names: a link to a FIFO or device
+                    // blocks the same (ninth red-team pass, R9-13: a worktree entry's `HEAD`
+                    // made a link to a FIFO hung the owner's git and `check`'s ref snapshot).
+                    // `/dev/null` reads as empty and is left alone.
+                    if let Some(k) = blocking(&p) {
+                        self.out.found.push((p, k));
+                    }
+                }
+                EntryKind::File => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An entry listed as a folder that could not be opened as one: judged by its `lstat` now,
+/// as the listing would have shown it — a FIFO, socket or device is found, a link is judged
+/// by [`blocking`] (never followed), a file is left. A folder again (swapped back between
+/// the open and the `lstat`) was not swept: the sweep is incomplete (`Err`).
+fn rejudge(p: &Path, out: &mut Special) -> Result<(), ()> {
+    let Ok(m) = std::fs::symlink_metadata(p) else {
+        return Ok(());
+    };
+    let ft = m.file_type();
+    if ft.is_dir() {
+        out.incomplete = Some((
+            p.to_path_buf(),
+            "cannot list: swapped for something else and back while the sweep read it".into(),
+        ));
+        return Err(());
+    }
+    if let Some(k) = special_kind(&ft) {
+        if !(k == "socket" && p.file_name() == Some(std::ffi::OsStr::new(FSMONITOR_SOCKET))) {
+            out.found.push((p.to_path_buf(), k));
+        }
+    } else if ft.is_symlink() {
+        if let Some(k) = blocking(p) {
+            out.found.push((p.to_path_buf(), k));
+        }
+    }
+    Ok(())
 }
 
 /// Open a file that must be regular, as [`read_regular`] reads it: `O_NONBLOCK|O_CLOEXEC`
@@ -241,6 +357,199 @@ mod tests {
         assert_eq!(s.found, vec![(g.join("worktrees/zz/HEAD"), "fifo")]);
         assert!(s.incomplete.is_none());
         assert!(sweep(&d.path().join("absent")).found.is_empty());
+    }
+
+    /// The sweep before descriptors were held: `read_dir` of each folder's full path.
+    fn sweep_by_path(dir: &Path) -> Vec<(PathBuf, &'static str)> {
+        let mut found = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let e = e.unwrap();
+                let ft = e.file_type().unwrap();
+                if ft.is_dir() {
+                    stack.push(e.path());
+                } else if let Some(k) = special_kind(&ft) {
+                    if !(k == "socket" && e.file_name() == FSMONITOR_SOCKET) {
+                        found.push((e.path(), k));
+                    }
+                } else if ft.is_symlink() {
+                    if let Some(k) = blocking(&e.path()) {
+                        found.push((e.path(), k));
+                    }
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+
+    /// Held descriptors find what `read_dir` of each path found, at every depth and of every
+    /// kind (FIFO, socket, git's fsmonitor socket left alone, links to a FIFO, into `/dev`,
+    /// to `/dev/null`, to a folder), and the paths are named under `dir` as given (here
+    /// through a link above it, which the caller vouches for).
+    #[test]
+    fn held_descriptors_find_what_paths_found() {
+        let t = tempfile::tempdir().unwrap();
+        let g = t.path().join("g");
+        let fifo = |p: &Path| nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        for d in [
+            "refs/heads/a/b/c",
+            "worktrees/w1/refs",
+            "worktrees/w2/logs",
+            "objects/ab",
+        ] {
+            std::fs::create_dir_all(g.join(d)).unwrap();
+        }
+        std::fs::write(g.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(g.join("objects/ab/cd"), "x").unwrap();
+        fifo(&g.join("refs/heads/a/b/c/deep"));
+        fifo(&g.join("worktrees/w1/HEAD"));
+        let _s1 = std::os::unix::net::UnixListener::bind(g.join("worktrees/w2/sock")).unwrap();
+        let _s2 = std::os::unix::net::UnixListener::bind(g.join(FSMONITOR_SOCKET)).unwrap();
+        std::os::unix::fs::symlink(g.join("worktrees/w1/HEAD"), g.join("worktrees/w2/HEAD"))
+            .unwrap();
+        std::os::unix::fs::symlink("/dev/zero", g.join("worktrees/w2/index")).unwrap();
+        std::os::unix::fs::symlink("/dev/null", g.join("worktrees/w1/index")).unwrap();
+        std::os::unix::fs::symlink("../objects", g.join("refs/objs")).unwrap();
+        let up = t.path().join("up");
+        std::os::unix::fs::symlink(t.path(), &up).unwrap();
+        let via = up.join("g");
+        for d in [&g, &via] {
+            let s = sweep(d);
+            assert!(s.incomplete.is_none());
+            assert_eq!(s.found, sweep_by_path(d));
+        }
+        assert_eq!(
+            sweep(&via).found,
+            vec![
+                (via.join("refs/heads/a/b/c/deep"), "fifo"),
+                (via.join("worktrees/w1/HEAD"), "fifo"),
+                (via.join("worktrees/w2/HEAD"), "fifo"),
+                (via.join("worktrees/w2/index"), "char device"),
+                (via.join("worktrees/w2/sock"), "socket"),
+            ]
+        );
+    }
+
+    /// Known listings are taken for the folders they name, and a folder below a known one is
+    /// opened from the swept folder's handle: with the listings as read moments before, the
+    /// sweep finds what a sweep reading every folder finds. Positive controls: a known listing
+    /// is what the sweep goes by (a FIFO added after it was read is not seen, one it names is
+    /// reported), and a folder below a known one swapped for a link makes the sweep
+    /// incomplete, never followed.
+    #[test]
+    fn known_listings_stand_for_the_folders_they_name() {
+        use crate::fsx::Root;
+        let t = tempfile::tempdir().unwrap();
+        let g = t.path().canonicalize().unwrap().join("g");
+        let fifo = |p: &Path| nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        for d in [
+            "worktrees/w1/logs/refs/heads",
+            "worktrees/w1/refs",
+            "worktrees/w2",
+            "objects",
+        ] {
+            std::fs::create_dir_all(g.join(d)).unwrap();
+        }
+        std::fs::write(g.join("worktrees/w1/HEAD"), "x").unwrap();
+        fifo(&g.join("worktrees/w1/logs/refs/heads/f"));
+        fifo(&g.join("worktrees/w2/index"));
+        std::os::unix::fs::symlink("/dev/zero", g.join("worktrees/w1/refs/z")).unwrap();
+        let (root, _) = Root::open_listed(&g).unwrap();
+        let read = |rel: &str| root.open_dir_listed_at(Path::new(rel)).unwrap().1;
+        let mut known = Known::default();
+        for rel in [
+            "worktrees/w1",
+            "worktrees/w1/logs",
+            "worktrees/w1/refs",
+            "worktrees/w2",
+        ] {
+            known.insert(PathBuf::from(rel), read(rel));
+        }
+        let full = sweep(&g);
+        assert_eq!(full.found.len(), 3, "{full:?}");
+        let with = sweep_known(&g, &known);
+        assert!(with.incomplete.is_none());
+        assert_eq!(with.found, full.found);
+        // The known listing is what the sweep goes by.
+        fifo(&g.join("worktrees/w2/late"));
+        let mut stale = known.clone();
+        stale.get_mut(Path::new("worktrees/w2")).unwrap().push((
+            std::ffi::OsString::from("named"),
+            crate::fsx::EntryKind::Fifo,
+        ));
+        let found: Vec<_> = sweep_known(&g, &stale)
+            .found
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert!(found.contains(&g.join("worktrees/w2/named")));
+        assert!(!found.contains(&g.join("worktrees/w2/late")));
+        assert!(sweep(&g)
+            .found
+            .iter()
+            .any(|(p, _)| *p == g.join("worktrees/w2/late")));
+        // A folder below a known one (`logs/refs`, not known) swapped for a link: not followed.
+        let away = g.parent().unwrap().join("away");
+        std::fs::rename(g.join("worktrees/w1/logs/refs"), &away).unwrap();
+        std::os::unix::fs::symlink(&away, g.join("worktrees/w1/logs/refs")).unwrap();
+        let s = sweep_known(&g, &known);
+        assert!(s.incomplete.is_some(), "{s:?}");
+        assert!(!s.found.iter().any(|(p, _)| p.ends_with("heads/f")));
+    }
+
+    /// A folder swapped after its parent was listed (the listing says folder, the name is now
+    /// something else) is judged as what it is now and never entered: a link to a folder
+    /// holding a FIFO is not followed (`read_dir` of the path followed it: the positive
+    /// control), a link into `/dev` and a FIFO are found, a file is left.
+    #[test]
+    fn a_folder_swapped_after_the_listing_is_judged_as_what_it_is_now() {
+        use crate::fsx::{EntryKind, Root};
+        let t = tempfile::tempdir().unwrap();
+        let g = t.path().join("g");
+        let away = t.path().join("away");
+        std::fs::create_dir_all(&g).unwrap();
+        std::fs::create_dir_all(&away).unwrap();
+        nix::unistd::mkfifo(&away.join("f"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::os::unix::fs::symlink(&away, g.join("to_folder")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", g.join("to_dev")).unwrap();
+        nix::unistd::mkfifo(&g.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::fs::write(g.join("file"), "x").unwrap();
+        // What the parent's listing said before the swap: four folders.
+        let listing: crate::fsx::Listing = ["file", "fifo", "to_dev", "to_folder"]
+            .iter()
+            .map(|n| (std::ffi::OsString::from(n), EntryKind::Dir))
+            .collect();
+        let (root, _) = Root::open_listed(&g).unwrap();
+        let mut out = Special::default();
+        let mut seen = 0;
+        let known = Known::default();
+        let mut at = Sweep {
+            top: &root,
+            known: &known,
+            seen: &mut seen,
+            out: &mut out,
+        };
+        assert!(at
+            .listed(Some(&root), Path::new(""), &g, listing, 0)
+            .is_ok());
+        out.found.sort();
+        assert_eq!(
+            out.found,
+            vec![(g.join("fifo"), "fifo"), (g.join("to_dev"), "char device")]
+        );
+        assert!(out.incomplete.is_none());
+        // Positive control: a path-based listing follows the swapped-in link.
+        let followed: Vec<_> = std::fs::read_dir(g.join("to_folder"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(followed, vec![std::ffi::OsString::from("f")]);
+        // The swept folder itself swapped for a link between its lstat and its open: refused.
+        assert!(Root::open_listed(&g.join("to_folder"))
+            .unwrap_err()
+            .is_link());
     }
 }
 

@@ -594,3 +594,43 @@ fn reads_whole_files_of_every_size_and_files_that_report_no_size() {
         Err(FsError::TooLarge { .. })
     ));
 }
+
+/// The shared handle on `/` is one descriptor for the process, and walks from it refuse
+/// links as walks from a fresh `Root::system()` do: a link on the way is `FsError::Link`,
+/// the same folder is reached (same device and inode) where there is none.
+#[test]
+fn the_shared_system_root_walks_as_a_fresh_one() {
+    let a = Root::system_shared().unwrap();
+    let b = Root::system_shared().unwrap();
+    assert_eq!(a.as_fd().as_raw_fd(), b.as_fd().as_raw_fd());
+    assert_eq!(a.path(), Path::new("/"));
+    let t = tempfile::tempdir().unwrap();
+    let real = std::fs::canonicalize(t.path()).unwrap();
+    std::fs::create_dir_all(real.join("d/e")).unwrap();
+    symlink(real.join("d"), real.join("l")).unwrap();
+    let rel = |p: &Path| p.strip_prefix("/").unwrap().to_path_buf();
+    let fresh = Root::system().unwrap();
+    for (shared, fresh) in [
+        (
+            a.open_dir(rel(&real.join("d/e"))),
+            fresh.open_dir(rel(&real.join("d/e"))),
+        ),
+        (
+            a.open_dir(rel(&real.join("l/e"))),
+            fresh.open_dir(rel(&real.join("l/e"))),
+        ),
+    ] {
+        match (shared, fresh) {
+            (Ok(s), Ok(f)) => assert_eq!(
+                (s.root_stat().unwrap().dev, s.root_stat().unwrap().ino),
+                (f.root_stat().unwrap().dev, f.root_stat().unwrap().ino)
+            ),
+            (Err(s), Err(f)) => {
+                assert!(s.is_link() && f.is_link(), "{s} / {f}");
+            }
+            (s, f) => panic!("shared {s:?}, fresh {f:?}"),
+        }
+    }
+    // Positive control: the link does lead to the folder when followed.
+    assert!(std::fs::metadata(real.join("l/e")).unwrap().is_dir());
+}

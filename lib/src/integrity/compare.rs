@@ -173,7 +173,10 @@ pub fn check_with_roots_swept(
     // FIFOs, sockets and devices anywhere else in the common dir (refs, logs, objects,
     // `modules/`): git's blocking open of one hangs the owner's git. Reported; with
     // `--restore` moved aside (never deleted).
-    let sp = crate::audit::special::sweep(common);
+    // The worktree entries' listings, just read no-follow by `layout_entries`, stand for
+    // their folders (`sweep_known`): each `worktrees/<id>`, its `refs/`, `logs/`, `logs/refs/`
+    // is not listed a second time.
+    let sp = crate::audit::special::sweep_known(common, &known_listings(common, &layout));
     let swept_clean = sp.found.is_empty() && sp.incomplete.is_none();
     if let Some((p, why)) = &sp.incomplete {
         outcome = Outcome::Incomplete;
@@ -654,6 +657,36 @@ pub(super) fn index_path_diffs(
         });
     }
     (diffs, problems)
+}
+
+/// The listings `crate::layout::worktree_entries` read of each worktree entry's admin dir
+/// and its `refs/`, `logs/`, `info/`, `logs/refs/`, by path relative to `common`, for the
+/// sweep of `common` ([`crate::audit::special::sweep_known`]). Only entries whose admin dir
+/// is `common/worktrees/<name>` as the sweep names it (the layout read resolves the common
+/// dir; a different spelling shares nothing), keyed by the folder's raw name (an entry's id
+/// is its lossy text, which two names can share).
+pub(super) fn known_listings(
+    common: &Path,
+    layout: &BTreeMap<String, WorktreeEntry>,
+) -> crate::audit::special::Known {
+    let wt_dir = common.join("worktrees");
+    let mut out = crate::audit::special::Known::default();
+    for e in layout.values() {
+        let (Some(parent), Some(name)) = (e.admin_dir.parent(), e.admin_dir.file_name()) else {
+            continue;
+        };
+        if parent != wt_dir {
+            continue;
+        }
+        for (rel, listing) in &e.listings {
+            let mut key = Path::new("worktrees").join(name);
+            if !rel.is_empty() {
+                key.push(rel);
+            }
+            out.insert(key, listing.clone());
+        }
+    }
+    out
 }
 
 /// `inprogress::judge` over every git dir of the snapshot: `(base, findings)`.

@@ -44,13 +44,28 @@ pub fn armed(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, cache: &mut Walk
                 continue;
             }
         };
+        // The work tree opened once (links in its path followed, as `symlink_metadata` of
+        // `work_tree/rel/.git` follows them): each gitlink's `.git` is then `lstat`ed relative
+        // to it — the same answer, with the kernel walking `rel/.git` instead of the whole
+        // path again for each of the index's gitlinks. Unopenable: by path, as before.
+        let wt_fd = (!paths.is_empty())
+            .then(|| {
+                use nix::fcntl::OFlag;
+                nix::fcntl::open(
+                    work_tree.as_path(),
+                    OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+                    nix::sys::stat::Mode::empty(),
+                )
+                .ok()
+            })
+            .flatten();
         for rel in paths {
             let sub = work_tree.join(&rel);
             let dot_git = sub.join(".git");
-            let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
+            let Some(is_file) = dot_git_lstat(wt_fd.as_ref(), &rel, &dot_git) else {
                 continue; // not populated: git does not enter it
             };
-            if meta.is_file() && gitfile_into_modules(&dot_git, &sub, common_dir) {
+            if is_file && gitfile_into_modules(&dot_git, &sub, common_dir) {
                 continue;
             }
             let report = crate::audit::audit_cached(std::slice::from_ref(&sub), cache);
@@ -66,6 +81,23 @@ pub fn armed(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, cache: &mut Walk
         }
     }
     out
+}
+
+/// Whether `<work tree>/<rel>/.git` exists (`lstat`, the last component not followed), and
+/// if so whether it is a regular file: relative to `wt` (the work tree, held open) when
+/// given, else by its full path `dot_git`. An absolute `rel` names the same file either way
+/// (`openat` ignores the folder for an absolute path, as `Path::join` does).
+fn dot_git_lstat(wt: Option<&std::os::fd::OwnedFd>, rel: &Path, dot_git: &Path) -> Option<bool> {
+    match wt {
+        Some(fd) => nix::sys::stat::fstatat(
+            fd,
+            &rel.join(".git"),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .ok()
+        .map(|st| st.st_mode & nix::libc::S_IFMT == nix::libc::S_IFREG),
+        None => std::fs::symlink_metadata(dot_git).ok().map(|m| m.is_file()),
+    }
 }
 
 /// Audit every repository nested in the given work trees, the way `wt-check audit` walks a
@@ -319,4 +351,66 @@ fn inside_bare_top(root: &Path) -> Vec<PathBuf> {
         .collect();
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dot_git_lstat;
+    use std::path::{Path, PathBuf};
+
+    /// The `.git` of a gitlink `lstat`ed relative to the held work tree answers as
+    /// `symlink_metadata` of the full path, for every shape: a `.git` file, folder, link,
+    /// none, a gitlink folder that is itself a link (followed by both), `..` in the path, an
+    /// absolute path, the work tree itself reached through a link.
+    #[test]
+    fn relative_to_the_held_work_tree_answers_as_the_full_path() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().canonicalize().unwrap();
+        let wt = top.join("wt");
+        let away = top.join("away");
+        for d in ["wt/file", "wt/dir/.git", "wt/link", "wt/none", "away"] {
+            std::fs::create_dir_all(top.join(d)).unwrap();
+        }
+        std::fs::write(wt.join("file/.git"), "gitdir: x\n").unwrap();
+        symlink(wt.join("file/.git"), wt.join("link/.git")).unwrap();
+        std::fs::write(away.join(".git"), "gitdir: y\n").unwrap();
+        symlink(&away, wt.join("to_away")).unwrap();
+        symlink(&wt, top.join("wt_link")).unwrap();
+        let rels: Vec<PathBuf> = [
+            "file",
+            "dir",
+            "link",
+            "none",
+            "absent",
+            "to_away",
+            "none/../file",
+            "",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .chain([away.clone()])
+        .collect();
+        let mut answers = std::collections::BTreeSet::new();
+        for w in [&wt, &top.join("wt_link")] {
+            let fd = nix::fcntl::open(
+                w.as_path(),
+                nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_DIRECTORY,
+                nix::sys::stat::Mode::empty(),
+            )
+            .unwrap();
+            for rel in &rels {
+                let full = w.join(rel).join(".git");
+                let by_path = dot_git_lstat(None, rel, &full);
+                assert_eq!(dot_git_lstat(Some(&fd), rel, &full), by_path, "{rel:?}");
+                answers.insert(format!("{by_path:?}"));
+            }
+        }
+        // Positive control: all three answers occur (file, other, none).
+        assert_eq!(answers.len(), 3, "{answers:?}");
+        assert_eq!(
+            dot_git_lstat(None, Path::new("to_away"), &wt.join("to_away/.git")),
+            Some(true)
+        );
+    }
 }

@@ -60,11 +60,11 @@ pub struct Dir(Root);
 
 impl Dir {
     /// Open an absolute path walking from `/`, refusing a link at any component.
+    /// The walk starts at the process's shared handle on `/` ([`Root::system_shared`]).
     pub fn open_abs(path: &Path) -> Result<Dir, NfError> {
-        let sys = Root::system()?;
         match path.strip_prefix("/") {
-            Ok(rel) if rel.as_os_str().is_empty() => Ok(Dir(sys)),
-            Ok(rel) => sys.open_dir(rel).map(Dir),
+            Ok(rel) if rel.as_os_str().is_empty() => Ok(Dir(Root::system()?)),
+            Ok(rel) => Root::system_shared()?.open_dir(rel).map(Dir),
             Err(_) => Err(NfError::Escape {
                 path: path.to_path_buf(),
             }),

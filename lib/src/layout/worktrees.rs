@@ -244,6 +244,14 @@ pub struct WorktreeEntry {
     /// Every name of the admin dir as listed, raw and sorted (`names` is their text).
     #[serde(skip)]
     pub listed: Vec<std::ffi::OsString>,
+    /// The listings read here, each with its entries' kinds (`d_type`, an `lstat` where the
+    /// file system does not tell), by path relative to the admin dir: the admin dir itself
+    /// (`""`) and the folders `refs`, `logs`, `info`, `logs/refs` it holds — every one opened
+    /// no-follow below the one handle on the admin dir. The common dir's sweep for FIFOs
+    /// takes them instead of listing the same folders again
+    /// (`crate::audit::special::sweep_known`).
+    #[serde(skip)]
+    pub listings: Vec<(String, crate::fsx::Listing)>,
 }
 
 /// One of the files git reads in a worktree's admin dir, as [`worktree_entries`] saw it,
@@ -373,6 +381,7 @@ fn read_entry(
         admin_type: ft.clone(),
         files: Vec::new(),
         listed: Vec::new(),
+        listings: Vec::new(),
     };
     match ft {
         FileType::Dir { .. } => {}
@@ -413,7 +422,13 @@ fn read_entry(
             });
         }
     }
-    check_unexpected(&admin_dir, &listing, &mut entry.problems)?;
+    check_unexpected(
+        &admin_dir,
+        &listing,
+        &mut entry.problems,
+        &mut entry.listings,
+    )?;
+    entry.listings.push((String::new(), listing.clone()));
     entry.has_config_worktree = listing.iter().any(|(n, _)| n == "config.worktree");
     let locked_present = listing.iter().any(|(n, _)| n == "locked");
 
@@ -795,6 +810,7 @@ fn check_unexpected(
     admin: &Root,
     listing: &[(std::ffi::OsString, EntryKind)],
     problems: &mut Vec<Problem>,
+    listings: &mut Vec<(String, crate::fsx::Listing)>,
 ) -> Result<(), LayoutError> {
     for (n, kind) in listing {
         let name = n.to_string_lossy().into_owned();
@@ -806,20 +822,22 @@ fn check_unexpected(
             continue;
         }
         if matches!(name.as_str(), "refs" | "logs" | "info") && *kind == EntryKind::Dir {
-            check_container(admin, &name, problems)?;
+            check_container(admin, &name, problems, listings)?;
         }
     }
     Ok(())
 }
 
 /// Names below the admin dir's folder `rel`, from the folder listing (opened no-follow; a
-/// folder swapped for a link is an error, never followed).
+/// folder swapped for a link is an error, never followed); the listing kept in `listings`.
 fn check_container(
     admin: &Root,
     rel: &str,
     problems: &mut Vec<Problem>,
+    listings: &mut Vec<(String, crate::fsx::Listing)>,
 ) -> Result<(), LayoutError> {
-    for (child, kind) in admin.list_kinds(rel)? {
+    let kinds = admin.list_kinds(rel)?;
+    for (child, kind) in kinds.iter().cloned() {
         let sub = format!("{rel}/{}", child.to_string_lossy());
         let stem = sub.strip_suffix(".lock").unwrap_or(&sub);
         if !WORKTREE_PRIVATE_SUBPATHS.contains(&stem) {
@@ -828,9 +846,10 @@ fn check_container(
                 ignored_by_git: true,
             });
         } else if sub == "logs/refs" && kind == EntryKind::Dir {
-            check_container(admin, &sub, problems)?;
+            check_container(admin, &sub, problems, listings)?;
         }
     }
+    listings.push((rel.to_owned(), kinds));
     Ok(())
 }
 
