@@ -46,7 +46,6 @@ use crate::events::{Event, EventKind, Tool};
 use crate::fsx::{EntryKind, FsError, Root};
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::{fstat, fstatat, Mode, SFlag};
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -140,7 +139,6 @@ fn walk(objects: &Root) -> Result<Vec<(String, Seen)>, FsError> {
                     limit: FILE_LIMIT as u64,
                 });
             }
-            let full = dir.path().join(&leaf);
             let st = match fstatat(
                 dir.as_fd(),
                 leaf.as_os_str(),
@@ -148,9 +146,13 @@ fn walk(objects: &Root) -> Result<Vec<(String, Seen)>, FsError> {
             ) {
                 Ok(st) => st,
                 Err(nix::errno::Errno::ENOENT) => continue,
-                Err(e) => return Err(io_err(full, "lstat", e)),
+                Err(e) => return Err(io_err(dir.path().join(&leaf), "lstat", e)),
             };
-            let rel = format!("{fan}/{}", leaf.to_string_lossy());
+            // Both names are ASCII hex (checked above).
+            let mut rel = String::with_capacity(41);
+            rel.push_str(&fan);
+            rel.push('/');
+            rel.push_str(std::str::from_utf8(lb).unwrap_or_default());
             out.push((rel, seen_of(&st)));
         }
     }
@@ -180,50 +182,69 @@ fn seen_of(st: &nix::sys::stat::FileStat) -> Seen {
     }
 }
 
+/// One record line (without its newline): `xx/<38 hex> dev ino size mtime_s mtime_ns
+/// ctime_s ctime_ns`, into `buf` (cleared first).
+fn render_line(buf: &mut String, rel: &str, t: &Stamp) {
+    buf.clear();
+    buf.push_str(rel);
+    for (neg, n) in [
+        (false, t.dev),
+        (false, t.ino),
+        (t.size < 0, t.size.unsigned_abs()),
+        (t.mtime.0 < 0, t.mtime.0.unsigned_abs()),
+        (t.mtime.1 < 0, t.mtime.1.unsigned_abs()),
+        (t.ctime.0 < 0, t.ctime.0.unsigned_abs()),
+        (t.ctime.1 < 0, t.ctime.1.unsigned_abs()),
+    ] {
+        buf.push(' ');
+        push_int(buf, neg, n);
+    }
+}
+
+/// `n` (negated when `neg`) in decimal, what `{}` prints, without the formatting machinery:
+/// this runs once per loose object file at every check.
+fn push_int(buf: &mut String, neg: bool, mut v: u64) {
+    if neg {
+        buf.push('-');
+    }
+    let mut d = [0u8; 20];
+    let mut i = d.len();
+    loop {
+        i -= 1;
+        d[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    buf.push_str(std::str::from_utf8(&d[i..]).unwrap_or_default());
+}
+
 fn render(entries: &[(String, Seen)]) -> Vec<u8> {
     let mut s = String::with_capacity(entries.len() * 96 + 32);
     s.push_str(HEADER);
     s.push('\n');
+    let mut line = String::new();
     for (rel, seen) in entries {
-        if let Seen::File { stamp: t, .. } = seen {
-            use std::fmt::Write;
-            let _ = writeln!(
-                s,
-                "{rel} {} {} {} {} {} {} {}",
-                t.dev, t.ino, t.size, t.mtime.0, t.mtime.1, t.ctime.0, t.ctime.1
-            );
+        if let Seen::File { stamp, .. } = seen {
+            render_line(&mut line, rel, stamp);
+            s.push_str(&line);
+            s.push('\n');
         }
     }
     s.into_bytes()
 }
 
-fn parse(bytes: &[u8]) -> Result<HashMap<String, Stamp>, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_owned())?;
-    let mut lines = text.lines();
-    if lines.next() != Some(HEADER) {
+/// The record's lines in order (sorted by path, as [`walk`] lists them), after its header;
+/// `Err` when the header is not this build's.
+fn record_lines(
+    bytes: &[u8],
+) -> Result<std::slice::Split<'_, u8, impl FnMut(&u8) -> bool>, String> {
+    let mut lines = bytes.split(|b| *b == b'\n');
+    if lines.next() != Some(HEADER.as_bytes()) {
         return Err(format!("does not start with {HEADER:?}"));
     }
-    let mut out = HashMap::new();
-    for (i, line) in lines.enumerate() {
-        let bad = || format!("line {}: malformed", i + 2);
-        let f: Vec<&str> = line.split(' ').collect();
-        if f.len() != 8 || f[0].len() != 41 {
-            return Err(bad());
-        }
-        let n = |j: usize| f[j].parse::<i64>().map_err(|_| bad());
-        let u = |j: usize| f[j].parse::<u64>().map_err(|_| bad());
-        out.insert(
-            f[0].to_owned(),
-            Stamp {
-                dev: u(1)?,
-                ino: u(2)?,
-                size: n(3)?,
-                mtime: (n(4)?, n(5)?),
-                ctime: (n(6)?, n(7)?),
-            },
-        );
-    }
-    Ok(out)
+    Ok(lines)
 }
 
 /// Record the identity of every loose object of `common_dir` beside `state`. Returns how
@@ -273,62 +294,87 @@ pub struct OverBudget;
 /// Inflate the loose object stream `rd` and hash what comes out; `Ok(None)` when it hashes
 /// to `name` (40 hex). `budget` is the inflated bytes still allowed this check.
 pub fn verify(rd: &mut impl Read, name: &str, budget: &mut u64) -> Result<Option<Bad>, OverBudget> {
-    use gix::zlib::{Decompress, FlushDecompress, Status};
-    let mut z = Decompress::new();
-    let mut h = gix::hash::hasher(gix::hash::Kind::Sha1);
-    let mut inbuf = vec![0u8; 64 << 10];
-    let mut out = vec![0u8; 64 << 10];
-    let (mut start, mut end) = (0usize, 0usize);
-    let mut eof = false;
-    let corrupt = |w: &str| Ok(Some(Bad::Corrupt(w.to_owned())));
-    loop {
-        if start == end && !eof {
-            match rd.read(&mut inbuf) {
-                Ok(0) => eof = true,
-                Ok(k) => (start, end) = (0, k),
-                Err(e) => return corrupt(&format!("cannot be read: {e}")),
+    Verifier::new().verify(rd, name, budget)
+}
+
+/// The inflater and buffers of one check, reused from object to object.
+struct Verifier {
+    z: gix::zlib::Decompress,
+    inbuf: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl Verifier {
+    fn new() -> Verifier {
+        Verifier {
+            z: gix::zlib::Decompress::new(),
+            inbuf: vec![0u8; 64 << 10],
+            out: vec![0u8; 64 << 10],
+        }
+    }
+
+    fn verify(
+        &mut self,
+        rd: &mut impl Read,
+        name: &str,
+        budget: &mut u64,
+    ) -> Result<Option<Bad>, OverBudget> {
+        use gix::zlib::{FlushDecompress, Status};
+        let Verifier { z, inbuf, out } = self;
+        z.reset();
+        let mut h = gix::hash::hasher(gix::hash::Kind::Sha1);
+        let (mut start, mut end) = (0usize, 0usize);
+        let mut eof = false;
+        let corrupt = |w: &str| Ok(Some(Bad::Corrupt(w.to_owned())));
+        loop {
+            if start == end && !eof {
+                match rd.read(inbuf) {
+                    Ok(0) => eof = true,
+                    Ok(k) => (start, end) = (0, k),
+                    Err(e) => return corrupt(&format!("cannot be read: {e}")),
+                }
+            }
+            let (bi, bo) = (z.total_in(), z.total_out());
+            let flush = if eof {
+                FlushDecompress::Finish
+            } else {
+                FlushDecompress::None
+            };
+            let st = z.decompress(&inbuf[start..end], out, flush);
+            let used = (z.total_in() - bi) as usize;
+            let made = (z.total_out() - bo) as usize;
+            start += used;
+            if made as u64 > *budget {
+                return Err(OverBudget);
+            }
+            *budget -= made as u64;
+            h.update(&out[..made]);
+            match st {
+                Ok(Status::StreamEnd) => break,
+                Ok(_) if used == 0 && made == 0 && eof => {
+                    return corrupt("its zlib stream is cut short")
+                }
+                Ok(_) => {}
+                Err(e) => return corrupt(&format!("does not inflate: {e}")),
             }
         }
-        let (bi, bo) = (z.total_in(), z.total_out());
-        let flush = if eof {
-            FlushDecompress::Finish
-        } else {
-            FlushDecompress::None
-        };
-        let st = z.decompress(&inbuf[start..end], &mut out, flush);
-        let used = (z.total_in() - bi) as usize;
-        let made = (z.total_out() - bo) as usize;
-        start += used;
-        if made as u64 > *budget {
-            return Err(OverBudget);
+        // git refuses a loose object with bytes after its stream ("garbage at end").
+        if start < end {
+            return corrupt("has bytes after its zlib stream");
         }
-        *budget -= made as u64;
-        h.update(&out[..made]);
-        match st {
-            Ok(Status::StreamEnd) => break,
-            Ok(_) if used == 0 && made == 0 && eof => {
-                return corrupt("its zlib stream is cut short")
+        let mut probe = [0u8; 1];
+        match rd.read(&mut probe) {
+            Ok(0) => {}
+            Ok(_) => return corrupt("has bytes after its zlib stream"),
+            Err(e) => return corrupt(&format!("cannot be read: {e}")),
+        }
+        match h.try_finalize() {
+            Ok(id) => {
+                let id = id.to_string();
+                Ok((id != name).then_some(Bad::Hash(id)))
             }
-            Ok(_) => {}
-            Err(e) => return corrupt(&format!("does not inflate: {e}")),
+            Err(e) => corrupt(&e.to_string()),
         }
-    }
-    // git refuses a loose object with bytes after its stream ("garbage at end").
-    if start < end {
-        return corrupt("has bytes after its zlib stream");
-    }
-    let mut probe = [0u8; 1];
-    match rd.read(&mut probe) {
-        Ok(0) => {}
-        Ok(_) => return corrupt("has bytes after its zlib stream"),
-        Err(e) => return corrupt(&format!("cannot be read: {e}")),
-    }
-    match h.try_finalize() {
-        Ok(id) => {
-            let id = id.to_string();
-            Ok((id != name).then_some(Bad::Hash(id)))
-        }
-        Err(e) => corrupt(&e.to_string()),
     }
 }
 
@@ -377,15 +423,16 @@ fn check_at(
         emit(mk(EventKind::CheckIncomplete, why, path));
         Outcome::Incomplete
     };
-    // The record: absent (pinned by an older build) means "verify everything".
-    let record = match record_path(state) {
-        None => HashMap::new(),
+    // The record: absent (pinned by an older build) means "verify everything". A line that
+    // is damaged or out of order matches nothing: that file is verified (never skipped).
+    let bytes = match record_path(state) {
+        None => Vec::new(),
         Some(p) => match crate::fsx::Root::open(p.parent().unwrap_or(Path::new("/")))
             .and_then(|r| r.read_opt(p.file_name().unwrap_or_default(), 1 << 30))
         {
-            Ok(None) => HashMap::new(),
-            Ok(Some(bytes)) => match parse(&bytes) {
-                Ok(m) => m,
+            Ok(None) => Vec::new(),
+            Ok(Some(bytes)) => match record_lines(&bytes) {
+                Ok(_) => bytes,
                 Err(w) => {
                     return incomplete(
                         format!("{}: object record unreadable: {w}; pin again", p.display()),
@@ -399,6 +446,9 @@ fn check_at(
             }
         },
     };
+    let mut record = record_lines(&bytes).ok();
+    let mut rec_cur: Option<&[u8]> = record.as_mut().and_then(|r| r.next());
+    let mut line = String::new();
     let objects = match open_objects(common) {
         Ok(Some(o)) => o,
         Ok(None) => return Outcome::Clean,
@@ -421,6 +471,9 @@ fn check_at(
         }
     };
     let mut findings = Vec::new();
+    // Made on the first object to verify (its buffers and inflater cost ~150 k instructions).
+    let mut verifier: Option<Verifier> = None;
+    let mut fan_dir: Option<(String, Root)> = None;
     let mut budget = BYTE_LIMIT;
     let mut verified = 0usize;
     let mut outcome = Outcome::Clean;
@@ -432,7 +485,17 @@ fn check_at(
                 rel,
             }),
             Seen::File { stamp, must_verify } => {
-                if !must_verify && record.get(&rel) == Some(&stamp) {
+                // Merge with the record (both sorted by path): skip the record's lines
+                // before this path, then compare the whole line.
+                while let (Some(l), Some(r)) = (rec_cur, record.as_mut()) {
+                    if l.get(..41).unwrap_or(l) < rel.as_bytes() {
+                        rec_cur = r.next();
+                    } else {
+                        break;
+                    }
+                }
+                render_line(&mut line, &rel, &stamp);
+                if !must_verify && rec_cur == Some(line.as_bytes()) {
                     continue;
                 }
                 if verified >= VERIFY_LIMIT {
@@ -449,7 +512,14 @@ fn check_at(
                 let (fan, leaf) = rel.split_at(2);
                 let leaf = &leaf[1..];
                 let path = common.join("objects").join(&rel);
-                match open_verify(&objects, fan, leaf, &mut budget) {
+                match open_verify(
+                    &objects,
+                    &mut fan_dir,
+                    fan,
+                    leaf,
+                    verifier.get_or_insert_with(Verifier::new),
+                    &mut budget,
+                ) {
                     Ok(None) => {}
                     Ok(Some(bad)) => findings.push(Finding {
                         change: "substituted",
@@ -558,11 +628,16 @@ fn check_at(
 /// regular file, and verify it. `Err(None)`: the byte budget ran out.
 fn open_verify(
     objects: &Root,
+    fan_dir: &mut Option<(String, Root)>,
     fan: &str,
     leaf: &str,
+    verifier: &mut Verifier,
     budget: &mut u64,
 ) -> Result<Option<Bad>, Option<FsError>> {
-    let dir = objects.open_dir(fan).map_err(Some)?;
+    if fan_dir.as_ref().is_none_or(|(f, _)| f != fan) {
+        *fan_dir = Some((fan.to_owned(), objects.open_dir(fan).map_err(Some)?));
+    }
+    let dir = &fan_dir.as_ref().expect("set above").1;
     let full = dir.path().join(leaf);
     let fd = openat(
         dir.as_fd(),
@@ -585,9 +660,11 @@ fn open_verify(
     if st.st_mode & SFlag::S_IFMT.bits() != SFlag::S_IFREG.bits() {
         return Ok(Some(Bad::Corrupt("is not a regular file".into())));
     }
-    let mut f = std::io::BufReader::new(std::fs::File::from(fd));
+    let mut f = std::fs::File::from(fd);
     let name = format!("{fan}{leaf}");
-    verify(&mut f, &name, budget).map_err(|OverBudget| None)
+    verifier
+        .verify(&mut f, &name, budget)
+        .map_err(|OverBudget| None)
 }
 
 /// Move `rel` (`xx/<38 hex>`) below `objects` into the quarantine; where it went.
@@ -728,24 +805,47 @@ mod tests {
     }
 
     #[test]
-    fn record_round_trips() {
-        let e = vec![(
-            "ab/".to_owned() + &"c".repeat(38),
-            Seen::File {
-                stamp: Stamp {
-                    dev: 1,
-                    ino: 2,
-                    size: 3,
-                    mtime: (4, 5),
-                    ctime: (-6, 7),
-                },
-                must_verify: false,
-            },
-        )];
-        let m = parse(&render(&e)).unwrap();
-        assert_eq!(m.len(), 1);
-        assert_eq!(m.values().next().unwrap().ctime, (-6, 7));
-        assert!(parse(b"gitward-objects 2\n").is_err());
+    fn push_int_prints_what_display_prints() {
+        for n in [0i64, 7, -7, 10, 1796535809, -1, i64::MAX, i64::MIN] {
+            let mut b = String::new();
+            push_int(&mut b, n < 0, n.unsigned_abs());
+            assert_eq!(b, n.to_string());
+        }
+        let mut b = String::new();
+        push_int(&mut b, false, u64::MAX);
+        assert_eq!(b, u64::MAX.to_string());
+    }
+
+    #[test]
+    fn record_lines_need_the_header() {
+        assert!(record_lines(b"gitward-objects 2\n").is_err());
+        assert!(record_lines(b"").is_err());
+        let mut l = record_lines(b"gitward-objects 1\nab/x 1\n").unwrap();
+        assert_eq!(l.next(), Some(&b"ab/x 1"[..]));
+    }
+
+    /// A damaged line (or one out of order) matches nothing: its file is verified.
+    #[test]
+    fn a_damaged_record_line_never_skips() {
+        let (_t, common, state, p) = setup();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::write(&p, deflate(b"blob 5\0evil\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
+        pin(&common, &state).unwrap();
+        let rec = record_path(&state).unwrap();
+        // Positive control: the re-taken record skips the file.
+        assert_eq!(run(&common, &state).0, Outcome::Clean);
+        let text = std::fs::read_to_string(&rec).unwrap();
+        let damaged = text
+            .replacen(&format!("{HEADER}\n"), "", 1)
+            .replacen(' ', "  ", 1);
+        std::fs::write(&rec, format!("{HEADER}\n{damaged}")).unwrap();
+        assert_eq!(run(&common, &state).0, Outcome::Found);
+        // Out of order: a line sorting after the file's comes first.
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.insert(1, "ff/ffffffffffffffffffffffffffffffffffffff 0 0 0 0 0 0 0");
+        std::fs::write(&rec, lines.join("\n") + "\n").unwrap();
+        assert_eq!(run(&common, &state).0, Outcome::Found);
     }
 
     /// The stamp skip is what lets an unchanged file through; a write bit (or a second
