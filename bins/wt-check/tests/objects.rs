@@ -413,3 +413,43 @@ fn claude_stop_hook_blocks_and_sets_aside() {
     );
     assert!(!p.exists(), "the hook restores: the file is set aside");
 }
+
+/// `pin` verifies every loose object: a substitution left by a session that ended without
+/// its check is not taken as the owner's baseline. It refuses (exit 1, naming the rule);
+/// with `--accept-armed` it pins, leaving the object out of the record, so `check` still
+/// reports it.
+#[test]
+fn pin_refuses_a_substituted_object() {
+    for git in common::gits() {
+        let w = W::new(&git);
+        let (id, p) = w.target();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::write(&p, w.evil_bytes()).unwrap();
+        assert_eq!(w.owner_reads_side("owner").as_deref(), Some("evil\n"));
+        let st = w.w.state();
+        let m = w.w.main();
+        let out =
+            w.w.wt_check(&["pin", "--state", st.to_str().unwrap(), m.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("GW-OBJ-001") && err.contains(&id[2..]),
+            "{err}"
+        );
+        let out = w.w.wt_check(&[
+            "pin",
+            "--accept-armed",
+            "--state",
+            st.to_str().unwrap(),
+            m.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{ev:?}");
+        assert_eq!(substituted(&ev)[0]["id"], id.as_str());
+    }
+}

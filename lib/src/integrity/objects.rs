@@ -6,7 +6,9 @@
 //! `blob <n>\0<evil>`): no ref moves, and the owner's next `git checkout` writes the evil
 //! content into a work tree the agent never wrote.
 //!
-//! At pin, [`pin`] records the identity of every loose object file (`objects/xx/<38 hex>`):
+//! At pin, [`pin`] verifies every loose object (a substitute is left out of the record and
+//! refuses the pin unless `--accept-armed`) and records the identity of every loose object
+//! file (`objects/xx/<38 hex>`):
 //! device, inode, size, `mtime` and `ctime` (seconds and nanoseconds), in `<state>.objects`
 //! beside the state file (the owner's folder, outside the agent's reach, as the state file).
 //! At check, [`check`] `lstat`s every loose object file (one `fstatat` each) and inflates and
@@ -16,6 +18,9 @@
 //! stream) is reported as `object_substituted` (rule [`crate::catalogue::OBJECT_RULE`]); an
 //! entry in `objects/xx/` named as an object that is not a regular file (git's `open` follows
 //! a symbolic link), and an `objects/xx` that is not a folder, likewise.
+//!
+//! The stamps are trusted only on the file systems of `layout::walk_cache::TRUSTED_FS`;
+//! elsewhere every loose object is verified at every check.
 //!
 //! Why the identity is enough: any write to a file moves its `ctime`, which no unprivileged
 //! process can set back (`utimensat` sets `mtime` and moves `ctime` to now); a rename over it
@@ -247,14 +252,55 @@ fn record_lines(
     Ok(lines)
 }
 
-/// Record the identity of every loose object of `common_dir` beside `state`. Returns how
-/// many were recorded.
-pub fn pin(common_dir: &Path, state: &Path) -> Result<usize, String> {
+/// Record the identity of every loose object of `common_dir` beside `state`, after
+/// verifying each (the baseline must not take a substituted object as the owner's: a
+/// session that ended without its check could have left one). Returns how many were
+/// recorded, and the loose objects that do not verify, each as `(rel, why)`: those are left
+/// out of the record, so every `check` reports them until they are gone.
+pub fn pin(common_dir: &Path, state: &Path) -> Result<(usize, Vec<(String, String)>), String> {
     let path = record_path(state).ok_or_else(|| format!("{}: no file name", state.display()))?;
-    let entries = match open_objects(common_dir).map_err(|e| e.to_string())? {
-        Some(o) => walk(&o).map_err(|e| e.to_string())?,
-        None => Vec::new(),
+    let (mut entries, objects) = match open_objects(common_dir).map_err(|e| e.to_string())? {
+        Some(o) => (walk(&o).map_err(|e| e.to_string())?, Some(o)),
+        None => (Vec::new(), None),
     };
+    let mut bad = Vec::new();
+    if let Some(objects) = &objects {
+        let mut verifier = None;
+        let mut fan_dir = None;
+        let mut budget = BYTE_LIMIT;
+        let mut keep = Vec::with_capacity(entries.len());
+        for (rel, seen) in entries {
+            let why = match &seen {
+                Seen::Other(kind) => Some(format!("is a {kind}, not a regular file")),
+                Seen::File { .. } => {
+                    let (fan, leaf) = rel.split_at(2);
+                    match open_verify(
+                        objects,
+                        &mut fan_dir,
+                        fan,
+                        &leaf[1..],
+                        verifier.get_or_insert_with(Verifier::new),
+                        &mut budget,
+                    ) {
+                        Ok(None) => None,
+                        Ok(Some(b)) => Some(b.why()),
+                        Err(None) => {
+                            return Err(format!(
+                                "more than {BYTE_LIMIT} inflated bytes of loose objects: not all verified"
+                            ))
+                        }
+                        Err(Some(e)) if e.is_not_found() => continue,
+                        Err(Some(e)) => return Err(format!("cannot verify {rel}: {e}")),
+                    }
+                }
+            };
+            match why {
+                None => keep.push((rel, seen)),
+                Some(w) => bad.push((rel, w)),
+            }
+        }
+        entries = keep;
+    }
     let n = entries
         .iter()
         .filter(|(_, s)| matches!(s, Seen::File { .. }))
@@ -265,7 +311,7 @@ pub fn pin(common_dir: &Path, state: &Path) -> Result<usize, String> {
     let dir = super::nf::Dir::open_trusted(parent).map_err(|e| e.to_string())?;
     dir.write_atomic(name, &render(&entries), 0o600)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(n)
+    Ok((n, bad))
 }
 
 /// Why a loose object file does not verify.
@@ -470,6 +516,14 @@ fn check_at(
             )
         }
     };
+    // Stamps are trusted only where `ctime` is known to move on every change (the walk
+    // cache's list); elsewhere (FUSE, network file systems) every loose object is verified.
+    let stamps_trusted = nix::sys::statfs::fstatfs(objects.as_fd()).is_ok_and(|f| {
+        let t = f.filesystem_type().0;
+        crate::layout::walk_cache::TRUSTED_FS
+            .iter()
+            .any(|(m, _)| *m == t)
+    });
     let mut findings = Vec::new();
     // Made on the first object to verify (its buffers and inflater cost ~150 k instructions).
     let mut verifier: Option<Verifier> = None;
@@ -495,7 +549,7 @@ fn check_at(
                     }
                 }
                 render_line(&mut line, &rel, &stamp);
-                if !must_verify && rec_cur == Some(line.as_bytes()) {
+                if stamps_trusted && !must_verify && rec_cur == Some(line.as_bytes()) {
                     continue;
                 }
                 if verified >= VERIFY_LIMIT {
@@ -738,6 +792,13 @@ mod tests {
         w.into_inner()
     }
 
+    /// The record as `pin` writes it, but without verifying (`pin` leaves a bad object
+    /// out): stands for stamps that did not move although the content did.
+    fn record_unverified(common: &Path, state: &Path) {
+        let entries = walk(&open_objects(common).unwrap().unwrap()).unwrap();
+        std::fs::write(record_path(state).unwrap(), render(&entries)).unwrap();
+    }
+
     fn run(common: &Path, state: &Path) -> (Outcome, Vec<Event>) {
         let mut ev = Vec::new();
         let o = check_at(common, common, None, state, false, &mut |e| ev.push(e));
@@ -756,7 +817,7 @@ mod tests {
         let common = repo.join(".git");
         let p = common.join("objects").join(&id[..2]).join(&id[2..]);
         let state = root.join("st.json");
-        assert_eq!(pin(&common, &state).unwrap(), 1);
+        assert_eq!(pin(&common, &state).unwrap(), (1, vec![]));
         (t, common, state, p)
     }
 
@@ -831,7 +892,7 @@ mod tests {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
         std::fs::write(&p, deflate(b"blob 5\0evil\n")).unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
-        pin(&common, &state).unwrap();
+        record_unverified(&common, &state);
         let rec = record_path(&state).unwrap();
         // Positive control: the re-taken record skips the file.
         assert_eq!(run(&common, &state).0, Outcome::Clean);
@@ -860,18 +921,18 @@ mod tests {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
         assert_eq!(run(&common, &state).0, Outcome::Found);
         // Stamps re-recorded: the skip applies (positive control of the skip itself).
-        pin(&common, &state).unwrap();
+        record_unverified(&common, &state);
         assert_eq!(run(&common, &state).0, Outcome::Clean);
         // A write bit: verified despite matching stamps.
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
-        pin(&common, &state).unwrap();
+        record_unverified(&common, &state);
         let (o, ev) = run(&common, &state);
         assert_eq!(o, Outcome::Found);
         assert_eq!(ev[0].event, EventKind::ObjectSubstituted);
         // A second link, read-only: verified as well.
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
         std::fs::hard_link(&p, t.path().join("second")).unwrap();
-        pin(&common, &state).unwrap();
+        record_unverified(&common, &state);
         assert_eq!(run(&common, &state).0, Outcome::Found);
     }
 

@@ -68,9 +68,21 @@ pub fn pin_state(a: &PinArgs) -> Result<super::Pinned, IntegrityError> {
             reason: format!("cannot take the ref snapshot: {e}"),
         })?;
     let pinned = super::pin(&opts, refs)?;
-    // Loose object identities beside the state file (`objects::check` verifies what changed).
-    super::objects::pin(&pinned.state.common_dir, &pinned.path)
+    // Loose object identities beside the state file (`objects::check` verifies what changed);
+    // a loose object that does not hash to its name is not recorded, and refuses the pin.
+    let (_, bad) = super::objects::pin(&pinned.state.common_dir, &pinned.path)
         .map_err(|reason| IntegrityError::StateWrite(pinned.path.clone(), reason))?;
+    if !bad.is_empty() && !a.accept_armed {
+        return Err(IntegrityError::Armed {
+            repo: pinned.state.repo.clone(),
+            findings: bad
+                .iter()
+                .map(|(rel, why)| {
+                    format!("{} objects/{rel}: {why}", crate::catalogue::OBJECT_RULE.0)
+                })
+                .collect(),
+        });
+    }
     Ok(pinned)
 }
 
