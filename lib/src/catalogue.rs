@@ -458,6 +458,11 @@ pub static BUILTIN_MERGE_DRIVERS: &[&str] = &["binary", "text", "union"];
 
 /// Suffix of the example hooks `git init` copies from its templates: git runs a hook only by
 /// its exact event name, so a `*.sample` file is never run (`hook.c`: `find_hook`).
+/// wt-check's object-substitution rule (`object_substituted`): a loose object file new or
+/// changed since the pin whose content does not hash to its name (git's "hash mismatch",
+/// which git checks for commits and trees it parses but not for blobs it checks out).
+pub static OBJECT_RULE: (&str, &str) = ("GW-OBJ-001", "object-substituted");
+
 pub static HOOK_SAMPLE_SUFFIX: &str = ".sample";
 
 /// Built-in attribute macros (git's `builtin_attr`): `binary` = `-diff -merge -text`.
@@ -1361,7 +1366,7 @@ pub static GIT_WRITTEN_ENTRIES: &[GitWrittenEntry] = &[
     gw("info/refs", "update-server-info (run by repack and gc unless repack.updateServerInfo=false, by maintenance, by receive-pack with receive.updateServerInfo)", false, "read only by a dumb-HTTP server answering someone's fetch; git never reads it to run, load or redirect anything"),
     gw("info/sparse-checkout", "git sparse-checkout set|add|init|reapply, clone --sparse", false, "path patterns that choose which tracked files are checked out; names no program and no other folder"),
     gw("objects/info/packs", "update-server-info", false, "dumb-HTTP pack list; read by dumb-HTTP clients only"),
-    gw("objects/info/commit-graph", "commit-graph write, gc (gc.writeCommitGraph), fetch (fetch.writeCommitGraph), maintenance", false, "an index of commits git reads to walk history faster; names nothing"),
+    gw("objects/info/commit-graph", "commit-graph write, gc (gc.writeCommitGraph), fetch (fetch.writeCommitGraph), maintenance", false, "an index of commits git reads to walk history faster; names no program or folder, but git takes a commit's tree and parents from it without checking them against the commit object (a forged entry changes what `git cherry-pick` writes): not compared yet, see docs/wt-check.md, Object substitution"),
     gw("objects/info/commit-graphs", "commit-graph write --split, maintenance", false, "split commit-graph chain; names nothing"),
     gw("objects/pack/multi-pack-index", "multi-pack-index write, repack --write-midx, maintenance", false, "an index over packs; names nothing"),
     gw("packed-refs", "pack-refs, gc, clone, fetch", false, "refs; the commit scan compares them with the pin"),

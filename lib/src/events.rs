@@ -100,6 +100,9 @@ pub enum EventKind {
     /// path, or what an installed hook runs: `.pre-commit-config.yaml`, `.husky/`, a script
     /// the hook names) changed during the turn, in a work tree or in its index.
     WorkTreeProgramChanged,
+    /// A loose object file's content does not hash to its id (or it is not a regular file):
+    /// git reads that content under the id of an object of trusted history without checking.
+    ObjectSubstituted,
     // wt-check: commit scans
     /// A new commit changes a path that a scan rule flags.
     CommitFlagged,

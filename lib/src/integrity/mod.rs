@@ -28,6 +28,7 @@ pub mod hook;
 pub mod hops;
 pub mod inprogress;
 pub mod nf;
+pub mod objects;
 pub mod scanlink;
 pub mod scanlink_key;
 pub mod state;

@@ -67,7 +67,23 @@ pub fn pin_state(a: &PinArgs) -> Result<super::Pinned, IntegrityError> {
             path: a.repo.clone(),
             reason: format!("cannot take the ref snapshot: {e}"),
         })?;
-    super::pin(&opts, refs)
+    let pinned = super::pin(&opts, refs)?;
+    // Loose object identities beside the state file (`objects::check` verifies what changed);
+    // a loose object that does not hash to its name is not recorded, and refuses the pin.
+    let (_, bad) = super::objects::pin(&pinned.state.common_dir, &pinned.path)
+        .map_err(|reason| IntegrityError::StateWrite(pinned.path.clone(), reason))?;
+    if !bad.is_empty() && !a.accept_armed {
+        return Err(IntegrityError::Armed {
+            repo: pinned.state.repo.clone(),
+            findings: bad
+                .iter()
+                .map(|(rel, why)| {
+                    format!("{} objects/{rel}: {why}", crate::catalogue::OBJECT_RULE.0)
+                })
+                .collect(),
+        });
+    }
+    Ok(pinned)
 }
 
 /// Pin: write the state file; print a summary.
@@ -251,6 +267,11 @@ pub fn check(a: &CheckArgs) -> Code {
             events += 1;
             out.emit(e)
         });
+    // Object substitution: loose objects new or changed since the pin must hash to their ids.
+    outcome = outcome.and(super::objects::check(&st, &a.state, a.restore, &mut |e| {
+        events += 1;
+        out.emit(e)
+    }));
     if a.scan {
         // The check's own sweep of the common dir is the scan's guard when the check wrote
         // nothing there since: without `--restore` it writes nothing, and with it every
