@@ -16,7 +16,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "build/static_pie.rs"]
+mod static_pie;
+
 fn main() {
+    // wt-check's binary links as a static PIE (its start is ~6 % of a `check` on a
+    // one-worktree session: docs/perf-wt-check.md); the other packages' do not.
+    println!("cargo:rerun-if-changed=build/static_pie.rs");
+    if std::env::var("CARGO_PKG_NAME").is_ok_and(|n| n == "wt-check") {
+        static_pie::link();
+    }
     println!("cargo::rustc-check-cfg=cfg(gitward_no_realrepos)");
     println!("cargo::rustc-check-cfg=cfg(gitward_no_bwrap)");
     println!("cargo::rustc-check-cfg=cfg(gitward_no_git)");

@@ -1,120 +1,12 @@
-//! Links the binaries that stand in front of git — `git-shim` and `safe-git` (whose manifest
-//! names this script: `build = "../git-shim/build.rs"`) — as static PIEs on `*-linux-gnu`,
-//! in the plain `cargo build --release` the README gives.
-//!
-//! Why: each starts once per `git` call and then `exec`s git, so its process start is a large
-//! part of its cost. The dynamic loader alone (mapping `libc.so.6` and `libgcc_s.so.1`,
-//! relocating and binding ~200 symbols) is ~170–260 k instructions and ~27 system calls of a
-//! call (docs/perf-shim.md); a static PIE has no loader (it relocates itself, ~58 k
-//! instructions for the shim, and keeps its address-space randomisation), from a RELR table
-//! where the glibc linked applies one (2.36 and later).
-//!
-//! How: `-C target-feature=+crt-static` would do it, but cargo applies rustflags to every
-//! crate, proc-macros included (which cannot be static: rust-lang/rust#78210), and
-//! per-package rustflags are unstable. This script makes the same link from the binary's
-//! side: it emits `-static-pie` for the binary, and a link-search folder (in `OUT_DIR`) in
-//! which each library std asks for by name resolves to the static archive `+crt-static`
-//! would use — `libgcc_s` → `libgcc_eh.a` (the unwinder), `libc`, `libm`, `libpthread`,
-//! `libdl`, `librt`, `libutil` → glibc's own `.a`. A folder named with `-L` is searched
-//! before the toolchain's own, and it holds no `.so`, so the linker picks these archives even
-//! where std's link line says `-Bdynamic`.
-//!
-//! Where an archive is missing (glibc's static libraries are a separate package on some
-//! distributions), or the target is not `linux-gnu`, or `crt-static` is already on, nothing
-//! changes and the binary links as before (with a cargo warning in the first case): it is the
-//! same program either way, only its start is slower. `GITWARD_DYNAMIC=1` asks for the
-//! dynamic link explicitly.
+//! git-shim's and safe-git's build script (safe-git's manifest names this file: `build =
+//! "../git-shim/build.rs"`): both link as static PIEs where glibc's static libraries are
+//! installed (`build/static_pie.rs` says why and how).
 
-use std::path::PathBuf;
-use std::process::Command;
-
-/// Each library std's link line names, and the archive that `+crt-static` links instead.
-const ARCHIVES: &[(&str, &str)] = &[
-    ("libgcc_s.a", "libgcc_eh.a"),
-    ("libc.a", "libc.a"),
-    ("libm.a", "libm.a"),
-    ("libpthread.a", "libpthread.a"),
-    ("libdl.a", "libdl.a"),
-    ("librt.a", "librt.a"),
-    ("libutil.a", "libutil.a"),
-];
+#[path = "../../build/static_pie.rs"]
+mod static_pie;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-env-changed=GITWARD_DYNAMIC");
-    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
-    let var = |k: &str| std::env::var(k).unwrap_or_default();
-    if var("GITWARD_DYNAMIC") == "1"
-        || var("CARGO_CFG_TARGET_OS") != "linux"
-        || var("CARGO_CFG_TARGET_ENV") != "gnu"
-        || var("CARGO_CFG_TARGET_FEATURE")
-            .split(',')
-            .any(|f| f == "crt-static")
-    {
-        return;
-    }
-    // The C compiler driver rustc links with (`cc` unless a linker is configured) knows
-    // where its libraries are.
-    let linker = std::env::var("RUSTC_LINKER").unwrap_or_else(|_| "cc".to_owned());
-    let find = |name: &str| -> Option<PathBuf> {
-        let out = Command::new(&linker)
-            .arg(format!("-print-file-name={name}"))
-            .output()
-            .ok()?;
-        let p = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
-        // An unknown file is printed back as the bare name.
-        (p.is_absolute() && p.is_file()).then_some(p)
-    };
-    let mut found = Vec::new();
-    for (link, archive) in ARCHIVES {
-        match find(archive) {
-            Some(p) => found.push((link, p)),
-            None => {
-                println!(
-                    "cargo:warning={} links dynamically: {linker} finds no {archive} \
-                     (glibc's static libraries); it works the same, its start is slower",
-                    var("CARGO_PKG_NAME")
-                );
-                return;
-            }
-        }
-    }
-    let dir =
-        PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("static-libs");
-    std::fs::create_dir_all(&dir).expect("OUT_DIR is writable");
-    for (link, src) in found {
-        let dst = dir.join(link);
-        let _ = std::fs::remove_file(&dst);
-        std::os::unix::fs::symlink(&src, &dst).expect("OUT_DIR is writable");
-        println!("cargo:rerun-if-changed={}", src.display());
-    }
-    // For the binary only (a `rustc-link-search` would reach the test executables too, which
-    // link dynamically): `-L` applies to every `-l` of the link, wherever it stands.
-    println!("cargo:rustc-link-arg-bins=-L{}", dir.display());
-    println!("cargo:rustc-link-arg-bins=-static-pie");
-    // RELR (`DT_RELR`): the image's ~4,300 relative relocations as a 1.2 KB bitmap instead of
-    // a 105 KB table that is read at every start. A static PIE applies it itself, in glibc's
-    // `_dl_relocate_static_pie`, from glibc 2.36; an older glibc would leave every pointer
-    // unrelocated, so the flag is given only when the glibc linked is known to be 2.36 or
-    // later (the build machine's, when it builds for itself).
-    if var("TARGET") == var("HOST") && host_glibc_at_least(2, 36) {
-        println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
-    }
-}
-
-/// Is the build machine's glibc (`getconf GNU_LIBC_VERSION`: `glibc 2.36`) at least
-/// `major.minor`? `false` when it cannot tell.
-fn host_glibc_at_least(major: u32, minor: u32) -> bool {
-    let Ok(out) = Command::new("getconf").arg("GNU_LIBC_VERSION").output() else {
-        return false;
-    };
-    let text = String::from_utf8_lossy(&out.stdout);
-    let Some(v) = text.trim().strip_prefix("glibc ") else {
-        return false;
-    };
-    let mut parts = v.split('.').map(|p| p.parse::<u32>().ok());
-    match (parts.next().flatten(), parts.next().flatten()) {
-        (Some(a), Some(b)) => (a, b) >= (major, minor),
-        _ => false,
-    }
+    println!("cargo:rerun-if-changed=../../build/static_pie.rs");
+    static_pie::link();
 }
