@@ -326,7 +326,19 @@ pub(super) fn run(
         drivers,
     };
 
-    let (tips, trees, hidden) = tips_and_hidden(&repo, snapshot, &now, &ctx);
+    // Every id a reflog names is a tip too (`reflogs`); one that cannot all be read stops
+    // the scan (incomplete).
+    let reflog =
+        match super::reflogs::read(repo.common_dir(), repo.object_hash(), &|| ctx.stopped()) {
+            Ok(r) => r,
+            Err(why) => {
+                if !why.is_empty() {
+                    ctx.halt(format!("cannot read the reflogs: {why}"));
+                }
+                Default::default()
+            }
+        };
+    let (tips, trees, hidden) = tips_and_hidden(&repo, snapshot, &now, &reflog, &ctx);
 
     let threads = limits.threads.max(1);
     let new_commits = if ctx.stopped() {
@@ -612,14 +624,24 @@ fn tag_is_signed(data: &[u8]) -> bool {
     })
 }
 
-/// Commit tips now, trees named directly by refs, and the snapshot's commits to hide.
+/// The walk's tips: the refs' first (`of_refs` of them), then the reflogs' others.
+#[derive(Default)]
+struct Tips {
+    ids: Vec<ObjectId>,
+    of_refs: usize,
+}
+
+/// Commit tips now (of the refs and of the ids the reflogs name that the pin did not know),
+/// trees named directly by refs or reflogs, and the snapshot's commits to hide.
 fn tips_and_hidden(
     repo: &gix::Repository,
     snapshot: &RefSnapshot,
     now: &RefSnapshot,
+    reflog: &super::reflogs::Places,
     ctx: &Ctx,
-) -> (Vec<ObjectId>, Vec<ObjectId>, Vec<ObjectId>) {
+) -> (Tips, Vec<ObjectId>, Vec<ObjectId>) {
     let mut candidates = BTreeSet::new();
+    let mut of_reflogs = BTreeSet::new();
     let mut trees = BTreeSet::new();
     let mut hidden = BTreeSet::new();
     // Many refs name the same object (200 worktree HEADs on one commit): peel each object
@@ -650,9 +672,43 @@ fn tips_and_hidden(
             Err(e) => ctx.halt(format!("{name}: cannot read {id}: {e}")),
         }
     }
+    // The reflogs' ids: one the pin knew (a ref's, or a reflog's whose object was there) is
+    // not walked from; one whose object was missing at the pin and still is names nothing
+    // git could use; any other missing one stops the scan (it may appear later, and the next
+    // pin would take it for known). The rest are peeled as a ref's object is.
+    if !reflog.is_empty() {
+        let known = super::snapshot::ReflogIds::holds;
+        for id in reflog.ids.keys() {
+            if old_ids.contains(id) || known(&snapshot.reflogs.present, id) {
+                continue;
+            }
+            if !repo.has_object(id) {
+                if !known(&snapshot.reflogs.missing, id) {
+                    let place = reflog.place(id);
+                    ctx.halt(format!("{place}: cannot read {id}: object not found"));
+                }
+                continue;
+            }
+            match peeled(*id) {
+                Ok(Peeled::Commit(c)) => {
+                    if !candidates.contains(&c) {
+                        of_reflogs.insert(c);
+                    }
+                }
+                Ok(Peeled::Tree(t)) => {
+                    trees.insert(t);
+                }
+                Ok(Peeled::Other) => {}
+                Err(e) => {
+                    let place = reflog.place(id);
+                    ctx.halt(format!("{place}: cannot read {id}: {e}"))
+                }
+            }
+        }
+    }
     // Nothing new to walk: the snapshot's commits need not be peeled to hide them.
-    if candidates.is_empty() && trees.is_empty() {
-        return (Vec::new(), Vec::new(), Vec::new());
+    if candidates.is_empty() && of_reflogs.is_empty() && trees.is_empty() {
+        return (Tips::default(), Vec::new(), Vec::new());
     }
     for v in snapshot.refs.values() {
         if let Some(id) = id_of(v) {
@@ -662,12 +718,14 @@ fn tips_and_hidden(
             }
         }
     }
-    let tips: Vec<ObjectId> = candidates
+    let mut ids: Vec<ObjectId> = candidates
         .into_iter()
         .filter(|c| !hidden.contains(c))
         .collect();
+    let of_refs = ids.len();
+    ids.extend(of_reflogs.into_iter().filter(|c| !hidden.contains(c)));
     (
-        tips,
+        Tips { ids, of_refs },
         trees.into_iter().collect(),
         hidden.into_iter().collect(),
     )
@@ -675,7 +733,7 @@ fn tips_and_hidden(
 
 fn walk_and_diff(
     repo: &gix::Repository,
-    tips: Vec<ObjectId>,
+    tips: Tips,
     trees: Vec<ObjectId>,
     hidden: Vec<ObjectId>,
     ctx: &Ctx,
@@ -684,7 +742,7 @@ fn walk_and_diff(
     let mut graph = NewCommits::default();
     // No ref names a new commit or tree (no ref moved): nothing to walk or diff, and the
     // packs need not be opened (git.git's pack index alone is 4.7 M instructions to open).
-    if tips.is_empty() && trees.is_empty() {
+    if tips.ids.is_empty() && trees.is_empty() {
         return graph;
     }
     let ts = repo.clone().into_sync();
@@ -741,7 +799,7 @@ fn walk_and_diff(
         if !batch.is_empty() && !send(batch) {
             return;
         }
-        if tips.is_empty() {
+        if tips.ids.is_empty() {
             drop(tx);
             return;
         }
@@ -751,7 +809,8 @@ fn walk_and_diff(
         let (walk, cut) = super::walk::new_commits(
             &commits,
             repo.object_hash(),
-            &tips,
+            &tips.ids,
+            tips.of_refs,
             &hidden,
             ctx.show_signature,
             &ctx.limits,
