@@ -344,3 +344,59 @@ fn the_scan_record_covers_the_reflogs() {
         );
     }
 }
+
+/// An id a reflog named at the pin whose object was missing is known only while it stays
+/// missing: an honest broken entry checks clean, and the object appearing afterwards (the
+/// agent restores it) is scanned. Positive control: clean before the object comes back.
+#[test]
+fn an_object_missing_at_the_pin_is_scanned_when_it_appears() {
+    let w = common::world();
+    let m = w.main();
+    let git = common::git_bin();
+    let head = text(w.git(&m, &["rev-parse", "HEAD"]));
+    let evil = evil_commit(&w, &git, &m);
+    let loose = w
+        .git_dir()
+        .join("objects")
+        .join(&evil[..2])
+        .join(&evil[2..]);
+    let saved = std::fs::read(&loose).unwrap();
+    append(&w.git_dir().join("logs/HEAD"), &line(&head, &evil, "x"));
+    std::fs::remove_file(&loose).unwrap();
+    w.pin();
+    let (code, ev) = w.check(false);
+    assert_eq!(code, 0, "missing at the pin and now: {ev:?}");
+    std::fs::write(&loose, saved).unwrap();
+    let (code, ev) = w.check(false);
+    assert_eq!(code, 1, "{ev:?}");
+    assert!(flagged(&ev, &evil), "{ev:?}");
+}
+
+/// `git checkout -` (`@{-1}`) takes the commit from the text of the last `checkout: moving
+/// from <id> to …` message, not from the id columns.
+#[test]
+fn a_commit_only_a_checkout_message_names_is_scanned() {
+    for git in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        w.pin();
+        let head = text(git_with(&w, &git, &m, &["rev-parse", "HEAD"]));
+        let evil = evil_commit(&w, &git, &m);
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 0, "{}: unnamed: {ev:?}", git.display());
+        append(
+            &w.git_dir().join("logs/HEAD"),
+            &line(
+                &head,
+                &head,
+                &format!("checkout: moving from {evil} to main"),
+            ),
+        );
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:?}", git.display());
+        assert!(flagged(&ev, &evil), "{}: {ev:?}", git.display());
+        git_with(&w, &git, &m, &["checkout", "-q", "-"]);
+        assert_eq!(text(git_with(&w, &git, &m, &["rev-parse", "HEAD"])), evil);
+        assert!(payload_at(&m.join("evil-link")), "{}", git.display());
+    }
+}

@@ -16,7 +16,10 @@
 //! with LF), and its first `hexlen` bytes, and the `hexlen` bytes after the next byte, are
 //! each an id if they are hex digits — whatever the rest of the line holds. Every line git
 //! uses gives both its ids; lines git skips may give ids too (more scanned, nothing missed).
-//! The null id (a ref created or deleted) names nothing.
+//! The null id (a ref created or deleted) names nothing. `@{-N}` (`git checkout -`) also uses
+//! the text after `checkout: moving from ` in a message as a commit when it is a full hex id
+//! (object-name.c, `get_oid_basic`): those `hexlen` bytes, wherever the phrase is in a line,
+//! are an id too. (Any other text there is a ref name for git, and the refs are scanned.)
 //!
 //! **What fails closed** (the scan is incomplete, never clean): a link or a special file
 //! anywhere in those trees (git would follow a link; its target is not read here), a file or
@@ -193,7 +196,11 @@ impl Reader<'_> {
             if n.is_multiple_of(4096) && (self.stop)() {
                 return Err(String::new());
             }
-            for at in [0, self.hexlen + 1] {
+            // `@{-N}` (`git checkout -`) takes the N-th `checkout: moving from <X> to `
+            // message and uses <X> as a commit when it is a full hex id (object-name.c,
+            // `get_oid_basic`); otherwise <X> is a ref name, which the refs cover.
+            let from = find(&line, FROM).map(|i| i + FROM.len());
+            for at in [Some(0), Some(self.hexlen + 1), from].into_iter().flatten() {
                 if let Some(id) = line.get(at..at + self.hexlen).and_then(parse_hex) {
                     if !id.is_null() {
                         self.out.ids.entry(id).or_insert((file, n));
@@ -202,6 +209,13 @@ impl Reader<'_> {
             }
         }
     }
+}
+
+/// The reflog message `@{-N}` reads (object-name.c, `grab_nth_branch_switch`).
+const FROM: &[u8] = b"checkout: moving from ";
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// Hex digits of either case (git's `hexval`) as an object id of their length (40 or 64).
@@ -250,12 +264,22 @@ mod tests {
             format!("{z} {a} A <a@b> 1 +0000\tx\n{a} {b} A <a@b> 1 +0000\tx\ngarbage\n{d}Xjunk"),
         )
         .unwrap();
+        // `@{-1}` reads the id in a checkout message.
+        let g = "9".repeat(40);
+        std::fs::write(
+            c.join("logs/HEAD"),
+            format!("{z} {z} A <a@b> 1 +0000\tcheckout: moving from {g} to main\n"),
+        )
+        .unwrap();
         // No LF at the end, a timestamp git rejects: taken all the same.
         std::fs::write(c.join("worktrees/w/logs/HEAD"), format!("{e} {f} 0")).unwrap();
         let got = read_all(c).unwrap();
         let mut ids: Vec<String> = got.ids.keys().map(|i| i.to_string()).collect();
         ids.sort();
-        assert_eq!(ids, vec![a.clone(), "b".repeat(40), d, e, f.clone()]);
+        assert_eq!(
+            ids,
+            vec!["9".repeat(40), a.clone(), "b".repeat(40), d, e, f.clone()]
+        );
         assert_eq!(
             got.place(&ObjectId::from_hex(a.as_bytes()).unwrap()),
             "logs/refs/stash line 1"
