@@ -400,3 +400,113 @@ fn a_commit_only_a_checkout_message_names_is_scanned() {
         assert!(payload_at(&m.join("evil-link")), "{}", git.display());
     }
 }
+
+/// Root refs git reads by name: the owner's `git reset --hard ORIG_HEAD` (main worktree and
+/// a linked one's own `ORIG_HEAD`), every line of `MERGE_HEAD` (a parent of the owner's
+/// next `git commit`). Positive controls: unnamed, clean; the owner's reset writes the
+/// payload with this git.
+#[test]
+fn a_commit_only_a_root_ref_names_is_scanned() {
+    for git in common::gits() {
+        for wt in [false, true] {
+            let w = common::world();
+            let dir = if wt { w.other() } else { w.main() };
+            w.pin();
+            let evil = evil_commit(&w, &git, &dir);
+            let (code, ev) = w.check(false);
+            assert_eq!(code, 0, "{}: unnamed: {ev:?}", git.display());
+            let gd = PathBuf::from(text(git_with(
+                &w,
+                &git,
+                &dir,
+                &["rev-parse", "--absolute-git-dir"],
+            )));
+            std::fs::write(gd.join("ORIG_HEAD"), format!("{evil}\n")).unwrap();
+            let (code, ev) = w.check(false);
+            assert_eq!(code, 1, "{} worktree {wt}: {ev:?}", git.display());
+            assert!(
+                flagged(&ev, &evil),
+                "{} worktree {wt}: {ev:?}",
+                git.display()
+            );
+            git_with(&w, &git, &dir, &["reset", "-q", "--hard", "ORIG_HEAD"]);
+            assert!(payload_at(&dir.join("evil-link")), "{}", git.display());
+        }
+    }
+    let w = common::world();
+    let m = w.main();
+    w.pin();
+    let head = text(w.git(&m, &["rev-parse", "HEAD"]));
+    let evil = evil_commit(&w, &common::git_bin(), &m);
+    std::fs::write(w.git_dir().join("MERGE_HEAD"), format!("{head}\n{evil}\n")).unwrap();
+    let (code, ev) = w.check(false);
+    assert_eq!(code, 1, "MERGE_HEAD's second line: {ev:?}");
+    assert!(flagged(&ev, &evil), "{ev:?}");
+}
+
+/// The record of the scan's sources covers the root refs: an `ORIG_HEAD` written after a
+/// clean check is scanned (forged-record control).
+#[test]
+fn the_scan_record_covers_the_root_refs() {
+    let w = common::world();
+    let m = w.main();
+    let evil = evil_commit(&w, &common::git_bin(), &m);
+    w.pin();
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(w.check(false).0, 0);
+    let record = record_path(&w.state()).unwrap();
+    assert!(record.exists(), "the fast path is armed");
+    assert_eq!(w.check(false).0, 0);
+    std::fs::write(w.git_dir().join("ORIG_HEAD"), format!("{evil}\n")).unwrap();
+    let (code, ev) = w.check(false);
+    assert_eq!(code, 1, "{ev:?}");
+    let k = Key::take(&w.state(), &w.git_dir()).expect("a key");
+    std::fs::write(&record, k.to_bytes()).unwrap();
+    assert_eq!(
+        w.check(false).0,
+        0,
+        "a forged record vouches for the change"
+    );
+}
+
+/// A tree only a root ref names (`AUTO_MERGE`, left by an honest `git stash pop`) is diffed
+/// against its git dir's `HEAD` tree, not scanned whole: a CI file already in the history
+/// is not reported again. Positive control: an `AUTO_MERGE` whose tree adds the payload is.
+#[test]
+fn auto_merge_is_diffed_against_head() {
+    for git in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        let g = |args: &[&str]| git_with(&w, &git, &m, args);
+        std::fs::create_dir_all(m.join(".github/workflows")).unwrap();
+        std::fs::write(m.join(".github/workflows/ci.yml"), "on: push\n").unwrap();
+        g(&["add", "."]);
+        g(&["commit", "-q", "-m", "ci"]);
+        w.pin();
+        std::fs::write(m.join("README"), "changed\n").unwrap();
+        g(&["stash", "push", "-q"]);
+        g(&["stash", "pop", "-q"]);
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 0, "{}: {ev:?}", git.display());
+        // Positive control.
+        std::os::unix::fs::symlink("/etc/passwd", m.join("evil-link")).unwrap();
+        g(&["add", "evil-link"]);
+        let tree = text(g(&["write-tree"]));
+        g(&["reset", "-q"]);
+        std::fs::remove_file(m.join("evil-link")).unwrap();
+        std::fs::write(w.git_dir().join("AUTO_MERGE"), format!("{tree}\n")).unwrap();
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:?}", git.display());
+        assert!(
+            ev.iter()
+                .any(|e| e["event"] == "commit_flagged" && e["path"] == "evil-link"),
+            "{}: {ev:?}",
+            git.display()
+        );
+        assert!(
+            !ev.iter().any(|e| e["path"] == ".github/workflows/ci.yml"),
+            "{}: {ev:?}",
+            git.display()
+        );
+    }
+}

@@ -22,7 +22,9 @@
 //!   name, in sorted order, listed now; for a folder its device and inode (its listing and
 //!   its children's stamps follow), for a file all five stamps;
 //! - `worktrees/`: every entry's name and device and inode; its `HEAD` (stamps or absent),
-//!   its `refs/` tree and its `logs/` tree;
+//!   its `refs/` tree, its `logs/` tree and its root refs (below);
+//! - the root refs of the common dir: every name of root-ref syntax (`ORIG_HEAD`,
+//!   `FETCH_HEAD`, `MERGE_HEAD`, …, `[A-Z_-]+`) but `HEAD`, with all five stamps;
 //! - `objects/`: every entry's name and all five stamps; the fan-out folders `objects/xx`
 //!   are not listed: removing or renaming a loose object moves its folder's `mtime`/`ctime`.
 //!
@@ -283,6 +285,24 @@ impl Taker {
     }
 }
 
+impl Taker {
+    /// The root refs of the git dir open as `dir` (`ORIG_HEAD`, `FETCH_HEAD`, …: every name of
+    /// root-ref syntax but `HEAD`, which is keyed on its own), each with its stamps (a folder
+    /// of such a name listed to the bottom); a tip of the scan (`scan::reflogs`).
+    fn root_refs(&mut self, dir: &OwnedFd, rel: &Path) -> Option<()> {
+        let names: Vec<(Vec<u8>, u8)> = list(dir, &mut self.buf)?
+            .into_iter()
+            .filter(|(n, _)| n != b"HEAD" && crate::scan::reflogs::is_root_ref_name(n))
+            .collect();
+        self.put(names.len() as u64);
+        for (n, ty) in names {
+            self.put_name(&n)?;
+            self.entry(dir, rel, &n, ty == DT_DIR)?;
+        }
+        Some(())
+    }
+}
+
 impl Key {
     /// The key of the scan's sources in `common` for the state file `state`; `None` when
     /// no record may vouch for them (see the module documentation).
@@ -340,6 +360,7 @@ impl Key {
         // The reflogs name tips of the scan (`scan::reflogs`): listed to the bottom as refs/.
         t.put_name(b"logs")?;
         t.entry(&root, here, b"logs", true)?;
+        t.root_refs(&root, here)?;
 
         // Worktree entries: each one's HEAD and private refs.
         t.put_name(b"worktrees")?;
@@ -366,6 +387,7 @@ impl Key {
                             t.entry(&e, &rel, b"refs", true)?;
                             t.put_name(b"logs")?;
                             t.entry(&e, &rel, b"logs", true)?;
+                            t.root_refs(&e, &rel)?;
                         }
                         Ok(None) => return None,
                         // Not a folder: a regular file is stamped (git and the snapshot

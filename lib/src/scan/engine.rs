@@ -276,8 +276,14 @@ enum Job {
         tree: ObjectId,
         parent_trees: Vec<ObjectId>,
     },
-    /// A tree named directly by a ref (through tags): scanned whole, labelled by `label`.
-    Tree { label: ObjectId, tree: ObjectId },
+    /// A tree named directly by a ref (through tags): scanned whole, labelled by `label`;
+    /// one only a reflog or root ref names (`AUTO_MERGE`) is diffed against `base`, the
+    /// tree of its git dir's `HEAD` (a ref, so scanned or known), when there is one.
+    Tree {
+        label: ObjectId,
+        tree: ObjectId,
+        base: Option<ObjectId>,
+    },
 }
 
 /// What a ref's object peels to.
@@ -465,6 +471,17 @@ fn id_of(v: &RefValue) -> Option<ObjectId> {
         .and_then(|h| ObjectId::from_hex(h.as_bytes()).ok())
 }
 
+/// The tree of the commit `c`, if it can be read.
+fn commit_tree(repo: &gix::Repository, c: ObjectId) -> Option<ObjectId> {
+    repo.find_object(c)
+        .ok()?
+        .try_into_commit()
+        .ok()?
+        .tree_id()
+        .ok()
+        .map(|t| t.detach())
+}
+
 /// Follow tags to the end.
 fn peel(repo: &gix::Repository, id: ObjectId) -> Result<Peeled, String> {
     let mut id = id;
@@ -639,7 +656,7 @@ fn tips_and_hidden(
     now: &RefSnapshot,
     reflog: &super::reflogs::Places,
     ctx: &Ctx,
-) -> (Tips, Vec<ObjectId>, Vec<ObjectId>) {
+) -> (Tips, Vec<(ObjectId, Option<ObjectId>)>, Vec<ObjectId>) {
     let mut candidates = BTreeSet::new();
     let mut of_reflogs = BTreeSet::new();
     let mut trees = BTreeSet::new();
@@ -666,7 +683,7 @@ fn tips_and_hidden(
                 candidates.insert(c);
             }
             Ok(Peeled::Tree(t)) => {
-                trees.insert(t);
+                trees.insert((t, None));
             }
             Ok(Peeled::Other) => {}
             Err(e) => ctx.halt(format!("{name}: cannot read {id}: {e}")),
@@ -696,7 +713,21 @@ fn tips_and_hidden(
                     }
                 }
                 Ok(Peeled::Tree(t)) => {
-                    trees.insert(t);
+                    // Diffed against its git dir's HEAD tree: an honest `AUTO_MERGE` is that
+                    // tree and the stash's changes, and the rest of it is known.
+                    let head = match reflog.git_dir_of(id) {
+                        Some(wt) => format!("worktrees/{wt}/HEAD"),
+                        None => format!("{}HEAD", super::MAIN_WORKTREE),
+                    };
+                    let base = now
+                        .refs
+                        .get(&head)
+                        .and_then(id_of)
+                        .and_then(|h| match peeled(h) {
+                            Ok(Peeled::Commit(c)) => commit_tree(repo, c),
+                            _ => None,
+                        });
+                    trees.insert((t, base));
                 }
                 Ok(Peeled::Other) => {}
                 Err(e) => {
@@ -734,7 +765,7 @@ fn tips_and_hidden(
 fn walk_and_diff(
     repo: &gix::Repository,
     tips: Tips,
-    trees: Vec<ObjectId>,
+    trees: Vec<(ObjectId, Option<ObjectId>)>,
     hidden: Vec<ObjectId>,
     ctx: &Ctx,
     threads: usize,
@@ -794,7 +825,11 @@ fn walk_and_diff(
         };
         let batch: Vec<Job> = trees
             .into_iter()
-            .map(|t| Job::Tree { label: t, tree: t })
+            .map(|(t, base)| Job::Tree {
+                label: t,
+                tree: t,
+                base,
+            })
             .collect();
         if !batch.is_empty() && !send(batch) {
             return;
@@ -928,7 +963,7 @@ impl<'r> Worker<'r> {
                 tree,
                 parent_trees,
             } => (id, seq, tree, parent_trees),
-            Job::Tree { label, tree } => (label, 0, tree, Vec::new()),
+            Job::Tree { label, tree, base } => (label, 0, tree, base.into_iter().collect()),
         };
         // git's combined-diff rule (`diff -c`): a merge changes a path only where its content
         // differs from every parent. A tree equal to a parent's differs nowhere; otherwise

@@ -25,7 +25,7 @@
 mod differential;
 mod engine;
 mod packs;
-mod reflogs;
+pub(crate) mod reflogs;
 pub mod rules;
 mod snapshot;
 mod treediff;

@@ -21,6 +21,13 @@
 //! (object-name.c, `get_oid_basic`): those `hexlen` bytes, wherever the phrase is in a line,
 //! are an id too. (Any other text there is a ref name for git, and the refs are scanned.)
 //!
+//! **Root refs.** The same holds for the refs git reads from the top of a git dir (the common
+//! dir and each `worktrees/<id>/`) by name: `git reset --hard ORIG_HEAD`, `git merge
+//! FETCH_HEAD`, `git commit` during a merge (every `MERGE_HEAD` line a parent),
+//! `CHERRY_PICK_HEAD`, `AUTO_MERGE`, …. Every file whose name is root-ref syntax
+//! (`[A-Z_-]+`, a superset of git's), `HEAD` aside (a ref of the snapshot): the id at the
+//! start of its first line, of every line for `FETCH_HEAD` and `MERGE_HEAD`.
+//!
 //! **What fails closed** (the scan is incomplete, never clean): a link or a special file
 //! anywhere in those trees (git would follow a link; its target is not read here), a file or
 //! folder that cannot be read, a worktree entry that is a link. A file that vanishes between
@@ -44,6 +51,19 @@ pub(crate) struct Places {
 impl Places {
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
+    }
+
+    /// The worktree entry (`<id>` of `worktrees/<id>/…`) whose file first named `id`; `None`
+    /// for the common dir's own.
+    pub fn git_dir_of(&self, id: &ObjectId) -> Option<String> {
+        let &(f, _) = self.ids.get(id)?;
+        let mut c = self.files[f as usize].components();
+        match (c.next(), c.next()) {
+            (Some(w), Some(id)) if w.as_os_str() == "worktrees" => {
+                Some(id.as_os_str().to_string_lossy().into_owned())
+            }
+            _ => None,
+        }
     }
 
     /// `logs/refs/stash line 2`.
@@ -70,6 +90,7 @@ pub(crate) fn read(
         stop,
     };
     r.tree(common, Path::new("logs"))?;
+    r.root_refs(common, Path::new(""))?;
     let wt = common.join("worktrees");
     match std::fs::read_dir(&wt) {
         Ok(rd) => {
@@ -95,6 +116,7 @@ pub(crate) fn read(
                 // A regular file there is no entry for git either.
                 if st.is_dir() {
                     r.tree(common, &rel.join("logs"))?;
+                    r.root_refs(common, &rel)?;
                 }
             }
         }
@@ -110,7 +132,58 @@ struct Reader<'a> {
     stop: &'a dyn Fn() -> bool,
 }
 
+/// A root ref's name as git reads one from the top of a git dir (refs.c, `refname_is_safe`
+/// and `is_root_ref_syntax`): upper-case letters, `_` and `-` (a superset).
+pub(crate) fn is_root_ref_name(n: &[u8]) -> bool {
+    !n.is_empty()
+        && n.iter()
+            .all(|c| c.is_ascii_uppercase() || *c == b'_' || *c == b'-')
+}
+
+/// The root refs whose every line git reads (refs.c, `is_pseudo_ref`; `git commit` takes
+/// every `MERGE_HEAD` line as a parent, `git merge FETCH_HEAD` every line to merge).
+const PSEUDO_REFS: &[&[u8]] = &[b"FETCH_HEAD", b"MERGE_HEAD"];
+
 impl Reader<'_> {
+    /// The root refs of the git dir `rel` of `common` other than `HEAD` (a ref the snapshot
+    /// reads): `ORIG_HEAD`, `FETCH_HEAD`, `MERGE_HEAD`, `CHERRY_PICK_HEAD`, `AUTO_MERGE`, …,
+    /// every file whose name is root-ref syntax. The id at the start of the first line (of
+    /// every line for `FETCH_HEAD` and `MERGE_HEAD`). A folder of such a name is no ref; a
+    /// link or special file fails closed.
+    fn root_refs(&mut self, common: &Path, rel: &Path) -> Result<(), String> {
+        let dir = common.join(rel);
+        let mut names = Vec::new();
+        for e in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+            let n = e
+                .map_err(|e| format!("{}: {e}", dir.display()))?
+                .file_name();
+            if n != "HEAD" && is_root_ref_name(n.as_encoded_bytes()) {
+                names.push(n);
+            }
+        }
+        names.sort();
+        for n in names {
+            let rel = rel.join(&n);
+            let st = match std::fs::symlink_metadata(common.join(&rel)) {
+                Ok(st) => st,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(format!("{}: {e}", rel.display())),
+            };
+            if st.is_dir() {
+                continue;
+            }
+            if !st.is_file() {
+                return Err(format!(
+                    "{}: a link or special file where git reads a ref (not read)",
+                    rel.display()
+                ));
+            }
+            let all = PSEUDO_REFS.contains(&n.as_encoded_bytes());
+            self.file(common, &rel, !all)?;
+        }
+        Ok(())
+    }
+
     /// The folder `rel` of `common` (absent: nothing), every file in it to the bottom.
     fn tree(&mut self, common: &Path, rel: &Path) -> Result<(), String> {
         let st = match std::fs::symlink_metadata(common.join(rel)) {
@@ -147,7 +220,7 @@ impl Reader<'_> {
             }
             Ok(())
         } else if ft.is_file() {
-            self.file(common, rel)
+            self.file(common, rel, false)
         } else {
             Err(format!(
                 "{}: a link or special file among the reflogs (not read)",
@@ -156,7 +229,8 @@ impl Reader<'_> {
         }
     }
 
-    fn file(&mut self, common: &Path, rel: &Path) -> Result<(), String> {
+    /// A reflog (or with `first_line`, a root ref: its first line only, the id at its start).
+    fn file(&mut self, common: &Path, rel: &Path, first_line: bool) -> Result<(), String> {
         let f = match std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
@@ -178,10 +252,21 @@ impl Reader<'_> {
         }
         let file = u32::try_from(self.out.files.len()).map_err(|_| "too many reflogs")?;
         self.out.files.push(rel.to_path_buf());
-        self.lines(BufReader::with_capacity(64 * 1024, f), rel, file)
+        self.lines(
+            BufReader::with_capacity(64 * 1024, f),
+            rel,
+            file,
+            first_line,
+        )
     }
 
-    fn lines(&mut self, mut rd: BufReader<File>, rel: &Path, file: u32) -> Result<(), String> {
+    fn lines(
+        &mut self,
+        mut rd: BufReader<File>,
+        rel: &Path,
+        file: u32,
+        first_line: bool,
+    ) -> Result<(), String> {
         let mut line = Vec::with_capacity(256);
         let mut n: u64 = 0;
         loop {
@@ -199,13 +284,23 @@ impl Reader<'_> {
             // `@{-N}` (`git checkout -`) takes the N-th `checkout: moving from <X> to `
             // message and uses <X> as a commit when it is a full hex id (object-name.c,
             // `get_oid_basic`); otherwise <X> is a ref name, which the refs cover.
-            let from = find(&line, FROM).map(|i| i + FROM.len());
-            for at in [Some(0), Some(self.hexlen + 1), from].into_iter().flatten() {
+            let (second, from) = if first_line {
+                (None, None)
+            } else {
+                (
+                    Some(self.hexlen + 1),
+                    find(&line, FROM).map(|i| i + FROM.len()),
+                )
+            };
+            for at in [Some(0), second, from].into_iter().flatten() {
                 if let Some(id) = line.get(at..at + self.hexlen).and_then(parse_hex) {
                     if !id.is_null() {
                         self.out.ids.entry(id).or_insert((file, n));
                     }
                 }
+            }
+            if first_line {
+                return Ok(());
             }
         }
     }
