@@ -641,6 +641,9 @@ fn tag_is_signed(data: &[u8]) -> bool {
     })
 }
 
+/// A tree to scan and the tree to diff it against (`None`: scanned whole); see [`Job::Tree`].
+type TreeJob = (ObjectId, Option<ObjectId>);
+
 /// The walk's tips: the refs' first (`of_refs` of them), then the reflogs' others.
 #[derive(Default)]
 struct Tips {
@@ -656,7 +659,7 @@ fn tips_and_hidden(
     now: &RefSnapshot,
     reflog: &super::reflogs::Places,
     ctx: &Ctx,
-) -> (Tips, Vec<(ObjectId, Option<ObjectId>)>, Vec<ObjectId>) {
+) -> (Tips, Vec<TreeJob>, Vec<ObjectId>) {
     let mut candidates = BTreeSet::new();
     let mut of_reflogs = BTreeSet::new();
     let mut trees = BTreeSet::new();
@@ -765,7 +768,7 @@ fn tips_and_hidden(
 fn walk_and_diff(
     repo: &gix::Repository,
     tips: Tips,
-    trees: Vec<(ObjectId, Option<ObjectId>)>,
+    trees: Vec<TreeJob>,
     hidden: Vec<ObjectId>,
     ctx: &Ctx,
     threads: usize,
