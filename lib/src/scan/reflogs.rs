@@ -88,6 +88,7 @@ pub(crate) fn read(
         hexlen: hash.len_in_hex(),
         out: &mut out,
         stop,
+        from: gix::bstr::Finder::new(FROM),
     };
     r.tree(common, Path::new("logs"))?;
     r.root_refs(common, Path::new(""))?;
@@ -130,6 +131,9 @@ struct Reader<'a> {
     hexlen: usize,
     out: &'a mut Places,
     stop: &'a dyn Fn() -> bool,
+    /// memchr's `memmem`, built once (a naive search, then one built per line, cost 13 M and
+    /// 4 M instructions on a 5,000-line reflog).
+    from: gix::bstr::Finder<'static>,
 }
 
 /// A root ref's name as git reads one from the top of a git dir (refs.c, `refname_is_safe`
@@ -289,7 +293,7 @@ impl Reader<'_> {
             } else {
                 (
                     Some(self.hexlen + 1),
-                    find(&line, FROM).map(|i| i + FROM.len()),
+                    self.from.find(&line).map(|i| i + FROM.len()),
                 )
             };
             for at in [Some(0), second, from].into_iter().flatten() {
@@ -308,10 +312,6 @@ impl Reader<'_> {
 
 /// The reflog message `@{-N}` reads (object-name.c, `grab_nth_branch_switch`).
 const FROM: &[u8] = b"checkout: moving from ";
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
 
 /// Hex digits of either case (git's `hexval`) as an object id of their length (40 or 64).
 fn parse_hex(h: &[u8]) -> Option<ObjectId> {

@@ -69,7 +69,8 @@ impl ReflogIds {
     /// Is `id` among `list` (`present` or `missing`)? A list that is not sorted, or not
     /// made of whole ids, answers "no" for some ids: more is scanned, nothing is skipped.
     pub fn holds(list: &str, id: &gix::ObjectId) -> bool {
-        let hex = id.to_hex().to_string();
+        let mut buf = [0u8; 64];
+        let hex = id.hex_to_buf(&mut buf);
         let w = hex.len();
         if w == 0 || !list.len().is_multiple_of(w) {
             return false;
