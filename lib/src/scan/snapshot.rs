@@ -40,14 +40,14 @@ pub struct RefSnapshot {
     /// The object format of the ids (`sha1`, `sha256`).
     pub object_hash: String,
     pub refs: BTreeMap<String, RefValue>,
-    /// The ids the reflogs named at the pin (`scan::reflogs`), other than the refs' ids.
-    /// Absent in a snapshot taken before reflogs were read: then every id a reflog names
-    /// at the check is a tip of the scan.
+    /// The ids the reflogs and root refs (`ORIG_HEAD`, `FETCH_HEAD`, …) named at the pin
+    /// (`scan::reflogs`), other than the refs' ids. Absent in a snapshot taken before they
+    /// were read: then every id they name at the check is a tip of the scan.
     #[serde(default)]
     pub reflogs: ReflogIds,
 }
 
-/// The ids the reflogs named at the pin, split by whether the object was there. An id
+/// The ids the reflogs and root refs named at the pin, split by whether the object was there. An id
 /// whose object was there is known like a pinned ref's (the commit scan does not walk from
 /// it); one whose object was missing is known only as long as it stays missing (an object
 /// that appears later is scanned). Each is one string of the ids' lower-case hex, sorted and
