@@ -6,8 +6,9 @@
 //! `refs/` of the common dir, its `HEAD`, each `worktrees/<id>/HEAD` and the entry's own
 //! `refs/`), compared with the pinned snapshot; then whether each ref's object is still in
 //! the object store (`objects/pack/*`, loose objects in `objects/xx/`; alternates not
-//! supported here). With every ref as pinned, nothing new is walked and no ref is rewritten:
-//! the answer is "clean" exactly when every object is still there.
+//! supported here); and every reflog (`logs/` and each `worktrees/<id>/logs/`), whose ids
+//! the pin did not know are walked and scanned with the objects they reach. With every ref
+//! as pinned, no ref is rewritten: the answer is a function of those files and objects.
 //!
 //! **The key** ([`Key::take`]), a byte string compared whole with the record's:
 //! - this build's version, the state file's device, inode, size, `mtime` and `ctime` (a new
@@ -15,11 +16,15 @@
 //! - `HEAD`, `packed-refs`, `config` and `commondir` of the common dir (a `commondir` there
 //!   would make gix read the refs of another folder): present or absent, and if present
 //!   device, inode, size, `mtime` and `ctime` (nanoseconds);
-//! - the trees `refs/`, `worktrees/<id>/refs/`, `objects/pack/`, `objects/info/`: every
+//! - the trees `refs/`, `logs/`, `worktrees/<id>/refs/`, `worktrees/<id>/logs/` (the
+//!   reflogs name tips of the scan too, `crate::scan`'s `reflogs`), `objects/pack/`,
+//!   `objects/info/`: every
 //!   name, in sorted order, listed now; for a folder its device and inode (its listing and
 //!   its children's stamps follow), for a file all five stamps;
-//! - `worktrees/`: every entry's name and device and inode; its `HEAD` (stamps or absent)
-//!   and its `refs/` tree;
+//! - `worktrees/`: every entry's name and device and inode; its `HEAD` (stamps or absent),
+//!   its `refs/` tree, its `logs/` tree and its root refs (below);
+//! - the root refs of the common dir: every name of root-ref syntax (`ORIG_HEAD`,
+//!   `FETCH_HEAD`, `MERGE_HEAD`, …, `[A-Z_-]+`) but `HEAD`, with all five stamps;
 //! - `objects/`: every entry's name and all five stamps; the fan-out folders `objects/xx`
 //!   are not listed: removing or renaming a loose object moves its folder's `mtime`/`ctime`.
 //!
@@ -59,7 +64,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-const MAGIC: &[u8] = b"gitward-refk-v1\n";
+const MAGIC: &[u8] = b"gitward-refk-v2\n";
 
 /// Names the key may hold; past it the scan runs and nothing is recorded.
 pub const MAX_ENTRIES: usize = 50_000;
@@ -282,6 +287,24 @@ impl Taker {
     }
 }
 
+impl Taker {
+    /// The root refs of the git dir open as `dir` (`ORIG_HEAD`, `FETCH_HEAD`, …: every name of
+    /// root-ref syntax but `HEAD`, which is keyed on its own), each with its stamps (a folder
+    /// of such a name listed to the bottom); a tip of the scan (`scan::reflogs`).
+    fn root_refs(&mut self, dir: &OwnedFd, rel: &Path) -> Option<()> {
+        let names: Vec<(Vec<u8>, u8)> = list(dir, &mut self.buf)?
+            .into_iter()
+            .filter(|(n, _)| n != b"HEAD" && crate::scan::reflogs::is_root_ref_name(n))
+            .collect();
+        self.put(names.len() as u64);
+        for (n, ty) in names {
+            self.put_name(&n)?;
+            self.entry(dir, rel, &n, ty == DT_DIR)?;
+        }
+        Some(())
+    }
+}
+
 impl Key {
     /// The key of the scan's sources in `common` for the state file `state`; `None` when
     /// no record may vouch for them (see the module documentation).
@@ -336,6 +359,10 @@ impl Key {
         }
         t.put_name(b"refs")?;
         t.entry(&root, here, b"refs", true)?;
+        // The reflogs name tips of the scan (`scan::reflogs`): listed to the bottom as refs/.
+        t.put_name(b"logs")?;
+        t.entry(&root, here, b"logs", true)?;
+        t.root_refs(&root, here)?;
 
         // Worktree entries: each one's HEAD and private refs.
         t.put_name(b"worktrees")?;
@@ -360,6 +387,9 @@ impl Key {
                             t.leaf(&e, &rel, "HEAD")?;
                             t.put_name(b"refs")?;
                             t.entry(&e, &rel, b"refs", true)?;
+                            t.put_name(b"logs")?;
+                            t.entry(&e, &rel, b"logs", true)?;
+                            t.root_refs(&e, &rel)?;
                         }
                         Ok(None) => return None,
                         // Not a folder: a regular file is stamped (git and the snapshot

@@ -276,8 +276,14 @@ enum Job {
         tree: ObjectId,
         parent_trees: Vec<ObjectId>,
     },
-    /// A tree named directly by a ref (through tags): scanned whole, labelled by `label`.
-    Tree { label: ObjectId, tree: ObjectId },
+    /// A tree named directly by a ref (through tags): scanned whole, labelled by `label`;
+    /// one only a reflog or root ref names (`AUTO_MERGE`) is diffed against `base`, the
+    /// tree of its git dir's `HEAD` (a ref, so scanned or known), when there is one.
+    Tree {
+        label: ObjectId,
+        tree: ObjectId,
+        base: Option<ObjectId>,
+    },
 }
 
 /// What a ref's object peels to.
@@ -326,7 +332,19 @@ pub(super) fn run(
         drivers,
     };
 
-    let (tips, trees, hidden) = tips_and_hidden(&repo, snapshot, &now, &ctx);
+    // Every id a reflog names is a tip too (`reflogs`); one that cannot all be read stops
+    // the scan (incomplete).
+    let reflog =
+        match super::reflogs::read(repo.common_dir(), repo.object_hash(), &|| ctx.stopped()) {
+            Ok(r) => r,
+            Err(why) => {
+                if !why.is_empty() {
+                    ctx.halt(format!("cannot read the reflogs: {why}"));
+                }
+                Default::default()
+            }
+        };
+    let (tips, trees, hidden) = tips_and_hidden(&repo, snapshot, &now, &reflog, &ctx);
 
     let threads = limits.threads.max(1);
     let new_commits = if ctx.stopped() {
@@ -451,6 +469,17 @@ fn normalise(p: &[u8]) -> Option<Vec<u8>> {
 fn id_of(v: &RefValue) -> Option<ObjectId> {
     v.id.as_deref()
         .and_then(|h| ObjectId::from_hex(h.as_bytes()).ok())
+}
+
+/// The tree of the commit `c`, if it can be read.
+fn commit_tree(repo: &gix::Repository, c: ObjectId) -> Option<ObjectId> {
+    repo.find_object(c)
+        .ok()?
+        .try_into_commit()
+        .ok()?
+        .tree_id()
+        .ok()
+        .map(|t| t.detach())
 }
 
 /// Follow tags to the end.
@@ -612,14 +641,27 @@ fn tag_is_signed(data: &[u8]) -> bool {
     })
 }
 
-/// Commit tips now, trees named directly by refs, and the snapshot's commits to hide.
+/// A tree to scan and the tree to diff it against (`None`: scanned whole); see [`Job::Tree`].
+type TreeJob = (ObjectId, Option<ObjectId>);
+
+/// The walk's tips: the refs' first (`of_refs` of them), then the reflogs' others.
+#[derive(Default)]
+struct Tips {
+    ids: Vec<ObjectId>,
+    of_refs: usize,
+}
+
+/// Commit tips now (of the refs and of the ids the reflogs name that the pin did not know),
+/// trees named directly by refs or reflogs, and the snapshot's commits to hide.
 fn tips_and_hidden(
     repo: &gix::Repository,
     snapshot: &RefSnapshot,
     now: &RefSnapshot,
+    reflog: &super::reflogs::Places,
     ctx: &Ctx,
-) -> (Vec<ObjectId>, Vec<ObjectId>, Vec<ObjectId>) {
+) -> (Tips, Vec<TreeJob>, Vec<ObjectId>) {
     let mut candidates = BTreeSet::new();
+    let mut of_reflogs = BTreeSet::new();
     let mut trees = BTreeSet::new();
     let mut hidden = BTreeSet::new();
     // Many refs name the same object (200 worktree HEADs on one commit): peel each object
@@ -644,15 +686,63 @@ fn tips_and_hidden(
                 candidates.insert(c);
             }
             Ok(Peeled::Tree(t)) => {
-                trees.insert(t);
+                trees.insert((t, None));
             }
             Ok(Peeled::Other) => {}
             Err(e) => ctx.halt(format!("{name}: cannot read {id}: {e}")),
         }
     }
+    // The reflogs' ids: one the pin knew (a ref's, or a reflog's whose object was there) is
+    // not walked from; one whose object was missing at the pin and still is names nothing
+    // git could use; any other missing one stops the scan (it may appear later, and the next
+    // pin would take it for known). The rest are peeled as a ref's object is.
+    if !reflog.is_empty() {
+        let known = super::snapshot::ReflogIds::holds;
+        for id in reflog.ids.keys() {
+            if old_ids.contains(id) || known(&snapshot.reflogs.present, id) {
+                continue;
+            }
+            if !repo.has_object(id) {
+                if !known(&snapshot.reflogs.missing, id) {
+                    let place = reflog.place(id);
+                    ctx.halt(format!("{place}: cannot read {id}: object not found"));
+                }
+                continue;
+            }
+            match peeled(*id) {
+                Ok(Peeled::Commit(c)) => {
+                    if !candidates.contains(&c) {
+                        of_reflogs.insert(c);
+                    }
+                }
+                Ok(Peeled::Tree(t)) => {
+                    // Diffed against its git dir's HEAD tree: an honest `AUTO_MERGE` is that
+                    // tree and the stash's changes, and the rest of it is known.
+                    let head = match reflog.git_dir_of(id) {
+                        Some(wt) => format!("worktrees/{wt}/HEAD"),
+                        None => format!("{}HEAD", super::MAIN_WORKTREE),
+                    };
+                    let base = now
+                        .refs
+                        .get(&head)
+                        .and_then(id_of)
+                        .and_then(|h| match peeled(h) {
+                            Ok(Peeled::Commit(c)) => commit_tree(repo, c),
+                            _ => None,
+                        });
+                    trees.insert((t, base));
+                }
+                Ok(Peeled::Other) => {}
+                Err(e) => {
+                    let place = reflog.place(id);
+                    ctx.halt(format!("{place}: cannot read {id}: {e}"))
+                }
+            }
+        }
+    }
     // Nothing new to walk: the snapshot's commits need not be peeled to hide them.
-    if candidates.is_empty() && trees.is_empty() {
-        return (Vec::new(), Vec::new(), Vec::new());
+    if candidates.is_empty() && of_reflogs.is_empty() && trees.is_empty() {
+        return (Tips::default(), Vec::new(), Vec::new());
     }
     for v in snapshot.refs.values() {
         if let Some(id) = id_of(v) {
@@ -662,12 +752,14 @@ fn tips_and_hidden(
             }
         }
     }
-    let tips: Vec<ObjectId> = candidates
+    let mut ids: Vec<ObjectId> = candidates
         .into_iter()
         .filter(|c| !hidden.contains(c))
         .collect();
+    let of_refs = ids.len();
+    ids.extend(of_reflogs.into_iter().filter(|c| !hidden.contains(c)));
     (
-        tips,
+        Tips { ids, of_refs },
         trees.into_iter().collect(),
         hidden.into_iter().collect(),
     )
@@ -675,8 +767,8 @@ fn tips_and_hidden(
 
 fn walk_and_diff(
     repo: &gix::Repository,
-    tips: Vec<ObjectId>,
-    trees: Vec<ObjectId>,
+    tips: Tips,
+    trees: Vec<TreeJob>,
     hidden: Vec<ObjectId>,
     ctx: &Ctx,
     threads: usize,
@@ -684,7 +776,7 @@ fn walk_and_diff(
     let mut graph = NewCommits::default();
     // No ref names a new commit or tree (no ref moved): nothing to walk or diff, and the
     // packs need not be opened (git.git's pack index alone is 4.7 M instructions to open).
-    if tips.is_empty() && trees.is_empty() {
+    if tips.ids.is_empty() && trees.is_empty() {
         return graph;
     }
     let ts = repo.clone().into_sync();
@@ -736,12 +828,16 @@ fn walk_and_diff(
         };
         let batch: Vec<Job> = trees
             .into_iter()
-            .map(|t| Job::Tree { label: t, tree: t })
+            .map(|(t, base)| Job::Tree {
+                label: t,
+                tree: t,
+                base,
+            })
             .collect();
         if !batch.is_empty() && !send(batch) {
             return;
         }
-        if tips.is_empty() {
+        if tips.ids.is_empty() {
             drop(tx);
             return;
         }
@@ -751,7 +847,8 @@ fn walk_and_diff(
         let (walk, cut) = super::walk::new_commits(
             &commits,
             repo.object_hash(),
-            &tips,
+            &tips.ids,
+            tips.of_refs,
             &hidden,
             ctx.show_signature,
             &ctx.limits,
@@ -869,7 +966,7 @@ impl<'r> Worker<'r> {
                 tree,
                 parent_trees,
             } => (id, seq, tree, parent_trees),
-            Job::Tree { label, tree } => (label, 0, tree, Vec::new()),
+            Job::Tree { label, tree, base } => (label, 0, tree, base.into_iter().collect()),
         };
         // git's combined-diff rule (`diff -c`): a merge changes a path only where its content
         // differs from every parent. A tree equal to a parent's differs nowhere; otherwise

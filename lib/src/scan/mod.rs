@@ -25,13 +25,14 @@
 mod differential;
 mod engine;
 mod packs;
+pub(crate) mod reflogs;
 pub mod rules;
 mod snapshot;
 mod treediff;
 mod walk;
 
 pub use rules::{rule, Rule, RULES};
-pub use snapshot::{RefSnapshot, RefValue, MAIN_WORKTREE, SNAPSHOT_FORMAT};
+pub use snapshot::{RefSnapshot, RefValue, ReflogIds, MAIN_WORKTREE, SNAPSHOT_FORMAT};
 
 use crate::catalogue::Severity;
 use crate::events::{Event, EventKind, Tool};

@@ -40,6 +40,52 @@ pub struct RefSnapshot {
     /// The object format of the ids (`sha1`, `sha256`).
     pub object_hash: String,
     pub refs: BTreeMap<String, RefValue>,
+    /// The ids the reflogs and root refs (`ORIG_HEAD`, `FETCH_HEAD`, …) named at the pin
+    /// (`scan::reflogs`), other than the refs' ids. Absent in a snapshot taken before they
+    /// were read: then every id they name at the check is a tip of the scan.
+    #[serde(default)]
+    pub reflogs: ReflogIds,
+}
+
+/// The ids the reflogs and root refs named at the pin, split by whether the object was there. An id
+/// whose object was there is known like a pinned ref's (the commit scan does not walk from
+/// it); one whose object was missing is known only as long as it stays missing (an object
+/// that appears later is scanned). Each is one string of the ids' lower-case hex, sorted and
+/// concatenated without separator (one JSON string parses ten times faster than 5,000: a
+/// long-lived branch's reflog costs the check next to nothing).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReflogIds {
+    /// Read completely: `false` when the pin could not read every reflog (then nothing is
+    /// known and the check scans every id, or fails closed if it cannot read them either).
+    #[serde(default)]
+    pub complete: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub present: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub missing: String,
+}
+
+impl ReflogIds {
+    /// Is `id` among `list` (`present` or `missing`)? A list that is not sorted, or not
+    /// made of whole ids, answers "no" for some ids: more is scanned, nothing is skipped.
+    pub fn holds(list: &str, id: &gix::ObjectId) -> bool {
+        let mut buf = [0u8; 64];
+        let hex = id.hex_to_buf(&mut buf);
+        let w = hex.len();
+        if w == 0 || !list.len().is_multiple_of(w) {
+            return false;
+        }
+        let (mut lo, mut hi) = (0, list.len() / w);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match list.as_bytes()[mid * w..(mid + 1) * w].cmp(hex.as_bytes()) {
+                std::cmp::Ordering::Equal => return true,
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+            }
+        }
+        false
+    }
 }
 
 /// Ref prefixes that belong to one worktree (git `refs.c`: `is_per_worktree_ref`).
@@ -52,9 +98,13 @@ pub const MAIN_WORKTREE: &str = "main-worktree/";
 impl RefSnapshot {
     /// Read every ref of the repository whose git dir (or common dir, or a linked worktree's
     /// git dir) is `repo_git_dir`. Objects are read with gix; no program is run.
+    /// The ids the reflogs name are recorded too ([`RefSnapshot::reflogs`]); a reflog that
+    /// cannot be read leaves them unrecorded (`complete: false`), never fails the pin.
     pub fn take(repo_git_dir: &Path) -> Result<Self, ScanError> {
         let repo = open_repo(repo_git_dir)?;
-        Self::take_from(&repo)
+        let mut snap = Self::take_from(&repo)?;
+        snap.reflogs = reflog_ids(&repo, &snap);
+        Ok(snap)
     }
 
     pub(crate) fn take_from(repo: &gix::Repository) -> Result<Self, ScanError> {
@@ -200,6 +250,7 @@ impl RefSnapshot {
             format: SNAPSHOT_FORMAT,
             object_hash: main.object_hash().to_string(),
             refs,
+            reflogs: ReflogIds::default(),
         })
     }
 
@@ -219,6 +270,35 @@ impl RefSnapshot {
     /// The snapshot as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("snapshots serialise")
+    }
+}
+
+/// The ids the reflogs of `repo` name now, other than the ids of `snap`'s refs, split by
+/// whether their object is in the repository.
+fn reflog_ids(repo: &gix::Repository, snap: &RefSnapshot) -> ReflogIds {
+    let Ok(ids) = super::reflogs::read(repo.common_dir(), repo.object_hash(), &|| false) else {
+        return ReflogIds::default();
+    };
+    let refs: std::collections::HashSet<&str> =
+        snap.refs.values().filter_map(|v| v.id.as_deref()).collect();
+    let (mut present, mut missing) = (Vec::new(), Vec::new());
+    for id in ids.ids.keys() {
+        let hex = id.to_string();
+        if refs.contains(hex.as_str()) {
+            continue;
+        }
+        if repo.has_object(id) {
+            present.push(hex);
+        } else {
+            missing.push(hex);
+        }
+    }
+    present.sort();
+    missing.sort();
+    ReflogIds {
+        complete: true,
+        present: present.concat(),
+        missing: missing.concat(),
     }
 }
 
@@ -273,5 +353,27 @@ fn read_head(
     match repo.try_find_reference("HEAD")? {
         Some(r) => Ok(Some(value_of(repo, r)?)),
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReflogIds;
+    use gix::ObjectId;
+
+    #[test]
+    fn reflog_ids_are_found_by_binary_search() {
+        let ids: Vec<String> = ["1", "5", "a", "f"].iter().map(|c| c.repeat(40)).collect();
+        let list = ids.concat();
+        for h in &ids {
+            let id = ObjectId::from_hex(h.as_bytes()).unwrap();
+            assert!(ReflogIds::holds(&list, &id), "{h}");
+            assert!(!ReflogIds::holds("", &id));
+            assert!(!ReflogIds::holds(&list[1..], &id), "not whole ids");
+        }
+        for c in ["0", "3", "b", "e"] {
+            let id = ObjectId::from_hex(c.repeat(40).as_bytes()).unwrap();
+            assert!(!ReflogIds::holds(&list, &id), "{c}");
+        }
     }
 }

@@ -267,11 +267,14 @@ impl Walker<'_> {
 /// Walk from `tips` hiding what `hidden` reaches. `stopped` is polled between commits
 /// (time limit, a halt elsewhere). A walk cut short (a bound, an unreadable commit, `stopped`)
 /// returns the commits popped so far that are not marked hidden, and why it stopped (empty
-/// when `stopped` said so); the report is then incomplete.
+/// when `stopped` said so); the report is then incomplete. The order of the new commits is
+/// breadth first from the first `first_group` tips, then from the rest.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn new_commits(
     objects: &PackReader<'_>,
     hash: gix::hash::Kind,
     tips: &[ObjectId],
+    first_group: usize,
     hidden: &[ObjectId],
     show_signature: bool,
     limits: &Limits,
@@ -295,23 +298,28 @@ pub(super) fn new_commits(
     let mut new = Vec::new();
     let mut seen = vec![false; walk.nodes.len()];
     let mut next: VecDeque<u32> = VecDeque::new();
-    for &i in &tip_nodes {
-        if !seen[i as usize] {
-            seen[i as usize] = true;
-            next.push_back(i);
+    // The first `first_group` tips (the refs') are walked to the end before the others (the
+    // reflogs'): a reflog naming a commit a ref reaches does not move it in the order.
+    let (first, rest) = tip_nodes.split_at(first_group.min(tip_nodes.len()));
+    for group in [first, rest] {
+        for &i in group {
+            if !seen[i as usize] {
+                seen[i as usize] = true;
+                next.push_back(i);
+            }
         }
-    }
-    while let Some(i) = next.pop_front() {
-        let n = &mut walk.nodes[i as usize];
-        if n.flags & HIDDEN != 0 || n.flags & POPPED == 0 {
-            continue;
-        }
-        n.flags |= NEW;
-        new.push(i);
-        for &p in walk.parents(i) {
-            if !seen[p as usize] && walk.nodes[p as usize].flags & HIDDEN == 0 {
-                seen[p as usize] = true;
-                next.push_back(p);
+        while let Some(i) = next.pop_front() {
+            let n = &mut walk.nodes[i as usize];
+            if n.flags & HIDDEN != 0 || n.flags & POPPED == 0 {
+                continue;
+            }
+            n.flags |= NEW;
+            new.push(i);
+            for &p in walk.parents(i) {
+                if !seen[p as usize] && walk.nodes[p as usize].flags & HIDDEN == 0 {
+                    seen[p as usize] = true;
+                    next.push_back(p);
+                }
             }
         }
     }
@@ -496,6 +504,7 @@ mod tests {
                 &reader,
                 repo.object_hash(),
                 &tip,
+                tip.len(),
                 &hidden,
                 false,
                 &Limits::default(),
