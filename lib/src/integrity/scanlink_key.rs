@@ -580,7 +580,11 @@ mod tests {
             };
             swap();
             let during = Key::take(&state, &common).unwrap();
-            assert_ne!(before.to_bytes(), during.to_bytes(), "{folder}: other folder");
+            assert_ne!(
+                before.to_bytes(),
+                during.to_bytes(),
+                "{folder}: other folder"
+            );
             swap();
             let after = Key::take(&state, &common).unwrap();
             assert_ne!(
