@@ -131,9 +131,9 @@ pub struct Event {
     pub event: EventKind,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "path_text")]
     pub repo: Option<PathBuf>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "path_text")]
     pub path: Option<PathBuf>,
     /// One human-readable line.
     pub message: String,
@@ -198,6 +198,30 @@ impl Event {
         let mut s = serde_json::to_string(self).expect("events serialise");
         s.push('\n');
         s
+    }
+}
+
+/// A path as event text: its bytes as they are where they are UTF-8, and each byte of a
+/// sequence that is not as `\xNN` (a file name is bytes; JSON strings are Unicode). serde's
+/// own `Path` serialisation fails on such a name, and an event the agent can name a path in
+/// (a planted ref, hook or FIFO) must still be written (R15-5: `check` stopped with a panic,
+/// exit 101, before restoring anything).
+pub fn path_text_of(p: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in p.as_os_str().as_bytes().utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+fn path_text<S: serde::Serializer>(p: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+    match p {
+        Some(p) => s.serialize_str(&path_text_of(p)),
+        None => s.serialize_none(),
     }
 }
 
@@ -297,6 +321,23 @@ mod tests {
         assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339(951_782_400, 5), "2000-02-29T00:00:00.005Z");
         assert_eq!(rfc3339(1_796_013_364, 123), "2026-11-30T04:36:04.123Z");
+    }
+
+    /// R15-5: a path that is not UTF-8 (a planted ref or hook name) is written, its invalid
+    /// bytes as `\xNN`, instead of failing the event (which panicked `check`, exit 101).
+    #[test]
+    fn paths_that_are_not_utf8_are_written_escaped() {
+        use std::os::unix::ffi::OsStrExt;
+        let p = Path::new(std::ffi::OsStr::from_bytes(
+            b"/r/.git/refs/heads/\xff\xfe-\xc3\xa9",
+        ));
+        let e = Event::new(Tool::WtCheck, EventKind::GitRefused, "x")
+            .repo(Path::new(std::ffi::OsStr::from_bytes(b"/r\x80")))
+            .path(p);
+        let v: serde_json::Value = serde_json::from_str(&e.to_line()).unwrap();
+        assert_eq!(v["path"], "/r/.git/refs/heads/\\xff\\xfe-\u{e9}");
+        assert_eq!(v["repo"], "/r\\x80");
+        assert_eq!(path_text_of(Path::new("/plain/ü")), "/plain/ü");
     }
 
     #[test]

@@ -277,7 +277,7 @@ pub fn pin(common_dir: &Path, state: &Path) -> Result<(usize, Vec<(String, Strin
                 Seen::Other(kind) => Some(format!("is a {kind}, not a regular file")),
                 Seen::File { .. } => {
                     let (fan, leaf) = rel.split_at(2);
-                    match open_verify(
+                    match open_verify_seen(
                         objects,
                         &mut fan_dir,
                         fan,
@@ -285,8 +285,12 @@ pub fn pin(common_dir: &Path, state: &Path) -> Result<(usize, Vec<(String, Strin
                         verifier.get_or_insert_with(Verifier::new),
                         &mut budget,
                     ) {
-                        Ok(None) => None,
-                        Ok(Some(b)) => Some(b.why()),
+                        // The record holds what was verified (see `open_verify_seen`).
+                        Ok((None, verified)) => {
+                            keep.push((rel, verified));
+                            continue;
+                        }
+                        Ok((Some(b), _)) => Some(b.why()),
                         Err(None) => {
                             return Err(format!(
                                 "more than {BYTE_LIMIT} inflated bytes of loose objects: not all verified"
@@ -699,6 +703,27 @@ fn open_verify(
     verifier: &mut Verifier,
     budget: &mut u64,
 ) -> Result<Option<Bad>, Option<FsError>> {
+    open_verify_seen(objects, fan_dir, fan, leaf, verifier, budget).map(|(bad, _)| bad)
+}
+
+/// [`open_verify`], and what the verified descriptor is: its identity taken with `fstat`
+/// after its dirty pages were written back and before its bytes were read — what `pin`
+/// records (R15-1, R15-2):
+/// - the write-back: a page dirtied through a shared writable mapping before the pin and
+///   written after it moves no time (ext4 moves `ctime` at the first write fault after
+///   writeback only); written back here, any later write through a mapping faults and moves
+///   `ctime`, and a write before it is in the bytes verified (as for the index verdicts);
+/// - the descriptor's identity, not the walk's `lstat`: a fan-out folder exchanged with
+///   another between the walk and the open (`renameat2(RENAME_EXCHANGE)` keeps every file's
+///   stamps) made the record hold the identity of a file that was never verified.
+fn open_verify_seen(
+    objects: &Root,
+    fan_dir: &mut Option<(String, Root)>,
+    fan: &str,
+    leaf: &str,
+    verifier: &mut Verifier,
+    budget: &mut u64,
+) -> Result<(Option<Bad>, Seen), Option<FsError>> {
     if fan_dir.as_ref().is_none_or(|(f, _)| f != fan) {
         *fan_dir = Some((fan.to_owned(), objects.open_dir(fan).map_err(Some)?));
     }
@@ -723,13 +748,20 @@ fn open_verify(
     })?;
     let st = fstat(&fd).map_err(|e| Some(io_err(full.clone(), "fstat", e)))?;
     if st.st_mode & SFlag::S_IFMT.bits() != SFlag::S_IFREG.bits() {
-        return Ok(Some(Bad::Corrupt("is not a regular file".into())));
+        return Ok((
+            Some(Bad::Corrupt("is not a regular file".into())),
+            seen_of(&st),
+        ));
     }
+    crate::fsx::write_back(std::os::fd::AsFd::as_fd(&fd))
+        .map_err(|e| Some(io_err(full.clone(), "sync_file_range", e)))?;
+    let st = fstat(&fd).map_err(|e| Some(io_err(full.clone(), "fstat", e)))?;
     let mut f = std::fs::File::from(fd);
     let name = format!("{fan}{leaf}");
-    verifier
+    let bad = verifier
         .verify(&mut f, &name, budget)
-        .map_err(|OverBudget| None)
+        .map_err(|OverBudget| None)?;
+    Ok((bad, seen_of(&st)))
 }
 
 /// Move `rel` (`xx/<38 hex>`) below `objects` into the quarantine; where it went.
@@ -841,6 +873,85 @@ mod tests {
         let state = root.join("st.json");
         assert_eq!(pin(&common, &state).unwrap(), (1, vec![]));
         (t, common, state, p)
+    }
+
+    /// A zlib stream of one stored block: its size depends on `raw`'s length only, so two
+    /// contents of one length give streams of one size (what a same-size rewrite needs).
+    fn stored(raw: &[u8]) -> Vec<u8> {
+        let len = u16::try_from(raw.len()).unwrap();
+        let mut out = vec![0x78, 0x01, 0x01];
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        out.extend_from_slice(raw);
+        let (mut a, mut b) = (1u32, 0u32);
+        for &x in raw {
+            a = (a + u32::from(x)) % 65521;
+            b = (b + a) % 65521;
+        }
+        out.extend_from_slice(&((b << 16) | a).to_be_bytes());
+        out
+    }
+
+    /// R15-1: a page of a loose object dirtied through a shared writable mapping before the
+    /// pin and rewritten through it after moves no time (ext4 moves `ctime` only at the
+    /// first write fault after writeback). `pin` writes each object back before recording
+    /// it, so the later write faults and moves `ctime`, and the check verifies the file.
+    /// Fails on a pin without the write-back ("the substitute was not verified").
+    #[test]
+    fn a_write_through_a_mapping_dirtied_before_the_pin_is_verified() {
+        use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
+        let (t, common, state, p) = setup();
+        if !stamps_trusted(&open_objects(&common).unwrap().unwrap()) {
+            assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "TMPDIR on ext4");
+            eprintln!("SKIPPED: stamps are not trusted on this file system");
+            return;
+        }
+        // The object as one stored block: "hello\n" and "evil!\n" give files of one size.
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::write(&p, stored(b"blob 6\0hello\n")).unwrap();
+        let forged = stored(b"blob 6\0evil!\n");
+        assert_eq!(forged.len(), std::fs::metadata(&p).unwrap().len() as usize);
+        let f = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .open(&p)
+            .unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let len = std::num::NonZeroUsize::new(forged.len()).unwrap();
+        // SAFETY: a fresh shared mapping of a file this test owns, unmapped below.
+        let map = unsafe {
+            mmap(
+                None,
+                len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                &f,
+                0,
+            )
+            .unwrap()
+        };
+        let bytes = map.cast::<u8>().as_ptr();
+        // Dirty the page with the byte it holds, then pin.
+        // SAFETY: within the mapping.
+        unsafe { bytes.write_volatile(bytes.read_volatile()) };
+        drop(f);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(pin(&common, &state).unwrap(), (1, vec![]));
+        assert_eq!(run(&common, &state).0, Outcome::Clean, "honest, as pinned");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        // SAFETY: within the mapping; unmapped once.
+        unsafe {
+            std::ptr::copy_nonoverlapping(forged.as_ptr(), bytes, forged.len());
+            munmap(map, forged.len()).unwrap();
+        }
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            forged,
+            "the mapping wrote the file"
+        );
+        let (o, ev) = run(&common, &state);
+        assert_eq!(o, Outcome::Found, "the substitute was not verified: {ev:?}");
+        drop(t);
     }
 
     #[test]
