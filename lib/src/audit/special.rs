@@ -19,6 +19,10 @@ pub const FSMONITOR_SOCKET: &str = "fsmonitor--daemon.ipc";
 /// Bound on folder depth below the swept folder.
 pub const MAX_DEPTH: usize = 32;
 
+/// Links to folders one sweep follows ([`Sweep::through_link`]); past it the sweep is
+/// incomplete.
+pub const MAX_LINKS: usize = 64;
+
 /// What [`sweep`] found.
 #[derive(Debug, Default)]
 pub struct Special {
@@ -147,6 +151,12 @@ pub type Known = std::collections::HashMap<PathBuf, crate::fsx::Listing>;
 /// is opened from the swept folder's descriptor, no link followed on the way; one that cannot
 /// be (a known folder swapped since) makes the sweep incomplete.
 pub fn sweep_known(dir: &Path, known: &Known) -> Special {
+    let (mut seen, mut links) = (0usize, 0usize);
+    sweep_at(dir, known, &mut seen, &mut links)
+}
+
+/// [`sweep_known`] with the entry and link counts of the sweep this one is part of.
+fn sweep_at(dir: &Path, known: &Known, seen: &mut usize, links: &mut usize) -> Special {
     let mut out = Special::default();
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.is_dir() => {}
@@ -171,11 +181,12 @@ pub fn sweep_known(dir: &Path, known: &Known) -> Special {
             return out;
         }
     };
-    let mut seen = 0usize;
     let mut at = Sweep {
         top: &root,
+        top_path: dir,
         known,
-        seen: &mut seen,
+        seen,
+        links,
         out: &mut out,
     };
     // An `Err` is the sweep cut short (`out.incomplete` says why).
@@ -187,8 +198,12 @@ pub fn sweep_known(dir: &Path, known: &Known) -> Special {
 /// One sweep's state: the swept folder's handle, the listings known, the count, the findings.
 struct Sweep<'a> {
     top: &'a crate::fsx::Root,
+    /// The swept folder's path (a link leading back to it or above it is not followed).
+    top_path: &'a Path,
     known: &'a Known,
     seen: &'a mut usize,
+    /// Links to folders followed so far ([`MAX_LINKS`]).
+    links: &'a mut usize,
     out: &'a mut Special,
 }
 
@@ -261,10 +276,56 @@ impl Sweep<'_> {
                     // `/dev/null` reads as empty and is left alone.
                     if let Some(k) = blocking(&p) {
                         self.out.found.push((p, k));
+                    } else if descended(&rel.join(&name))
+                        && std::fs::metadata(&p).is_ok_and(|m| m.is_dir())
+                    {
+                        self.through_link(&p)?;
                     }
                 }
                 EntryKind::File => {}
             }
+        }
+        Ok(())
+    }
+
+    /// A link to a folder where git lists and opens whatever it finds (below `refs/`,
+    /// `logs/`, `objects/`): git descends it as the folder it names — `objects/pack` or a
+    /// folder of refs made a link to a folder holding a FIFO hung the owner's git and the
+    /// commit scan (fifteenth red-team pass, R15-3/R15-4) — so its target is swept too, and
+    /// what is found there is reported at the path git opens. Links elsewhere (`hooks`, say)
+    /// are the comparison's to judge and restore, not followed here. A target that is the
+    /// swept folder or holds it makes the sweep incomplete (git would loop through it); the
+    /// links followed count against [`MAX_LINKS`], their entries against [`MAX_ENTRIES`].
+    fn through_link(&mut self, link: &Path) -> Result<(), ()> {
+        *self.links += 1;
+        let target = std::fs::canonicalize(link);
+        let top = std::fs::canonicalize(self.top_path);
+        let why = match (&target, &top) {
+            _ if *self.links > MAX_LINKS => Some(format!("more than {MAX_LINKS} links to folders")),
+            (Ok(t), Ok(top)) if top.starts_with(t) => {
+                Some("a link to the swept folder or a folder above it".to_owned())
+            }
+            // Gone since it was listed: judged by the next sweep, as any late change.
+            (Err(_), _) => return Ok(()),
+            _ => None,
+        };
+        if let Some(why) = why {
+            self.out.incomplete = Some((link.to_path_buf(), why));
+            return Err(());
+        }
+        let target = target.expect("checked above");
+        let inner = sweep_at(&target, &Known::default(), self.seen, self.links);
+        let at_link = |p: PathBuf| match p.strip_prefix(&target) {
+            Ok(rest) if rest.as_os_str().is_empty() => link.to_path_buf(),
+            Ok(rest) => link.join(rest),
+            Err(_) => p,
+        };
+        self.out
+            .found
+            .extend(inner.found.into_iter().map(|(p, k)| (at_link(p), k)));
+        if let Some((p, why)) = inner.incomplete {
+            self.out.incomplete = Some((at_link(p), why));
+            return Err(());
         }
         Ok(())
     }
@@ -296,6 +357,16 @@ fn rejudge(p: &Path, out: &mut Special) -> Result<(), ()> {
         }
     }
     Ok(())
+}
+
+/// Whether `rel` (below a swept git dir) lies where git lists folders and opens what it
+/// finds: a component `refs`, `logs` or `objects` on the way (the common dir's, a worktree
+/// entry's, a submodule git dir's below `modules/`).
+fn descended(rel: &Path) -> bool {
+    rel.parent().is_some_and(|up| {
+        up.components()
+            .any(|c| matches!(c.as_os_str().to_str(), Some("refs" | "logs" | "objects")))
+    })
 }
 
 /// Open a file that must be regular, as [`read_regular`] reads it: `O_NONBLOCK|O_CLOEXEC`
@@ -388,6 +459,48 @@ mod tests {
     /// kind (FIFO, socket, git's fsmonitor socket left alone, links to a FIFO, into `/dev`,
     /// to `/dev/null`, to a folder), and the paths are named under `dir` as given (here
     /// through a link above it, which the caller vouches for).
+    /// R15-3/R15-4: a folder git descends made a link to a folder holding a FIFO
+    /// (`objects/pack` → `…/p` with a FIFO `.idx`; a folder of refs): the FIFO is found, at
+    /// the path git opens. A link to an honest folder finds nothing (positive control of the
+    /// FIFO finding); a link elsewhere (`hooks`, the comparison's) is not followed; a link to
+    /// the swept folder or above it makes the sweep incomplete, never loops.
+    #[test]
+    fn folders_git_descends_behind_links_are_swept_where_git_opens_them() {
+        let t = tempfile::tempdir().unwrap();
+        let g = t.path().join("g");
+        std::fs::create_dir_all(g.join("objects")).unwrap();
+        std::fs::create_dir_all(g.join("refs/heads")).unwrap();
+        let outside = t.path().join("p");
+        std::fs::create_dir_all(outside.join("sub")).unwrap();
+        std::fs::write(outside.join("pack-1.pack"), "").unwrap();
+        std::os::unix::fs::symlink(&outside, g.join("objects/pack")).unwrap();
+        let s = sweep(&g);
+        assert!(s.found.is_empty() && s.incomplete.is_none(), "{s:?}");
+        let fifo = |p: &Path| nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        fifo(&outside.join("sub/pack-1.idx"));
+        let s = sweep(&g);
+        assert_eq!(
+            s.found,
+            vec![(g.join("objects/pack/sub/pack-1.idx"), "fifo")]
+        );
+        assert!(s.incomplete.is_none());
+        std::fs::remove_file(outside.join("sub/pack-1.idx")).unwrap();
+        // A relative link to a folder of refs outside the git dir.
+        let d = t.path().join("d");
+        std::fs::create_dir(&d).unwrap();
+        fifo(&d.join("x"));
+        std::os::unix::fs::symlink("../../../d", g.join("refs/heads/dd")).unwrap();
+        assert_eq!(sweep(&g).found, vec![(g.join("refs/heads/dd/x"), "fifo")]);
+        // Not a folder git descends: left to the comparison.
+        std::fs::remove_file(g.join("refs/heads/dd")).unwrap();
+        std::os::unix::fs::symlink(&d, g.join("hooks")).unwrap();
+        let s = sweep(&g);
+        assert!(s.found.is_empty() && s.incomplete.is_none(), "{s:?}");
+        // A link to an ancestor: incomplete.
+        std::os::unix::fs::symlink(t.path(), g.join("refs/up")).unwrap();
+        assert!(sweep(&g).incomplete.is_some());
+    }
+
     #[test]
     fn held_descriptors_find_what_paths_found() {
         let t = tempfile::tempdir().unwrap();
@@ -523,12 +636,14 @@ mod tests {
             .collect();
         let (root, _) = Root::open_listed(&g).unwrap();
         let mut out = Special::default();
-        let mut seen = 0;
+        let (mut seen, mut links) = (0, 0);
         let known = Known::default();
         let mut at = Sweep {
             top: &root,
+            top_path: &g,
             known: &known,
             seen: &mut seen,
+            links: &mut links,
             out: &mut out,
         };
         assert!(at
