@@ -360,12 +360,14 @@ fn rejudge(p: &Path, out: &mut Special) -> Result<(), ()> {
 }
 
 /// Whether `rel` (below a swept git dir) lies where git lists folders and opens what it
-/// finds: a component `refs`, `logs` or `objects` on the way (the common dir's, a worktree
-/// entry's, a submodule git dir's below `modules/`).
+/// finds: one of [`crate::catalogue::GIT_DIR_LISTED_FOLDERS`] on the way.
 fn descended(rel: &Path) -> bool {
     rel.parent().is_some_and(|up| {
-        up.components()
-            .any(|c| matches!(c.as_os_str().to_str(), Some("refs" | "logs" | "objects")))
+        up.components().any(|c| {
+            c.as_os_str()
+                .to_str()
+                .is_some_and(|n| crate::catalogue::GIT_DIR_LISTED_FOLDERS.contains(&n))
+        })
     })
 }
 
