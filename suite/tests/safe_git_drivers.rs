@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{bin, gits, Sandbox};
+use common::{bin, gits, mask_uncommitted_dates, Sandbox};
 
 const SETUP: &str = r#"
 git init -q r && cd r
@@ -104,8 +104,8 @@ fn a_neutralised_diff_driver_leaves_the_command_working() {
                 String::from_utf8_lossy(&safe.stderr)
             );
             assert_eq!(
-                (now_masked(&plain.stdout), &plain.stderr),
-                (now_masked(&safe.stdout), &safe.stderr),
+                (mask_uncommitted_dates(&plain.stdout), &plain.stderr),
+                (mask_uncommitted_dates(&safe.stdout), &safe.stderr),
                 "{} safe-git {cmd:?} differs from git {equivalent:?}",
                 git.display()
             );
@@ -134,28 +134,6 @@ fn a_neutralised_diff_driver_leaves_the_command_working() {
     }
 }
 
-/// `git blame` and `git annotate` date a line not committed yet with the clock's now, which
-/// moves between the two runs: that date is masked, the rest compared byte for byte. blame
-/// writes `Not Committed Yet 2026-12-02 06:28:07`, annotate `Not Committed Yet\t2026-12-06
-/// 07:55:49` (a tab: the tag alone is matched and the one separator after it skipped; CI
-/// failed once when the two annotate runs straddled a second).
-fn now_masked(out: &[u8]) -> Vec<u8> {
-    let tag = b"Not Committed Yet";
-    let mut v = out.to_vec();
-    let mut i = 0;
-    while let Some(p) = v[i..].windows(tag.len()).position(|w| w == tag) {
-        let start = i + p + tag.len() + 1;
-        // `YYYY-MM-DD HH:MM:SS`: digits become `0`, the separators stay.
-        for b in v.iter_mut().skip(start).take(19) {
-            if b.is_ascii_digit() {
-                *b = b'0';
-            }
-        }
-        i = start.min(v.len());
-    }
-    v
-}
-
 #[test]
 fn both_forms_of_the_now_date_are_masked() {
     let blame = b"00000000 (Not Committed Yet 2026-12-06 07:55:49 +0000 4) again\n";
@@ -166,10 +144,10 @@ fn both_forms_of_the_now_date_are_masked() {
             .map(|&b| if b == b'9' { b'8' } else { b })
             .collect();
         assert_ne!(line, &later[..]);
-        assert_eq!(now_masked(line), now_masked(&later));
+        assert_eq!(mask_uncommitted_dates(line), mask_uncommitted_dates(&later));
         // The content after the date stays compared.
         let mut other = line.to_vec();
         *other.last_mut().unwrap() = b'?';
-        assert_ne!(now_masked(line), now_masked(&other));
+        assert_ne!(mask_uncommitted_dates(line), mask_uncommitted_dates(&other));
     }
 }

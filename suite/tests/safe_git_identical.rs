@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{bin, gits, Sandbox};
+use common::{bin, gits, mask_uncommitted_dates, Sandbox};
 use std::path::Path;
 
 /// Builds an honest repository with the shapes scripts meet: history with a merge, tags,
@@ -147,7 +147,7 @@ fn output_is_byte_identical_on_honest_repositories() {
                 let mut args = vec!["--git", git.to_str().unwrap()];
                 args.extend_from_slice(cmd);
                 let mut safe = sb.run(&safe_git, &args, place);
-                if cmd[0] == "blame" {
+                if cmd[0] == "blame" || cmd[0] == "annotate" {
                     // The "Not Committed Yet" lines carry the wall clock of each run; two runs
                     // straddling a second differ there and nowhere else.
                     plain.stdout = mask_uncommitted_dates(&plain.stdout);
@@ -180,30 +180,6 @@ fn output_is_byte_identical_on_honest_repositories() {
         }
     }
     assert!(checked >= COMMANDS.len() * 4);
-}
-
-/// Replaces the date git blame prints for lines not yet committed (`Not Committed Yet
-/// 2026-11-30 06:56:25 +0000`) with a fixed marker: git takes it from the clock at the time
-/// of the call, so it is the one part of the output two honest runs need not share.
-fn mask_uncommitted_dates(out: &[u8]) -> Vec<u8> {
-    const AUTHOR: &str = "Not Committed Yet";
-    const DATE_LEN: usize = "2026-11-30 06:56:25 +0000".len();
-    let text = String::from_utf8_lossy(out);
-    let mut masked = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        match line.find(AUTHOR) {
-            Some(at) => {
-                let after = at + AUTHOR.len();
-                let date_at = after + line[after..].len() - line[after..].trim_start().len();
-                let end = (date_at + DATE_LEN).min(line.len());
-                masked.push_str(&line[..date_at]);
-                masked.push_str("<uncommitted-date>");
-                masked.push_str(&line[end..]);
-            }
-            None => masked.push_str(line),
-        }
-    }
-    masked.into_bytes()
 }
 
 #[test]
@@ -309,7 +285,7 @@ fn output_is_byte_identical_on_real_repositories() {
                     let mut args = vec!["--git", git.to_str().unwrap()];
                     args.extend_from_slice(cmd);
                     let mut safe = sb.run(&safe_git, &args, &r);
-                    if cmd[0] == "blame" {
+                    if cmd[0] == "blame" || cmd[0] == "annotate" {
                         plain.stdout = mask_uncommitted_dates(&plain.stdout);
                         safe.stdout = mask_uncommitted_dates(&safe.stdout);
                     }

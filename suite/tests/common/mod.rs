@@ -132,3 +132,29 @@ impl Sandbox {
             .expect("spawn")
     }
 }
+
+/// Masks the date git blame and git annotate print for lines not committed yet: git takes it
+/// from the clock at the time of the call (`fmt_ident` with no date), so it is the one part of
+/// the output two honest runs need not share. blame writes `Not Committed Yet 2026-12-02
+/// 06:28:07 +0000`, annotate `Not Committed Yet\t2026-12-06 07:55:49 +0000`: the separators
+/// after the tag are skipped and the digits of the `YYYY-MM-DD HH:MM:SS` that follows become
+/// `0`; every other byte (non-UTF-8 included) is kept as it was, so it stays compared.
+pub fn mask_uncommitted_dates(out: &[u8]) -> Vec<u8> {
+    const TAG: &[u8] = b"Not Committed Yet";
+    const DATE_LEN: usize = "2026-11-30 06:56:25".len();
+    let mut v = out.to_vec();
+    let mut i = 0;
+    while let Some(p) = v[i..].windows(TAG.len()).position(|w| w == TAG) {
+        let mut start = i + p + TAG.len();
+        while start < v.len() && (v[start] == b' ' || v[start] == b'\t') {
+            start += 1;
+        }
+        for b in v.iter_mut().skip(start).take(DATE_LEN) {
+            if b.is_ascii_digit() {
+                *b = b'0';
+            }
+        }
+        i = start;
+    }
+    v
+}
