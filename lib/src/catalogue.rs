@@ -1617,6 +1617,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn root_ref_names_are_git_syntax_or_wider() {
+        for n in [
+            "ORIG_HEAD",
+            "FETCH_HEAD",
+            "MERGE_HEAD",
+            "CHERRY_PICK_HEAD",
+            "AUTO_MERGE",
+            "BISECT-X",
+        ] {
+            assert!(is_root_ref_name(n.as_bytes()), "{n}");
+        }
+        for n in [
+            "",
+            "head",
+            "refs",
+            "Orig_HEAD",
+            "HEAD.lock",
+            "A/B",
+            "MERGE_HEAD~",
+        ] {
+            assert!(!is_root_ref_name(n.as_bytes()), "{n}");
+        }
+    }
+
+    #[test]
     fn version_parses_git_output() {
         assert_eq!(
             GitVersion::parse("git version 2.47.3"),
@@ -2534,3 +2559,17 @@ pub static VENV_MARKER: &str = "pyvenv.cfg";
 pub static WHY_START_TOP: &str = "the interpreter starts at the top of the work tree and searches it first for modules (`python -m`/`-c`: the cwd is sys.path[0], ahead of the standard library and site-packages; PHP's include_path `.`): the top cannot be read-only, so a module planted there (`json.py`, `pytest.py`, `<package>/__init__.py`) shadows the one meant; run it with `python -P`/`-I`, or from a script in a folder";
 pub static WHY_UPWARD_MISSING: &str = "searched in the script's folder and every folder above it up to the top (Node resolves a bare require()/import through node_modules/, cargo reads .cargo/config.toml); this one is missing and its folder is the writable top: what the agent creates there is loaded (`check` reports it)";
 pub static WHY_TOP_READ: &str = "read at start by the interpreter or its package manager as code or as settings that load code (`.npmrc` node-options or script-shell, `bunfig.toml` preload, `deno.json` import map, the `Gemfile`, rustup's `rust-toolchain.toml`); at the top of the work tree it is missing, so the agent can create it (`check` reports it)";
+
+/// A root ref's name as git reads one from the top of a git dir (refs.c, `refname_is_safe`
+/// and `is_root_ref_syntax`): upper-case letters, `_` and `-` (a superset of git's, so that
+/// nothing git reads as a root ref is missed). The commit scan takes the ids these files
+/// name as tips (`scan::reflogs`) and the scan record keys them (`integrity::scanlink_key`).
+pub fn is_root_ref_name(n: &[u8]) -> bool {
+    !n.is_empty()
+        && n.iter()
+            .all(|c| c.is_ascii_uppercase() || *c == b'_' || *c == b'-')
+}
+
+/// The root refs whose every line git reads (refs.c, `is_pseudo_ref`; `git commit` takes
+/// every `MERGE_HEAD` line as a parent, `git merge FETCH_HEAD` every line to merge).
+pub const PSEUDO_REFS: &[&[u8]] = &[b"FETCH_HEAD", b"MERGE_HEAD"];

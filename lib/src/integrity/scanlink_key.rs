@@ -294,7 +294,7 @@ impl Taker {
     fn root_refs(&mut self, dir: &OwnedFd, rel: &Path) -> Option<()> {
         let names: Vec<(Vec<u8>, u8)> = list(dir, &mut self.buf)?
             .into_iter()
-            .filter(|(n, _)| n != b"HEAD" && crate::scan::reflogs::is_root_ref_name(n))
+            .filter(|(n, _)| n != b"HEAD" && crate::catalogue::is_root_ref_name(n))
             .collect();
         self.put(names.len() as u64);
         for (n, ty) in names {

@@ -25,7 +25,7 @@
 //! dir and each `worktrees/<id>/`) by name: `git reset --hard ORIG_HEAD`, `git merge
 //! FETCH_HEAD`, `git commit` during a merge (every `MERGE_HEAD` line a parent),
 //! `CHERRY_PICK_HEAD`, `AUTO_MERGE`, …. Every file whose name is root-ref syntax
-//! (`[A-Z_-]+`, a superset of git's), `HEAD` aside (a ref of the snapshot): the id at the
+//! (`catalogue::is_root_ref_name`, a superset of git's), `HEAD` aside (a ref of the snapshot): the id at the
 //! start of its first line, of every line for `FETCH_HEAD` and `MERGE_HEAD`.
 //!
 //! **What fails closed** (the scan is incomplete, never clean): a link or a special file
@@ -33,6 +33,7 @@
 //! folder that cannot be read, a worktree entry that is a link. A file that vanishes between
 //! the listing and the open names nothing.
 
+use crate::catalogue;
 use gix::ObjectId;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -136,18 +137,6 @@ struct Reader<'a> {
     from: gix::bstr::Finder<'static>,
 }
 
-/// A root ref's name as git reads one from the top of a git dir (refs.c, `refname_is_safe`
-/// and `is_root_ref_syntax`): upper-case letters, `_` and `-` (a superset).
-pub(crate) fn is_root_ref_name(n: &[u8]) -> bool {
-    !n.is_empty()
-        && n.iter()
-            .all(|c| c.is_ascii_uppercase() || *c == b'_' || *c == b'-')
-}
-
-/// The root refs whose every line git reads (refs.c, `is_pseudo_ref`; `git commit` takes
-/// every `MERGE_HEAD` line as a parent, `git merge FETCH_HEAD` every line to merge).
-const PSEUDO_REFS: &[&[u8]] = &[b"FETCH_HEAD", b"MERGE_HEAD"];
-
 impl Reader<'_> {
     /// The root refs of the git dir `rel` of `common` other than `HEAD` (a ref the snapshot
     /// reads): `ORIG_HEAD`, `FETCH_HEAD`, `MERGE_HEAD`, `CHERRY_PICK_HEAD`, `AUTO_MERGE`, …,
@@ -161,7 +150,7 @@ impl Reader<'_> {
             let n = e
                 .map_err(|e| format!("{}: {e}", dir.display()))?
                 .file_name();
-            if n != "HEAD" && is_root_ref_name(n.as_encoded_bytes()) {
+            if n != "HEAD" && catalogue::is_root_ref_name(n.as_encoded_bytes()) {
                 names.push(n);
             }
         }
@@ -182,7 +171,7 @@ impl Reader<'_> {
                     rel.display()
                 ));
             }
-            let all = PSEUDO_REFS.contains(&n.as_encoded_bytes());
+            let all = catalogue::PSEUDO_REFS.contains(&n.as_encoded_bytes());
             self.file(common, &rel, !all)?;
         }
         Ok(())
