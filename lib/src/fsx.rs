@@ -1267,7 +1267,7 @@ fn read_typed_fd(fd: &OwnedFd, full: &Path) -> Result<Vec<(OsString, u8)>, FsErr
 /// Called directly rather than through `fdopendir`/`readdir`, which cost an `fstat`, two
 /// `fcntl` and (nix's iterator) an `lseek` per folder listed — wt-check lists ~1,700 folders
 /// per check.
-fn getdents64(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
+pub(crate) fn getdents64(fd: &impl AsRawFd, buf: &mut [u8]) -> Result<usize, Errno> {
     loop {
         // SAFETY: `fd` is an open descriptor owned by the caller for the whole call; the
         // kernel writes at most `buf.len()` bytes into `buf`, which is valid and exclusively
@@ -1290,10 +1290,14 @@ fn getdents64(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
     }
 }
 
-/// The entries in a buffer of `linux_dirent64` records (`d_ino` u64, `d_off` i64,
-/// `d_reclen` u16, `d_type` u8, NUL-terminated `d_name`) with their `d_type`, `.` and `..`
-/// left out. `None` when a record does not fit the buffer (never from a correct kernel).
-fn parse_dirents_typed(mut b: &[u8], names: &mut Vec<(OsString, u8)>) -> Option<()> {
+/// Calls `f(name, d_type)` for each record in a buffer of `linux_dirent64` records
+/// (`d_ino` u64, `d_off` i64, `d_reclen` u16, `d_type` u8, NUL-terminated `d_name`), `.` and
+/// `..` left out. `None` when a record does not fit the buffer (never from a correct kernel).
+/// The one parser of the records [`getdents64`] returns: `fsx`'s listings, the layout walk
+/// (`layout::walk`) and the scan record's key (`integrity::scanlink_key`) all read folders
+/// through these two.
+#[inline]
+pub(crate) fn each_dirent(mut b: &[u8], mut f: impl FnMut(&[u8], u8)) -> Option<()> {
     const NAME_AT: usize = 19;
     while !b.is_empty() {
         let reclen = usize::from(u16::from_ne_bytes([*b.get(16)?, *b.get(17)?]));
@@ -1305,11 +1309,18 @@ fn parse_dirents_typed(mut b: &[u8], names: &mut Vec<(OsString, u8)>) -> Option<
         let raw = rec.get(NAME_AT..)?;
         let name = &raw[..raw.iter().position(|c| *c == 0)?];
         if name != b"." && name != b".." {
-            names.push((OsStr::from_bytes(name).to_os_string(), d_type));
+            f(name, d_type);
         }
         b = &b[reclen..];
     }
     Some(())
+}
+
+/// The entries in a buffer of `linux_dirent64` records with their `d_type` ([`each_dirent`]).
+fn parse_dirents_typed(b: &[u8], names: &mut Vec<(OsString, u8)>) -> Option<()> {
+    each_dirent(b, |name, d_type| {
+        names.push((OsStr::from_bytes(name).to_os_string(), d_type))
+    })
 }
 
 fn fsync_dir(dir: &impl AsFd, display: &Path) -> Result<(), FsError> {

@@ -60,7 +60,7 @@ use nix::errno::Errno;
 use nix::fcntl::{openat, AtFlags, OFlag};
 use nix::sys::stat::{fstat, fstatat, FileStat, Mode, SFlag};
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -110,41 +110,11 @@ const DT_DIR: u8 = nix::libc::DT_DIR;
 fn list(fd: &OwnedFd, buf: &mut [u8]) -> Option<Vec<(Vec<u8>, u8)>> {
     let mut out = Vec::new();
     loop {
-        // SAFETY: `fd` is an open descriptor borrowed for the call; the kernel writes at most
-        // `buf.len()` bytes into `buf`, valid and exclusively borrowed for the call.
-        let r = unsafe {
-            nix::libc::syscall(
-                nix::libc::SYS_getdents64,
-                fd.as_raw_fd(),
-                buf.as_mut_ptr(),
-                buf.len(),
-            )
-        };
-        if r < 0 {
-            if Errno::last() == Errno::EINTR {
-                continue;
-            }
-            return None;
-        }
-        let n = usize::try_from(r).ok()?;
+        let n = crate::fsx::getdents64(fd, buf).ok()?;
         if n == 0 {
             break;
         }
-        // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
-        let mut b = buf.get(..n)?;
-        while !b.is_empty() {
-            let reclen = usize::from(u16::from_ne_bytes([*b.get(16)?, *b.get(17)?]));
-            if reclen <= 19 {
-                return None;
-            }
-            let rec = b.get(..reclen)?;
-            let raw = rec.get(19..)?;
-            let name = &raw[..raw.iter().position(|c| *c == 0)?];
-            if name != b"." && name != b".." {
-                out.push((name.to_vec(), rec[18]));
-            }
-            b = &b[reclen..];
-        }
+        crate::fsx::each_dirent(&buf[..n], |name, d_type| out.push((name.to_vec(), d_type)))?;
     }
     out.sort();
     Some(out)

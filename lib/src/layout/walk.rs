@@ -22,7 +22,7 @@ use nix::errno::Errno;
 use nix::fcntl::{openat, AtFlags, OFlag, AT_FDCWD};
 use nix::sys::stat::{fstat, fstatat, FileStat, Mode, SFlag};
 use std::ffi::OsStr;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
@@ -446,48 +446,24 @@ fn open_and_list(
 
 /// Read the whole folder `fd` into `out`, sorted by name bytes, `.` and `..` left out.
 fn list(fd: &OwnedFd, buf: &mut [u8], out: &mut Listing) -> Result<(), Errno> {
-    const NAME_AT: usize = 19;
     loop {
-        // SAFETY: `fd` is open for the whole call; the kernel writes at most `buf.len()`
-        // bytes into `buf`, which is exclusively borrowed for the call.
-        let r = unsafe {
-            nix::libc::syscall(
-                nix::libc::SYS_getdents64,
-                fd.as_raw_fd(),
-                buf.as_mut_ptr(),
-                buf.len(),
-            )
-        };
-        if r < 0 {
-            match Errno::last() {
-                Errno::EINTR => continue,
-                e => return Err(e),
-            }
-        }
-        let n = usize::try_from(r).map_err(|_| Errno::EIO)?;
+        let n = crate::fsx::getdents64(fd, buf)?;
         if n == 0 {
             break;
         }
-        let mut b = &buf[..n];
-        while !b.is_empty() {
-            let reclen = usize::from(u16::from_ne_bytes([
-                *b.get(16).ok_or(Errno::EIO)?,
-                *b.get(17).ok_or(Errno::EIO)?,
-            ]));
-            let rec = b
-                .get(..reclen)
-                .filter(|_| reclen > NAME_AT)
-                .ok_or(Errno::EIO)?;
-            let d_type = rec[NAME_AT - 1];
-            let raw = &rec[NAME_AT..];
-            let name = &raw[..raw.iter().position(|c| *c == 0).ok_or(Errno::EIO)?];
-            if name != b"." && name != b".." {
-                let start = u32::try_from(out.names.len()).map_err(|_| Errno::EOVERFLOW)?;
-                let len = u16::try_from(name.len()).map_err(|_| Errno::EOVERFLOW)?;
-                out.names.extend_from_slice(name);
-                out.slots.push((start, len, d_type));
+        let mut overflow = false;
+        crate::fsx::each_dirent(&buf[..n], |name, d_type| {
+            match (u32::try_from(out.names.len()), u16::try_from(name.len())) {
+                (Ok(start), Ok(len)) => {
+                    out.names.extend_from_slice(name);
+                    out.slots.push((start, len, d_type));
+                }
+                _ => overflow = true,
             }
-            b = &b[reclen..];
+        })
+        .ok_or(Errno::EIO)?;
+        if overflow {
+            return Err(Errno::EOVERFLOW);
         }
     }
     let names = &out.names;
