@@ -298,7 +298,7 @@ impl Judged {
     fn bad_entries(&self, index: &Path) -> Result<Vec<BadEntry>, String> {
         match self.walked {
             Some(Walked::Complete) => Ok(self.bad.clone()),
-            Some(Walked::Split) => split_bad_entries(index),
+            Some(Walked::Split(shared)) => split_bad_entries(index, &shared),
             None => Err(
                 "the index is not laid out as git reads it (version, object format or sizes)"
                     .into(),
@@ -307,13 +307,54 @@ impl Judged {
     }
 }
 
-fn split_bad_entries(index: &Path) -> Result<Vec<BadEntry>, String> {
+/// Most bytes of an index or shared index [`read_split_index`] copies.
+pub const SPLIT_INDEX_LIMIT: u64 = 1 << 30;
+
+/// A split index read as git reads it — its entries laid over those of the shared index
+/// `sharedindex.<shared>` beside it — with gix's full decoder, but without any blocking
+/// open: the index and the shared index are each opened `O_NONBLOCK` and must be regular
+/// files (`audit::special::open_regular`, which follows a link as git does), read whole and
+/// decoded from private copies in a fresh temporary folder. gix opens the shared index by
+/// path with a blocking open and maps it: a FIFO planted at `sharedindex.<id>` (or a link to
+/// one) hung `check`, `audit` and the end-of-turn hook (sixteenth red-team pass, R16-11),
+/// and a mapping of a file the agent can truncate could fault. `shared` is the id the index's
+/// `link` extension names (`safegit::gitlinks::Scan::Split`). Every reader of a split index
+/// in gitward goes through here.
+pub fn read_split_index(index: &Path, shared: &[u8; 20]) -> Result<gix::index::File, String> {
+    use std::io::Read;
+    let read = |p: &Path| -> Result<Vec<u8>, String> {
+        let (mut f, md) = crate::audit::special::open_regular(p, SPLIT_INDEX_LIMIT)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        let mut v = Vec::with_capacity(usize::try_from(md.len()).unwrap_or(0));
+        f.read_to_end(&mut v)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        Ok(v)
+    };
+    let hex: String = shared.iter().map(|b| format!("{b:02x}")).collect();
+    let shared_name = format!("sharedindex.{hex}");
+    let index_bytes = read(index)?;
+    let shared_bytes = read(&index.with_file_name(&shared_name))?;
+    let tmp = tempfile::tempdir().map_err(|e| format!("a temporary folder: {e}"))?;
+    std::fs::write(tmp.path().join("index"), &index_bytes)
+        .and_then(|()| std::fs::write(tmp.path().join(&shared_name), &shared_bytes))
+        .map_err(|e| format!("a copy in {}: {e}", tmp.path().display()))?;
+    // One thread, so entries are read in order, as git does under the defused
+    // `index.threads=1`.
     let options = gix::index::decode::Options {
         thread_limit: Some(1),
         ..Default::default()
     };
-    let file = gix::index::File::at(index, gix::hash::Kind::Sha1, true, options)
-        .map_err(|e| format!("cannot read the split index: {e}"))?;
+    gix::index::File::at(
+        tmp.path().join("index"),
+        gix::hash::Kind::Sha1,
+        true,
+        options,
+    )
+    .map_err(|e| format!("cannot read the split index: {e}"))
+}
+
+fn split_bad_entries(index: &Path, shared: &[u8; 20]) -> Result<Vec<BadEntry>, String> {
+    let file = read_split_index(index, shared)?;
     let mut out = Vec::new();
     for e in file.entries() {
         let name = e.path(&file);

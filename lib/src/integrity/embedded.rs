@@ -268,13 +268,8 @@ fn gitlink_paths(index_path: &Path) -> Result<Vec<PathBuf>, String> {
                 String::from_utf8_lossy(&d)
             ))
         }
-        Some(Scan::Split) => {
-            let options = gix::index::decode::Options {
-                thread_limit: Some(1),
-                ..Default::default()
-            };
-            let file = gix::index::File::at(index_path, gix::hash::Kind::Sha1, true, options)
-                .map_err(|e| format!("cannot read the split index: {e}"))?;
+        Some(Scan::Split(shared)) => {
+            let file = crate::index_paths::read_split_index(index_path, &shared)?;
             file.entries()
                 .iter()
                 .filter(|e| e.mode == gix::index::entry::Mode::COMMIT)

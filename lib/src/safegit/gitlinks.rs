@@ -14,9 +14,10 @@
 pub enum Scan {
     /// Every gitlink path, in index order.
     Gitlinks(Vec<Vec<u8>>),
-    /// A split index (`link` extension): entries live in a shared index as well; the caller
-    /// reads it with gix's full decoder.
-    Split,
+    /// A split index (`link` extension): entries live in a shared index as well, the one
+    /// whose id this is (`sharedindex.<hex>` beside the index); the caller reads both with
+    /// gix's full decoder (`crate::index_paths::read_split_index`).
+    Split([u8; 20]),
     /// A sparse-directory entry (mode 040000): git expands it from a tree that may hold
     /// gitlinks the index does not list. Not vouched for.
     SparseDirectory(Vec<u8>),
@@ -44,7 +45,7 @@ pub fn scan(data: &[u8]) -> Option<Scan> {
     }
     Some(match extensions(data, version, count, end, entries_end?)? {
         Walked::Complete => Scan::Gitlinks(out),
-        Walked::Split => Scan::Split,
+        Walked::Split(id) => Scan::Split(id),
     })
 }
 
@@ -72,7 +73,7 @@ pub fn scan_visiting(
     }
     let scan = match walked {
         Some(Walked::Complete) => Some(Scan::Gitlinks(out)),
-        Some(Walked::Split) => Some(Scan::Split),
+        Some(Walked::Split(id)) => Some(Scan::Split(id)),
         None => None,
     };
     (scan, walked)
@@ -83,8 +84,9 @@ pub fn scan_visiting(
 pub enum Walked {
     /// Every entry was visited and the extensions add up to the trailer.
     Complete,
-    /// A split index (`link` extension): more entries live in the shared index.
-    Split,
+    /// A split index (`link` extension): more entries live in the shared index, the one
+    /// whose id this is.
+    Split([u8; 20]),
 }
 
 /// Visits every entry of `data` (an index file's bytes, SHA-1 repository) as `(mode, path)`,
@@ -145,7 +147,7 @@ fn extensions(
     const HEADER: usize = 12;
     let mut pos = entries_end;
     // Extensions: a split index keeps entries in a shared index as well.
-    let mut split = false;
+    let mut split: Option<[u8; 20]> = None;
     let mut ieot: Option<&[u8]> = None;
     while pos + 8 <= end {
         let sig = &data[pos..pos + 4];
@@ -153,7 +155,8 @@ fn extensions(
         let body = pos + 8;
         pos = pos.checked_add(8 + size)?;
         match sig {
-            b"link" => split = true,
+            // `read_link_extension`: the shared index's id first (then the bitmaps).
+            b"link" => split = Some(data.get(body..body + OID)?.try_into().ok()?),
             b"IEOT" if ieot.is_none() => ieot = Some(data.get(body..pos.min(end))?),
             _ => {}
         }
@@ -194,10 +197,9 @@ fn extensions(
             return None;
         }
     }
-    Some(if split {
-        Walked::Split
-    } else {
-        Walked::Complete
+    Some(match split {
+        Some(id) => Walked::Split(id),
+        None => Walked::Complete,
     })
 }
 
@@ -493,10 +495,10 @@ mod tests {
             }
             git(g, &r, &["update-index", "--split-index"]);
             let bytes = std::fs::read(r.join(".git/index")).unwrap();
-            assert_eq!(
-                scan(&bytes),
-                Some(Scan::Split),
-                "a split index is left to the full decoder"
+            assert!(
+                matches!(scan(&bytes), Some(Scan::Split(id))
+                    if r.join(".git").join(format!("sharedindex.{}", id.iter().map(|b| format!("{b:02x}")).collect::<String>())).is_file()),
+                "a split index is left to the full decoder, naming its shared index"
             );
         }
     }

@@ -307,11 +307,10 @@ fn gitlink_layouts(
                 ),
             })
         }
-        Some(Scan::Split) => {
-            // A split index: gix's full decoder reads the shared index too. One thread, so
-            // entries are read in order, as git does under the defused `index.threads=1`.
-            let options = gix::index::decode::Options { thread_limit: Some(1), ..Default::default() };
-            let index = gix::index::File::at(&index_path, gix::hash::Kind::Sha1, true, options)
+        Some(Scan::Split(shared)) => {
+            // A split index: gix's full decoder reads the shared index too, from private
+            // copies (no blocking open of a planted FIFO: R16-11).
+            let index = crate::index_paths::read_split_index(&index_path, &shared)
                 .map_err(|e| unreadable(&e))?;
             index
                 .entries()
