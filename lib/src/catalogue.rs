@@ -1363,12 +1363,14 @@ const fn gw(
 }
 
 /// Folders of a git dir (the common dir's, a worktree entry's, a submodule git dir's) that
-/// git lists and whose every file it may open: a link to a folder found below one of them is
+/// git lists and whose every file it may open: a link to a folder at or below one of them is
 /// followed by the special-file sweep (`audit::special`), since git descends it as the
 /// folder it names (fifteenth red-team pass, R15-3/R15-4: `objects/pack` or a folder of refs
-/// linked to a folder holding a FIFO hung the owner's git). Links elsewhere (`hooks`) are
-/// the comparison's to judge.
-pub const GIT_DIR_LISTED_FOLDERS: &[&str] = &["refs", "logs", "objects"];
+/// linked to a folder holding a FIFO hung the owner's git; sixteenth, R16-6/R16-10: a link
+/// at `modules/<m>/logs` or at `rr-cache` itself — rerere opens `rr-cache/<id>/preimage`).
+/// Links elsewhere (`hooks`) are the comparison's to judge. A link in the ref namespace is
+/// reported whatever it points at (`audit::special::REF_LINK`).
+pub const GIT_DIR_LISTED_FOLDERS: &[&str] = &["refs", "logs", "objects", "rr-cache"];
 
 pub static GIT_WRITTEN_ENTRIES: &[GitWrittenEntry] = &[
     gw("info/refs", "update-server-info (run by repack and gc unless repack.updateServerInfo=false, by maintenance, by receive-pack with receive.updateServerInfo)", false, "read only by a dumb-HTTP server answering someone's fetch; git never reads it to run, load or redirect anything"),

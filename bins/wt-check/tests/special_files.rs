@@ -604,3 +604,194 @@ fn fifos_at_config_named_paths_are_reported_whatever_the_roots() {
         }
     }
 }
+
+/// The output of a plain git command that must succeed (the positive controls below).
+fn plain_out(w: &common::World, git: &Path, dir: &Path, args: &[&str]) -> String {
+    let (code, out) = run_for(plain_git(w, git, dir, args), 20)
+        .unwrap_or_else(|| panic!("{}: git {args:?} hung", git.display()));
+    assert_eq!(code, 0, "{}: git {args:?}", git.display());
+    out
+}
+
+/// A replace ref shown to git through a link in the ref namespace (sixteenth red-team pass,
+/// R16-1: `refs/replace` a link to a folder in the work tree; R16-2: one replace ref a link
+/// to a file there): both gits read the agent's blob for a blob of the owner's history, so
+/// the owner's `reset --hard`/`checkout` writes it, and the commit scan (gix) never saw the
+/// replace ref. `check` reports the link (`ref_link`, error) and `--restore` moves it aside,
+/// after which git reads the owner's blob again.
+#[test]
+fn replace_refs_behind_links_are_reported_and_set_aside() {
+    for git in common::gits() {
+        for variant in ["folder", "file"] {
+            let w = common::world();
+            w.pin();
+            let m = w.main();
+            let honest = plain_out(&w, &git, &m, &["rev-parse", "HEAD:README"]);
+            let h = honest.trim();
+            let e = {
+                let mut c = plain_git(&w, &git, &m, &["hash-object", "-w", "--stdin"]);
+                c.stdin(Stdio::piped()).stdout(Stdio::piped());
+                let mut child = c.spawn().unwrap();
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(b"evil\n").unwrap();
+                let out = child.wait_with_output().unwrap();
+                String::from_utf8(out.stdout).unwrap().trim().to_owned()
+            };
+            let (link, target) = match variant {
+                "folder" => {
+                    std::fs::create_dir_all(m.join(".cache/rd")).unwrap();
+                    std::fs::write(m.join(".cache/rd").join(h), format!("{e}\n")).unwrap();
+                    (w.git_dir().join("refs/replace"), m.join(".cache/rd"))
+                }
+                _ => {
+                    std::fs::write(m.join(".agentref"), format!("{e}\n")).unwrap();
+                    std::fs::create_dir_all(w.git_dir().join("refs/replace")).unwrap();
+                    (
+                        w.git_dir().join("refs/replace").join(h),
+                        m.join(".agentref"),
+                    )
+                }
+            };
+            std::os::unix::fs::symlink(&target, &link).unwrap();
+            // Positive control: the owner's git reads the agent's blob for README.
+            assert_eq!(
+                plain_out(&w, &git, &m, &["show", "HEAD:README"]),
+                "evil\n",
+                "{} {variant}: git did not follow the link",
+                git.display()
+            );
+            // Reported (an error), the scan skipped: exit 2, as for a FIFO.
+            let (code, ev) = check(&w, false);
+            assert_ne!(code, 0, "{} {variant}: {ev:#?}", git.display());
+            let found = ev
+                .iter()
+                .find(|x| x["path"].as_str() == Some(link.to_str().unwrap()))
+                .unwrap_or_else(|| panic!("{variant}: link not reported: {ev:#?}"));
+            assert_eq!(found["change"], "ref_link");
+            assert_eq!(found["level"], "error");
+            let (_, ev) = check(&w, true);
+            assert!(
+                names(&ev, &link).contains(&"quarantined".to_owned()),
+                "{ev:#?}"
+            );
+            assert!(std::fs::symlink_metadata(&link).is_err());
+            assert_eq!(
+                plain_out(&w, &git, &m, &["show", "HEAD:README"]),
+                "hello\n",
+                "{} {variant}: after --restore",
+                git.display()
+            );
+        }
+    }
+}
+
+/// `refs` itself a link, in the common dir and in a worktree entry, to a copy holding a FIFO
+/// that a `HEAD` names (R16-4, R16-7): the owner's git hangs; `check` hung in the commit
+/// scan (gix opened the FIFO through the link) and otherwise exited 0. Now it answers
+/// promptly, reports the link and skips the scan, and `--restore` moves the link aside.
+#[test]
+fn a_refs_folder_that_is_a_link_is_reported_without_hanging() {
+    for git in common::gits() {
+        for entry in ["", "worktrees/wt1"] {
+            let w = common::world();
+            w.pin();
+            let gd = w.git_dir().join(entry);
+            let copy = w.main().join(".refs-copy");
+            if gd.join("refs").exists() {
+                let status = Command::new("cp")
+                    .arg("-a")
+                    .arg(gd.join("refs"))
+                    .arg(&copy)
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+                std::fs::remove_dir_all(gd.join("refs")).unwrap();
+            }
+            // A linked worktree's own refs are `refs/worktree/*` (the rest are the common
+            // dir's).
+            let ns = if entry.is_empty() {
+                "heads"
+            } else {
+                "worktree"
+            };
+            std::fs::create_dir_all(copy.join(ns)).unwrap();
+            mkfifo(&copy.join(ns).join("x"));
+            std::os::unix::fs::symlink(&copy, gd.join("refs")).unwrap();
+            std::fs::write(gd.join("HEAD"), format!("ref: refs/{ns}/x\n")).unwrap();
+            let dir = if entry.is_empty() { w.main() } else { w.own() };
+            // Positive control: the owner's git hangs.
+            assert!(
+                run_for(plain_git(&w, &git, &dir, &["status"]), 5).is_none(),
+                "{} {entry:?}: `git status` did not hang",
+                git.display()
+            );
+            let (code, ev) = check(&w, false);
+            assert_ne!(code, 0, "{} {entry:?}: {ev:#?}", git.display());
+            let link = gd.join("refs");
+            assert!(
+                ev.iter()
+                    .any(|x| x["path"].as_str() == Some(link.to_str().unwrap())
+                        && x["change"] == "ref_link"),
+                "{entry:?}: {ev:#?}"
+            );
+            let (_, ev) = check(&w, true);
+            assert!(
+                names(&ev, &link).contains(&"quarantined".to_owned()),
+                "{ev:#?}"
+            );
+        }
+    }
+}
+
+/// The shared index of a split index (`sharedindex.<id>`) made a FIFO, or a link to one in
+/// the work tree (sixteenth red-team pass, R16-11): the owner's `git status` hangs, and so
+/// did `check` (gix opened it with a blocking open while reading the index's entries). Now
+/// the check answers, reports it, and `--restore` moves it aside.
+#[test]
+fn a_fifo_shared_index_hangs_neither_check_nor_restore() {
+    for git in common::gits() {
+        for variant in ["fifo", "link"] {
+            let w = common::world();
+            let m = w.main();
+            w.git(&m, &["update-index", "--split-index"]);
+            w.pin();
+            let shared = std::fs::read_dir(w.git_dir())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| {
+                    p.file_name()
+                        .unwrap()
+                        .to_str()
+                        .unwrap()
+                        .starts_with("sharedindex.")
+                })
+                .expect("a shared index");
+            std::fs::remove_file(&shared).unwrap();
+            if variant == "fifo" {
+                mkfifo(&shared);
+            } else {
+                mkfifo(&m.join(".f"));
+                std::os::unix::fs::symlink(m.join(".f"), &shared).unwrap();
+            }
+            // Positive control: the owner's git hangs.
+            assert!(
+                run_for(plain_git(&w, &git, &m, &["status"]), 5).is_none(),
+                "{} {variant}: `git status` did not hang",
+                git.display()
+            );
+            let (code, ev) = check(&w, false);
+            assert_ne!(code, 0, "{} {variant}: {ev:#?}", git.display());
+            assert!(
+                ev.iter()
+                    .any(|x| x["path"].as_str() == Some(shared.to_str().unwrap())
+                        && x["change"] == "special_file"),
+                "{variant}: {ev:#?}"
+            );
+            let (_, ev) = check(&w, true);
+            assert!(
+                names(&ev, &shared).contains(&"quarantined".to_owned()),
+                "{variant}: {ev:#?}"
+            );
+        }
+    }
+}

@@ -785,9 +785,18 @@ fn walk_workspace(
                     // open: a FIFO anywhere in it is reported even though git then skips it.
                     let sp = special::sweep(&path);
                     for (p, kind) in &sp.found {
-                        r.add(&rules::SPECIAL_FILE, p, Some(&wt), format!(
-                            "{}: a {kind} in a nested repository's git dir: git's blocking open of it hangs the owner's git in {}",
-                            p.display(), wt.display()), details!("kind" => *kind));
+                        r.add(
+                            special_rule(kind),
+                            p,
+                            Some(&wt),
+                            format!(
+                                "{}: a {kind} in a nested repository's git dir: {} (in {})",
+                                p.display(),
+                                special::harm(kind),
+                                wt.display()
+                            ),
+                            details!("kind" => *kind),
+                        );
                     }
                     if let Some((p, why)) = sp.incomplete {
                         r.incomplete_at(&p, Some(&wt), format!("{}: {why}", p.display()));
@@ -1164,12 +1173,13 @@ fn audit_repository_in(
     let sp = special::sweep(git_dir);
     for (p, kind) in &sp.found {
         r.add(
-            &rules::SPECIAL_FILE,
+            special_rule(kind),
             p,
             repo,
             format!(
-                "{}: a {kind} in a git dir: git's blocking open of it hangs the owner's git there",
-                p.display()
+                "{}: a {kind} in a git dir: {}",
+                p.display(),
+                special::harm(kind)
             ),
             details!("kind" => *kind),
         );
@@ -1877,6 +1887,16 @@ fn config(
 /// the agent's reach hangs or feeds the owner's git (seventh red-team pass, R7-4). GW021,
 /// without a repository (`wt-check check` reports it as the agent's, `--restore` sets it
 /// aside). Nothing is opened (`crate::named_paths::special_at`: `lstat`/`stat` only).
+/// The rule of an entry the special-file sweep found: a link in the ref namespace has its
+/// own ([`rules::REF_LINK`]), a FIFO, socket or device [`rules::SPECIAL_FILE`].
+fn special_rule(kind: &str) -> &'static rules::Rule {
+    if kind == special::REF_LINK {
+        &rules::REF_LINK
+    } else {
+        &rules::SPECIAL_FILE
+    }
+}
+
 fn named_special_files(
     r: &mut Report,
     work_tree: Option<&Path>,

@@ -189,6 +189,16 @@ rule!(
     "§3.3"
 );
 
+rule!(
+    REF_LINK,
+    "GW022",
+    "link-in-ref-namespace",
+    Error,
+    "A symbolic link at or below a git dir's `refs/` (the common dir's, a worktree entry's, a submodule git dir's, `logs/refs/`), or a folder named `refs` that is a link.",
+    "git follows it when it reads or lists refs: a replace ref behind it changes what the owner's checkout writes, a FIFO behind it hangs the owner's git; gix, which the commit scan reads refs with, does not follow it, so what it shows git is never scanned. git never makes one (only HEAD may be a link, with the deprecated core.preferSymlinkRefs). Move it aside (`wt-check check --restore` does).",
+    "§3.3"
+);
+
 /// Every rule, in id order. The SARIF `rules` array and the docs table come from here.
 pub static RULES: &[Rule] = &[
     HOOK_PLANTED,
@@ -212,6 +222,7 @@ pub static RULES: &[Rule] = &[
     ENCLOSING,
     INDEX_ENTRY_PATH,
     SPECIAL_FILE,
+    REF_LINK,
 ];
 
 #[cfg(test)]

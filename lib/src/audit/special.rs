@@ -23,6 +23,25 @@ pub const MAX_DEPTH: usize = 32;
 /// incomplete.
 pub const MAX_LINKS: usize = 64;
 
+/// The kind [`sweep`] gives a symbolic link in the ref namespace: at or below a folder named
+/// `refs` (a git dir's `refs/`, `worktrees/<id>/refs/`, `modules/**/refs/`, `logs/refs/`).
+/// git follows such a link as it reads or lists refs — a replace ref behind it rewrote the
+/// owner's checkout, a FIFO behind it hung the owner's git and the check (sixteenth red-team
+/// pass, R16-1, R16-2, R16-4, R16-5, R16-8) — while gix, which the commit scan reads refs
+/// with, does not: what such a link shows git is never scanned. git never makes one (only
+/// `HEAD` may be a link, with the long-deprecated `core.preferSymlinkRefs`), so each is
+/// reported, and with `--restore` moved aside, as a FIFO is.
+pub const REF_LINK: &str = "symbolic link where git reads refs";
+
+/// What a found entry of kind `kind` does to the owner's git, for messages.
+pub fn harm(kind: &str) -> &'static str {
+    if kind == REF_LINK {
+        "git reads refs through it from wherever it points (a replace ref there rewrites what a checkout writes; a FIFO there hangs), and the commit scan does not follow it; git never makes one"
+    } else {
+        "git's blocking open of it hangs the owner's git"
+    }
+}
+
 /// What [`sweep`] found.
 #[derive(Debug, Default)]
 pub struct Special {
@@ -158,11 +177,25 @@ pub fn sweep_known(dir: &Path, known: &Known) -> Special {
 /// [`sweep_known`] with the entry and link counts of the sweep this one is part of.
 fn sweep_at(dir: &Path, known: &Known, seen: &mut usize, links: &mut usize) -> Special {
     let mut out = Special::default();
+    let own_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.is_dir() => {}
         Ok(m) => {
             if let Some(k) = special_kind(&m.file_type()) {
                 out.found.push((dir.to_path_buf(), k));
+            } else if m.file_type().is_symlink() {
+                // The swept folder itself a link (safe-git sweeps `<git dir>/refs` and
+                // `<git dir>/logs`): judged as a link met in its parent would be.
+                if let Some(k) = blocking(dir) {
+                    out.found.push((dir.to_path_buf(), k));
+                } else if own_name == "refs" {
+                    out.found.push((dir.to_path_buf(), REF_LINK));
+                } else if crate::catalogue::GIT_DIR_LISTED_FOLDERS.contains(&own_name)
+                    && std::fs::metadata(dir).is_ok_and(|m| m.is_dir())
+                {
+                    let up = dir.parent().unwrap_or(Path::new("/"));
+                    let _ = follow(dir, up, seen, links, &mut out);
+                }
             }
             return out;
         }
@@ -184,6 +217,7 @@ fn sweep_at(dir: &Path, known: &Known, seen: &mut usize, links: &mut usize) -> S
     let mut at = Sweep {
         top: &root,
         top_path: dir,
+        top_refs: own_name == "refs",
         known,
         seen,
         links,
@@ -200,6 +234,8 @@ struct Sweep<'a> {
     top: &'a crate::fsx::Root,
     /// The swept folder's path (a link leading back to it or above it is not followed).
     top_path: &'a Path,
+    /// The swept folder is a `refs` folder: every link in it is in the ref namespace.
+    top_refs: bool,
     known: &'a Known,
     seen: &'a mut usize,
     /// Links to folders followed so far ([`MAX_LINKS`]).
@@ -274,9 +310,12 @@ impl Sweep<'_> {
                     // blocks the same (ninth red-team pass, R9-13: a worktree entry's `HEAD`
                     // made a link to a FIFO hung the owner's git and `check`'s ref snapshot).
                     // `/dev/null` reads as empty and is left alone.
+                    let link_rel = rel.join(&name);
                     if let Some(k) = blocking(&p) {
                         self.out.found.push((p, k));
-                    } else if descended(&rel.join(&name))
+                    } else if self.top_refs || in_ref_namespace(&link_rel) {
+                        self.out.found.push((p, REF_LINK));
+                    } else if descended(&link_rel)
                         && std::fs::metadata(&p).is_ok_and(|m| m.is_dir())
                     {
                         self.through_link(&p)?;
@@ -288,8 +327,8 @@ impl Sweep<'_> {
         Ok(())
     }
 
-    /// A link to a folder where git lists and opens whatever it finds (below `refs/`,
-    /// `logs/`, `objects/`): git descends it as the folder it names — `objects/pack` or a
+    /// A link to a folder where git lists and opens whatever it finds (at or below `logs/`,
+    /// `objects/`, `rr-cache/`; one in the ref namespace is [`REF_LINK`]): git descends it as the folder it names — `objects/pack` or a
     /// folder of refs made a link to a folder holding a FIFO hung the owner's git and the
     /// commit scan (fifteenth red-team pass, R15-3/R15-4) — so its target is swept too, and
     /// what is found there is reported at the path git opens. Links elsewhere (`hooks`, say)
@@ -297,38 +336,58 @@ impl Sweep<'_> {
     /// swept folder or holds it makes the sweep incomplete (git would loop through it); the
     /// links followed count against [`MAX_LINKS`], their entries against [`MAX_ENTRIES`].
     fn through_link(&mut self, link: &Path) -> Result<(), ()> {
-        *self.links += 1;
-        let target = std::fs::canonicalize(link);
-        let top = std::fs::canonicalize(self.top_path);
-        let why = match (&target, &top) {
-            _ if *self.links > MAX_LINKS => Some(format!("more than {MAX_LINKS} links to folders")),
-            (Ok(t), Ok(top)) if top.starts_with(t) => {
-                Some("a link to the swept folder or a folder above it".to_owned())
-            }
-            // Gone since it was listed: judged by the next sweep, as any late change.
-            (Err(_), _) => return Ok(()),
-            _ => None,
-        };
-        if let Some(why) = why {
-            self.out.incomplete = Some((link.to_path_buf(), why));
-            return Err(());
-        }
-        let target = target.expect("checked above");
-        let inner = sweep_at(&target, &Known::default(), self.seen, self.links);
-        let at_link = |p: PathBuf| match p.strip_prefix(&target) {
-            Ok(rest) if rest.as_os_str().is_empty() => link.to_path_buf(),
-            Ok(rest) => link.join(rest),
-            Err(_) => p,
-        };
-        self.out
-            .found
-            .extend(inner.found.into_iter().map(|(p, k)| (at_link(p), k)));
-        if let Some((p, why)) = inner.incomplete {
-            self.out.incomplete = Some((at_link(p), why));
-            return Err(());
-        }
-        Ok(())
+        follow(link, self.top_path, self.seen, self.links, self.out)
     }
+}
+
+/// [`Sweep::through_link`]: the link `link` to a folder followed, its target swept, what is
+/// found there reported at the path git opens, into `out`; `top` is the folder whose sweep
+/// this is part of (a target that is it or holds it makes the sweep incomplete).
+fn follow(
+    link: &Path,
+    top: &Path,
+    seen: &mut usize,
+    links: &mut usize,
+    out: &mut Special,
+) -> Result<(), ()> {
+    *links += 1;
+    // Through `/proc` (`/proc/self/cwd/x`: the folder depends on who follows it — the
+    // owner's git at the top of the work tree, the check wherever it was started: R16-8)
+    // or into `/dev`: not judged by where it leads for this process, reported.
+    if link_through_proc(link) || link_into_devices(link) {
+        out.found
+            .push((link.to_path_buf(), "link into /dev or /proc"));
+        return Ok(());
+    }
+    let target = std::fs::canonicalize(link);
+    let top = std::fs::canonicalize(top);
+    let why = match (&target, &top) {
+        _ if *links > MAX_LINKS => Some(format!("more than {MAX_LINKS} links to folders")),
+        (Ok(t), Ok(top)) if top.starts_with(t) => {
+            Some("a link to the swept folder or a folder above it".to_owned())
+        }
+        // Gone since it was listed: judged by the next sweep, as any late change.
+        (Err(_), _) => return Ok(()),
+        _ => None,
+    };
+    if let Some(why) = why {
+        out.incomplete = Some((link.to_path_buf(), why));
+        return Err(());
+    }
+    let target = target.expect("checked above");
+    let inner = sweep_at(&target, &Known::default(), seen, links);
+    let at_link = |p: PathBuf| match p.strip_prefix(&target) {
+        Ok(rest) if rest.as_os_str().is_empty() => link.to_path_buf(),
+        Ok(rest) => link.join(rest),
+        Err(_) => p,
+    };
+    out.found
+        .extend(inner.found.into_iter().map(|(p, k)| (at_link(p), k)));
+    if let Some((p, why)) = inner.incomplete {
+        out.incomplete = Some((at_link(p), why));
+        return Err(());
+    }
+    Ok(())
 }
 
 /// An entry listed as a folder that could not be opened as one: judged by its `lstat` now,
@@ -360,15 +419,21 @@ fn rejudge(p: &Path, out: &mut Special) -> Result<(), ()> {
 }
 
 /// Whether `rel` (below a swept git dir) lies where git lists folders and opens what it
-/// finds: one of [`crate::catalogue::GIT_DIR_LISTED_FOLDERS`] on the way.
+/// finds: one of [`crate::catalogue::GIT_DIR_LISTED_FOLDERS`] on the way, or its own name
+/// (a link at `modules/<m>/logs` or `rr-cache` is descended by git as the folder it names:
+/// R16-6, R16-10).
 fn descended(rel: &Path) -> bool {
-    rel.parent().is_some_and(|up| {
-        up.components().any(|c| {
-            c.as_os_str()
-                .to_str()
-                .is_some_and(|n| crate::catalogue::GIT_DIR_LISTED_FOLDERS.contains(&n))
-        })
+    rel.components().any(|c| {
+        c.as_os_str()
+            .to_str()
+            .is_some_and(|n| crate::catalogue::GIT_DIR_LISTED_FOLDERS.contains(&n))
     })
+}
+
+/// Whether `rel` (below a swept git dir) is at or below a folder named `refs`: where git
+/// reads refs ([`REF_LINK`]).
+fn in_ref_namespace(rel: &Path) -> bool {
+    rel.components().any(|c| c.as_os_str() == "refs")
 }
 
 /// Open a file that must be regular, as [`read_regular`] reads it: `O_NONBLOCK|O_CLOEXEC`
@@ -487,20 +552,94 @@ mod tests {
         );
         assert!(s.incomplete.is_none());
         std::fs::remove_file(outside.join("sub/pack-1.idx")).unwrap();
-        // A relative link to a folder of refs outside the git dir.
+        // A relative link to a folder of reflogs outside the git dir.
         let d = t.path().join("d");
         std::fs::create_dir(&d).unwrap();
         fifo(&d.join("x"));
-        std::os::unix::fs::symlink("../../../d", g.join("refs/heads/dd")).unwrap();
-        assert_eq!(sweep(&g).found, vec![(g.join("refs/heads/dd/x"), "fifo")]);
+        std::fs::create_dir_all(g.join("logs/refs")).unwrap();
+        std::os::unix::fs::symlink("../../../d", g.join("logs/refs/dd")).unwrap();
+        assert_eq!(
+            sweep(&g).found,
+            vec![(g.join("logs/refs/dd"), REF_LINK)],
+            "a link in the ref namespace is reported, not followed"
+        );
+        std::fs::remove_file(g.join("logs/refs/dd")).unwrap();
+        // A link whose own name is a folder git descends (R16-6: a submodule's `logs`;
+        // R16-10: `rr-cache`) is followed.
+        std::fs::create_dir_all(g.join("modules/s")).unwrap();
+        std::os::unix::fs::symlink("../../../d", g.join("modules/s/logs")).unwrap();
+        std::os::unix::fs::symlink("../d", g.join("rr-cache")).unwrap();
+        assert_eq!(
+            sweep(&g).found,
+            vec![
+                (g.join("modules/s/logs/x"), "fifo"),
+                (g.join("rr-cache/x"), "fifo")
+            ]
+        );
+        std::fs::remove_file(g.join("modules/s/logs")).unwrap();
+        std::fs::remove_file(g.join("rr-cache")).unwrap();
         // Not a folder git descends: left to the comparison.
-        std::fs::remove_file(g.join("refs/heads/dd")).unwrap();
         std::os::unix::fs::symlink(&d, g.join("hooks")).unwrap();
         let s = sweep(&g);
         assert!(s.found.is_empty() && s.incomplete.is_none(), "{s:?}");
         // A link to an ancestor: incomplete.
-        std::os::unix::fs::symlink(t.path(), g.join("refs/up")).unwrap();
+        std::os::unix::fs::symlink(t.path(), g.join("objects/up")).unwrap();
         assert!(sweep(&g).incomplete.is_some());
+    }
+
+    /// Every link in the ref namespace is reported whatever it points at (R16-1: `refs/replace`
+    /// a link to a folder in the work tree showed git a replace ref the commit scan never
+    /// read; R16-2: one replace ref a link to a file; R16-4/R16-5/R16-7: `refs` itself a link
+    /// in the common dir, a submodule git dir, a worktree entry; R16-8: through
+    /// `/proc/self/cwd`), in the sweep of a git dir and in the sweep of a `refs` folder
+    /// (safe-git's). Links elsewhere are not (`HEAD` with `core.preferSymlinkRefs`).
+    #[test]
+    fn links_in_the_ref_namespace_are_reported_whatever_they_name() {
+        let t = tempfile::tempdir().unwrap();
+        let g = t.path().join("g");
+        let wt = t.path().join("wt");
+        std::fs::create_dir_all(wt.join("rd/heads")).unwrap();
+        std::fs::write(wt.join("agentref"), "0".repeat(40) + "\n").unwrap();
+        for d in ["refs/heads", "worktrees/w/x", "modules/s/x", "objects"] {
+            std::fs::create_dir_all(g.join(d)).unwrap();
+        }
+        std::fs::write(g.join("refs/heads/main"), "0".repeat(40) + "\n").unwrap();
+        std::os::unix::fs::symlink("refs/heads/main", g.join("HEAD")).unwrap();
+        // Honest: nothing found (the HEAD link is not in the ref namespace).
+        let s = sweep(&g);
+        assert!(s.found.is_empty() && s.incomplete.is_none(), "{s:?}");
+        let cases: &[(&str, PathBuf)] = &[
+            ("refs/replace", wt.join("rd")),
+            ("refs/heads/r", wt.join("agentref")),
+            ("worktrees/w/refs", wt.join("rd")),
+            ("modules/s/refs", wt.join("rd")),
+            ("refs/tags", PathBuf::from("/proc/self/cwd/rd")),
+        ];
+        for (at, to) in cases {
+            std::os::unix::fs::symlink(to, g.join(at)).unwrap();
+            assert_eq!(sweep(&g).found, vec![(g.join(at), REF_LINK)], "{at}");
+            std::fs::remove_file(g.join(at)).unwrap();
+        }
+        // safe-git sweeps `<git dir>/refs` on its own: the folder itself a link, and a link in it.
+        std::fs::rename(g.join("refs"), g.join("refs.real")).unwrap();
+        std::os::unix::fs::symlink("refs.real", g.join("refs")).unwrap();
+        assert_eq!(
+            sweep(&g.join("refs")).found,
+            vec![(g.join("refs"), REF_LINK)]
+        );
+        std::fs::remove_file(g.join("refs")).unwrap();
+        std::fs::rename(g.join("refs.real"), g.join("refs")).unwrap();
+        std::os::unix::fs::symlink(wt.join("agentref"), g.join("refs/heads/r")).unwrap();
+        assert_eq!(
+            sweep(&g.join("refs")).found,
+            vec![(g.join("refs/heads/r"), REF_LINK)]
+        );
+        // A folder git descends behind a link through /proc: reported, not followed.
+        std::fs::create_dir_all(g.join("logs")).unwrap();
+        std::os::unix::fs::symlink("/proc/self/cwd", g.join("logs/x")).unwrap();
+        assert!(sweep(&g)
+            .found
+            .contains(&(g.join("logs/x"), "link into /dev or /proc")));
     }
 
     #[test]
@@ -513,6 +652,7 @@ mod tests {
             "worktrees/w1/refs",
             "worktrees/w2/logs",
             "objects/ab",
+            "info",
         ] {
             std::fs::create_dir_all(g.join(d)).unwrap();
         }
@@ -526,7 +666,7 @@ mod tests {
             .unwrap();
         std::os::unix::fs::symlink("/dev/zero", g.join("worktrees/w2/index")).unwrap();
         std::os::unix::fs::symlink("/dev/null", g.join("worktrees/w1/index")).unwrap();
-        std::os::unix::fs::symlink("../objects", g.join("refs/objs")).unwrap();
+        std::os::unix::fs::symlink("../objects", g.join("info/objs")).unwrap();
         let up = t.path().join("up");
         std::os::unix::fs::symlink(t.path(), &up).unwrap();
         let via = up.join("g");
@@ -643,6 +783,7 @@ mod tests {
         let mut at = Sweep {
             top: &root,
             top_path: &g,
+            top_refs: false,
             known: &known,
             seen: &mut seen,
             links: &mut links,

@@ -203,15 +203,22 @@ pub fn check_with_roots_swept(
         if outcome == Outcome::Clean {
             outcome = Outcome::Found;
         }
-        let why =
-            format!("a {kind} in the git dir: git's blocking open of it hangs the owner's git");
+        let why = format!(
+            "a {kind} in the git dir: {}",
+            crate::audit::special::harm(kind)
+        );
+        let change = if *kind == crate::audit::special::REF_LINK {
+            "ref_link"
+        } else {
+            "special_file"
+        };
         emit(
             mk(
                 EventKind::GitDirEntryChanged,
                 format!("{}: {why}", p.display()),
             )
             .path(p)
-            .with("change", "special_file")
+            .with("change", change)
             .with("after", *kind)
             .with("level", "error")
             .with("why", why.clone())

@@ -58,7 +58,8 @@ pub fn pin_state(a: &PinArgs) -> Result<super::Pinned, IntegrityError> {
         return Err(IntegrityError::Unreadable {
             path: p.clone(),
             reason: format!(
-                "a {kind} in the git dir (git's blocking open of it hangs); move it out of the git dir and pin again"
+                "a {kind} in the git dir ({}); move it out of the git dir and pin again",
+                crate::audit::special::harm(kind)
             ),
         });
     }
@@ -303,9 +304,10 @@ fn scan_unless_blocked(
     let sp = crate::audit::special::sweep(&st.common_dir);
     if let Some((p, _)) = sp.found.first() {
         let why = format!(
-            "commit scan skipped: {} is a {} (a blocking open would hang); move it aside (`--restore`) and check again",
+            "commit scan skipped: {} is a {} ({}); move it aside (`--restore`) and check again",
             p.display(),
-            sp.found[0].1
+            sp.found[0].1,
+            crate::audit::special::harm(sp.found[0].1)
         );
         eprintln!("wt-check: {why}");
         out.emit(Event::new(Tool::WtCheck, EventKind::CheckIncomplete, why).path(p));

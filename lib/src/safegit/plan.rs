@@ -839,6 +839,16 @@ fn special_files(
         for deep in ["refs", "logs"] {
             let sp = crate::audit::special::sweep(&d.join(deep));
             if let Some((p, kind)) = sp.found.first() {
+                if *kind == crate::audit::special::REF_LINK {
+                    return Err(Refusal::new(
+                        exit::LAYOUT,
+                        p.display().to_string(),
+                        format!(
+                            "a {kind} in the git dir: {}; move it aside (wt-check check --restore)",
+                            crate::audit::special::harm(kind)
+                        ),
+                    ));
+                }
                 return Err(refuse(p, format!("a {kind} in the git dir")));
             }
             if let Some((p, why)) = sp.incomplete {
