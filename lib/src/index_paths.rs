@@ -353,6 +353,38 @@ pub fn read_split_index(index: &Path, shared: &[u8; 20]) -> Result<gix::index::F
     .map_err(|e| format!("cannot read the split index: {e}"))
 }
 
+/// Any index file read with gix's full decoder without a blocking open: `None` when there is
+/// none. Opened `O_NONBLOCK` and regular only (a link followed, as git does); a split index
+/// goes to [`read_split_index`]; any other is decoded by gix from the descriptor just vetted
+/// (`/proc/self/fd/<n>` reopens that very file, whatever was renamed over the path since). An
+/// index that is a FIFO, or a split index whose shared index is one, would otherwise hang
+/// the reader (R16-11). `skip_hash` as gix's `File::at`.
+pub fn read_index(index: &Path, skip_hash: bool) -> Result<Option<gix::index::File>, String> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let (mut f, md) = match crate::audit::special::open_regular(index, SPLIT_INDEX_LIMIT) {
+        Ok(x) => x,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", index.display())),
+    };
+    let mut bytes = Vec::with_capacity(usize::try_from(md.len()).unwrap_or(0));
+    f.read_to_end(&mut bytes)
+        .map_err(|e| format!("{}: {e}", index.display()))?;
+    if let Some(crate::safegit::gitlinks::Walked::Split(shared)) =
+        crate::safegit::gitlinks::walk(&bytes, &mut |_, _| {})
+    {
+        return read_split_index(index, &shared).map(Some);
+    }
+    let options = gix::index::decode::Options {
+        thread_limit: Some(1),
+        ..Default::default()
+    };
+    let fd_path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+    gix::index::File::at(&fd_path, gix::hash::Kind::Sha1, skip_hash, options)
+        .map(Some)
+        .map_err(|e| format!("cannot read the index {}: {e}", index.display()))
+}
+
 fn split_bad_entries(index: &Path, shared: &[u8; 20]) -> Result<Vec<BadEntry>, String> {
     let file = read_split_index(index, shared)?;
     let mut out = Vec::new();
@@ -1339,5 +1371,80 @@ mod tests {
             seen,
             "every write through the mapping changed the stat: reconsider the note on read_shared"
         );
+    }
+}
+
+#[cfg(test)]
+mod read_tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let st = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap();
+        assert!(st.success(), "git {args:?}");
+    }
+
+    /// Every index reader goes through here: an index or a shared index that is a FIFO (or a
+    /// link to one) is an error at once, never a hang (R16-11); an honest index, split or
+    /// not, reads as gix reads it from the path.
+    #[test]
+    fn indexes_are_read_without_a_blocking_open() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path().join("r");
+        std::fs::create_dir(&r).unwrap();
+        git(&r, &["init", "-q"]);
+        std::fs::write(r.join("a"), "a").unwrap();
+        std::fs::write(r.join("b"), "b").unwrap();
+        git(&r, &["add", "a", "b"]);
+        let index = r.join(".git/index");
+        let names = |f: &gix::index::File| {
+            f.entries()
+                .iter()
+                .map(|e| e.path(f).to_string())
+                .collect::<Vec<_>>()
+        };
+        let direct = |p: &Path| {
+            gix::index::File::at(p, gix::hash::Kind::Sha1, false, Default::default()).unwrap()
+        };
+        assert_eq!(
+            names(&read_index(&index, false).unwrap().unwrap()),
+            names(&direct(&index))
+        );
+        assert!(read_index(&r.join(".git/none"), false).unwrap().is_none());
+        // Split: the same entries, read through private copies.
+        git(&r, &["update-index", "--split-index"]);
+        std::fs::write(r.join("c"), "c").unwrap();
+        git(&r, &["add", "c"]);
+        let split = read_index(&index, false).unwrap().unwrap();
+        assert_eq!(names(&split), names(&direct(&index)));
+        assert_eq!(names(&split), ["a", "b", "c"]);
+        // The shared index a FIFO, then a link to one: an error, promptly.
+        let Some(crate::safegit::gitlinks::Walked::Split(id)) =
+            crate::safegit::gitlinks::walk(&std::fs::read(&index).unwrap(), &mut |_, _| {})
+        else {
+            panic!("not a split index");
+        };
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        let shared = r.join(".git").join(format!("sharedindex.{hex}"));
+        assert!(shared.is_file());
+        let fifo = |p: &Path| nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::fs::rename(&shared, t.path().join("kept")).unwrap();
+        fifo(&shared);
+        assert!(read_index(&index, false).is_err());
+        std::fs::remove_file(&shared).unwrap();
+        fifo(&t.path().join("f"));
+        std::os::unix::fs::symlink(t.path().join("f"), &shared).unwrap();
+        assert!(read_index(&index, false).is_err());
+        // The index itself a FIFO.
+        std::fs::remove_file(&index).unwrap();
+        fifo(&index);
+        assert!(read_index(&index, false).is_err());
     }
 }

@@ -639,22 +639,14 @@ impl<'a> Collector<'a> {
             file: index_path.clone(),
             message,
         };
-        // A FIFO or a folder planted as the index must not block or confuse the reader.
-        match std::fs::metadata(&index_path) {
-            Ok(md) if md.is_file() => {}
-            Ok(_) => return Err(index_err("not a regular file".into())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(index_err(e.to_string())),
-        }
-        let index = gix::index::File::at(
-            &index_path,
-            gix::hash::Kind::Sha1,
-            // Read only: the trailing checksum protects against torn writes, not against the
-            // agent (who can rewrite it); skipping it halves the cost.
-            true,
-            gix::index::decode::Options::default(),
-        )
-        .map_err(|e| index_err(e.to_string()))?;
+        // A FIFO or a folder planted as the index (or as a split index's shared index) must
+        // not block or confuse the reader. Read only: the trailing checksum protects against
+        // torn writes, not against the agent (who can rewrite it); skipping it halves the cost.
+        let index = match crate::index_paths::read_index(&index_path, true) {
+            Ok(Some(i)) => i,
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(index_err(e)),
+        };
         let mut found = objects::Found::default();
         let mut sparse_dirs = Vec::new();
         for entry in index.entries() {

@@ -359,15 +359,9 @@ fn digest_globs(p: &Path, globs: &[String]) -> Result<String, String> {
 /// The digest of the index entries below `rel` whose names match `globs`; `None` when there
 /// are none (or no index).
 fn staged_globs(index: &Path, rel: &Path, globs: &[String]) -> Result<Option<String>, String> {
-    if !index.exists() {
+    let Some(file) = crate::index_paths::read_index(index, false)? else {
         return Ok(None);
-    }
-    let options = gix::index::decode::Options {
-        thread_limit: Some(1),
-        ..Default::default()
     };
-    let file = gix::index::File::at(index, gix::hash::Kind::Sha1, false, options)
-        .map_err(|e| format!("cannot read the index {}: {e}", index.display()))?;
     let base = rel.to_string_lossy().into_owned();
     let mut list = Vec::new();
     for e in file.entries() {
@@ -468,15 +462,9 @@ fn list_digest(mut list: Vec<(String, String)>) -> String {
 /// The blob staged for `rel` (a folder: the digest of the entries below it), `None` when
 /// the index has none or does not exist.
 fn staged(index: &Path, rel: &Path, dir: bool) -> Result<Option<String>, String> {
-    if !index.exists() {
+    let Some(file) = crate::index_paths::read_index(index, false)? else {
         return Ok(None);
-    }
-    let options = gix::index::decode::Options {
-        thread_limit: Some(1),
-        ..Default::default()
     };
-    let file = gix::index::File::at(index, gix::hash::Kind::Sha1, false, options)
-        .map_err(|e| format!("cannot read the index {}: {e}", index.display()))?;
     let want = rel.to_string_lossy().into_owned();
     let prefix = format!("{want}/");
     let mut list = Vec::new();
