@@ -1386,7 +1386,7 @@ pub static GIT_WRITTEN_ENTRIES: &[GitWrittenEntry] = &[
     gw("AUTO_MERGE", "merge-ort when it stops with conflicts", false, "a tree id"),
     gw("gc.log", "gc --auto in the background", false, "the last auto-gc's error output; only stops the next auto-gc"),
     gw("gc.pid", "gc", false, "host name and pid of a running gc; a lock"),
-    gw("rr-cache", "rerere (rerere.enabled, merge, rebase, am)", false, "recorded conflict resolutions; replayed as file content, names no program"),
+    gw("rr-cache", "rerere (rerere.enabled, merge, rebase, am)", false, "recorded conflict resolutions; names no program, but replayed as file content into the owner's next merge of the same conflict (a planted postimage: R16-9): not compared as a protected tree, `check` reports each entry written since the pin as a warning and `--restore` sets it aside (`integrity::rerere`)"),
     gw("MERGE_RR", "rerere", false, "conflicts being recorded"),
     gw("shallow", "fetch/clone --depth, --shallow-since, --unshallow", false, "the shallow boundary (commit ids)"),
     gw("index", "add, commit, status, checkout, …", false, "staged content; its gitlinks are checked separately (embedded repositories)"),

@@ -103,6 +103,10 @@ pub enum EventKind {
     /// A loose object file's content does not hash to its id (or it is not a regular file):
     /// git reads that content under the id of an object of trusted history without checking.
     ObjectSubstituted,
+    /// A conflict resolution (`rr-cache/<id>`) recorded or changed during the turn, which the
+    /// owner's git replays into the work tree when it meets the same conflict; or `rr-cache`
+    /// is not a folder.
+    ResolutionRecorded,
     // wt-check: commit scans
     /// A new commit changes a path that a scan rule flags.
     CommitFlagged,

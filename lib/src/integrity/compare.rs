@@ -1128,7 +1128,7 @@ pub(super) fn compare(
 
 /// Move `p` (a FIFO, socket or device) into the run's quarantine without opening it: a
 /// rename from its folder, opened without following links. Never deletes.
-fn set_aside(q: &mut Quarantine, p: &Path) -> Result<PathBuf, NfError> {
+pub(super) fn set_aside(q: &mut Quarantine, p: &Path) -> Result<PathBuf, NfError> {
     let key = Key::Abs(p.to_path_buf());
     let (dest, name, dest_path) = q.slot(&key)?;
     let (Some(parent), Some(file)) = (p.parent(), p.file_name()) else {

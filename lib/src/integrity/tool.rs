@@ -273,6 +273,11 @@ pub fn check(a: &CheckArgs) -> Code {
         events += 1;
         out.emit(e)
     }));
+    // Conflict resolutions recorded during the turn, which the owner's git would replay.
+    outcome = outcome.and(super::rerere::check(&st, &a.state, a.restore, &mut |e| {
+        events += 1;
+        out.emit(e)
+    }));
     if a.scan {
         // The check's own sweep of the common dir is the scan's guard when the check wrote
         // nothing there since: without `--restore` it writes nothing, and with it every

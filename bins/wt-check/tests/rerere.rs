@@ -1,0 +1,118 @@
+//! Conflict resolutions planted in `rr-cache/` (sixteenth red-team pass, R16-9): the agent
+//! computes the id of a conflict between two commits the owner already had (from a scratch
+//! clone) and writes a `postimage` of its choosing; rerere is on because `rr-cache/` exists,
+//! so the owner's later `git merge` writes the agent's text into the work tree ("Resolved
+//! 'g' using previous resolution"). Positive control on both gits: the plain merge writes it.
+//! `check` reports the entry (`resolution_recorded`, a warning, exit 1) and `--restore` moves
+//! it aside, after which the owner's merge stops at the conflict as git would.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+fn git(w: &common::World, g: &Path, dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut c = Command::new(g);
+    w.env(&mut c);
+    c.arg("-C").arg(dir).args(args).output().unwrap()
+}
+
+#[test]
+fn a_planted_resolution_is_reported_and_set_aside() {
+    for g in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        std::fs::write(m.join("g"), "a\n").unwrap();
+        w.git(&m, &["add", "g"]);
+        w.git(&m, &["commit", "-qm", "g"]);
+        w.git(&m, &["checkout", "-qb", "side2"]);
+        std::fs::write(m.join("g"), "side\n").unwrap();
+        w.git(&m, &["commit", "-qam", "side"]);
+        w.git(&m, &["checkout", "-q", "main"]);
+        std::fs::write(m.join("g"), "main\n").unwrap();
+        w.git(&m, &["commit", "-qam", "main"]);
+        w.pin();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        // The agent: the conflict's id from a scratch clone, then the planted resolution.
+        let scratch = w.root().join("scratch");
+        w.git(
+            &w.root(),
+            &[
+                "clone",
+                "-q",
+                m.to_str().unwrap(),
+                scratch.to_str().unwrap(),
+            ],
+        );
+        w.git(&scratch, &["checkout", "-q", "-b", "side2", "origin/side2"]);
+        w.git(&scratch, &["checkout", "-q", "main"]);
+        std::fs::create_dir(scratch.join(".git/rr-cache")).unwrap();
+        let _ = git(&w, &g, &scratch, &["merge", "side2"]);
+        let id = std::fs::read_dir(scratch.join(".git/rr-cache"))
+            .unwrap()
+            .next()
+            .expect("rerere recorded the conflict")
+            .unwrap()
+            .file_name();
+        let entry = w.git_dir().join("rr-cache").join(&id);
+        std::fs::create_dir_all(&entry).unwrap();
+        std::fs::copy(
+            scratch.join(".git/rr-cache").join(&id).join("preimage"),
+            entry.join("preimage"),
+        )
+        .unwrap();
+        std::fs::write(entry.join("postimage"), "AGENT CHOSEN\n").unwrap();
+        // Positive control, in a copy of the repository as it is now: the plain merge
+        // writes the agent's text.
+        let copy = w.root().join("copy");
+        assert!(Command::new("cp")
+            .arg("-a")
+            .arg(&m)
+            .arg(&copy)
+            .status()
+            .unwrap()
+            .success());
+        let _ = git(&w, &g, &copy, &["merge", "side2"]);
+        assert_eq!(
+            std::fs::read_to_string(copy.join("g")).unwrap(),
+            "AGENT CHOSEN\n",
+            "{}: rerere did not replay the planted resolution",
+            g.display()
+        );
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+        let e = ev
+            .iter()
+            .find(|e| e["event"] == "resolution_recorded")
+            .unwrap_or_else(|| panic!("not reported: {ev:#?}"));
+        assert_eq!(e["path"], entry.to_str().unwrap());
+        assert_eq!(e["level"], "warning");
+        let (_, ev) = w.check(true);
+        assert!(
+            ev.iter()
+                .any(|e| e["event"] == "quarantined" && e["path"] == entry.to_str().unwrap()),
+            "{ev:#?}"
+        );
+        assert!(!entry.exists());
+        // The owner's merge now stops at the conflict.
+        let _ = git(&w, &g, &m, &["merge", "side2"]);
+        let text = std::fs::read_to_string(m.join("g")).unwrap();
+        assert!(text.contains("<<<<<<<"), "{}: {text}", g.display());
+    }
+}
+
+/// Honest: a repository whose `rr-cache` holds resolutions from before the pin is clean.
+#[test]
+fn resolutions_from_before_the_pin_are_not_reported() {
+    let w = common::world();
+    let entry = w
+        .git_dir()
+        .join("rr-cache/0123456789abcdef0123456789abcdef01234567");
+    std::fs::create_dir_all(&entry).unwrap();
+    std::fs::write(entry.join("preimage"), "x\n").unwrap();
+    std::fs::write(entry.join("postimage"), "y\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    w.pin();
+    let (code, ev) = w.check(false);
+    assert_eq!(code, 0, "{ev:#?}");
+}

@@ -1,0 +1,329 @@
+//! Conflict resolutions recorded during the turn (`rr-cache/`), which the owner's git replays.
+//!
+//! git's rerere keeps, for each conflict it meets, the conflicted text (`preimage`) and the
+//! resolution that was committed (`postimage`) in `rr-cache/<conflict id>/`; when the same
+//! conflict comes again (`merge`, `rebase`, `cherry-pick`, `am`, `revert`) it writes the
+//! recorded resolution into the work tree ("Resolved 'f' using previous resolution"; staged
+//! too with `rerere.autoUpdate`). rerere is on where `rerere.enabled` says so or, unset,
+//! wherever `rr-cache/` exists. `rr-cache/` lives in the common dir beside `objects/`, where
+//! the agent can write: a postimage planted for a conflict between two of the owner's commits
+//! is written into the owner's next merge of them (sixteenth red-team pass, R16-9), and a
+//! resolution the agent recorded honestly is replayed the same way. Neither names a program;
+//! both put text the agent chose into the owner's work tree without a commit to review.
+//!
+//! [`check`] reports each `rr-cache/<id>` (of the common dir and of every submodule git dir
+//! below `modules/`) whose folder or any file in it has a `ctime` not older than the pin: any
+//! write, rename into place, `chmod` or `touch` moves `ctime` to now, and no unprivileged
+//! process can set it back. The pin's instant is the state file's modification time (`pin`
+//! writes a new file). A warning, not an error: the owner may have resolved a conflict in
+//! another worktree during the turn, and an agent that merges with rerere on records its own.
+//! With `--restore` the `<id>` folder is moved aside into the quarantine (never deleted) and
+//! git no longer replays it. `rr-cache` itself a link, or not a folder, is reported as an
+//! error (git never makes one; the special-file sweep also follows the link for FIFOs).
+//! `rr-cache` whose own `ctime` moved since the pin is read as made anew: a folder of
+//! resolutions prepared before the pin and renamed into place keeps its entries' old
+//! `ctime`s, so then every entry is reported (the owner's `git rerere gc` or `forget` during
+//! the turn also moves it: a warning for each entry, which `--restore` would set aside).
+//! Bounds: [`MAX_IDS`] entries, [`MAX_MODULES`] submodule git dirs; past them the check is
+//! incomplete.
+
+use super::restore::Quarantine;
+use super::Outcome;
+use crate::events::{Event, EventKind, Tool};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Most `rr-cache/<id>` folders looked at in one check.
+pub const MAX_IDS: usize = 100_000;
+/// Most submodule git dirs (below `modules/`) looked at.
+pub const MAX_MODULES: usize = 10_000;
+
+/// One `rr-cache` entry found new since the pin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// `<git dir>/rr-cache/<id>`.
+    pub path: PathBuf,
+    /// The files in it (`preimage`, `postimage`, `thisimage`, …), sorted.
+    pub files: Vec<String>,
+}
+
+/// What [`scan`] found.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub recorded: Vec<Recorded>,
+    /// `rr-cache` paths that are a link or not a folder.
+    pub not_folder: Vec<PathBuf>,
+    pub incomplete: Option<(PathBuf, String)>,
+}
+
+/// Whether a `ctime` of `(secs, nsecs)` is not older than `since`.
+fn not_older(secs: i64, nsecs: i64, since: (i64, i64)) -> bool {
+    (secs, nsecs) >= since
+}
+
+/// Every `rr-cache/<id>` below `common` (and its submodule git dirs) with a `ctime` at or
+/// after `since` (seconds, nanoseconds), on the folder or any file in it.
+pub fn scan(common: &Path, since: (i64, i64)) -> Found {
+    let mut out = Found::default();
+    let mut git_dirs = vec![common.to_path_buf()];
+    collect_modules(&common.join("modules"), &mut git_dirs, &mut out, 0);
+    let mut ids = 0usize;
+    for g in git_dirs {
+        let rr = g.join("rr-cache");
+        let md = match std::fs::symlink_metadata(&rr) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                out.incomplete = Some((rr, format!("cannot lstat: {e}")));
+                return out;
+            }
+        };
+        if !md.is_dir() {
+            out.not_folder.push(rr);
+            continue;
+        }
+        let folder_new = not_older(md.ctime(), md.ctime_nsec(), since);
+        let entries = match std::fs::read_dir(&rr) {
+            Ok(e) => e,
+            Err(e) => {
+                out.incomplete = Some((rr, format!("cannot list: {e}")));
+                return out;
+            }
+        };
+        for e in entries {
+            let Ok(e) = e else {
+                out.incomplete = Some((rr.clone(), "cannot list".into()));
+                return out;
+            };
+            ids += 1;
+            if ids > MAX_IDS {
+                out.incomplete = Some((rr, format!("more than {MAX_IDS} entries")));
+                return out;
+            }
+            let p = e.path();
+            let Ok(m) = std::fs::symlink_metadata(&p) else {
+                continue; // gone since the listing
+            };
+            let mut new = folder_new || not_older(m.ctime(), m.ctime_nsec(), since);
+            let mut files = Vec::new();
+            if m.is_dir() {
+                if let Ok(inner) = std::fs::read_dir(&p) {
+                    for f in inner.flatten() {
+                        if let Ok(fm) = std::fs::symlink_metadata(f.path()) {
+                            new |= not_older(fm.ctime(), fm.ctime_nsec(), since);
+                        }
+                        files.push(f.file_name().to_string_lossy().into_owned());
+                    }
+                }
+            }
+            if new {
+                files.sort();
+                out.recorded.push(Recorded { path: p, files });
+            }
+        }
+    }
+    out.recorded.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+/// Submodule git dirs below `dir` (`modules/`, names with slashes nest), into `out`.
+fn collect_modules(dir: &Path, out: &mut Vec<PathBuf>, found: &mut Found, depth: usize) {
+    if depth > 8 || found.incomplete.is_some() {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if !std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        if out.len() > MAX_MODULES {
+            found.incomplete = Some((p, format!("more than {MAX_MODULES} submodule git dirs")));
+            return;
+        }
+        if p.join("HEAD").exists() || p.join("config").exists() {
+            out.push(p.clone());
+            collect_modules(&p.join("modules"), out, found, depth + 1);
+        } else {
+            collect_modules(&p, out, found, depth + 1);
+        }
+    }
+}
+
+/// The pin's instant: the state file's modification time (`pin` writes it anew).
+fn pinned_since(state: &Path) -> Option<(i64, i64)> {
+    let m = std::fs::metadata(state).ok()?;
+    Some((m.mtime(), m.mtime_nsec()))
+}
+
+/// Report the resolutions recorded since the pin; with `restore`, move each aside.
+pub fn check(
+    st: &super::state::State,
+    state: &Path,
+    restore: bool,
+    emit: &mut dyn FnMut(Event),
+) -> Outcome {
+    let mk = |kind: EventKind, msg: String, path: &Path| {
+        Event::new(Tool::WtCheck, kind, msg)
+            .session(st.session.as_deref())
+            .repo(&st.repo)
+            .path(path)
+    };
+    let Some(since) = pinned_since(state) else {
+        emit(mk(
+            EventKind::CheckIncomplete,
+            format!("{}: cannot stat the state file", state.display()),
+            state,
+        ));
+        return Outcome::Incomplete;
+    };
+    let found = scan(&st.common_dir, since);
+    let mut outcome = Outcome::Clean;
+    let mut q = Quarantine::new(state);
+    for p in &found.not_folder {
+        outcome = outcome.and(Outcome::Found);
+        let why = "rr-cache is not a folder (a link: git reads and writes resolutions wherever it points); git never makes one";
+        emit(
+            mk(
+                EventKind::ResolutionRecorded,
+                format!("{}: {why}", p.display()),
+                p,
+            )
+            .with("change", "not-a-folder")
+            .with("level", "error")
+            .with("why", why)
+            .with("action", if restore { "quarantined" } else { "reported" }),
+        );
+        if restore {
+            outcome = outcome.and(move_aside(&mut q, p, &mk, emit));
+        }
+    }
+    for r in &found.recorded {
+        if outcome == Outcome::Clean {
+            outcome = Outcome::Found;
+        }
+        let id = r
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let why = "a conflict resolution recorded during the turn: the owner's git writes it into the work tree when it meets the same conflict (merge, rebase, cherry-pick), without a commit to review";
+        emit(
+            mk(
+                EventKind::ResolutionRecorded,
+                format!("{}: {why}", r.path.display()),
+                &r.path,
+            )
+            .with("change", "recorded")
+            .with("id", id)
+            .with("files", r.files.clone())
+            .with("level", "warning")
+            .with("why", why)
+            .with("action", if restore { "quarantined" } else { "reported" }),
+        );
+        if restore {
+            outcome = outcome.and(move_aside(&mut q, &r.path, &mk, emit));
+        }
+    }
+    if let Some((p, why)) = found.incomplete {
+        outcome = outcome.and(Outcome::Incomplete);
+        emit(mk(
+            EventKind::CheckIncomplete,
+            format!("{}: {why}", p.display()),
+            &p,
+        ));
+    }
+    outcome
+}
+
+fn move_aside(
+    q: &mut Quarantine,
+    p: &Path,
+    mk: &dyn Fn(EventKind, String, &Path) -> Event,
+    emit: &mut dyn FnMut(Event),
+) -> Outcome {
+    match super::compare::set_aside(q, p) {
+        Ok(to) => {
+            emit(
+                mk(
+                    EventKind::Quarantined,
+                    format!("{}: moved aside to {}", p.display(), to.display()),
+                    p,
+                )
+                .with("quarantined_to", to.display().to_string()),
+            );
+            Outcome::Clean
+        }
+        Err(e) => {
+            emit(mk(
+                EventKind::RestoreFailed,
+                format!("{}: cannot move it aside: {e}", p.display()),
+                p,
+            ));
+            Outcome::Incomplete
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_newer_than_the_pin_are_found_and_older_ones_are_not() {
+        let t = tempfile::tempdir().unwrap();
+        let g = t.path().join("g");
+        std::fs::create_dir_all(g.join("rr-cache/old")).unwrap();
+        std::fs::write(g.join("rr-cache/old/preimage"), "a").unwrap();
+        std::fs::create_dir_all(g.join("modules/s/rr-cache")).unwrap();
+        std::fs::write(g.join("modules/s/HEAD"), "ref: refs/heads/main\n").unwrap();
+        // The pin's instant as `check` takes it: a state file's modification time (the
+        // kernel's file clock, which `ctime` uses too; `SystemTime::now` may run ahead of it).
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let state = t.path().join("state.json");
+        std::fs::write(&state, "{}").unwrap();
+        let since = pinned_since(&state).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(scan(&g, since).recorded.is_empty(), "as pinned");
+        // A resolution written after the pin, in the common dir and in a submodule git dir.
+        std::fs::create_dir_all(g.join("rr-cache/new")).unwrap();
+        std::fs::write(g.join("rr-cache/new/postimage"), "evil").unwrap();
+        std::fs::create_dir_all(g.join("modules/s/rr-cache/sub")).unwrap();
+        let f = scan(&g, since);
+        let paths = f
+            .recorded
+            .iter()
+            .map(|r| r.path.clone())
+            .collect::<Vec<_>>();
+        assert!(
+            paths.contains(&g.join("modules/s/rr-cache/sub")),
+            "{paths:?}"
+        );
+        let new = f
+            .recorded
+            .iter()
+            .find(|r| r.path == g.join("rr-cache/new"))
+            .unwrap();
+        assert_eq!(new.files, vec!["postimage".to_owned()]);
+        // rr-cache renamed into place (or changed) since the pin: every entry.
+        std::fs::rename(g.join("rr-cache"), t.path().join("prepared")).unwrap();
+        std::fs::rename(t.path().join("prepared"), g.join("rr-cache")).unwrap();
+        assert!(scan(&g, since)
+            .recorded
+            .iter()
+            .any(|r| r.path == g.join("rr-cache/old")));
+        // A file rewritten in an old entry moves its ctime: found.
+        std::fs::write(g.join("rr-cache/old/postimage"), "x").unwrap();
+        assert!(scan(&g, since)
+            .recorded
+            .iter()
+            .any(|r| r.path == g.join("rr-cache/old")));
+        // rr-cache a link: reported as such.
+        let h = t.path().join("h");
+        std::fs::create_dir_all(&h).unwrap();
+        std::os::unix::fs::symlink(t.path().join("elsewhere"), h.join("rr-cache")).unwrap();
+        assert_eq!(scan(&h, since).not_folder, vec![h.join("rr-cache")]);
+    }
+}
