@@ -463,6 +463,14 @@ pub static BUILTIN_MERGE_DRIVERS: &[&str] = &["binary", "text", "union"];
 /// which git checks for commits and trees it parses but not for blobs it checks out).
 pub static OBJECT_RULE: (&str, &str) = ("GW-OBJ-001", "object-substituted");
 
+/// wt-check's forged-commit-graph rule (`commit_graph_forged`): a commit-graph file
+/// (`objects/info/commit-graph`, a split chain below `objects/info/commit-graphs/`) new or
+/// changed since the pin whose entries differ from the commit objects (what `git
+/// commit-graph verify` reports: "root tree OID for commit … in commit-graph is … != …",
+/// "commit-graph parent for … is … != …", "commit date for commit … in commit-graph is …",
+/// "commit-graph generation for commit … is …"), or that is not a graph as git writes it.
+pub static OBJECT_GRAPH_RULE: (&str, &str) = ("GW-OBJ-002", "commit-graph-forged");
+
 pub static HOOK_SAMPLE_SUFFIX: &str = ".sample";
 
 /// Built-in attribute macros (git's `builtin_attr`): `binary` = `-diff -merge -text`.

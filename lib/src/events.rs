@@ -103,6 +103,11 @@ pub enum EventKind {
     /// A loose object file's content does not hash to its id (or it is not a regular file):
     /// git reads that content under the id of an object of trusted history without checking.
     ObjectSubstituted,
+    /// A commit-graph file new or changed since the pin does not match the commit objects it
+    /// indexes (a tree, parents, date or generation differs, or it is not a graph as git
+    /// writes it, or not a regular file): git takes trees and parents from it without
+    /// checking.
+    CommitGraphForged,
     // wt-check: commit scans
     /// A new commit changes a path that a scan rule flags.
     CommitFlagged,

@@ -684,6 +684,12 @@ fn check_at(
 
 /// Whether the stamps of files in `objects` can stand for their content (see [`check`]).
 fn stamps_trusted(objects: &Root) -> bool {
+    stamps_trusted_at(objects)
+}
+
+/// [`stamps_trusted`] for any folder (the commit-graph check, `super::graph`, uses it for
+/// `objects/info`).
+pub(super) fn stamps_trusted_at(objects: &Root) -> bool {
     nix::sys::statfs::fstatfs(objects.as_fd()).is_ok_and(|f| {
         let t = f.filesystem_type().0;
         t != TMPFS_MAGIC
