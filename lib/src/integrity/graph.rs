@@ -64,6 +64,9 @@ use std::path::{Path, PathBuf};
 pub const COMMIT_LIMIT: usize = 5_000_000;
 /// Most bytes of graph files read per run.
 pub const BYTE_LIMIT: u64 = 4 << 30;
+/// Most bytes of one graph file (read whole into memory): a 5,000,000-commit graph with
+/// changed-path filters is ≈ 400 MB. A larger (perhaps sparse) file is not read: incomplete.
+pub const FILE_BYTES_LIMIT: u64 = 512 << 20;
 /// Most layers of one chain.
 pub const LAYER_LIMIT: usize = 10_000;
 /// First line of the record file.
@@ -715,8 +718,6 @@ pub fn verify_chain(
     };
     for (li, g) in layers.iter().enumerate().skip(from) {
         let file = &names[li];
-        let mut seen_zero = false;
-        let mut seen_nonzero = false;
         for i in 0..g.num_commits {
             if budget.commits == 0 {
                 return Err(Stop(format!(
@@ -821,37 +822,31 @@ pub fn verify_chain(
                     ),
                 );
             }
-            // Topological levels (git's rule: ≥ 1 + the parents' highest, capped).
+            // Topological levels: git's rule, ≥ 1 + the parents' highest (capped at
+            // GENERATION_NUMBER_V1_MAX). Every edge going up is what git's reachability cuts
+            // rely on. A level of 0 ("not computed") was written only by git before 2.19; in
+            // a chain it lets a walk stop early, so it is a finding too (rewrite the graph).
             let topo = g.topo(i);
-            if topo == 0 {
-                seen_zero = true;
-            } else {
-                seen_nonzero = true;
-                let levels: Vec<u64> = parents
-                    .iter()
-                    .map(|&(pl, lex)| layers[pl].topo(lex))
-                    .collect();
-                if !levels.contains(&0) {
-                    let maxp = levels.iter().copied().max().unwrap_or(0);
-                    let need = maxp.min(GENERATION_V1_MAX - 1) + 1;
-                    if topo < need {
-                        bad(
-                            "generation",
-                            format!("its topological level {topo} is below {need}"),
-                        );
-                    }
-                }
+            let maxp = parents
+                .iter()
+                .map(|&(pl, lex)| layers[pl].topo(lex))
+                .max()
+                .unwrap_or(0);
+            let need = maxp.min(GENERATION_V1_MAX - 1) + 1;
+            if topo < need {
+                bad(
+                    "generation",
+                    format!("its topological level {topo} is below {need}"),
+                );
             }
             if gen_data {
                 match g.corrected(i) {
                     Some(Ok(gen)) => {
-                        let mut maxp = None;
-                        for &(pl, lex) in &parents {
-                            match layers[pl].corrected(lex) {
-                                Some(Ok(v)) => maxp = Some(maxp.map_or(v, |m: u64| m.max(v))),
-                                _ => maxp = None,
-                            }
-                        }
+                        // A parent whose own value is unreadable is reported at its entry.
+                        let maxp = parents
+                            .iter()
+                            .filter_map(|&(pl, lex)| layers[pl].corrected(lex)?.ok())
+                            .max();
                         if gen < date {
                             bad(
                                 "generation",
@@ -859,7 +854,7 @@ pub fn verify_chain(
                             );
                         }
                         if let Some(m) = maxp {
-                            if gen != 0 && gen <= m {
+                            if gen <= m {
                                 bad(
                                     "generation",
                                     format!("its corrected commit date {gen} is not after its parents' {m}"),
@@ -871,14 +866,6 @@ pub fn verify_chain(
                     None => {}
                 }
             }
-        }
-        if seen_zero && seen_nonzero {
-            problems.push(Problem {
-                file: file.clone(),
-                commit: None,
-                field: "generation",
-                why: "it has both zero and non-zero generations".into(),
-            });
         }
     }
     Ok(problems)
@@ -1059,6 +1046,12 @@ impl Opened {
             .map_err(|e| format!("objects/info/{}: fstat: {e}", self.rel))?;
         self.stamp = stamp_of(&st);
         let size = u64::try_from(st.st_size).unwrap_or(0);
+        if size > FILE_BYTES_LIMIT {
+            return Err(format!(
+                "objects/info/{} is larger than {FILE_BYTES_LIMIT} bytes: not verified",
+                self.rel
+            ));
+        }
         if size > budget.bytes {
             return Err(format!(
                 "more than {BYTE_LIMIT} bytes of commit-graph files to read: objects/info/{} not verified",
@@ -1071,6 +1064,15 @@ impl Opened {
             .read_to_end(&mut out)
             .map_err(|e| format!("objects/info/{}: read: {e}", self.rel))?;
         budget.bytes -= out.len().min(size as usize) as u64;
+        // What was read is what the identity stands for (nothing may write meanwhile).
+        let after = fstat(self.file.as_fd())
+            .map_err(|e| format!("objects/info/{}: fstat: {e}", self.rel))?;
+        if stamp_of(&after) != self.stamp || out.len() as u64 != size {
+            return Err(format!(
+                "objects/info/{} changed while it was read: not verified",
+                self.rel
+            ));
+        }
         Ok(out)
     }
 }
@@ -1976,6 +1978,18 @@ mod tests {
         fix_trailer(&mut x);
         let p = check(x, &mut odb);
         assert!(p.iter().any(|p| p.field == "generation"), "{p:?}");
+        // A level of 0 ("not computed", what git before 2.19 wrote) on the root.
+        let mut x = d.clone();
+        let at = c + root as usize * (HASH_LEN + 16) + HASH_LEN + 8;
+        let v = be32(&x, at) & 0x3;
+        x[at..at + 4].copy_from_slice(&v.to_be_bytes());
+        fix_trailer(&mut x);
+        let p = check(x, &mut odb);
+        assert!(
+            p.iter()
+                .any(|p| p.field == "generation" && p.why.contains("level 0")),
+            "{p:?}"
+        );
         // A parent position past the graph.
         let mut x = d.clone();
         let child = (0..g.num_commits)
