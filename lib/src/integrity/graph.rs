@@ -530,7 +530,8 @@ fn commit_date_new(buf: &[u8]) -> u64 {
     if d == start {
         return 0;
     }
-    while d < eol && (buf[d] == b' ' || buf[d] == b'\t') {
+    // git's `isspace` (sane_ctype: space, tab, LF, CR; no LF before `eol`).
+    while d < eol && matches!(buf[d], b' ' | b'\t' | b'\r') {
         d += 1;
     }
     if !(buf[d].is_ascii_digit() || buf[d] == b'-') {
@@ -1847,6 +1848,12 @@ mod tests {
         // after the first.
         let c = format!("tree {t}\nauthor A <a> 5 +0000\ncommitter C> <c> 77 +0000\n");
         assert_eq!(commit_facts(c.as_bytes()).unwrap().dates, [77, 0]);
+        // Whitespace before the date: git ≥ 2.43 trims git's isspace (CR, not VT), the
+        // older parse hands it to strtoumax (which skips both).
+        let c = format!("tree {t}\nauthor A <a> 5 +0000\ncommitter C <c>\r77 +0000\n\n");
+        assert_eq!(commit_facts(c.as_bytes()).unwrap().dates, [77, 77]);
+        let c = format!("tree {t}\nauthor A <a> 5 +0000\ncommitter C <c>\x0b77 +0000\n\n");
+        assert_eq!(commit_facts(c.as_bytes()).unwrap().dates, [0, 77]);
         // No committer line: date 0.
         let c = format!("tree {t}\nauthor A <a> 5 +0000\n");
         assert_eq!(commit_facts(c.as_bytes()).unwrap().dates, [0, 0]);
