@@ -44,7 +44,8 @@
 //! incomplete.
 //!
 //! Not covered (see `docs/wt-check.md`, "Object substitution"): packs and their `.idx`,
-//! `.rev`, `.bitmap`, `multi-pack-index`, the commit-graph, submodule object stores.
+//! `.rev`, `.bitmap`, `multi-pack-index`, submodule object stores. The commit-graph is
+//! [`super::graph`]'s (GW-OBJ-002).
 
 use super::restore::Quarantine;
 use super::{Key, Outcome};
