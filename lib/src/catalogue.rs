@@ -463,6 +463,14 @@ pub static BUILTIN_MERGE_DRIVERS: &[&str] = &["binary", "text", "union"];
 /// which git checks for commits and trees it parses but not for blobs it checks out).
 pub static OBJECT_RULE: (&str, &str) = ("GW-OBJ-001", "object-substituted");
 
+/// wt-check's forged-commit-graph rule (`commit_graph_forged`): a commit-graph file
+/// (`objects/info/commit-graph`, a split chain below `objects/info/commit-graphs/`) new or
+/// changed since the pin whose entries differ from the commit objects (what `git
+/// commit-graph verify` reports: "root tree OID for commit … in commit-graph is … != …",
+/// "commit-graph parent for … is … != …", "commit date for commit … in commit-graph is …",
+/// "commit-graph generation for commit … is …"), or that is not a graph as git writes it.
+pub static OBJECT_GRAPH_RULE: (&str, &str) = ("GW-OBJ-002", "commit-graph-forged");
+
 pub static HOOK_SAMPLE_SUFFIX: &str = ".sample";
 
 /// Built-in attribute macros (git's `builtin_attr`): `binary` = `-diff -merge -text`.
@@ -1376,8 +1384,8 @@ pub static GIT_WRITTEN_ENTRIES: &[GitWrittenEntry] = &[
     gw("info/refs", "update-server-info (run by repack and gc unless repack.updateServerInfo=false, by maintenance, by receive-pack with receive.updateServerInfo)", false, "read only by a dumb-HTTP server answering someone's fetch; git never reads it to run, load or redirect anything"),
     gw("info/sparse-checkout", "git sparse-checkout set|add|init|reapply, clone --sparse", false, "path patterns that choose which tracked files are checked out; names no program and no other folder"),
     gw("objects/info/packs", "update-server-info", false, "dumb-HTTP pack list; read by dumb-HTTP clients only"),
-    gw("objects/info/commit-graph", "commit-graph write, gc (gc.writeCommitGraph), fetch (fetch.writeCommitGraph), maintenance", false, "an index of commits git reads to walk history faster; names no program or folder, but git takes a commit's tree and parents from it without checking them against the commit object (a forged entry changes what `git cherry-pick` writes): not compared yet, see docs/wt-check.md, Object substitution"),
-    gw("objects/info/commit-graphs", "commit-graph write --split, maintenance", false, "split commit-graph chain; names nothing"),
+    gw("objects/info/commit-graph", "commit-graph write, gc (gc.writeCommitGraph), fetch (fetch.writeCommitGraph), maintenance", false, "an index of commits git reads to walk history faster; names no program or folder, but git takes a commit's tree and parents from it without checking them against the commit object (a forged entry changes what `git cherry-pick` writes): not compared; a graph new or changed since the pin is verified against the commit objects (GW-OBJ-002, docs/wt-check.md, Forged commit-graph)"),
+    gw("objects/info/commit-graphs", "commit-graph write --split, maintenance", false, "split commit-graph chain (commit-graph-chain and the graph-<hash>.graph files it names); read by git as the single file is: verified as one graph (GW-OBJ-002)"),
     gw("objects/pack/multi-pack-index", "multi-pack-index write, repack --write-midx, maintenance", false, "an index over packs; names nothing"),
     gw("packed-refs", "pack-refs, gc, clone, fetch", false, "refs; the commit scan compares them with the pin"),
     gw("logs", "every ref update (core.logAllRefUpdates)", false, "reflogs; names nothing"),

@@ -107,6 +107,11 @@ pub enum EventKind {
     /// owner's git replays into the work tree when it meets the same conflict; or `rr-cache`
     /// is not a folder.
     ResolutionRecorded,
+    /// A commit-graph file new or changed since the pin does not match the commit objects it
+    /// indexes (a tree, parents, date or generation differs, or it is not a graph as git
+    /// writes it, or not a regular file): git takes trees and parents from it without
+    /// checking.
+    CommitGraphForged,
     // wt-check: commit scans
     /// A new commit changes a path that a scan rule flags.
     CommitFlagged,

@@ -24,6 +24,7 @@
 //!   that folder. Everyone else's entries must not change.
 
 pub mod embedded;
+pub mod graph;
 pub mod hook;
 pub mod hops;
 pub mod inprogress;

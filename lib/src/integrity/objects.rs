@@ -44,7 +44,8 @@
 //! incomplete.
 //!
 //! Not covered (see `docs/wt-check.md`, "Object substitution"): packs and their `.idx`,
-//! `.rev`, `.bitmap`, `multi-pack-index`, the commit-graph, submodule object stores.
+//! `.rev`, `.bitmap`, `multi-pack-index`, submodule object stores. The commit-graph is
+//! [`super::graph`]'s (GW-OBJ-002).
 
 use super::restore::Quarantine;
 use super::{Key, Outcome};
@@ -684,6 +685,12 @@ fn check_at(
 
 /// Whether the stamps of files in `objects` can stand for their content (see [`check`]).
 fn stamps_trusted(objects: &Root) -> bool {
+    stamps_trusted_at(objects)
+}
+
+/// [`stamps_trusted`] for any folder (the commit-graph check, `super::graph`, uses it for
+/// `objects/info`).
+pub(super) fn stamps_trusted_at(objects: &Root) -> bool {
     nix::sys::statfs::fstatfs(objects.as_fd()).is_ok_and(|f| {
         let t = f.filesystem_type().0;
         t != TMPFS_MAGIC

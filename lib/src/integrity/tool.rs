@@ -73,7 +73,11 @@ pub fn pin_state(a: &PinArgs) -> Result<super::Pinned, IntegrityError> {
     // a loose object that does not hash to its name is not recorded, and refuses the pin.
     let (_, bad) = super::objects::pin(&pinned.state.common_dir, &pinned.path)
         .map_err(|reason| IntegrityError::StateWrite(pinned.path.clone(), reason))?;
-    if !bad.is_empty() && !a.accept_armed {
+    // Commit-graph files not in the previous record are verified against the commit
+    // objects (`graph`); a forged graph is not recorded, and refuses the pin.
+    let forged = super::graph::pin(&pinned.state.common_dir, &pinned.path)
+        .map_err(|reason| IntegrityError::StateWrite(pinned.path.clone(), reason))?;
+    if (!bad.is_empty() || !forged.is_empty()) && !a.accept_armed {
         return Err(IntegrityError::Armed {
             repo: pinned.state.repo.clone(),
             findings: bad
@@ -81,6 +85,7 @@ pub fn pin_state(a: &PinArgs) -> Result<super::Pinned, IntegrityError> {
                 .map(|(rel, why)| {
                     format!("{} objects/{rel}: {why}", crate::catalogue::OBJECT_RULE.0)
                 })
+                .chain(forged.iter().map(super::graph::describe))
                 .collect(),
         });
     }
@@ -275,6 +280,11 @@ pub fn check(a: &CheckArgs) -> Code {
     }));
     // Conflict resolutions recorded during the turn, which the owner's git would replay.
     outcome = outcome.and(super::rerere::check(&st, &a.state, a.restore, &mut |e| {
+        events += 1;
+        out.emit(e)
+    }));
+    // Commit-graph files new or changed since the pin must match the commit objects.
+    outcome = outcome.and(super::graph::check(&st, &a.state, a.restore, &mut |e| {
         events += 1;
         out.emit(e)
     }));

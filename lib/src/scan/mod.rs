@@ -24,7 +24,7 @@
 #[cfg(test)]
 mod differential;
 mod engine;
-mod packs;
+pub(crate) mod packs;
 pub(crate) mod reflogs;
 pub mod rules;
 mod snapshot;

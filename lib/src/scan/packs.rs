@@ -30,7 +30,7 @@ const MAX_CHAIN: usize = 4096;
 const COMMIT_PREFIX: usize = 1024;
 
 /// A decoded object, shared between the cache and its readers: handing it out copies nothing.
-pub(super) type Bytes = Rc<Vec<u8>>;
+pub(crate) type Bytes = Rc<Vec<u8>>;
 
 /// What one cached entry costs besides its object's bytes: the shared box (two counts and the
 /// `Vec`: 40 bytes, a 48-byte heap chunk), the heap chunk header of the object's bytes, the
@@ -199,12 +199,12 @@ struct State {
 }
 
 /// The packs of a repository, opened (mapped) once and read by every thread.
-pub(super) struct Packs(Vec<pack::Bundle>);
+pub(crate) struct Packs(Vec<pack::Bundle>);
 
 impl Packs {
     /// Open every pack of `objects_dir/pack`. A pack that cannot be opened is left to the
     /// object database (each [`PackReader`]'s fallback), as is any pack that appears later.
-    pub(super) fn open(objects_dir: &Path, hash: gix::hash::Kind) -> Self {
+    pub(crate) fn open(objects_dir: &Path, hash: gix::hash::Kind) -> Self {
         let mut bundles = Vec::new();
         if let Ok(rd) = std::fs::read_dir(objects_dir.join("pack")) {
             let mut idx: Vec<_> = rd
@@ -225,7 +225,7 @@ impl Packs {
 
 /// An object reader for one thread: packed objects through its delta-base cache, everything
 /// else through `fallback`.
-pub(super) struct PackReader<'r> {
+pub(crate) struct PackReader<'r> {
     bundles: &'r [pack::Bundle],
     fallback: &'r gix::OdbHandle,
     state: RefCell<State>,
@@ -233,7 +233,7 @@ pub(super) struct PackReader<'r> {
 
 impl<'r> PackReader<'r> {
     /// A reader of `packs`; `cache_bytes` bounds its delta-base cache.
-    pub(super) fn new(packs: &'r Packs, fallback: &'r gix::OdbHandle, cache_bytes: usize) -> Self {
+    pub(crate) fn new(packs: &'r Packs, fallback: &'r gix::OdbHandle, cache_bytes: usize) -> Self {
         PackReader {
             bundles: &packs.0,
             fallback,
@@ -310,6 +310,13 @@ impl<'r> PackReader<'r> {
     /// only that much is inflated (a commit's message is most of it, and the walk needs the
     /// tree, parents and committer). `None`: read the whole commit.
     pub(super) fn commit_header(&self, id: &gix::oid) -> Option<Vec<u8>> {
+        self.commit_header_sized(id).map(|(h, _)| h)
+    }
+
+    /// [`Self::commit_header`], and the whole commit's size (the commit-graph check,
+    /// `integrity::graph`, needs to know whether bytes follow the committer line: git before
+    /// 2.43 reads the date as 0 when none do).
+    pub(crate) fn commit_header_sized(&self, id: &gix::oid) -> Option<(Vec<u8>, usize)> {
         let (bundle, offset) = self.bundles.iter().find_map(|b| {
             let i = b.index.lookup(id)?;
             Some((b, b.index.pack_offset_at_index(i)))
@@ -329,11 +336,11 @@ impl<'r> PackReader<'r> {
         let line = out.find(b"\ncommitter ")?;
         let end = line + 1 + out[line + 1..].find_byte(b'\n')?;
         out.truncate(end + 1);
-        Some(out)
+        Some((out, size))
     }
 
     /// The object `id`: from the packs through the cache, else from the object database.
-    pub(super) fn read(&self, id: &gix::oid) -> Result<Option<(gix::objs::Kind, Bytes)>, String> {
+    pub(crate) fn read(&self, id: &gix::oid) -> Result<Option<(gix::objs::Kind, Bytes)>, String> {
         if let Some(hit) = self.read_packed(id) {
             return Ok(Some(hit));
         }
