@@ -107,6 +107,10 @@ pub enum EventKind {
     /// owner's git replays into the work tree when it meets the same conflict; or `rr-cache`
     /// is not a folder.
     ResolutionRecorded,
+    /// An index entry's stat data matches a work-tree file whose content is not the entry's
+    /// object: git takes the file as unchanged and never reads it (status, diff and
+    /// `reset --hard` neither show nor undo the content).
+    IndexStatForged,
     /// A commit-graph file new or changed since the pin does not match the commit objects it
     /// indexes (a tree, parents, date or generation differs, or it is not a graph as git
     /// writes it, or not a regular file): git takes trees and parents from it without

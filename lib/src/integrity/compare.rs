@@ -259,6 +259,16 @@ pub fn check_with_roots_swept(
     // Work-tree files the owner's git runs (relative programs, what the hooks run), in every
     // work tree the session could write, one added during the turn included (R5-3, R5-7).
     outcome = outcome.and(hops::compare(state, &indexes, &mk, emit));
+    // Index entries whose stat data makes git take the agent's content for the entry's
+    // object (R16-12): reported; with `--restore` the file's ctime is moved so git reads it.
+    outcome = outcome.and(super::indexstat::check(
+        &indexes,
+        common,
+        &opts.state,
+        opts.restore,
+        &mk,
+        emit,
+    ));
     // The listings of the work trees' folders recorded by the last check, beside the state
     // file (`crate::layout::walk_cache`: a folder is read again unless its device, inode,
     // ctime and mtime are unchanged).

@@ -27,6 +27,7 @@ pub mod embedded;
 pub mod graph;
 pub mod hook;
 pub mod hops;
+pub mod indexstat;
 pub mod inprogress;
 pub mod nf;
 pub mod objects;
