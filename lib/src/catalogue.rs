@@ -462,6 +462,12 @@ pub static BUILTIN_MERGE_DRIVERS: &[&str] = &["binary", "text", "union"];
 /// changed since the pin whose content does not hash to its name (git's "hash mismatch",
 /// which git checks for commits and trees it parses but not for blobs it checks out).
 pub static OBJECT_RULE: (&str, &str) = ("GW-OBJ-001", "object-substituted");
+/// wt-check's pack rule (`object_substituted` with `pack`): a pack, pack index, reverse
+/// index or multi-pack-index new or changed since the pin that makes git read an object id
+/// as other content (git's "packfile ... does not match index", "multi-pack-index ...
+/// incorrect offset": what `git fsck`/`git multi-pack-index verify` say, and what git
+/// itself never checks when it reads an object to check it out).
+pub static PACK_RULE: (&str, &str) = ("GW-OBJ-003", "pack-substituted");
 
 pub static HOOK_SAMPLE_SUFFIX: &str = ".sample";
 

@@ -29,6 +29,7 @@ pub mod hops;
 pub mod inprogress;
 pub mod nf;
 pub mod objects;
+pub mod packs;
 pub mod scanlink;
 pub mod scanlink_key;
 pub mod state;
