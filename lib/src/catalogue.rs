@@ -1382,7 +1382,7 @@ pub static GIT_WRITTEN_ENTRIES: &[GitWrittenEntry] = &[
     gw("objects/info/packs", "update-server-info", false, "dumb-HTTP pack list; read by dumb-HTTP clients only"),
     gw("objects/info/commit-graph", "commit-graph write, gc (gc.writeCommitGraph), fetch (fetch.writeCommitGraph), maintenance", false, "an index of commits git reads to walk history faster; names no program or folder, but git takes a commit's tree and parents from it without checking them against the commit object (a forged entry changes what `git cherry-pick` writes): not compared yet, see docs/wt-check.md, Object substitution"),
     gw("objects/info/commit-graphs", "commit-graph write --split, maintenance", false, "split commit-graph chain; names nothing"),
-    gw("objects/pack/multi-pack-index", "multi-pack-index write, repack --write-midx, maintenance", false, "an index over packs; names nothing"),
+    gw("objects/pack/multi-pack-index", "multi-pack-index write, repack --write-midx, maintenance", false, "an index over packs; names no program or folder, but git reads an object at the (pack, offset) it gives without checking it against the id: verified against each pack's .idx when it or a pack changed (GW-OBJ-003, docs/wt-check.md, Object substitution through packs)"),
     gw("packed-refs", "pack-refs, gc, clone, fetch", false, "refs; the commit scan compares them with the pin"),
     gw("logs", "every ref update (core.logAllRefUpdates)", false, "reflogs; names nothing"),
     gw("FETCH_HEAD", "fetch, pull", false, "what was fetched; read by pull and merge as revisions"),

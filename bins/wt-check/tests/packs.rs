@@ -139,6 +139,12 @@ impl W {
             ],
         );
         let f = std::fs::read_to_string(wt.join("f")).ok();
+        // Removed again: the check would report the new worktree entry.
+        let _ = self.run(
+            &self.w.main(),
+            &["worktree", "remove", "--force", wt.to_str().unwrap()],
+        );
+        let _ = self.run(&self.w.main(), &["worktree", "prune"]);
         out.status.success().then_some(f).flatten()
     }
 
@@ -164,21 +170,6 @@ fn sha1(bytes: &[u8]) -> [u8; 20] {
     r
 }
 
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut c = !0u32;
-    for &b in bytes {
-        c ^= u32::from(b);
-        for _ in 0..8 {
-            c = if c & 1 != 0 {
-                (c >> 1) ^ 0xEDB8_8320
-            } else {
-                c >> 1
-            };
-        }
-    }
-    !c
-}
-
 fn unhex(s: &str) -> [u8; 20] {
     let mut r = [0u8; 20];
     for (i, b) in r.iter_mut().enumerate() {
@@ -201,22 +192,85 @@ fn rewrite(p: &Path, bytes: &[u8]) {
     std::fs::write(p, bytes).unwrap();
 }
 
-/// A pack of one blob whose content is `content` + an index that names it `id` (what the agent
-/// crafts: git's `index-pack` would name it by its true id). The pack comes from git
-/// `pack-objects` in a scratch repository.
-fn forged_pack(w: &W, content: &str, id: &str) -> (Vec<u8>, Vec<u8>) {
+/// A v2 pack index with the id `from` renamed `to` (entries re-sorted, fan-out and trailer
+/// rebuilt): what the agent crafts after `git index-pack` named its object by its true id.
+fn rename_in_index(idx: &[u8], from: &str, to: &str) -> Vec<u8> {
+    assert_eq!(&idx[..8], &[0xff, b't', b'O', b'c', 0, 0, 0, 2]);
+    let n = u32::from_be_bytes(idx[8 + 255 * 4..8 + 256 * 4].try_into().unwrap()) as usize;
+    let (ids, crcs, offs) = (1032, 1032 + 20 * n, 1032 + 24 * n);
+    let (from, to) = (unhex(from), unhex(to));
+    let mut e: Vec<([u8; 20], [u8; 4], [u8; 4])> = (0..n)
+        .map(|i| {
+            let mut id: [u8; 20] = idx[ids + 20 * i..ids + 20 * i + 20].try_into().unwrap();
+            if id == from {
+                id = to;
+            }
+            (
+                id,
+                idx[crcs + 4 * i..crcs + 4 * i + 4].try_into().unwrap(),
+                idx[offs + 4 * i..offs + 4 * i + 4].try_into().unwrap(),
+            )
+        })
+        .collect();
+    e.sort();
+    let mut out = idx[..8].to_vec();
+    for b in 0..256usize {
+        let c = e.iter().filter(|x| usize::from(x.0[0]) <= b).count() as u32;
+        out.extend_from_slice(&c.to_be_bytes());
+    }
+    for x in &e {
+        out.extend_from_slice(&x.0);
+    }
+    for x in &e {
+        out.extend_from_slice(&x.1);
+    }
+    for x in &e {
+        out.extend_from_slice(&x.2);
+    }
+    let tail = offs + 4 * n;
+    out.extend_from_slice(&idx[tail..]);
+    fix_trailer(&mut out);
+    out
+}
+
+/// A pack holding a blob whose content is `content` under the trusted id `id` (+ its index),
+/// made with git in a scratch repository: `pack-objects`, `index-pack`, then the blob's id
+/// renamed in the index. With `commit`, honest copies of that commit of `proj` and its tree go
+/// in too, so a checkout of it reads them — and then the blob — from this pack (git keeps the
+/// pack it last found an object in first).
+fn forged_pack(w: &W, content: &str, id: &str, commit: Option<&str>) -> (Vec<u8>, Vec<u8>) {
     let x = w.w.root().join("scratch");
     if !x.exists() {
         w.ok(&w.w.root(), &["init", "-q", "scratch"]);
     }
     std::fs::write(x.join("e"), content).unwrap();
     let e = w.ok(&x, &["hash-object", "-w", "e"]);
+    let mut list = vec![e.clone()];
+    if let Some(c) = commit {
+        for (kind, oid) in [
+            (
+                "commit",
+                w.ok(&w.w.main(), &["rev-parse", &format!("{c}^{{commit}}")]),
+            ),
+            (
+                "tree",
+                w.ok(&w.w.main(), &["rev-parse", &format!("{c}^{{tree}}")]),
+            ),
+        ] {
+            let raw = w.run(&w.w.main(), &["cat-file", kind, &oid]).stdout;
+            let f = x.join("raw");
+            std::fs::write(&f, raw).unwrap();
+            let got = w.ok(&x, &["hash-object", "-t", kind, "-w", "--literally", "raw"]);
+            assert_eq!(got, oid);
+            list.push(oid);
+        }
+    }
     let mut c = Command::new(&w.git);
     w.w.env(&mut c);
     let mut c = c
         .arg("-C")
         .arg(&x)
-        .args(["pack-objects", "--stdout"])
+        .args(["pack-objects", "-q", "--no-reuse-delta", "--depth=0", "tmp"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -225,23 +279,13 @@ fn forged_pack(w: &W, content: &str, id: &str) -> (Vec<u8>, Vec<u8>) {
     c.stdin
         .take()
         .unwrap()
-        .write_all(format!("{e}\n").as_bytes())
+        .write_all((list.join("\n") + "\n").as_bytes())
         .unwrap();
-    let pack = c.wait_with_output().unwrap().stdout;
-    assert_eq!(&pack[..4], b"PACK");
-    let id = unhex(id);
-    let mut idx = vec![0xff, b't', b'O', b'c', 0, 0, 0, 2];
-    for b in 0..256u32 {
-        let n: u32 = u32::from(b >= u32::from(id[0]));
-        idx.extend_from_slice(&n.to_be_bytes());
-    }
-    idx.extend_from_slice(&id);
-    idx.extend_from_slice(&crc32(&pack[12..pack.len() - 20]).to_be_bytes());
-    idx.extend_from_slice(&12u32.to_be_bytes());
-    idx.extend_from_slice(&pack[pack.len() - 20..]);
-    idx.extend_from_slice(&[0; 20]);
-    fix_trailer(&mut idx);
-    (pack, idx)
+    let out = c.wait_with_output().unwrap();
+    let h = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let pack = std::fs::read(x.join(format!("tmp-{h}.pack"))).unwrap();
+    let idx = std::fs::read(x.join(format!("tmp-{h}.idx"))).unwrap();
+    (pack, rename_in_index(&idx, &e, id))
 }
 
 fn substituted(events: &[serde_json::Value]) -> Vec<&serde_json::Value> {
@@ -258,7 +302,7 @@ fn a_new_pack_with_a_substituted_blob_is_reported_and_set_aside() {
     for git in common::gits() {
         let w = W::new(&git);
         let id = w.ok(&w.w.main(), &["rev-parse", "side:f"]);
-        let (pack, idx) = forged_pack(&w, "evil!\n", &id);
+        let (pack, idx) = forged_pack(&w, "evil!\n", &id, Some("side"));
         let name = "pack-0000000000000000000000000000000000000001";
         std::fs::write(w.pack_dir().join(format!("{name}.pack")), &pack).unwrap();
         std::fs::write(w.pack_dir().join(format!("{name}.idx")), &idx).unwrap();
@@ -269,10 +313,15 @@ fn a_new_pack_with_a_substituted_blob_is_reported_and_set_aside() {
             "{}: the substitution did not fire",
             git.display()
         );
-        // `git show` of the id as well (a checkout that first reads the commit and tree from
-        // the old pack keeps that pack first in git's most-recently-used order: the agent
-        // puts copies of them in its pack too).
         assert_eq!(w.ok(&w.w.main(), &["show", &id]), "evil!");
+        // The owner's checkout of the trusted commit writes it (the pack also holds honest
+        // copies of the commit and its tree, so git reads them, and then the blob, from it).
+        assert_eq!(
+            w.owner_reads_side("owner1").as_deref(),
+            Some("evil!\n"),
+            "{}: the checkout did not read the forged pack",
+            git.display()
+        );
         let (code, ev) = w.check(false);
         assert_eq!(code, 1, "{}: {ev:?}", git.display());
         let s = substituted(&ev);
@@ -290,6 +339,7 @@ fn a_new_pack_with_a_substituted_blob_is_reported_and_set_aside() {
         assert!(!w.pack_dir().join(format!("{name}.pack")).exists());
         assert_eq!(w.cat(&id).as_deref(), Some("hello\n"));
         assert_eq!(w.ok(&w.w.main(), &["show", &id]), "hello");
+        assert_eq!(w.owner_reads_side("owner2").as_deref(), Some("hello\n"));
         let (code, ev) = w.check(false);
         assert_eq!(code, 0, "{ev:?}");
     }
@@ -303,7 +353,7 @@ fn a_later_pin_verifies_new_packs() {
     for git in common::gits() {
         let w = W::new(&git);
         let id = w.ok(&w.w.main(), &["rev-parse", "side:f"]);
-        let (pack, idx) = forged_pack(&w, "evil!\n", &id);
+        let (pack, idx) = forged_pack(&w, "evil!\n", &id, None);
         let name = "pack-0000000000000000000000000000000000000004";
         std::fs::write(w.pack_dir().join(format!("{name}.pack")), &pack).unwrap();
         std::fs::write(w.pack_dir().join(format!("{name}.idx")), &idx).unwrap();
@@ -446,6 +496,80 @@ fn a_forged_multi_pack_index_is_reported_and_set_aside() {
     }
 }
 
+/// git 2.47's incremental multi-pack-index: a layer patched like the single file above (the
+/// layer renamed after its new checksum and the chain rewritten to name it). Skipped on a git
+/// without `--incremental`.
+#[test]
+fn a_forged_incremental_multi_pack_index_layer_is_reported() {
+    for git in common::gits() {
+        let w = W::new(&git);
+        let m = w.w.main();
+        if !w
+            .run(&m, &["multi-pack-index", "write", "--incremental"])
+            .status
+            .success()
+        {
+            eprintln!(
+                "SKIPPED on {}: no incremental multi-pack-index",
+                git.display()
+            );
+            continue;
+        }
+        assert!(!w.pack_dir().join("multi-pack-index").exists());
+        assert_eq!(w.check(false).0, 0, "honest incremental write");
+        let d = w.pack_dir().join("multi-pack-index.d");
+        let chain = std::fs::read_to_string(d.join("multi-pack-index-chain")).unwrap();
+        let layer_hash = chain.lines().last().unwrap().to_owned();
+        let layer = d.join(format!("multi-pack-index-{layer_hash}.midx"));
+        let id = w.ok(&m, &["rev-parse", "side:f"]);
+        let other = w.ok(&m, &["rev-parse", "side:g"]);
+        let mut b = std::fs::read(&layer).unwrap();
+        let ch = midx_chunks(&b);
+        let find = |c: &[u8; 4]| ch.iter().find(|x| &x.0 == c).copied().unwrap();
+        let (_, l0, l1) = find(b"OIDL");
+        let (_, o0, _) = find(b"OOFF");
+        let n = (l1 - l0) / 20;
+        let pos = |h: &str| {
+            let want = unhex(h);
+            (0..n)
+                .find(|i| b[l0 + 20 * i..l0 + 20 * i + 20] == want)
+                .unwrap()
+        };
+        let (i, j) = (pos(&id), pos(&other));
+        let src: Vec<u8> = b[o0 + 8 * j..o0 + 8 * j + 8].to_vec();
+        b[o0 + 8 * i..o0 + 8 * i + 8].copy_from_slice(&src);
+        fix_trailer(&mut b);
+        let new_hash: String = b[b.len() - 20..]
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect();
+        std::fs::remove_file(&layer).unwrap();
+        std::fs::write(d.join(format!("multi-pack-index-{new_hash}.midx")), &b).unwrap();
+        std::fs::remove_file(d.join("multi-pack-index-chain")).unwrap();
+        std::fs::write(
+            d.join("multi-pack-index-chain"),
+            chain.replace(&layer_hash, &new_hash),
+        )
+        .unwrap();
+        assert_eq!(
+            w.cat(&id).as_deref(),
+            Some("other\n"),
+            "{}: the forged layer did not fire",
+            git.display()
+        );
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{ev:?}");
+        let s = substituted(&ev);
+        assert_eq!(s.len(), 1, "{ev:?}");
+        assert_eq!(s[0]["change"], "multi-pack-index");
+        let (_, ev) = w.check(true);
+        assert_eq!(substituted(&ev)[0]["action"], "quarantined");
+        assert!(!d.exists());
+        assert_eq!(w.cat(&id).as_deref(), Some("hello\n"));
+        assert_eq!(w.check(false).0, 0);
+    }
+}
+
 /// The forged pack linked in from outside (git follows the links), and a FIFO at an index
 /// name: reported as not regular files, never followed nor opened blocking.
 #[test]
@@ -454,7 +578,7 @@ fn links_and_fifos_at_pack_names_are_reported() {
         // The forged pack outside, linked in: git follows the links (control).
         let w = W::new(&git);
         let id = w.ok(&w.w.main(), &["rev-parse", "side:f"]);
-        let (pack, idx) = forged_pack(&w, "evil!\n", &id);
+        let (pack, idx) = forged_pack(&w, "evil!\n", &id, None);
         let out = w.w.root().join("outside");
         std::fs::create_dir_all(&out).unwrap();
         let name = "pack-0000000000000000000000000000000000000002";
@@ -474,6 +598,21 @@ fn links_and_fifos_at_pack_names_are_reported() {
             .iter()
             .all(|e| e["action"] == "quarantined"));
         assert!(out.join(format!("{name}.pack")).exists(), "never followed");
+        assert_eq!(w.cat(&id).as_deref(), Some("hello\n"));
+
+        // A name that is not UTF-8: git reads it (control), it is reported and moved aside.
+        let w = W::new(&git);
+        use std::os::unix::ffi::OsStrExt;
+        for (ext, bytes) in [("pack", &pack), ("idx", &idx)] {
+            let n = [b"pack-\xff.".as_slice(), ext.as_bytes()].concat();
+            std::fs::write(w.pack_dir().join(std::ffi::OsStr::from_bytes(&n)), bytes).unwrap();
+        }
+        assert_eq!(w.cat(&id).as_deref(), Some("evil!\n"), "{}", git.display());
+        let (code, ev) = w.check(true);
+        assert_eq!(code, 1, "{ev:?}");
+        let s = substituted(&ev);
+        assert_eq!(s.len(), 2, "{ev:?}");
+        assert!(s.iter().all(|e| e["action"] == "quarantined"), "{ev:?}");
         assert_eq!(w.cat(&id).as_deref(), Some("hello\n"));
 
         // A FIFO at an index name: reported (never opened blocking).

@@ -154,6 +154,22 @@ struct Listing {
     /// `objects/pack` (or `objects`) is itself not a folder: a link, a file.
     not_dir: Option<&'static str>,
     entries: BTreeMap<String, Seen>,
+    /// Names git reads as pack files that are not UTF-8 (relative to `objects/pack/`): git
+    /// never writes them, the record cannot hold them; reported.
+    odd: Vec<std::ffi::OsString>,
+}
+
+/// Whether a name that is not UTF-8 is one git would read as a pack file (`in_chain`: a name
+/// in `multi-pack-index.d/`).
+fn odd_relevant(name: &OsStr, in_chain: bool) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let b = name.as_bytes();
+    if in_chain {
+        return b.ends_with(b".midx");
+    }
+    PACK_EXTS.iter().any(|e| {
+        b.len() > e.len() + 1 && b.ends_with(e.as_bytes()) && b[b.len() - e.len() - 1] == b'.'
+    })
 }
 
 fn io_err(path: PathBuf, op: &'static str, e: nix::errno::Errno) -> FsError {
@@ -181,6 +197,7 @@ fn list(common: &Path) -> Result<Listing, FsError> {
         dir: None,
         not_dir: None,
         entries: BTreeMap::new(),
+        odd: Vec::new(),
     };
     let dir = match sys.open_dir(rel.join("objects").join("pack")) {
         Ok(d) => d,
@@ -199,7 +216,12 @@ fn list(common: &Path) -> Result<Listing, FsError> {
         });
     }
     for (name, kind) in names {
-        let Some(n) = name.to_str() else { continue };
+        let Some(n) = name.to_str() else {
+            if odd_relevant(&name, false) {
+                out.odd.push(name);
+            }
+            continue;
+        };
         if !relevant(n) {
             continue;
         }
@@ -221,7 +243,12 @@ fn list(common: &Path) -> Result<Listing, FsError> {
                 });
             }
             for (leaf, _) in sl {
-                let Some(l) = leaf.to_str() else { continue };
+                let Some(l) = leaf.to_str() else {
+                    if odd_relevant(&leaf, true) {
+                        out.odd.push(Path::new(MIDX_D).join(&leaf).into_os_string());
+                    }
+                    continue;
+                };
                 if l != MIDX_CHAIN && !l.ends_with(".midx") {
                     continue;
                 }
@@ -675,6 +702,8 @@ struct Finding {
     name: String,
     change: &'static str,
     why: String,
+    /// The name as it is on disk when it is not UTF-8 (`name` is then its lossy form).
+    raw: Option<std::ffi::OsString>,
 }
 
 /// Everything one run decided: what to record, what to report, why it is incomplete.
@@ -699,10 +728,22 @@ fn run(listing: &Listing, trusted: &dyn Fn(&str, &Seen) -> bool) -> Run {
             name: "objects/pack".into(),
             change: "not-a-file",
             why: format!("objects/pack is a {kind}, not a folder (git follows it)"),
+            raw: None,
         });
         return r;
     }
     let Some(dir) = &listing.dir else { return r };
+    for raw in &listing.odd {
+        r.findings.push(Finding {
+            name: raw.to_string_lossy().into_owned(),
+            change: "not-a-file",
+            why: "has a name that is not UTF-8: git reads it as a pack file, gitward cannot record it".into(),
+            raw: Some(raw.clone()),
+        });
+    }
+    // gix re-opens a pack through `/proc/self/fd/N` (the descriptor opened without following
+    // links): without `/proc` every pack would fail; the run is incomplete instead.
+    let proc_ok = Path::new("/proc/self/fd").is_dir();
     let mut budget = Budget::new();
     // Packs by base name: which of their files are present (regular).
     let mut packs: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
@@ -712,6 +753,7 @@ fn run(listing: &Listing, trusted: &dyn Fn(&str, &Seen) -> bool) -> Run {
                 name: rel.clone(),
                 change: "not-a-file",
                 why: format!("is a {kind}, not a regular file (git follows a link to read it)"),
+                raw: None,
             });
             continue;
         }
@@ -747,6 +789,13 @@ fn run(listing: &Listing, trusted: &dyn Fn(&str, &Seen) -> bool) -> Run {
         if stop {
             continue;
         }
+        if !proc_ok {
+            r.incomplete.push(format!(
+                "/proc is not mounted: pack {base} and the rest cannot be verified through their descriptors"
+            ));
+            stop = true;
+            continue;
+        }
         r.verified_packs += 1;
         match verify_pack(dir, base, exts.contains(&"rev"), &mut budget) {
             Ok(stamps) => r.record.extend(stamps),
@@ -757,12 +806,14 @@ fn run(listing: &Listing, trusted: &dyn Fn(&str, &Seen) -> bool) -> Run {
                         name: format!("{base}.rev"),
                         change: "rev",
                         why: w.to_owned(),
+                        raw: None,
                     });
                 }
                 None => r.findings.push(Finding {
                     name: (*base).to_owned(),
                     change: "pack",
                     why,
+                    raw: None,
                 }),
             },
             Err(Fail::Bound(w)) => {
@@ -807,6 +858,7 @@ fn run(listing: &Listing, trusted: &dyn Fn(&str, &Seen) -> bool) -> Run {
                 name: rel.clone(),
                 change: "multi-pack-index",
                 why,
+                raw: None,
             }),
             Err(Fail::Bound(w)) => {
                 r.incomplete.push(w);
@@ -1079,7 +1131,16 @@ fn set_aside(
         Ok(())
     };
     let pack_dir = objects.join("pack");
-    if f.name == "objects/pack" {
+    if let Some(raw) = &f.raw {
+        let p = pack_dir.join(raw);
+        let (Some(parent), Some(leaf)) = (p.parent(), p.file_name()) else {
+            return Ok(moved);
+        };
+        let src = super::nf::Dir::open_abs(parent)?;
+        let (qdir, qname, dest) = q.slot(&Key::Rel(format!("objects/pack/{}", f.name)))?;
+        src.move_out(leaf, &qdir, &qname)?;
+        moved.push((p.clone(), dest));
+    } else if f.name == "objects/pack" {
         one(&objects, "pack", "objects/pack".into())?;
     } else if f.change == "pack" {
         for ext in PACK_EXTS {
