@@ -39,8 +39,9 @@
 //!   pack name is never followed: it is reported, as is any other non-regular file there.
 //! - A pack that fails is reported as `object_substituted` (rule
 //!   [`crate::catalogue::PACK_RULE`], `pack` names it); `--restore` moves its files (`.pack`,
-//!   `.idx`, `.rev`, `.bitmap`, `.keep`, `.promisor`, `.mtimes`) into the quarantine and the
-//!   event names the ids of its index that are now missing (git re-fetches them). A bad `.rev`
+//!   `.idx`, `.rev`, `.bitmap`, `.keep`, `.promisor`, `.mtimes`, and a multi-pack-index or
+//!   chain that names it) into the quarantine and the event names the ids of its index that
+//!   are now missing (git re-fetches them). A bad `.rev`
 //!   alone is moved alone (git then computes the reverse index itself); a bad
 //!   `multi-pack-index` is moved aside, a bad chain file or layer moves `multi-pack-index.d`.
 //!
@@ -1146,6 +1147,27 @@ fn set_aside(
         for ext in PACK_EXTS {
             let n = format!("{}.{ext}", f.name);
             one(&pack_dir, &n, format!("objects/pack/{n}"))?;
+        }
+        // A multi-pack-index naming the pack sends git to it for the ids it chose from it,
+        // and git skips the packs a multi-pack-index covers when it looks elsewhere: left in
+        // place, it would make those ids missing although another pack holds them. It goes
+        // aside too (git then reads every pack through its own index).
+        let named = format!("{}.idx\0", f.name);
+        let names_it = |rel: &Path| {
+            crate::fsx::Root::open(&pack_dir)
+                .and_then(|r| r.read_opt(rel, 1 << 32))
+                .ok()
+                .flatten()
+                .is_some_and(|b| b.windows(named.len()).any(|w| w == named.as_bytes()))
+        };
+        if names_it(Path::new(MIDX)) {
+            one(&pack_dir, MIDX, format!("objects/pack/{MIDX}"))?;
+        }
+        let layers = crate::fsx::Root::open(pack_dir.join(MIDX_D))
+            .and_then(|r| r.list_names(""))
+            .unwrap_or_default();
+        if layers.iter().any(|l| names_it(&Path::new(MIDX_D).join(l))) {
+            one(&pack_dir, MIDX_D, format!("objects/pack/{MIDX_D}"))?;
         }
     } else if f.name.starts_with(&format!("{MIDX_D}/")) || f.name == MIDX_D {
         one(&pack_dir, MIDX_D, format!("objects/pack/{MIDX_D}"))?;
