@@ -458,6 +458,46 @@ fn an_index_patched_to_another_offset_is_reported() {
     }
 }
 
+/// The same patch written in place (`chmod u+w`, same size, `chmod a-w`, `mtime` set back):
+/// same inode, size and `mtime` as recorded, but `ctime` moved; reported.
+#[test]
+fn an_index_rewritten_in_place_with_its_mtime_set_back_is_reported() {
+    use std::os::unix::fs::PermissionsExt;
+    for git in common::gits() {
+        let w = W::new(&git);
+        let id = w.ok(&w.w.main(), &["rev-parse", "side:f"]);
+        let other = w.ok(&w.w.main(), &["rev-parse", "side:g"]);
+        let idx_p = w.with_ext("idx").remove(0);
+        let before = std::fs::metadata(&idx_p).unwrap().modified().unwrap();
+        let mut b = std::fs::read(&idx_p).unwrap();
+        let n = u32::from_be_bytes(b[8 + 255 * 4..8 + 256 * 4].try_into().unwrap()) as usize;
+        let pos = |b: &[u8], h: &str| {
+            let want = unhex(h);
+            (0..n)
+                .find(|i| b[1032 + 20 * i..1032 + 20 * i + 20] == want)
+                .unwrap()
+        };
+        let (i, j) = (pos(&b, &id), pos(&b, &other));
+        let off = 1032 + 24 * n;
+        let (x, y) = (off + 4 * i, off + 4 * j);
+        let t: Vec<u8> = b[x..x + 4].to_vec();
+        b.copy_within(y..y + 4, x);
+        b[y..y + 4].copy_from_slice(&t);
+        fix_trailer(&mut b);
+        std::fs::set_permissions(&idx_p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::write(&idx_p, &b).unwrap();
+        std::fs::set_permissions(&idx_p, std::fs::Permissions::from_mode(0o444)).unwrap();
+        std::fs::File::open(&idx_p)
+            .unwrap()
+            .set_modified(before)
+            .unwrap();
+        assert_eq!(w.cat(&id).as_deref(), Some("other\n"), "{}", git.display());
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:?}", git.display());
+        assert_eq!(substituted(&ev)[0]["change"], "pack");
+    }
+}
+
 /// Offsets of the chunks of a multi-pack-index (id → (start, end)).
 fn midx_chunks(b: &[u8]) -> Vec<([u8; 4], usize, usize)> {
     assert_eq!(&b[..4], b"MIDX");

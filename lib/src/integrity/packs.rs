@@ -426,10 +426,14 @@ struct Budget {
 
 impl Budget {
     fn new() -> Budget {
+        Budget::of(BYTE_LIMIT, OBJECT_LIMIT, DECODED_LIMIT)
+    }
+
+    fn of(bytes: u64, objects: u64, decoded: u64) -> Budget {
         Budget {
-            bytes: BYTE_LIMIT,
-            objects: OBJECT_LIMIT,
-            decoded: AtomicU64::new(DECODED_LIMIT),
+            bytes,
+            objects,
+            decoded: AtomicU64::new(decoded),
         }
     }
 }
@@ -717,7 +721,7 @@ struct Run {
 
 /// The verification core shared by `pin` and `check`. `trusted(rel, seen)`: whether a file
 /// may be taken as it is, unverified.
-fn run(listing: &Listing, trusted: &dyn Fn(&str, &Seen) -> bool) -> Run {
+fn run(listing: &Listing, trusted: &dyn Fn(&str, &Seen) -> bool, mut budget: Budget) -> Run {
     let mut r = Run {
         record: BTreeMap::new(),
         findings: Vec::new(),
@@ -745,7 +749,6 @@ fn run(listing: &Listing, trusted: &dyn Fn(&str, &Seen) -> bool) -> Run {
     // gix re-opens a pack through `/proc/self/fd/N` (the descriptor opened without following
     // links): without `/proc` every pack would fail; the run is incomplete instead.
     let proc_ok = Path::new("/proc/self/fd").is_dir();
-    let mut budget = Budget::new();
     // Packs by base name: which of their files are present (regular).
     let mut packs: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (rel, seen) in &listing.entries {
@@ -898,17 +901,21 @@ pub fn pin(common_dir: &Path, state: &Path) -> Result<(usize, Vec<(String, Strin
     let st_trusted = listing.dir.as_ref().is_some_and(stamps_trusted);
     let first = prev.is_none();
     let prev = prev.unwrap_or_default();
-    let r = run(&listing, &|rel, seen| {
-        first
-            || match seen {
-                Seen::File { stamp, must_verify } => {
-                    st_trusted
-                        && !must_verify
-                        && prev.get(rel).map(String::as_str) == Some(&render_line(rel, stamp))
+    let r = run(
+        &listing,
+        &|rel, seen| {
+            first
+                || match seen {
+                    Seen::File { stamp, must_verify } => {
+                        st_trusted
+                            && !must_verify
+                            && prev.get(rel).map(String::as_str) == Some(&render_line(rel, stamp))
+                    }
+                    Seen::Other(_) => false,
                 }
-                Seen::Other(_) => false,
-            }
-    });
+        },
+        Budget::new(),
+    );
     if let Some(w) = r.incomplete.first() {
         return Err(format!("cannot verify the packs: {w}"));
     }
@@ -944,6 +951,18 @@ fn check_at(
     session: Option<&str>,
     state: &Path,
     restore: bool,
+    emit: &mut dyn FnMut(Event),
+) -> Outcome {
+    check_budget(common, repo, session, state, restore, Budget::new(), emit)
+}
+
+fn check_budget(
+    common: &Path,
+    repo: &Path,
+    session: Option<&str>,
+    state: &Path,
+    restore: bool,
+    budget: Budget,
     emit: &mut dyn FnMut(Event),
 ) -> Outcome {
     let pack_dir = common.join("objects").join("pack");
@@ -984,14 +1003,18 @@ fn check_at(
         }
     };
     let st_trusted = listing.dir.as_ref().is_some_and(stamps_trusted);
-    let r = run(&listing, &|rel, seen| match seen {
-        Seen::File { stamp, must_verify } => {
-            st_trusted
-                && !must_verify
-                && record.get(rel).map(String::as_str) == Some(&render_line(rel, stamp))
-        }
-        Seen::Other(_) => false,
-    });
+    let r = run(
+        &listing,
+        &|rel, seen| match seen {
+            Seen::File { stamp, must_verify } => {
+                st_trusted
+                    && !must_verify
+                    && record.get(rel).map(String::as_str) == Some(&render_line(rel, stamp))
+            }
+            Seen::Other(_) => false,
+        },
+        budget,
+    );
     let mut outcome = Outcome::Clean;
     for w in r.incomplete {
         outcome = outcome.and(incomplete(w, &pack_dir, emit));
@@ -1330,6 +1353,125 @@ mod tests {
         let (o, ev) = run_check(&common, &state);
         assert_eq!(o, Outcome::Found, "{ev:?}");
         assert!(format!("{ev:?}").contains("symbolic link"));
+    }
+
+    /// The record as `pin` writes it, without verifying: stands for stamps that did not move
+    /// although the content did.
+    fn record_unverified(common: &Path, state: &Path) {
+        let l = list(common).unwrap();
+        let rec: BTreeMap<String, Stamp> = l
+            .entries
+            .iter()
+            .filter_map(|(k, s)| match s {
+                Seen::File { stamp, .. } => Some((k.clone(), *stamp)),
+                Seen::Other(_) => None,
+            })
+            .collect();
+        std::fs::write(record_path(state).unwrap(), render(&rec)).unwrap();
+    }
+
+    /// What a check of a forged pack whose stamps are in the record gives: skipped (clean)
+    /// where stamps are trusted, verified (found) elsewhere (tmpfs).
+    fn skip_outcome(common: &Path) -> Outcome {
+        if list(common)
+            .unwrap()
+            .dir
+            .as_ref()
+            .is_some_and(stamps_trusted)
+        {
+            Outcome::Clean
+        } else {
+            eprintln!("stamps not trusted on this file system: every pack verified");
+            Outcome::Found
+        }
+    }
+
+    /// An index with two entries' offsets swapped, trailer fixed (ids point at other objects).
+    fn forge_index(common: &Path) -> PathBuf {
+        let idx = packs(common, "idx").remove(0);
+        let mut b = std::fs::read(&idx).unwrap();
+        let n = u32::from_be_bytes(b[8 + 255 * 4..8 + 256 * 4].try_into().unwrap()) as usize;
+        let off = 8 + 1024 + 24 * n;
+        let t: Vec<u8> = b[off..off + 4].to_vec();
+        b.copy_within(off + 4..off + 8, off);
+        b[off + 4..off + 8].copy_from_slice(&t);
+        rewrite_fixed(&idx, b);
+        // Read-only, as git leaves it (a write bit alone makes it verified).
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&idx, std::fs::Permissions::from_mode(0o444)).unwrap();
+        idx
+    }
+
+    /// The stamp skip is what lets an unchanged pack through; a write bit or a second link
+    /// overrides it, and a damaged record line matches nothing.
+    #[test]
+    fn writable_linked_or_unrecorded_packs_are_verified_whatever_their_stamps() {
+        use std::os::unix::fs::PermissionsExt;
+        let (t, common, state) = setup();
+        let idx = forge_index(&common);
+        assert_eq!(run_check(&common, &state).0, Outcome::Found);
+        // Positive control of the skip: the stamps re-recorded.
+        record_unverified(&common, &state);
+        assert_eq!(run_check(&common, &state).0, skip_outcome(&common));
+        // A damaged line for the index: verified.
+        let rec = record_path(&state).unwrap();
+        let text = std::fs::read_to_string(&rec).unwrap();
+        let name = idx.file_name().unwrap().to_str().unwrap();
+        std::fs::write(
+            &rec,
+            text.replace(&format!("{name} "), &format!("{name}  ")),
+        )
+        .unwrap();
+        assert_eq!(run_check(&common, &state).0, Outcome::Found);
+        // A write bit.
+        std::fs::set_permissions(&idx, std::fs::Permissions::from_mode(0o644)).unwrap();
+        record_unverified(&common, &state);
+        assert_eq!(run_check(&common, &state).0, Outcome::Found);
+        // A second link, read-only.
+        std::fs::set_permissions(&idx, std::fs::Permissions::from_mode(0o444)).unwrap();
+        std::fs::hard_link(&idx, t.path().join("second")).unwrap();
+        record_unverified(&common, &state);
+        assert_eq!(run_check(&common, &state).0, Outcome::Found);
+        // No record at all (a state pinned by an older build): every pack verified.
+        std::fs::remove_file(t.path().join("second")).unwrap();
+        record_unverified(&common, &state);
+        std::fs::remove_file(&rec).unwrap();
+        assert_eq!(run_check(&common, &state).0, Outcome::Found);
+    }
+
+    /// Each bound makes the run incomplete (never clean), naming it.
+    #[test]
+    fn bounds_make_the_check_incomplete() {
+        let (_t, common, state) = setup();
+        std::fs::remove_file(record_path(&state).unwrap()).unwrap();
+        let big = u64::MAX / 2;
+        for (b, word) in [
+            (Budget::of(100, big, big), "bytes of packs"),
+            (Budget::of(big, 1, big), "packed objects"),
+            (Budget::of(big, big, 3), "decoded bytes"),
+        ] {
+            let mut ev = Vec::new();
+            let o = check_budget(&common, &common, None, &state, false, b, &mut |e| {
+                ev.push(e)
+            });
+            assert_eq!(o, Outcome::Incomplete, "{word}: {ev:?}");
+            assert!(
+                ev.iter().any(|e| e.message.contains(word)),
+                "{word}: {ev:?}"
+            );
+        }
+        // Positive control: with the default bounds the same check is clean.
+        let mut ev = Vec::new();
+        let o = check_budget(
+            &common,
+            &common,
+            None,
+            &state,
+            false,
+            Budget::new(),
+            &mut |e| ev.push(e),
+        );
+        assert_eq!(o, Outcome::Clean, "{ev:?}");
     }
 
     #[test]
