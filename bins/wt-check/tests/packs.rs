@@ -636,6 +636,78 @@ fn a_forged_incremental_multi_pack_index_layer_is_reported() {
     }
 }
 
+/// A zlib stream of one stored block holding `raw`.
+fn stored(raw: &[u8]) -> Vec<u8> {
+    let len = u16::try_from(raw.len()).unwrap();
+    let mut out = vec![0x78, 0x01, 0x01];
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&(!len).to_le_bytes());
+    out.extend_from_slice(raw);
+    let (mut a, mut b) = (1u32, 0u32);
+    for &x in raw {
+        a = (a + u32::from(x)) % 65521;
+        b = (b + a) % 65521;
+    }
+    out.extend_from_slice(&((b << 16) | a).to_be_bytes());
+    out
+}
+
+/// An honest, pinned multi-pack-index left alone while the agent rewrites the `.pack` it
+/// covers, its own blob at the trusted id's offset (the `.idx` untouched): git reads it through
+/// the multi-pack-index (control); the pack changed, so it is verified against its index.
+#[test]
+fn a_pack_rewritten_under_an_unchanged_multi_pack_index_is_reported() {
+    for git in common::gits() {
+        let w = W::new(&git);
+        let m = w.w.main();
+        w.ok(&m, &["multi-pack-index", "write"]);
+        w.pin();
+        assert_eq!(w.check(false).0, 0);
+        let id = w.ok(&m, &["rev-parse", "side:f"]);
+        let idx_p = w.with_ext("idx").remove(0);
+        let pack_p = w.with_ext("pack").remove(0);
+        let pack = std::fs::read(&pack_p).unwrap();
+        // `git show-index`: "<offset> <id> (<crc>)" per object.
+        let mut c = Command::new(&w.git);
+        w.w.env(&mut c);
+        let out = c
+            .arg("show-index")
+            .stdin(std::fs::File::open(&idx_p).unwrap())
+            .output()
+            .unwrap();
+        let mut offs: Vec<(usize, String)> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut it = l.split(' ');
+                (
+                    it.next().unwrap().parse().unwrap(),
+                    it.next().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        offs.sort();
+        let k = offs.iter().position(|(_, i)| *i == id).unwrap();
+        let at = offs[k].0;
+        let end = offs.get(k + 1).map_or(pack.len() - 20, |x| x.0);
+        let mut evil = pack[..at].to_vec();
+        evil.push(0x36); // blob, size 6
+        evil.extend_from_slice(&stored(b"evil!\n"));
+        evil.extend_from_slice(&pack[end..]);
+        rewrite(&pack_p, &evil);
+        assert_eq!(
+            w.cat(&id).as_deref(),
+            Some("evil!\n"),
+            "{}: control",
+            git.display()
+        );
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:?}", git.display());
+        let s = substituted(&ev);
+        assert!(s.iter().any(|e| e["change"] == "pack"), "{ev:?}");
+    }
+}
+
 /// The forged pack linked in from outside (git follows the links), and a FIFO at an index
 /// name: reported as not regular files, never followed nor opened blocking.
 #[test]

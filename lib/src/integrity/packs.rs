@@ -30,9 +30,8 @@
 //!   when it changed or when any pack was verified in the same run: its checksum, its order,
 //!   every entry's pack id within its pack list, and every entry's (pack, offset) against that
 //!   pack's `.idx` (itself verified against its pack, now or before), so each (pack, offset) it
-//!   gives holds an object of its id. A pack it names whose `.pack` exists but whose `.idx`
-//!   does not is reported (git reads that pack at the offsets it gives, with nothing to verify
-//!   them against).
+//!   gives holds an object of its id. Entries of a pack without its `.idx` are skipped: git
+//!   refuses such a pack ("index unavailable") even under a multi-pack-index.
 //! - Each file is opened once, `O_NOFOLLOW | O_NONBLOCK`, written back (`sync_file_range`,
 //!   R15-1), `fstat`ed for the identity the pin records, and mapped; gix reads that mapping
 //!   (and re-opens the pack through `/proc/self/fd/N`, the same open file), so a link at a
@@ -630,7 +629,7 @@ fn verify_midx(dir: &Root, rel: &str, budget: &mut Budget) -> Result<Stamp, Fail
         }
     }
     // The `.idx` of every pack it names (opened without following links), or `None` where
-    // neither the `.idx` nor the `.pack` exists (git cannot read those entries).
+    // there is none (git cannot read those entries).
     let mut opened = Vec::new();
     for name in m.index_names() {
         let Some(s) = name
@@ -642,20 +641,11 @@ fn verify_midx(dir: &Root, rel: &str, budget: &mut Budget) -> Result<Stamp, Fail
                 name.display()
             )));
         };
-        let base = &s[..s.len() - 4];
         match open_file(dir, s) {
             Ok(o) => opened.push(Some(o)),
-            Err(Fail::Io(None)) => {
-                if lstat_in(dir, OsStr::new(&format!("{base}.pack")))
-                    .map_err(|e| Fail::Io(Some(e)))?
-                    .is_some()
-                {
-                    return Err(Fail::Bad(format!(
-                        "names {base}.pack, whose index is missing: git reads that pack at the offsets this file gives, unverified"
-                    )));
-                }
-                opened.push(None);
-            }
+            // git needs a pack's `.idx` even when a multi-pack-index covers it ("packfile …
+            // index unavailable", both gits): entries of a pack without one are not read.
+            Err(Fail::Io(None)) => opened.push(None),
             Err(Fail::Bad(w)) => return Err(Fail::Bad(format!("names {s}, which {w}"))),
             Err(e) => return Err(e),
         }
@@ -768,21 +758,28 @@ fn run(listing: &Listing, trusted: &dyn Fn(&str, &Seen) -> bool, mut budget: Bud
         }
     }
     let mut stop = false;
+    // Whether any pack file is new or changed (verified or not): every multi-pack-index is
+    // then verified too — a `.pack` rewritten beside a deleted `.idx` is read by git through
+    // an unchanged multi-pack-index's offsets, and only that verification sees it.
+    let mut changed = false;
     for (base, exts) in &packs {
-        if !(exts.contains(&"idx") && exts.contains(&"pack")) {
-            // git reads a pack through its `.idx` and only when its `.pack` exists; one named
-            // by a multi-pack-index without its `.idx` is reported there.
-            continue;
-        }
         let files: Vec<String> = VERIFIED_EXTS
             .iter()
             .filter(|e| exts.contains(e))
             .map(|e| format!("{base}.{e}"))
             .collect();
-        if files
+        let all_trusted = files
             .iter()
-            .all(|f| listing.entries.get(f).is_some_and(|s| trusted(f, s)))
-        {
+            .all(|f| listing.entries.get(f).is_some_and(|s| trusted(f, s)));
+        if !all_trusted {
+            changed = true;
+        }
+        if !(exts.contains(&"idx") && exts.contains(&"pack")) {
+            // git reads a pack through its `.idx` and only when its `.pack` exists; one named
+            // by a multi-pack-index without its `.idx` is reported there.
+            continue;
+        }
+        if all_trusted {
             for f in files {
                 if let Some(Seen::File { stamp, .. }) = listing.entries.get(&f) {
                     r.record.insert(f, *stamp);
@@ -845,7 +842,7 @@ fn run(listing: &Listing, trusted: &dyn Fn(&str, &Seen) -> bool, mut budget: Bud
         .collect();
     for rel in midx {
         let seen = &listing.entries[rel];
-        if r.verified_packs == 0 && trusted(rel, seen) {
+        if !changed && trusted(rel, seen) {
             if let Seen::File { stamp, .. } = seen {
                 r.record.insert(rel.clone(), *stamp);
             }
