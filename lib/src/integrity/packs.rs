@@ -32,6 +32,12 @@
 //!   pack's `.idx` (itself verified against its pack, now or before), so each (pack, offset) it
 //!   gives holds an object of its id. Entries of a pack without its `.idx` are skipped: git
 //!   refuses such a pack ("index unavailable") even under a multi-pack-index.
+//! - The check writes the record too when it verified something sound (the cache of the
+//!   check): the identity of what it took unchanged and of what it verified now, never of
+//!   what failed or what a bound left unverified; later checks and the next pin skip those
+//!   packs. Invalidated file by file by any change of identity, a write bit, a second link, an
+//!   untrusted file system, a damaged line; kept beside the state file, out of the agent's
+//!   reach (as the pin's).
 //! - Each file is opened once, `O_NOFOLLOW | O_NONBLOCK`, written back (`sync_file_range`,
 //!   R15-1), `fstat`ed for the identity the pin records, and mapped; gix reads that mapping
 //!   (and re-opens the pack through `/proc/self/fd/N`, the same open file), so a link at a
@@ -707,6 +713,9 @@ struct Run {
     findings: Vec<Finding>,
     incomplete: Vec<String>,
     verified_packs: usize,
+    /// Whether a pack or multi-pack-index was verified and found sound in this run (its
+    /// identity is in `record`): the check then writes the record, so later checks skip it.
+    verified_ok: bool,
 }
 
 /// The verification core shared by `pin` and `check`. `trusted(rel, seen)`: whether a file
@@ -717,6 +726,7 @@ fn run(listing: &Listing, trusted: &dyn Fn(&str, &Seen) -> bool, mut budget: Bud
         findings: Vec::new(),
         incomplete: Vec::new(),
         verified_packs: 0,
+        verified_ok: false,
     };
     if let Some(kind) = listing.not_dir {
         r.findings.push(Finding {
@@ -799,7 +809,10 @@ fn run(listing: &Listing, trusted: &dyn Fn(&str, &Seen) -> bool, mut budget: Bud
         }
         r.verified_packs += 1;
         match verify_pack(dir, base, exts.contains(&"rev"), &mut budget) {
-            Ok(stamps) => r.record.extend(stamps),
+            Ok(stamps) => {
+                r.record.extend(stamps);
+                r.verified_ok = true;
+            }
             Err(Fail::Bad(why)) => match why.strip_prefix(REV_MARK) {
                 Some(w) => {
                     // The pack and index verified: recorded; the `.rev` alone is reported.
@@ -854,6 +867,7 @@ fn run(listing: &Listing, trusted: &dyn Fn(&str, &Seen) -> bool, mut budget: Bud
         match verify_midx(dir, rel, &mut budget) {
             Ok(stamp) => {
                 r.record.insert(rel.clone(), stamp);
+                r.verified_ok = true;
             }
             Err(Fail::Bad(why)) => r.findings.push(Finding {
                 name: rel.clone(),
@@ -1012,6 +1026,29 @@ fn check_budget(
         },
         budget,
     );
+    // What this run verified is recorded (the cache of the check): the record then holds the
+    // identity of every file taken as it was (its line unchanged) and of every file verified
+    // sound now (its descriptor's identity after write-back, as the pin records it); a file
+    // that failed, or that a bound left unverified, has no line and is verified again. It
+    // is invalidated, file by file, by any change of identity (a write moves `ctime`, a
+    // rename changes the inode), a write bit, a second link, a file system whose stamps are
+    // not trusted, a damaged line; it lies beside the state file, where the agent cannot
+    // write. Not written when nothing was verified (no write per check).
+    if r.verified_ok {
+        if let Some(p) = record_path(state) {
+            if let (Some(parent), Some(name)) = (p.parent(), p.file_name()) {
+                let wrote = super::nf::Dir::open_trusted(parent)
+                    .and_then(|d| d.write_atomic(name, &render(&r.record), 0o600));
+                if let Err(e) = wrote {
+                    // Only the next check's cost depends on it.
+                    eprintln!(
+                        "wt-check: {}: cannot record the packs verified: {e}",
+                        p.display()
+                    );
+                }
+            }
+        }
+    }
     let mut outcome = Outcome::Clean;
     for w in r.incomplete {
         outcome = outcome.and(incomplete(w, &pack_dir, emit));
@@ -1433,6 +1470,44 @@ mod tests {
         std::fs::remove_file(t.path().join("second")).unwrap();
         record_unverified(&common, &state);
         std::fs::remove_file(&rec).unwrap();
+        assert_eq!(run_check(&common, &state).0, Outcome::Found);
+    }
+
+    /// The check records what it verified sound (the next check skips it) and never what
+    /// failed (every check reports it until it is gone).
+    #[test]
+    fn a_check_records_what_it_verified_and_never_a_failure() {
+        let (_t, common, state) = setup();
+        let repo = common.parent().unwrap();
+        let rec = record_path(&state).unwrap();
+        std::fs::write(repo.join("c"), "three\n").unwrap();
+        git(repo, &["add", "c"]);
+        git(repo, &["commit", "-qm", "c"]);
+        git(repo, &["repack", "-q", "-d"]);
+        let newest = packs(&common, "pack")
+            .into_iter()
+            .find(|p| {
+                !std::fs::read_to_string(&rec)
+                    .unwrap()
+                    .contains(p.file_name().unwrap().to_str().unwrap())
+            })
+            .expect("a new pack");
+        let name = newest.file_name().unwrap().to_str().unwrap().to_owned();
+        assert_eq!(run_check(&common, &state).0, Outcome::Clean);
+        let text = std::fs::read_to_string(&rec).unwrap();
+        assert!(text.contains(&format!("{name} ")), "recorded: {text}");
+        // A forged index: reported, not recorded, reported again.
+        let before = std::fs::read_to_string(&rec).unwrap();
+        let idx = forge_index(&common);
+        let iname = idx.file_name().unwrap().to_str().unwrap().to_owned();
+        assert_eq!(run_check(&common, &state).0, Outcome::Found);
+        let after = std::fs::read_to_string(&rec).unwrap();
+        let line = after.lines().find(|l| l.starts_with(&format!("{iname} ")));
+        let old = before.lines().find(|l| l.starts_with(&format!("{iname} ")));
+        assert!(
+            line.is_none() || line == old,
+            "the forged index was recorded: {after}"
+        );
         assert_eq!(run_check(&common, &state).0, Outcome::Found);
     }
 
