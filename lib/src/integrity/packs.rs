@@ -15,7 +15,7 @@
 //!   `multi-pack-index.d/multi-pack-index-chain` and `multi-pack-index.d/*.midx` in
 //!   `<state>.packs` beside the state file. The first pin of a state path trusts the owner's
 //!   packs as they are; a later pin verifies every pack whose files' identities are not in the
-//!   previous record of the same path (the check before it verified them: verified once more),
+//!   previous record of the same path (a check that verified a pack recorded it; the rest),
 //!   and leaves a pack that does not verify out of the record (refusing the pin unless
 //!   `--accept-armed`).
 //! - [`check`] lists `objects/pack/` (one `fstatat` per name) and verifies every pack whose
@@ -27,7 +27,7 @@
 //!   (gix's pack traversal, `SafetyCheck::All`, mode `HashCrc32`); a `.rev` must be git's
 //!   reverse index of that index (the index positions sorted by pack offset, the pack's
 //!   checksum, its own checksum). A multi-pack-index (each file of a chain as well) is verified
-//!   when it changed or when any pack was verified in the same run: its checksum, its order,
+//!   when it changed or when any pack file is new or changed: its checksum, its order,
 //!   every entry's pack id within its pack list, and every entry's (pack, offset) against that
 //!   pack's `.idx` (itself verified against its pack, now or before), so each (pack, offset) it
 //!   gives holds an object of its id. Entries of a pack without its `.idx` are skipped: git
