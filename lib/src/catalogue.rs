@@ -462,6 +462,12 @@ pub static BUILTIN_MERGE_DRIVERS: &[&str] = &["binary", "text", "union"];
 /// changed since the pin whose content does not hash to its name (git's "hash mismatch",
 /// which git checks for commits and trees it parses but not for blobs it checks out).
 pub static OBJECT_RULE: (&str, &str) = ("GW-OBJ-001", "object-substituted");
+/// wt-check's pack rule (`object_substituted` with `pack`): a pack, pack index, reverse
+/// index or multi-pack-index new or changed since the pin that makes git read an object id
+/// as other content (git's "packfile ... does not match index", "multi-pack-index ...
+/// incorrect offset": what `git fsck`/`git multi-pack-index verify` say, and what git
+/// itself never checks when it reads an object to check it out).
+pub static PACK_RULE: (&str, &str) = ("GW-OBJ-003", "pack-substituted");
 
 /// wt-check's forged-commit-graph rule (`commit_graph_forged`): a commit-graph file
 /// (`objects/info/commit-graph`, a split chain below `objects/info/commit-graphs/`) new or
@@ -1386,7 +1392,7 @@ pub static GIT_WRITTEN_ENTRIES: &[GitWrittenEntry] = &[
     gw("objects/info/packs", "update-server-info", false, "dumb-HTTP pack list; read by dumb-HTTP clients only"),
     gw("objects/info/commit-graph", "commit-graph write, gc (gc.writeCommitGraph), fetch (fetch.writeCommitGraph), maintenance", false, "an index of commits git reads to walk history faster; names no program or folder, but git takes a commit's tree and parents from it without checking them against the commit object (a forged entry changes what `git cherry-pick` writes): not compared; a graph new or changed since the pin is verified against the commit objects (GW-OBJ-002, docs/wt-check.md, Forged commit-graph)"),
     gw("objects/info/commit-graphs", "commit-graph write --split, maintenance", false, "split commit-graph chain (commit-graph-chain and the graph-<hash>.graph files it names); read by git as the single file is: verified as one graph (GW-OBJ-002)"),
-    gw("objects/pack/multi-pack-index", "multi-pack-index write, repack --write-midx, maintenance", false, "an index over packs; names nothing"),
+    gw("objects/pack/multi-pack-index", "multi-pack-index write, repack --write-midx, maintenance", false, "an index over packs; names no program or folder, but git reads an object at the (pack, offset) it gives without checking it against the id: verified against each pack's .idx when it or a pack changed (GW-OBJ-003, docs/wt-check.md, Object substitution through packs)"),
     gw("packed-refs", "pack-refs, gc, clone, fetch", false, "refs; the commit scan compares them with the pin"),
     gw("logs", "every ref update (core.logAllRefUpdates)", false, "reflogs; names nothing"),
     gw("FETCH_HEAD", "fetch, pull", false, "what was fetched; read by pull and merge as revisions"),

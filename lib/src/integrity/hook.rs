@@ -230,6 +230,8 @@ pub fn end_of_turn(agent: Agent, input: &str, a: &CheckArgs, repo_given: bool) -
     outcome = outcome.and(super::rerere::check(&state, &a.state, true, &mut emit));
     // Commit-graph files new or changed since the pin must match the commit objects (`graph`).
     outcome = outcome.and(super::graph::check(&state, &a.state, true, &mut emit));
+    // Packs and multi-pack-indexes new or changed since the pin (`packs`).
+    outcome = outcome.and(super::packs::check(&state, &a.state, true, &mut emit));
     if a.scan {
         // With the record of the scan's sources beside the state file, as `wt-check check`.
         outcome = outcome.and(super::scanlink::scan_recorded(&state, &a.state, &mut emit));

@@ -31,6 +31,7 @@ pub mod indexstat;
 pub mod inprogress;
 pub mod nf;
 pub mod objects;
+pub mod packs;
 pub mod rerere;
 pub mod scanlink;
 pub mod scanlink_key;

@@ -89,6 +89,21 @@ pub fn pin_state(a: &PinArgs) -> Result<super::Pinned, IntegrityError> {
                 .collect(),
         });
     }
+    // Pack identities beside it (`packs::check` verifies what changed); a pack new since the
+    // previous pin of this state path that does not verify is not recorded, and refuses it.
+    let (_, bad) = super::packs::pin(&pinned.state.common_dir, &pinned.path)
+        .map_err(|reason| IntegrityError::StateWrite(pinned.path.clone(), reason))?;
+    if !bad.is_empty() && !a.accept_armed {
+        return Err(IntegrityError::Armed {
+            repo: pinned.state.repo.clone(),
+            findings: bad
+                .iter()
+                .map(|(n, why)| {
+                    format!("{} objects/pack/{n}: {why}", crate::catalogue::PACK_RULE.0)
+                })
+                .collect(),
+        });
+    }
     Ok(pinned)
 }
 
@@ -285,6 +300,11 @@ pub fn check(a: &CheckArgs) -> Code {
     }));
     // Commit-graph files new or changed since the pin must match the commit objects.
     outcome = outcome.and(super::graph::check(&st, &a.state, a.restore, &mut |e| {
+        events += 1;
+        out.emit(e)
+    }));
+    // Packs, their indexes and multi-pack-indexes new or changed since the pin (`packs`).
+    outcome = outcome.and(super::packs::check(&st, &a.state, a.restore, &mut |e| {
         events += 1;
         out.emit(e)
     }));
