@@ -77,7 +77,7 @@ fn scan_inner(state: &State, emit: &mut dyn FnMut(Event)) -> (Outcome, bool) {
         .with("reason", why)
     };
     // Parsed from the state's JSON text here, where it is needed (`state::Refs`).
-    let snap = match serde_json::from_str::<crate::scan::RefSnapshot>(state.refs.json()) {
+    let snap = match serde_json::from_slice::<crate::scan::RefSnapshot>(state.refs.json()) {
         Ok(s) => s,
         Err(e) => {
             emit(incomplete(format!(
