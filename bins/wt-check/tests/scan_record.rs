@@ -370,3 +370,39 @@ fn a_ref_written_within_the_racy_margin_is_not_recorded() {
     assert_eq!(c.w.check(false).0, 0);
     assert!(c.record().exists());
 }
+
+/// The record is a key taken with every folder listed (`Key::take`), whatever names the
+/// key of the check that wrote it took from an earlier record (`Key::take_after`); a new
+/// ref in a folder whose times the agent put back is scanned all the same (the folder's
+/// `ctime` moved: its names are listed, not taken from the record).
+#[test]
+fn the_record_is_a_key_with_every_folder_listed() {
+    let c = case();
+    let full = Key::take(&c.w.state(), &c.common()).unwrap();
+    assert_eq!(std::fs::read(c.record()).unwrap(), full.to_bytes());
+    let after = Key::take_after(&c.w.state(), &c.common(), Some(full.to_bytes())).unwrap();
+    assert_eq!(after.to_bytes(), full.to_bytes());
+    assert!(
+        after.replayed > 0,
+        "positive control: names taken from the record"
+    );
+    let (code, ev) = c.after(|c| {
+        let d = c.common().join("refs/heads");
+        let m = std::fs::metadata(&d).unwrap();
+        std::fs::write(d.join("evil"), format!("{}\n", c.evil)).unwrap();
+        std::fs::File::open(&d)
+            .unwrap()
+            .set_times(
+                std::fs::FileTimes::new()
+                    .set_modified(m.modified().unwrap())
+                    .set_accessed(m.accessed().unwrap()),
+            )
+            .unwrap();
+        assert_eq!(
+            std::fs::metadata(&d).unwrap().modified().unwrap(),
+            m.modified().unwrap()
+        );
+    });
+    assert_eq!(code, 1, "{ev:?}");
+    assert!(has(&ev, "commit_flagged"), "{ev:?}");
+}
