@@ -250,6 +250,12 @@ pub struct Root {
 }
 
 impl Root {
+    /// Is the folder `rel` certainly absent ([`absent_at_once`])? `false` when it is there or
+    /// the answer is anything but "no such name": walk it then.
+    pub fn certainly_absent(&self, rel: &Path) -> bool {
+        absent_at_once(&self.fd, rel)
+    }
+
     /// Opens the trusted folder `path`. Links in `path` itself are resolved here, once (the
     /// caller vouches for its own path); nothing below the root is ever resolved through a
     /// link.
@@ -920,6 +926,29 @@ fn walk_at_once(root: &OwnedFd, comps: &[&OsStr]) -> Option<OwnedFd> {
             None
         }
         Err(_) => None,
+    }
+}
+
+/// Is the folder `rel` below `root` certainly absent: one `openat2` as
+/// [`walk_at_once`]'s (no link at any component, beneath `root`) answered `ENOENT`? `false`
+/// on anything else (found, a link, another error, no `openat2`): the caller then walks.
+pub(crate) fn absent_at_once(root: &OwnedFd, rel: &Path) -> bool {
+    use nix::fcntl::{OpenHow, ResolveFlag};
+    if OPENAT2.load(Ordering::Relaxed) == 2 {
+        return false;
+    }
+    let how = OpenHow::new().flags(DIR_WALK).resolve(
+        ResolveFlag::RESOLVE_NO_SYMLINKS
+            | ResolveFlag::RESOLVE_NO_MAGICLINKS
+            | ResolveFlag::RESOLVE_BENEATH,
+    );
+    match nix::fcntl::openat2(root, rel, how) {
+        Err(Errno::ENOENT) => true,
+        Err(Errno::ENOSYS) => {
+            OPENAT2.store(2, Ordering::Relaxed);
+            false
+        }
+        _ => false,
     }
 }
 

@@ -698,6 +698,22 @@ pub(super) fn in_progress(
 ) -> Vec<(String, Vec<inprogress::Armed>)> {
     let mut out = Vec::new();
     for base in git_dir_bases(entries) {
+        // No operation folder there (the usual case): one `openat2` each from the common
+        // dir (no link crossed, beneath it) answering "no such name", instead of the git dir
+        // opened, each name looked up in it and the git dir closed. Anything else for one of
+        // them (a folder, a file, a link, the git dir itself a link, an error, no `openat2`)
+        // is judged below, as before.
+        let absent = |op: &str| {
+            let rel = if base.is_empty() {
+                PathBuf::from(op)
+            } else {
+                Path::new(&base).join(op)
+            };
+            root.certainly_absent(&rel)
+        };
+        if crate::catalogue::SEQUENCER_DIRS.iter().all(|op| absent(op)) {
+            continue;
+        }
         let dir = match root.walk(Path::new(&base)) {
             Ok(d) => d,
             Err(e) if e.is_not_found() => continue,

@@ -82,6 +82,12 @@ impl Dir {
     }
 
     /// The folder `rel` below this one (`""` is this folder).
+    /// Is the folder `rel` certainly absent (one `openat2` answered "no such name", no link
+    /// crossed)? `false` on anything else: [`Dir::walk`] it then.
+    pub fn certainly_absent(&self, rel: &Path) -> bool {
+        self.0.certainly_absent(rel)
+    }
+
     pub fn walk(&self, rel: &Path) -> Result<Dir, NfError> {
         if rel.as_os_str().is_empty() {
             return self.0.try_clone().map(Dir);
