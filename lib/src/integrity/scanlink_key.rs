@@ -139,6 +139,10 @@ fn list(fd: &OwnedFd, buf: &mut [u8]) -> Option<Vec<(Vec<u8>, u8)>> {
     Some(out)
 }
 
+/// What [`Taker::names`] does after putting each name (the name, and whether it is a
+/// folder).
+type Each<'a, 'r> = dyn FnMut(&mut Taker<'r>, &[u8], bool) -> Option<()> + 'a;
+
 struct Taker<'r> {
     key: Key,
     dev: u64,
@@ -153,7 +157,7 @@ struct Taker<'r> {
     replayed: usize,
 }
 
-impl Taker<'_> {
+impl<'r> Taker<'r> {
     /// Is the key taken so far the recorded key's prefix? Once not, never again.
     fn in_step(&mut self) -> bool {
         let Some(p) = self.prev else { return false };
@@ -197,7 +201,7 @@ impl Taker<'_> {
         fd: &OwnedFd,
         replay: bool,
         keep: fn(&[u8]) -> bool,
-        each: &mut dyn FnMut(&mut Self, &[u8], bool) -> Option<()>,
+        each: &mut Each<'_, 'r>,
     ) -> Option<()> {
         let listing = |t: &mut Self| -> Option<Vec<(Vec<u8>, u8)>> {
             Some(
@@ -901,7 +905,8 @@ mod tests {
         // entry's root refs, refs and logs, objects, objects/pack, objects/info…
         assert!(after.replayed >= 12, "{}", after.replayed);
         assert_eq!(full.replayed, 0);
-        let changes: Vec<(&str, Box<dyn Fn()>)> = vec![
+        type Change<'a> = (&'a str, Box<dyn Fn() + 'a>);
+        let changes: Vec<Change> = vec![
             (
                 "a new loose ref",
                 Box::new(|| {
@@ -1029,9 +1034,8 @@ mod tests {
         let b = full.to_bytes();
         for cut in [b.len() / 3, b.len() / 2, b.len() - 9, b.len() - 1] {
             let rec = &b[..cut];
-            match Key::take_after(&state, &common, Some(rec)) {
-                Some(k) => assert_eq!(k.to_bytes(), b, "cut at {cut}"),
-                None => {}
+            if let Some(k) = Key::take_after(&state, &common, Some(rec)) {
+                assert_eq!(k.to_bytes(), b, "cut at {cut}");
             }
         }
         // A name inserted in a recorded folder, its count left as it was: the key differs
