@@ -472,6 +472,50 @@ impl Root {
     /// The child `name` opened as [`Root::read_child_regular`] opens it (no-follow,
     /// non-blocking, its type and size checked with `fstat` on the descriptor), for a caller
     /// that looks at the file's identity before deciding to read it.
+    /// [`Root::open_child_regular`] of `rel`, several components below the root, in one
+    /// `openat2` (no link at any component, the last one included; beneath the root; the
+    /// same flags) and its `fstat`. `None` when the `openat2` fails in any way (a missing
+    /// name, a link, no `openat2`): the caller then walks, which names the component and
+    /// the kind of error.
+    pub fn open_regular_at_once(
+        &self,
+        rel: &Path,
+        max_bytes: u64,
+    ) -> Option<Result<OpenedFile, FsError>> {
+        use nix::fcntl::{OpenHow, ResolveFlag};
+        if OPENAT2.load(Ordering::Relaxed) == 2 {
+            return None;
+        }
+        let how = OpenHow::new()
+            .flags(
+                OFlag::O_RDONLY
+                    | OFlag::O_NOFOLLOW
+                    | OFlag::O_NONBLOCK
+                    | OFlag::O_NOCTTY
+                    | OFlag::O_CLOEXEC,
+            )
+            .resolve(
+                ResolveFlag::RESOLVE_NO_SYMLINKS
+                    | ResolveFlag::RESOLVE_NO_MAGICLINKS
+                    | ResolveFlag::RESOLVE_BENEATH,
+            );
+        let fd = match nix::fcntl::openat2(&self.fd, rel, how) {
+            Ok(fd) => fd,
+            Err(Errno::ENOSYS) => {
+                OPENAT2.store(2, Ordering::Relaxed);
+                return None;
+            }
+            Err(_) => return None,
+        };
+        let full = self.path.join(rel);
+        Some(fstat_regular(&fd, &full, max_bytes).map(|st| OpenedFile {
+            fd,
+            st,
+            full,
+            max_bytes,
+        }))
+    }
+
     pub fn open_child_regular(&self, name: &OsStr, max_bytes: u64) -> Result<OpenedFile, FsError> {
         let full = self.path.join(name);
         if name.is_empty() || name == "." || name == ".." || name.as_bytes().contains(&b'/') {

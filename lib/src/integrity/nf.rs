@@ -144,6 +144,17 @@ impl Dir {
         self.0.open_child_regular(name, limit)
     }
 
+    /// A regular file `rel` below this folder (several components) in one `openat2`, no
+    /// link crossed (`fsx::Root::open_regular_at_once`); `None` on any failure of the open:
+    /// walk to it then.
+    pub fn open_regular_at_once(
+        &self,
+        rel: &Path,
+        limit: u64,
+    ) -> Option<Result<crate::fsx::OpenedFile, NfError>> {
+        self.0.open_regular_at_once(rel, limit)
+    }
+
     /// The target of a symbolic link child (read, not followed).
     pub fn read_link(&self, name: &OsStr) -> Result<OsString, NfError> {
         self.0.read_link(name).map(PathBuf::into_os_string)
