@@ -250,6 +250,12 @@ pub struct Root {
 }
 
 impl Root {
+    /// Is the folder `rel` certainly absent ([`absent_at_once`])? `false` when it is there or
+    /// the answer is anything but "no such name": walk it then.
+    pub fn certainly_absent(&self, rel: &Path) -> bool {
+        absent_at_once(&self.fd, rel)
+    }
+
     /// Opens the trusted folder `path`. Links in `path` itself are resolved here, once (the
     /// caller vouches for its own path); nothing below the root is ever resolved through a
     /// link.
@@ -466,6 +472,50 @@ impl Root {
     /// The child `name` opened as [`Root::read_child_regular`] opens it (no-follow,
     /// non-blocking, its type and size checked with `fstat` on the descriptor), for a caller
     /// that looks at the file's identity before deciding to read it.
+    /// [`Root::open_child_regular`] of `rel`, several components below the root, in one
+    /// `openat2` (no link at any component, the last one included; beneath the root; the
+    /// same flags) and its `fstat`. `None` when the `openat2` fails in any way (a missing
+    /// name, a link, no `openat2`): the caller then walks, which names the component and
+    /// the kind of error.
+    pub fn open_regular_at_once(
+        &self,
+        rel: &Path,
+        max_bytes: u64,
+    ) -> Option<Result<OpenedFile, FsError>> {
+        use nix::fcntl::{OpenHow, ResolveFlag};
+        if OPENAT2.load(Ordering::Relaxed) == 2 {
+            return None;
+        }
+        let how = OpenHow::new()
+            .flags(
+                OFlag::O_RDONLY
+                    | OFlag::O_NOFOLLOW
+                    | OFlag::O_NONBLOCK
+                    | OFlag::O_NOCTTY
+                    | OFlag::O_CLOEXEC,
+            )
+            .resolve(
+                ResolveFlag::RESOLVE_NO_SYMLINKS
+                    | ResolveFlag::RESOLVE_NO_MAGICLINKS
+                    | ResolveFlag::RESOLVE_BENEATH,
+            );
+        let fd = match nix::fcntl::openat2(&self.fd, rel, how) {
+            Ok(fd) => fd,
+            Err(Errno::ENOSYS) => {
+                OPENAT2.store(2, Ordering::Relaxed);
+                return None;
+            }
+            Err(_) => return None,
+        };
+        let full = self.path.join(rel);
+        Some(fstat_regular(&fd, &full, max_bytes).map(|st| OpenedFile {
+            fd,
+            st,
+            full,
+            max_bytes,
+        }))
+    }
+
     pub fn open_child_regular(&self, name: &OsStr, max_bytes: u64) -> Result<OpenedFile, FsError> {
         let full = self.path.join(name);
         if name.is_empty() || name == "." || name == ".." || name.as_bytes().contains(&b'/') {
@@ -920,6 +970,29 @@ fn walk_at_once(root: &OwnedFd, comps: &[&OsStr]) -> Option<OwnedFd> {
             None
         }
         Err(_) => None,
+    }
+}
+
+/// Is the folder `rel` below `root` certainly absent: one `openat2` as
+/// [`walk_at_once`]'s (no link at any component, beneath `root`) answered `ENOENT`? `false`
+/// on anything else (found, a link, another error, no `openat2`): the caller then walks.
+pub(crate) fn absent_at_once(root: &OwnedFd, rel: &Path) -> bool {
+    use nix::fcntl::{OpenHow, ResolveFlag};
+    if OPENAT2.load(Ordering::Relaxed) == 2 {
+        return false;
+    }
+    let how = OpenHow::new().flags(DIR_WALK).resolve(
+        ResolveFlag::RESOLVE_NO_SYMLINKS
+            | ResolveFlag::RESOLVE_NO_MAGICLINKS
+            | ResolveFlag::RESOLVE_BENEATH,
+    );
+    match nix::fcntl::openat2(root, rel, how) {
+        Err(Errno::ENOENT) => true,
+        Err(Errno::ENOSYS) => {
+            OPENAT2.store(2, Ordering::Relaxed);
+            false
+        }
+        _ => false,
     }
 }
 

@@ -467,7 +467,11 @@ static VERDICTS: Mutex<Option<Verdicts>> = Mutex::new(None);
 /// check installed the verdicts of the last one ([`use_verdicts`]): then an index whose
 /// identity the record holds, under the conditions [`Verdicts`] states, is not read at all.
 pub fn read_shared(dir: &Dir, name: &OsStr, limit: u64) -> Result<Arc<IndexRead>, NfError> {
-    let opened = dir.open_regular(name, limit)?;
+    read_shared_opened(dir.open_regular(name, limit)?)
+}
+
+/// [`read_shared`] of an index already opened (as `Dir::open_regular` opens it).
+pub fn read_shared_opened(opened: crate::fsx::OpenedFile) -> Result<Arc<IndexRead>, NfError> {
     let id = opened.id();
     let mut memo = READ.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(r) = memo.iter().find(|r| r.id == id && r.path == opened.path()) {

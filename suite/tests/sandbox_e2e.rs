@@ -289,8 +289,13 @@ fn scripted_agent_in_bubblewrap() {
             String::from_utf8_lossy(&plan.stderr)
         );
         let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+        // The state's object (format 3: the ref snapshot follows it as a second document).
         let pinned: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+            serde_json::Deserializer::from_slice(&std::fs::read(&state).unwrap())
+                .into_iter::<serde_json::Value>()
+                .next()
+                .unwrap()
+                .unwrap();
         let mut want: Vec<String> = pinned["entries"]
             .as_object()
             .unwrap()

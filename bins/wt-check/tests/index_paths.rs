@@ -693,3 +693,40 @@ fn audit_reports_every_index_once() {
         assert_eq!(names, [".git/hooks/pre-commit", "/etc/x1"], "{ctx}: {main}");
     }
 }
+
+/// A linked worktree's index that is a link, or a FIFO: the one `openat2` that opens an
+/// index below the common dir refuses both (no link crossed, the last component included;
+/// a FIFO is not a regular file), and the check reports them as the walk to the index
+/// always did — never follows the link, never reads the FIFO.
+#[test]
+fn a_linked_worktrees_index_that_is_a_link_or_a_fifo_is_reported_not_read() {
+    let w = common::world();
+    w.pin();
+    let index = w.git_dir().join("worktrees/other/index");
+    let (code, ev) = w.check(false);
+    assert_eq!(
+        (code, ev.len()),
+        (0, 0),
+        "positive control: clean before: {ev:?}"
+    );
+    std::fs::remove_file(&index).unwrap();
+    std::os::unix::fs::symlink(w.git_dir().join("index"), &index).unwrap();
+    let (code, ev) = w.check(false);
+    assert_ne!(code, 0, "{ev:?}");
+    assert!(
+        ev.iter().any(|e| e["path"] == index.to_str().unwrap()),
+        "{ev:?}"
+    );
+    std::fs::remove_file(&index).unwrap();
+    assert!(Command::new("mkfifo")
+        .arg(&index)
+        .status()
+        .unwrap()
+        .success());
+    let (code, ev) = w.check(false);
+    assert_ne!(code, 0, "{ev:?}");
+    assert!(
+        ev.iter().any(|e| e["path"] == index.to_str().unwrap()),
+        "{ev:?}"
+    );
+}

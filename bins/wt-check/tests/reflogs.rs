@@ -281,9 +281,8 @@ fn a_clones_reflogs_are_known_at_the_pin() {
             String::from_utf8_lossy(&out.stdout)
         );
         // The reset-away commits are in the pin's known reflog ids.
-        let state: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&st).unwrap()).unwrap();
-        let s = state.to_string();
+        let (_, refs) = common::read_state_json(&st);
+        let s = refs.to_string();
         if dir == &m {
             assert!(s.contains("present"), "{s}");
         }

@@ -265,15 +265,16 @@ fn a_new_pin_is_a_new_key() {
     assert_eq!(after.to_bytes(), again.to_bytes());
 }
 
-/// The snapshot is kept as JSON text (`state::Refs`) and parsed only when the scan runs: a
-/// state file whose snapshot is not one is incomplete, whatever the record said before;
-/// one whose snapshot is not JSON cannot be read at all.
+/// The snapshot is kept as JSON text (`state::Refs`, format 3: the document after the
+/// state's object) and parsed only when the scan runs: a state file whose snapshot is not
+/// one, or not JSON, is incomplete, whatever the record said before; one with nothing after
+/// the state's object cannot be read at all.
 #[test]
 fn a_damaged_snapshot_in_the_state_file_is_never_clean() {
     let c = case();
     assert!(c.record().exists());
     let text = std::fs::read_to_string(c.w.state()).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let (v, _) = common::read_state_json(&c.w.state());
     for (what, refs, kind) in [
         (
             "another format",
@@ -283,17 +284,21 @@ fn a_damaged_snapshot_in_the_state_file_is_never_clean() {
         ("not a snapshot", serde_json::json!("x"), "scan_incomplete"),
         ("missing", serde_json::Value::Null, "scan_incomplete"),
     ] {
-        let mut v = v.clone();
-        v["refs"] = refs;
-        std::fs::write(c.w.state(), serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        common::write_state_json(&c.w.state(), &v, &refs);
         let (code, ev) = c.w.check(false);
         assert_eq!(code, 2, "{what}: {ev:?}");
         assert!(has(&ev, kind), "{what}: {ev:?}");
     }
-    // Not JSON inside the snapshot: the state file is refused.
-    let broken = text.replacen("\"refs\": {", "\"refs\": {{", 1);
+    // Not JSON in the snapshot (format 3 keeps it as text after the state's object, parsed
+    // only when the scan runs): the scan is incomplete, never clean.
+    let broken = text.replacen("{\"format\":1,", "{\"format\":1,{", 1);
     assert_ne!(broken, text);
     std::fs::write(c.w.state(), &broken).unwrap();
+    let (code, ev) = c.w.check(false);
+    assert_eq!(code, 2, "{ev:?}");
+    assert!(has(&ev, "scan_incomplete"), "{ev:?}");
+    // Nothing after the state's object: the state file is refused.
+    std::fs::write(c.w.state(), serde_json::to_vec_pretty(&v).unwrap()).unwrap();
     let (code, ev) = c.w.check(false);
     assert_eq!(code, 2, "{ev:?}");
     assert!(has(&ev, "check_incomplete"), "{ev:?}");
@@ -364,4 +369,40 @@ fn a_ref_written_within_the_racy_margin_is_not_recorded() {
     std::thread::sleep(Duration::from_millis(1200));
     assert_eq!(c.w.check(false).0, 0);
     assert!(c.record().exists());
+}
+
+/// The record is a key taken with every folder listed (`Key::take`), whatever names the
+/// key of the check that wrote it took from an earlier record (`Key::take_after`); a new
+/// ref in a folder whose times the agent put back is scanned all the same (the folder's
+/// `ctime` moved: its names are listed, not taken from the record).
+#[test]
+fn the_record_is_a_key_with_every_folder_listed() {
+    let c = case();
+    let full = Key::take(&c.w.state(), &c.common()).unwrap();
+    assert_eq!(std::fs::read(c.record()).unwrap(), full.to_bytes());
+    let after = Key::take_after(&c.w.state(), &c.common(), Some(full.to_bytes())).unwrap();
+    assert_eq!(after.to_bytes(), full.to_bytes());
+    assert!(
+        after.replayed > 0,
+        "positive control: names taken from the record"
+    );
+    let (code, ev) = c.after(|c| {
+        let d = c.common().join("refs/heads");
+        let m = std::fs::metadata(&d).unwrap();
+        std::fs::write(d.join("evil"), format!("{}\n", c.evil)).unwrap();
+        std::fs::File::open(&d)
+            .unwrap()
+            .set_times(
+                std::fs::FileTimes::new()
+                    .set_modified(m.modified().unwrap())
+                    .set_accessed(m.accessed().unwrap()),
+            )
+            .unwrap();
+        assert_eq!(
+            std::fs::metadata(&d).unwrap().modified().unwrap(),
+            m.modified().unwrap()
+        );
+    });
+    assert_eq!(code, 1, "{ev:?}");
+    assert!(has(&ev, "commit_flagged"), "{ev:?}");
 }

@@ -1,13 +1,25 @@
-//! The state file formats: format 2 (written now) holds each file content once in a blob
-//! table; format 1 (every content inline, written by earlier builds) still loads and still
-//! restores byte-exact; an unknown format is refused with one line naming the file.
+//! The state file formats: format 3 (written now) holds each file content once in a blob
+//! table and the ref snapshot as a second document after the state's object; format 2 (the
+//! snapshot inside, as `refs`) and format 1 (every content inline too, written by earlier
+//! builds) still load and still restore byte-exact; an unknown format is refused with one
+//! line naming the file.
 
 mod common;
 
 use std::path::Path;
 
-/// Rewrite a format 2 state file as format 1: every content back inline, no blob table.
+/// Rewrite a format 3 state file as format 2: the snapshot back inside, as `refs`.
+fn to_format_2(state: &Path) {
+    let (mut v, refs) = common::read_state_json(state);
+    v["refs"] = refs;
+    v["format"] = 2.into();
+    std::fs::write(state, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+/// Rewrite a format 3 state file as format 1: the snapshot inside, every content back
+/// inline, no blob table.
 fn to_format_1(state: &Path) {
+    to_format_2(state);
     let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(state).unwrap()).unwrap();
     let blobs = v["blobs"].as_object().unwrap().clone();
     for table in ["entries", "includes"] {
@@ -27,11 +39,17 @@ fn to_format_1(state: &Path) {
 }
 
 #[test]
-fn format_2_stores_each_sample_hook_once() {
+fn format_3_stores_each_sample_hook_once_and_the_snapshot_after_the_state() {
     let w = common::world();
     w.pin();
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(w.state()).unwrap()).unwrap();
-    assert_eq!(v["format"], 2);
+    let (v, refs) = common::read_state_json(&w.state());
+    assert_eq!(v["format"], 3);
+    assert!(v.get("refs").is_none(), "{v}");
+    assert_eq!(refs["format"], 1, "{refs}");
+    assert!(
+        refs["refs"].as_object().is_some_and(|r| !r.is_empty()),
+        "{refs}"
+    );
     // The main git dir and the submodule's hold the same sample hooks: one copy each.
     let sample = std::fs::read_to_string(w.git_dir().join("hooks/pre-push.sample")).unwrap();
     let text = std::fs::read_to_string(w.state()).unwrap();
@@ -52,6 +70,52 @@ fn format_2_stores_each_sample_hook_once() {
     // The whole sample, as JSON writes it, appears once in the file.
     let as_json = serde_json::to_string(&sample).unwrap();
     assert_eq!(text.matches(as_json.as_str()).count(), 1);
+    let (code, ev) = w.check(false);
+    assert_eq!((code, ev.len()), (0, 0), "{ev:?}");
+}
+
+#[test]
+fn a_format_2_state_file_still_checks_and_a_commit_gained_is_still_scanned() {
+    let w = common::world();
+    w.pin();
+    to_format_2(&w.state());
+    let (code, ev) = w.check(false);
+    assert_eq!((code, ev.len()), (0, 0), "{ev:?}");
+    // The snapshot inside the object is the one the scan compares with: a commit new since
+    // the pin (selecting a filter driver) is scanned and flagged.
+    let m = w.main();
+    std::fs::write(m.join(".gitattributes"), "*.c filter=evil\n").unwrap();
+    w.git(&m, &["add", ".gitattributes"]);
+    w.git(&m, &["commit", "-q", "-m", "attrs"]);
+    let (_, ev) = w.check(false);
+    assert!(ev.iter().any(|e| e["event"] == "commit_flagged"), "{ev:?}");
+}
+
+#[test]
+fn a_format_3_state_file_without_its_snapshot_or_with_two_is_refused() {
+    let w = common::world();
+    w.pin();
+    let st = w.state();
+    let (v, refs) = common::read_state_json(&st);
+    // The state's object alone: not "no snapshot", a state file that cannot be read.
+    std::fs::write(&st, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let (code, ev) = w.check(false);
+    assert_eq!(code, 2, "{ev:?}");
+    assert!(
+        ev.iter().any(|e| e["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no ref snapshot")),
+        "{ev:?}"
+    );
+    // The snapshot inside the object as well as after it: refused (which one counts?).
+    let mut both = v.clone();
+    both["refs"] = refs.clone();
+    common::write_state_json(&st, &both, &refs);
+    let (code, ev) = w.check(false);
+    assert_eq!(code, 2, "{ev:?}");
+    // Positive control: the two documents as written.
+    common::write_state_json(&st, &v, &refs);
     let (code, ev) = w.check(false);
     assert_eq!((code, ev.len()), (0, 0), "{ev:?}");
 }
@@ -89,29 +153,29 @@ fn an_unknown_format_or_a_missing_blob_is_refused_in_one_line() {
     let w = common::world();
     w.pin();
     let st = w.state();
-    let original = std::fs::read(&st).unwrap();
-    let mut v: serde_json::Value = serde_json::from_slice(&original).unwrap();
-    v["format"] = 3.into();
-    std::fs::write(&st, serde_json::to_vec(&v).unwrap()).unwrap();
+    let (original, refs) = common::read_state_json(&st);
+    let mut v = original.clone();
+    v["format"] = 4.into();
+    common::write_state_json(&st, &v, &refs);
     let (code, ev) = w.check(false);
     assert_eq!(code, 2);
     let msg = ev[0]["message"].as_str().unwrap();
     assert!(
         msg.starts_with(st.to_str().unwrap())
-            && msg.contains("format 3 is not supported")
+            && msg.contains("format 4 is not supported")
             && msg.contains("wt-check pin")
             && !msg.contains('\n'),
         "{msg}"
     );
 
     // A blob table that lost a content: refused, never restored as empty.
-    let mut v: serde_json::Value = serde_json::from_slice(&original).unwrap();
+    let mut v = original.clone();
     let oid = v["entries"]["hooks/pre-push.sample"]["oid"]
         .as_str()
         .unwrap()
         .to_owned();
     v["blobs"].as_object_mut().unwrap().remove(&oid);
-    std::fs::write(&st, serde_json::to_vec(&v).unwrap()).unwrap();
+    common::write_state_json(&st, &v, &refs);
     let (code, ev) = w.check(true);
     assert_eq!(code, 2);
     let msg = ev[0]["message"].as_str().unwrap();

@@ -700,8 +700,7 @@ fn pin_refuses_an_armed_repository_unless_accepted() {
         assert_eq!(code, 0, "{err}");
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert!(v["accepted"].as_u64().unwrap() >= 1, "{v}");
-        let st: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(s.state()).unwrap()).unwrap();
+        let (st, _) = common::read_state_json(&s.state());
         assert!(st["accepted"]
             .as_array()
             .unwrap()

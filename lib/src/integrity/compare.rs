@@ -605,20 +605,29 @@ pub(super) fn index_path_diffs(
     let mut diffs = Vec::new();
     let mut problems = Vec::new();
     for base in git_dir_bases(entries) {
-        let dir = match root.walk(Path::new(if base.is_empty() { "" } else { base.as_str() })) {
-            Ok(d) => d,
-            Err(e) if e.is_not_found() => continue,
-            Err(e) => {
-                problems.push(Problem {
-                    path: e.path().to_path_buf(),
-                    reason: e.to_string(),
-                    link: e.is_link(),
-                });
-                continue;
-            }
-        };
         let name = OsStr::new("index");
-        let index = match crate::index_paths::read_shared(&dir, name, embedded::INDEX_LIMIT) {
+        let rel_index = Path::new(&base).join(name);
+        // The index in one `openat2` from the common dir (no link crossed); on any failure
+        // of that open, the git dir walked and the index opened in it, as before (which
+        // names the component and the kind of error).
+        let opened = match root.open_regular_at_once(&rel_index, embedded::INDEX_LIMIT) {
+            Some(o) => o,
+            None => match root.walk(Path::new(&base)) {
+                Ok(d) => d,
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => {
+                    problems.push(Problem {
+                        path: e.path().to_path_buf(),
+                        reason: e.to_string(),
+                        link: e.is_link(),
+                    });
+                    continue;
+                }
+            }
+            .open_regular(name, embedded::INDEX_LIMIT),
+        };
+        let dir_path = root.path().join(&base);
+        let index = match opened.and_then(crate::index_paths::read_shared_opened) {
             Ok(i) => i,
             Err(e) if e.is_not_found() => continue,
             Err(e) => {
@@ -639,8 +648,8 @@ pub(super) fn index_path_diffs(
             Ok(b) => b,
             Err(why) => {
                 problems.push(Problem {
-                    path: dir.path().join(name),
-                    reason: format!("{}: {why}", dir.path().join(name).display()),
+                    path: dir_path.join(name),
+                    reason: format!("{}: {why}", dir_path.join(name).display()),
                     link: false,
                 });
                 continue;
@@ -668,7 +677,10 @@ pub(super) fn index_path_diffs(
             kind: EventKind::IndexEntryInvalid,
             change: "invalid-path",
             before: Node::Absent,
-            after: read_node(&dir, name).ok(),
+            after: root
+                .walk(Path::new(&base))
+                .ok()
+                .and_then(|dir| read_node(&dir, name).ok()),
             why: Some(why.join("; ")),
             plan: Plan::Quarantine,
         });
@@ -715,6 +727,22 @@ pub(super) fn in_progress(
 ) -> Vec<(String, Vec<inprogress::Armed>)> {
     let mut out = Vec::new();
     for base in git_dir_bases(entries) {
+        // No operation folder there (the usual case): one `openat2` each from the common
+        // dir (no link crossed, beneath it) answering "no such name", instead of the git dir
+        // opened, each name looked up in it and the git dir closed. Anything else for one of
+        // them (a folder, a file, a link, the git dir itself a link, an error, no `openat2`)
+        // is judged below, as before.
+        let absent = |op: &str| {
+            let rel = if base.is_empty() {
+                PathBuf::from(op)
+            } else {
+                Path::new(&base).join(op)
+            };
+            root.certainly_absent(&rel)
+        };
+        if crate::catalogue::SEQUENCER_DIRS.iter().all(|op| absent(op)) {
+            continue;
+        }
         let dir = match root.walk(Path::new(&base)) {
             Ok(d) => d,
             Err(e) if e.is_not_found() => continue,

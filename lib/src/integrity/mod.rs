@@ -94,7 +94,7 @@ pub enum IntegrityError {
     StateRead(PathBuf, std::io::Error),
     #[error("{0}: not a wt-check state file: {1}")]
     StateParse(PathBuf, serde_json::Error),
-    #[error("{0}: state file format {1} is not supported (this build reads formats 1 and 2 and writes {f}); pin again with `wt-check pin`", f = state::FORMAT)]
+    #[error("{0}: state file format {1} is not supported (this build reads formats 1 to 3 and writes {f}); pin again with `wt-check pin`", f = state::FORMAT)]
     StateFormat(PathBuf, u32),
     #[error("{0}: cannot write the state file: {1}")]
     StateWrite(PathBuf, String),

@@ -82,6 +82,12 @@ impl Dir {
     }
 
     /// The folder `rel` below this one (`""` is this folder).
+    /// Is the folder `rel` certainly absent (one `openat2` answered "no such name", no link
+    /// crossed)? `false` on anything else: [`Dir::walk`] it then.
+    pub fn certainly_absent(&self, rel: &Path) -> bool {
+        self.0.certainly_absent(rel)
+    }
+
     pub fn walk(&self, rel: &Path) -> Result<Dir, NfError> {
         if rel.as_os_str().is_empty() {
             return self.0.try_clone().map(Dir);
@@ -136,6 +142,17 @@ impl Dir {
         limit: u64,
     ) -> Result<crate::fsx::OpenedFile, NfError> {
         self.0.open_child_regular(name, limit)
+    }
+
+    /// A regular file `rel` below this folder (several components) in one `openat2`, no
+    /// link crossed (`fsx::Root::open_regular_at_once`); `None` on any failure of the open:
+    /// walk to it then.
+    pub fn open_regular_at_once(
+        &self,
+        rel: &Path,
+        limit: u64,
+    ) -> Option<Result<crate::fsx::OpenedFile, NfError>> {
+        self.0.open_regular_at_once(rel, limit)
     }
 
     /// The target of a symbolic link child (read, not followed).

@@ -197,7 +197,7 @@ pub(super) fn session_dir(opts: &Options, loc: &Located) -> Option<PathBuf> {
 pub(super) fn write_state(path: &Path, state: &State) -> Result<(), IntegrityError> {
     let err =
         |e: &dyn std::fmt::Display| IntegrityError::StateWrite(path.to_path_buf(), e.to_string());
-    let bytes = serde_json::to_vec_pretty(state).map_err(|e| err(&e))?;
+    let bytes = state.to_bytes().map_err(|e| err(&e))?;
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(err(&"no parent folder"));
     };
@@ -212,24 +212,13 @@ pub fn read_state(path: &Path) -> Result<State, IntegrityError> {
     }
     let bytes =
         std::fs::read(path).map_err(|e| IntegrityError::StateRead(path.to_path_buf(), e))?;
-    // One parse into the typed state; on failure, a second look tells a state file of
-    // another format from a damaged one.
-    match serde_json::from_slice::<State>(&bytes) {
-        Ok(s) if state::FORMATS_READ.contains(&s.format) => Ok(s),
-        Ok(s) => Err(IntegrityError::StateFormat(path.to_path_buf(), s.format)),
-        Err(e) => {
-            let f = serde_json::from_slice::<serde_json::Value>(&bytes)
-                .ok()
-                .and_then(|v| v.get("format").and_then(serde_json::Value::as_u64));
-            match f {
-                Some(f) if !state::FORMATS_READ.iter().any(|r| u64::from(*r) == f) => {
-                    Err(IntegrityError::StateFormat(
-                        path.to_path_buf(),
-                        u32::try_from(f).unwrap_or(u32::MAX),
-                    ))
-                }
-                _ => Err(IntegrityError::StateParse(path.to_path_buf(), e)),
-            }
+    match State::from_bytes(bytes) {
+        Ok(s) => Ok(s),
+        Err(state::FromBytesError::Format(f)) => {
+            Err(IntegrityError::StateFormat(path.to_path_buf(), f))
+        }
+        Err(state::FromBytesError::Parse(e)) => {
+            Err(IntegrityError::StateParse(path.to_path_buf(), e))
         }
     }
 }

@@ -28,9 +28,14 @@ pub fn scan_recorded(state: &State, state_path: &Path, emit: &mut dyn FnMut(Even
     use super::scanlink_key::{record_path, Key};
     let started = crate::layout::walk_cache::now_ns();
     let record = record_path(state_path);
-    let key = Key::take(state_path, &state.common_dir);
-    if let (Some(k), Some(r)) = (&key, &record) {
-        if k.matches_record(r) {
+    // The record's bytes (the owner's file; one that cannot be read is no record), from
+    // which the key takes the names of the folders whose stamps it holds unchanged.
+    let recorded = record
+        .as_deref()
+        .and_then(|r| crate::layout::walk_cache::read_owner_file(r).ok());
+    let key = Key::take_after(state_path, &state.common_dir, recorded.as_deref());
+    if let (Some(k), Some(r)) = (&key, &recorded) {
+        if k.to_bytes() == r.as_slice() {
             return Outcome::Clean;
         }
     }
@@ -40,7 +45,8 @@ pub fn scan_recorded(state: &State, state_path: &Path, emit: &mut dyn FnMut(Even
     match key {
         // The key is taken again after the scan and must be the one taken before it: a
         // source swapped while the scan read it (a folder exchanged and put back) and not
-        // yet back, or back with a moved stamp, leaves no record (R14-5).
+        // yet back, or back with a moved stamp, leaves no record (R14-5). Taken with every
+        // folder listed: a record is always a key no earlier record contributed names to.
         Some(k)
             if outcome == Outcome::Clean
                 && as_snapshot
@@ -77,7 +83,7 @@ fn scan_inner(state: &State, emit: &mut dyn FnMut(Event)) -> (Outcome, bool) {
         .with("reason", why)
     };
     // Parsed from the state's JSON text here, where it is needed (`state::Refs`).
-    let snap = match serde_json::from_str::<crate::scan::RefSnapshot>(state.refs.json()) {
+    let snap = match serde_json::from_slice::<crate::scan::RefSnapshot>(state.refs.json()) {
         Ok(s) => s,
         Err(e) => {
             emit(incomplete(format!(

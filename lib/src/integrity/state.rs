@@ -13,15 +13,23 @@
 //! its id (no id: the hash refused the bytes; or the table already holds other bytes under
 //! that id) keeps its content inline, as in format 1. Format 1 (every content inline, no
 //! `blobs`) is still read: it is format 2 with an empty table.
+//!
+//! Format 3 is format 2 with the ref snapshot taken out of the state's JSON object and
+//! written after it, as a second JSON document ([`State::to_bytes`], [`State::from_bytes`]):
+//! a check reads the snapshot only when the commit scan runs, and skipping it inside the
+//! object cost more than the rest of the state file (git.git's 1,018 refs: 1.1 M of the
+//! parse's 1.7 M instructions). Formats 1 and 2 (the snapshot inside, as `refs`) are still
+//! read.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The version of the state file format written by this build.
-pub const FORMAT: u32 = 2;
-/// The state file formats this build reads (1: every file content inline; 2: blob table).
-pub const FORMATS_READ: &[u32] = &[1, 2];
+pub const FORMAT: u32 = 3;
+/// The state file formats this build reads (1: every file content inline; 2: blob table;
+/// 3: the ref snapshot as a second document after the state's).
+pub const FORMATS_READ: &[u32] = &[1, 2, 3];
 
 /// One protected entry as `lstat` saw it (links never followed).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,7 +142,9 @@ pub struct Accepted {
 }
 
 /// The whole state file. (De)serialised through [`StateFile`], which holds each file content
-/// once; in memory every file node carries its content.
+/// once; in memory every file node carries its content. The ref snapshot is not in the
+/// serialised object (format 3): the state file is written and read whole only through
+/// [`State::to_bytes`] and [`State::from_bytes`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(into = "StateFile", try_from = "StateFile")]
 pub struct State {
@@ -155,8 +165,9 @@ pub struct State {
     pub includes: BTreeMap<PathBuf, Node>,
     /// Linked worktree entries by id.
     pub worktrees: BTreeMap<String, WorktreeBaseline>,
-    /// Ref snapshot for the commit scan (`scan::RefSnapshot`, serialised).
-    #[serde(default)]
+    /// Ref snapshot for the commit scan (`scan::RefSnapshot`, serialised): the state file's
+    /// second document (format 3), or its `refs` (formats 1 and 2).
+    #[serde(skip)]
     pub refs: Refs,
     /// Armed findings the owner accepted at pin time (empty unless `--accept-armed`).
     #[serde(default)]
@@ -170,34 +181,116 @@ pub struct State {
 /// The state file's ref snapshot, kept as the JSON text it was read as: a check reads it
 /// only when the commit scan runs (`scanlink::scan`), and a check whose scan record vouches
 /// for the sources does not (parsing git.git's 1,018 refs into a JSON tree cost 3.7 M
-/// instructions per check). Checked to be well-formed JSON when the state file is read,
-/// like every other part; parsed (and its format version checked) where it is used.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Refs(Box<serde_json::value::RawValue>);
+/// instructions per check; skipping them inside the state's object 1.1 M). In format 3 it
+/// is the text after the state's document, not parsed when the state file is read: parsed
+/// (and its format version checked) where it is used, where text that is not one JSON
+/// snapshot makes the scan incomplete, never clean. (In formats 1 and 2 it was checked to
+/// be well-formed JSON when the state file was read.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refs(Vec<u8>);
 
 impl Refs {
-    /// The snapshot's JSON text.
-    pub fn json(&self) -> &str {
-        self.0.get()
+    /// The snapshot's JSON text, as bytes.
+    pub fn json(&self) -> &[u8] {
+        &self.0
     }
 
     /// From a JSON value (`scanlink::snapshot`'s).
     pub fn from_value(v: &serde_json::Value) -> Refs {
-        Refs(serde_json::value::to_raw_value(v).expect("a JSON value serialises"))
+        Refs(serde_json::to_vec(v).expect("a JSON value serialises"))
     }
 }
 
 impl Default for Refs {
     /// `null`: no snapshot (a state file written before snapshots were taken).
     fn default() -> Refs {
-        Refs::from_value(&serde_json::Value::Null)
+        Refs(b"null".to_vec())
     }
 }
 
-impl PartialEq for Refs {
-    fn eq(&self, o: &Refs) -> bool {
-        self.json() == o.json()
+impl<'de> Deserialize<'de> for Refs {
+    /// `refs` inside the state's object (formats 1 and 2): well-formed JSON, kept as text.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Refs, D::Error> {
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        Ok(Refs(raw.get().as_bytes().to_vec()))
+    }
+}
+
+/// Why a state file's bytes are not a state ([`State::from_bytes`]).
+#[derive(Debug)]
+pub enum FromBytesError {
+    /// Not JSON of the state's shape (or a format 3 file without its snapshot).
+    Parse(serde_json::Error),
+    /// A well-formed state of a format this build does not read.
+    Format(u32),
+}
+
+impl State {
+    /// The state file's bytes: the state's JSON object (pretty-printed, without the ref
+    /// snapshot), then the ref snapshot's JSON text as a second document on its own line.
+    pub fn to_bytes(&self) -> serde_json::Result<Vec<u8>> {
+        let mut bytes = serde_json::to_vec_pretty(self)?;
+        bytes.push(b'\n');
+        bytes.extend_from_slice(self.refs.json());
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+
+    /// A state from a state file's bytes (formats 1 to 3). Format 3: the state's object,
+    /// then the snapshot's text (not parsed here; see [`Refs`]); no text after the object
+    /// is a parse error, never "no snapshot". Formats 1 and 2: one object, its `refs` the
+    /// snapshot, nothing after it.
+    pub fn from_bytes(mut bytes: Vec<u8>) -> Result<State, FromBytesError> {
+        let mut stream = serde_json::Deserializer::from_slice(&bytes).into_iter::<StateFile>();
+        let parsed = match stream.next() {
+            Some(Ok(p)) => p,
+            None => return Err(FromBytesError::Parse(serde::de::Error::custom("empty"))),
+            Some(Err(e)) => {
+                // A second look tells a state file of another format from a damaged one.
+                let format = serde_json::Deserializer::from_slice(&bytes)
+                    .into_iter::<serde_json::Value>()
+                    .next()
+                    .and_then(Result::ok)
+                    .and_then(|v| v.get("format").and_then(serde_json::Value::as_u64));
+                return Err(match format {
+                    Some(f) if !FORMATS_READ.iter().any(|r| u64::from(*r) == f) => {
+                        FromBytesError::Format(u32::try_from(f).unwrap_or(u32::MAX))
+                    }
+                    _ => FromBytesError::Parse(e),
+                });
+            }
+        };
+        if !FORMATS_READ.contains(&parsed.format) {
+            return Err(FromBytesError::Format(parsed.format));
+        }
+        let custom = |m: &str| FromBytesError::Parse(serde::de::Error::custom(m));
+        let in_object = parsed.refs.is_some();
+        let third = parsed.format >= 3;
+        let end = stream.byte_offset();
+        if !third && !bytes[end..].trim_ascii().is_empty() {
+            return Err(custom("trailing characters after the state's object"));
+        }
+        let mut st = State::try_from(parsed).map_err(|e| custom(&e))?;
+        if third {
+            if in_object {
+                return Err(custom(
+                    "format 3 keeps the ref snapshot after the state's object, not in it",
+                ));
+            }
+            let rest = &bytes[end..];
+            let start = end + (rest.len() - rest.trim_ascii_start().len());
+            let len = rest.trim_ascii().len();
+            if len == 0 {
+                return Err(custom("no ref snapshot after the state's object"));
+            }
+            // The snapshot's text moved to the front of the buffer read (no copy), the
+            // rest of the buffer given back (the check goes on allocating).
+            bytes.truncate(start + len);
+            bytes.drain(..start);
+            bytes.shrink_to_fit();
+            st.refs = Refs(bytes);
+        }
+        Ok(st)
     }
 }
 
@@ -370,8 +463,9 @@ struct StateFile {
     #[serde(with = "pairs")]
     includes: Vec<(PathBuf, StoredNode)>,
     worktrees: BTreeMap<String, WorktreeBaseline>,
-    #[serde(default)]
-    refs: Refs,
+    /// The snapshot inside the object: formats 1 and 2 only (format 3 writes it after).
+    #[serde(default, skip_serializing)]
+    refs: Option<Refs>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     accepted: Vec<Accepted>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -424,7 +518,7 @@ impl From<State> for StateFile {
             entries,
             includes,
             worktrees: s.worktrees,
-            refs: s.refs,
+            refs: None,
             accepted: s.accepted,
             hops: s.hops,
             blobs,
@@ -483,7 +577,7 @@ impl TryFrom<StateFile> for State {
             entries,
             includes,
             worktrees: f.worktrees,
-            refs: f.refs,
+            refs: f.refs.unwrap_or_default(),
             accepted: f.accepted,
             hops: f.hops,
         })
@@ -568,7 +662,7 @@ mod tests {
         let st = state(entries);
         let json = serde_json::to_string(&st).unwrap();
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(v["format"], 2);
+        assert_eq!(v["format"], 3);
         // One copy of the sample, one of the binary, one of the empty file, one include.
         assert_eq!(v["blobs"].as_object().unwrap().len(), 4, "{json}");
         assert_eq!(json.matches("sample\\\" hook").count(), 1, "{json}");
@@ -633,10 +727,86 @@ mod tests {
         assert_eq!(bytes_of(&st.entries["HEAD"]), b"ref: refs/heads/main\n");
         assert_eq!(bytes_of(&st.entries["hooks/b"]), [0u8, 0xff]);
         assert_eq!(bytes_of(&st.includes[&PathBuf::from("/i")]), b"[a]\n");
-        // Written again, it is format 2.
+        // Written again, it is format 3.
         let again: serde_json::Value = serde_json::to_value(&st).unwrap();
-        assert_eq!(again["format"], 2);
+        assert_eq!(again["format"], 3);
         assert!(again["blobs"].get("x1").is_some());
+    }
+
+    fn snapshot() -> Refs {
+        Refs::from_value(&serde_json::json!({"format": 1, "refs": {"refs/heads/main": "ab"}}))
+    }
+
+    #[test]
+    fn format_3_writes_the_snapshot_after_the_state_and_reads_it_back_as_text() {
+        let mut st = state(vec![("HEAD", Node::file(b"ref: refs/heads/main\n", 0o644))]);
+        st.refs = snapshot();
+        let bytes = st.to_bytes().unwrap();
+        let mut docs =
+            serde_json::Deserializer::from_slice(&bytes).into_iter::<serde_json::Value>();
+        let first = docs.next().unwrap().unwrap();
+        assert_eq!(first["format"], 3);
+        assert!(first.get("refs").is_none(), "{first}");
+        let second = docs.next().unwrap().unwrap();
+        assert_eq!(second["refs"]["refs/heads/main"], "ab");
+        assert!(docs.next().is_none());
+        let back = State::from_bytes(bytes).unwrap();
+        assert_eq!(back.refs, st.refs);
+        assert_eq!(back.entries, st.entries);
+        // The snapshot's text is not parsed when the state file is read: parsed where it is
+        // used (the commit scan), where text that is not a snapshot makes it incomplete.
+        let mut damaged = serde_json::to_vec_pretty(&st).unwrap();
+        damaged.extend_from_slice(b"\n{\"format\": 1,{\n");
+        let back = State::from_bytes(damaged).unwrap();
+        assert_eq!(back.refs.json(), b"{\"format\": 1,{");
+    }
+
+    #[test]
+    fn format_3_without_its_snapshot_or_with_it_inside_is_refused() {
+        let st = state(vec![]);
+        let object = serde_json::to_vec_pretty(&st).unwrap();
+        for tail in [&b""[..], b"\n", b"  \n\t"] {
+            let e = State::from_bytes([object.as_slice(), tail].concat());
+            assert!(
+                matches!(&e, Err(FromBytesError::Parse(m)) if m.to_string().contains("no ref snapshot")),
+                "{e:?}"
+            );
+        }
+        let mut v = serde_json::to_value(&st).unwrap();
+        v["refs"] = serde_json::json!({"format": 1});
+        let inside = [serde_json::to_vec(&v).unwrap(), b"\n{}\n".to_vec()].concat();
+        assert!(matches!(
+            State::from_bytes(inside),
+            Err(FromBytesError::Parse(_))
+        ));
+        // Positive control: the object and a snapshot after it.
+        assert!(State::from_bytes([object.as_slice(), b"\nnull\n"].concat()).is_ok());
+    }
+
+    #[test]
+    fn formats_1_and_2_keep_the_snapshot_inside_and_nothing_after_it() {
+        let mut v = serde_json::to_value(state(vec![])).unwrap();
+        v["format"] = 2.into();
+        v["refs"] = serde_json::json!({"format": 1, "refs": {}});
+        let one = serde_json::to_vec_pretty(&v).unwrap();
+        let st = State::from_bytes([one.as_slice(), b"\n"].concat()).unwrap();
+        assert_eq!(st.format, 2);
+        let refs: serde_json::Value = serde_json::from_slice(st.refs.json()).unwrap();
+        assert_eq!(refs, v["refs"]);
+        assert!(matches!(
+            State::from_bytes([one.as_slice(), b"\n{}\n"].concat()),
+            Err(FromBytesError::Parse(_))
+        ));
+        // An unknown format, whatever its shape: refused as such.
+        v["format"] = 9.into();
+        assert!(matches!(
+            State::from_bytes(serde_json::to_vec(&v).unwrap()),
+            Err(FromBytesError::Format(9))
+        ));
+        assert!(matches!(
+            State::from_bytes(br#"{"format": 7, "other": "shape"}"#.to_vec()),
+            Err(FromBytesError::Format(7))
+        ));
     }
 
     #[test]

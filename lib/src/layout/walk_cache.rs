@@ -129,7 +129,11 @@ pub struct Stats {
 pub struct WalkCache {
     data: Vec<u8>,
     loaded: FastMap<(u64, u64), Recorded>,
-    /// This run's records, in the file's format.
+    /// Records of `data` this run used, kept as they are: their bytes are copied only when
+    /// the record is written ([`WalkCache::to_bytes`]), which a run that reused every folder
+    /// does not do.
+    kept: Vec<std::ops::Range<usize>>,
+    /// This run's new records (folders listed now), in the file's format.
     out: Vec<u8>,
     out_count: u32,
     /// Folders already in `out` (a folder reached from two roots is recorded once).
@@ -169,6 +173,7 @@ impl WalkCache {
         WalkCache {
             data: Vec::new(),
             loaded: FastMap::default(),
+            kept: Vec::new(),
             out: Vec::new(),
             out_count: 0,
             written: FastMap::default(),
@@ -202,6 +207,12 @@ impl WalkCache {
         let mut at = MAGIC.len();
         let n = u32::from_le_bytes(d.get(at..at + 4)?.try_into().ok()?);
         at += 4;
+        // Sized once (no rehash while loading); a record takes at least `FolderKey::LEN + 4`
+        // bytes, so a damaged count cannot make it reserve more than the file could hold.
+        let cap = (n as usize).min(d.len() / (FolderKey::LEN + 4));
+        self.loaded.reserve(cap);
+        self.written.reserve(cap);
+        self.kept.reserve(cap);
         for _ in 0..n {
             let start = at;
             let key = FolderKey::from_bytes(d.get(at..at + FolderKey::LEN)?)?;
@@ -297,7 +308,7 @@ impl WalkCache {
         debug_assert_eq!(slots.len(), r.count);
         let has_dirs = r.has_dirs;
         if self.written.insert((key.dev, key.ino), ()).is_none() {
-            self.out.extend_from_slice(&d[r.span.clone()]);
+            self.kept.push(r.span.clone());
             self.out_count += 1;
         }
         self.stats.reused += 1;
@@ -341,9 +352,13 @@ impl WalkCache {
     /// This run's records in the file's format: every folder walked whose listing is
     /// trusted (records of folders not walked this time are dropped).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(MAGIC.len() + 4 + self.out.len());
+        let kept: usize = self.kept.iter().map(|r| r.len()).sum();
+        let mut b = Vec::with_capacity(MAGIC.len() + 4 + kept + self.out.len());
         b.extend_from_slice(MAGIC);
         b.extend_from_slice(&self.out_count.to_le_bytes());
+        for r in &self.kept {
+            b.extend_from_slice(&self.data[r.clone()]);
+        }
         b.extend_from_slice(&self.out);
         b
     }
@@ -505,6 +520,14 @@ mod tests {
         // The untouched folders still come from the record.
         assert!(third.stats.reused >= 5, "{third:?}");
         assert!(third.stats.listed >= 4, "{third:?}");
+        // A record written from both the records kept as loaded (copied from the loaded
+        // file only when written) and those listed now: the next walk reuses every folder.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let mut fourth = reload(&third, state.path());
+        assert_eq!(fourth.loaded.len(), third.out_count as usize);
+        assert_eq!(walk(&r, Some(&mut fourth)), plain);
+        assert_eq!(fourth.stats.listed, 0, "{fourth:?}");
+        assert!(!fourth.changed());
     }
 
     #[test]

@@ -204,3 +204,22 @@ pub fn gits() -> Vec<PathBuf> {
     }
     out
 }
+
+/// A state file (format 3) as JSON: the state's object and the ref snapshot after it.
+pub fn read_state_json(path: &Path) -> (serde_json::Value, serde_json::Value) {
+    let bytes = std::fs::read(path).unwrap();
+    let mut docs = serde_json::Deserializer::from_slice(&bytes).into_iter::<serde_json::Value>();
+    let state = docs.next().expect("the state's object").unwrap();
+    let refs = docs.next().expect("the ref snapshot after it").unwrap();
+    assert!(docs.next().is_none(), "two documents");
+    (state, refs)
+}
+
+/// Write a state file (format 3) from its two documents.
+pub fn write_state_json(path: &Path, state: &serde_json::Value, refs: &serde_json::Value) {
+    let mut b = serde_json::to_vec_pretty(state).unwrap();
+    b.push(b'\n');
+    b.extend_from_slice(&serde_json::to_vec(refs).unwrap());
+    b.push(b'\n');
+    std::fs::write(path, b).unwrap();
+}
