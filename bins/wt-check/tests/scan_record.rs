@@ -234,10 +234,28 @@ fn a_symlinked_ref_is_never_recorded() {
     let head = String::from_utf8(w.git(&m, &["rev-parse", "HEAD"]).stdout).unwrap();
     let target = w.outside().join("ref");
     std::fs::write(&target, &head).unwrap();
-    std::os::unix::fs::symlink(&target, w.git_dir().join("refs/heads/linked")).unwrap();
+    let link = w.git_dir().join("refs/heads/linked");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    // `pin` refuses a link in the ref namespace (GW022, R16-1).
+    let st = w.state();
+    let out = w.wt_check(&[
+        "pin",
+        "--state",
+        st.to_str().unwrap(),
+        "--session",
+        "s1",
+        m.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("symbolic link where git reads refs"));
+    // Made after the pin: reported, the scan skipped, nothing recorded.
+    std::fs::remove_file(&link).unwrap();
     w.pin();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
     std::thread::sleep(Duration::from_millis(1200));
-    w.check(false);
+    let (code, ev) = w.check(false);
+    assert_ne!(code, 0, "{ev:#?}");
+    assert!(ev.iter().any(|e| e["change"] == "ref_link"), "{ev:#?}");
     let rec = record_path(&w.state()).unwrap();
     assert!(Key::take(&w.state(), &w.git_dir()).is_none());
     assert!(!rec.exists(), "no record beside a linked ref");
