@@ -13,7 +13,7 @@
 //! beside the state file (the owner's folder, outside the agent's reach, as the state file).
 //! At check, [`check`] `lstat`s every loose object file (one `fstatat` each) and inflates and
 //! hashes (SHA-1, git's `<type> <size>\0<content>`) every one that is new, whose identity
-//! differs from the record, that has a write bit, or that has more than one link. A file
+//! differs from the record, or that has a write bit. A file
 //! whose content does not hash to its name (or does not inflate, or has bytes after its zlib
 //! stream) is reported as `object_substituted` (rule [`crate::catalogue::OBJECT_RULE`]); an
 //! entry in `objects/xx/` named as an object that is not a regular file (git's `open` follows
@@ -25,11 +25,12 @@
 //!
 //! Why the identity is enough: any write to a file moves its `ctime`, which no unprivileged
 //! process can set back (`utimensat` sets `mtime` and moves `ctime` to now); a rename over it
-//! changes its inode; a hard link made to it moves its `ctime` and raises its link count. A
-//! write through a shared mapping on a file system without `page_mkwrite` time updates
-//! (tmpfs) needs the file opened for writing: a write bit (or a second link that can be
-//! opened for writing elsewhere) — both make the file verified at every check, whatever its
-//! stamps.
+//! changes its inode; a hard link made to it or removed moves its `ctime` (so a second link
+//! is no reason by itself: a local `git clone` hard-links every loose object, and a write
+//! through the other name moves the same inode's `ctime`). A write through a shared mapping
+//! on a file system without `page_mkwrite` time updates (tmpfs) moves no time, but stamps are
+//! not trusted there at all; a write bit makes the file verified at every check, whatever
+//! its stamps.
 //!
 //! With `--restore` a reported file is moved aside into the run's quarantine (never
 //! deleted). Its true content cannot be put back: the file held only the substitute. The
@@ -82,7 +83,7 @@ pub struct Stamp {
 /// One entry of `objects/xx/` (or `objects/xx` itself) as `lstat` saw it.
 #[derive(Debug, Clone)]
 enum Seen {
-    /// A regular file: its stamp, whether it has a write bit or more than one link.
+    /// A regular file: its stamp, whether it has a write bit.
     File { stamp: Stamp, must_verify: bool },
     /// Anything else (a symbolic link, a folder, a fifo, …), by its kind's name.
     Other(&'static str),
@@ -187,7 +188,9 @@ fn seen_of(st: &nix::sys::stat::FileStat) -> Seen {
             mtime: (st.st_mtime, st.st_mtime_nsec),
             ctime: (st.st_ctime, st.st_ctime_nsec),
         },
-        must_verify: st.st_mode & 0o222 != 0 || st.st_nlink != 1,
+        // A second link is no reason (a local `git clone` hard-links every loose object):
+        // see the module's note on the identity.
+        must_verify: st.st_mode & 0o222 != 0,
     }
 }
 
@@ -1069,11 +1072,15 @@ mod tests {
         let (o, ev) = run(&common, &state);
         assert_eq!(o, Outcome::Found);
         assert_eq!(ev[0].event, EventKind::ObjectSubstituted);
-        // A second link, read-only: verified as well.
+        // A second link made after the record moves the stamps: verified. One recorded as
+        // such (a local clone hard-links every loose object) is skipped as any other.
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
-        std::fs::hard_link(&p, t.path().join("second")).unwrap();
         record_unverified(&common, &state);
+        assert_eq!(run(&common, &state).0, skip_outcome(&common));
+        std::fs::hard_link(&p, t.path().join("second")).unwrap();
         assert_eq!(run(&common, &state).0, Outcome::Found);
+        record_unverified(&common, &state);
+        assert_eq!(run(&common, &state).0, skip_outcome(&common));
     }
 
     #[test]
