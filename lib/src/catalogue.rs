@@ -1633,14 +1633,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn root_ref_names_are_git_syntax_or_wider() {
+    fn root_ref_names_are_gits() {
         for n in [
             "ORIG_HEAD",
             "FETCH_HEAD",
             "MERGE_HEAD",
             "CHERRY_PICK_HEAD",
             "AUTO_MERGE",
-            "BISECT-X",
+            "MERGE_AUTOSTASH",
+            "BISECT_EXPECTED_REV",
+            "X-Y_HEAD",
         ] {
             assert!(is_root_ref_name(n.as_bytes()), "{n}");
         }
@@ -1652,6 +1654,10 @@ mod tests {
             "HEAD.lock",
             "A/B",
             "MERGE_HEAD~",
+            "MERGE_RR",
+            "MERGE_MSG",
+            "BISECT_LOG",
+            "BISECT-X",
         ] {
             assert!(!is_root_ref_name(n.as_bytes()), "{n}");
         }
@@ -2576,14 +2582,29 @@ pub static WHY_START_TOP: &str = "the interpreter starts at the top of the work 
 pub static WHY_UPWARD_MISSING: &str = "searched in the script's folder and every folder above it up to the top (Node resolves a bare require()/import through node_modules/, cargo reads .cargo/config.toml); this one is missing and its folder is the writable top: what the agent creates there is loaded (`check` reports it)";
 pub static WHY_TOP_READ: &str = "read at start by the interpreter or its package manager as code or as settings that load code (`.npmrc` node-options or script-shell, `bunfig.toml` preload, `deno.json` import map, the `Gemfile`, rustup's `rust-toolchain.toml`); at the top of the work tree it is missing, so the agent can create it (`check` reports it)";
 
-/// A root ref's name as git reads one from the top of a git dir (refs.c, `refname_is_safe`
-/// and `is_root_ref_syntax`): upper-case letters, `_` and `-` (a superset of git's, so that
-/// nothing git reads as a root ref is missed). The commit scan takes the ids these files
-/// name as tips (`scan::reflogs`) and the scan record keys them (`integrity::scanlink_key`).
+/// The root refs whose name does not end in `_HEAD` (refs.c, `is_root_ref`).
+pub const IRREGULAR_ROOT_REFS: &[&[u8]] = &[
+    b"HEAD",
+    b"AUTO_MERGE",
+    b"BISECT_EXPECTED_REV",
+    b"NOTES_MERGE_PARTIAL",
+    b"NOTES_MERGE_REF",
+    b"MERGE_AUTOSTASH",
+];
+
+/// A root ref's name as git reads one from the top of a git dir: git's `is_root_ref` and
+/// `is_pseudo_ref` (refs.c, 2.47) — root-ref syntax (upper-case letters, `_`, `-`) and a
+/// name ending in `_HEAD` (`ORIG_HEAD`, `FETCH_HEAD`, `MERGE_HEAD`, `CHERRY_PICK_HEAD`,
+/// `REBASE_HEAD`, …) or one of [`IRREGULAR_ROOT_REFS`]. Other upper-case files git keeps
+/// there are not refs (`MERGE_RR` lists rerere conflict ids, `MERGE_MSG`, `BISECT_LOG`, …):
+/// read as ids they made the scan of an honest rerere merge incomplete (R17-2). The commit
+/// scan takes the ids these files name as tips (`scan::reflogs`) and the scan record keys
+/// them (`integrity::scanlink_key`).
 pub fn is_root_ref_name(n: &[u8]) -> bool {
     !n.is_empty()
         && n.iter()
             .all(|c| c.is_ascii_uppercase() || *c == b'_' || *c == b'-')
+        && (n.ends_with(b"_HEAD") || IRREGULAR_ROOT_REFS.contains(&n))
 }
 
 /// The root refs whose every line git reads (refs.c, `is_pseudo_ref`; `git commit` takes

@@ -116,3 +116,98 @@ fn resolutions_from_before_the_pin_are_not_reported() {
     let (code, ev) = w.check(false);
     assert_eq!(code, 0, "{ev:#?}");
 }
+
+/// A planted `MERGE_RR` and an empty `rr-cache/` (seventeenth red-team pass, R17-1): the
+/// owner's own `git merge` records the agent's files as the preimage and resolution of the
+/// conflict it meets and replays them in the same run; `check` saw nothing (and the scan read
+/// `MERGE_RR` as a root ref). Positive control on both gits in a copy; `check` reports both
+/// (`merge_rr`, `rr_cache_made`; warnings) and `--restore` sets them aside, after which the
+/// merge stops at the conflict.
+#[test]
+fn a_planted_merge_rr_is_reported_and_set_aside() {
+    for g in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        std::fs::write(m.join("f"), "a\nb\nc\n").unwrap();
+        w.git(&m, &["add", "f"]);
+        w.git(&m, &["commit", "-qm", "base"]);
+        w.git(&m, &["checkout", "-qb", "side2"]);
+        std::fs::write(m.join("f"), "a\nSIDE\nc\n").unwrap();
+        w.git(&m, &["commit", "-qam", "side"]);
+        w.git(&m, &["checkout", "-q", "main"]);
+        std::fs::write(m.join("f"), "a\nMAIN\nc\n").unwrap();
+        w.git(&m, &["commit", "-qam", "main"]);
+        w.pin();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        // The conflict's rerere id (deterministic: a hash of the conflict).
+        let scratch = w.root().join("scratch");
+        w.git(
+            &w.root(),
+            &[
+                "clone",
+                "-q",
+                m.to_str().unwrap(),
+                scratch.to_str().unwrap(),
+            ],
+        );
+        w.git(&scratch, &["checkout", "-q", "-b", "side2", "origin/side2"]);
+        w.git(&scratch, &["checkout", "-q", "main"]);
+        std::fs::create_dir(scratch.join(".git/rr-cache")).unwrap();
+        let _ = git(&w, &g, &scratch, &["merge", "side2"]);
+        let id = std::fs::read_dir(scratch.join(".git/rr-cache"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .file_name()
+            .into_string()
+            .unwrap();
+        let head = String::from_utf8(w.git(&m, &["rev-parse", "HEAD"]).stdout).unwrap();
+        std::fs::write(
+            m.join("a0"),
+            "a\n<<<<<<< HEAD\nMAIN\n=======\nSIDE\n>>>>>>> side2\nc\n",
+        )
+        .unwrap();
+        std::fs::write(m.join("a1"), "a\nPWNED\nc\n").unwrap();
+        std::fs::write(
+            w.git_dir().join("MERGE_RR"),
+            format!("{}\ta0\0{id}\ta0\0{id}\ta1\0", head.trim()),
+        )
+        .unwrap();
+        std::fs::create_dir(w.git_dir().join("rr-cache")).unwrap();
+        // Positive control in a copy.
+        let copy = w.root().join("copy");
+        assert!(Command::new("cp")
+            .arg("-a")
+            .arg(&m)
+            .arg(&copy)
+            .status()
+            .unwrap()
+            .success());
+        let _ = git(&w, &g, &copy, &["merge", "side2"]);
+        assert_eq!(
+            std::fs::read_to_string(copy.join("f")).unwrap(),
+            "a\nPWNED\nc\n",
+            "{}: the planted MERGE_RR did not fire",
+            g.display()
+        );
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+        for change in ["merge_rr", "rr_cache_made"] {
+            assert!(
+                ev.iter().any(|e| e["event"] == "resolution_recorded"
+                    && e["change"] == change
+                    && e["level"] == "warning"),
+                "{change}: {ev:#?}"
+            );
+        }
+        let (_, ev) = w.check(true);
+        assert!(
+            ev.iter().filter(|e| e["event"] == "quarantined").count() >= 2,
+            "{ev:#?}"
+        );
+        let _ = git(&w, &g, &m, &["merge", "side2"]);
+        let text = std::fs::read_to_string(m.join("f")).unwrap();
+        assert!(text.contains("<<<<<<<"), "{}: {text}", g.display());
+    }
+}

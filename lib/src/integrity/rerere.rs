@@ -24,8 +24,12 @@
 //! resolutions prepared before the pin and renamed into place keeps its entries' old
 //! `ctime`s, so then every entry is reported (the owner's `git rerere gc` or `forget` during
 //! the turn also moves it: a warning for each entry, which `--restore` would set aside).
-//! Bounds: [`MAX_IDS`] entries, [`MAX_MODULES`] submodule git dirs; past them the check is
-//! incomplete.
+//! `MERGE_RR` written since the pin (in any git dir: it is per worktree) is reported too: the
+//! owner's next `git rerere` reads it and records a preimage and resolution from the files it
+//! names, then replays them in the same merge (seventeenth pass, R17-1); and so is an
+//! `rr-cache` made or emptied since the pin that holds no entry (rerere switched on). Each a
+//! warning, moved aside with `--restore`. Bounds: [`MAX_IDS`] entries, [`MAX_MODULES`]
+//! submodule git dirs; past them the check is incomplete.
 
 use super::restore::Quarantine;
 use super::Outcome;
@@ -51,6 +55,14 @@ pub struct Recorded {
 #[derive(Debug, Default)]
 pub struct Found {
     pub recorded: Vec<Recorded>,
+    /// `MERGE_RR` files (of any git dir) written since the pin: rerere's list of the
+    /// conflicts being recorded, which the owner's next `git rerere` (run by `merge`,
+    /// `cherry-pick`, …) reads and records from — a planted one names work-tree or git-dir
+    /// files as the preimage and resolution of a conflict to come (R17-1).
+    pub merge_rr: Vec<PathBuf>,
+    /// `rr-cache` folders changed since the pin that hold no entry: rerere switched on (git
+    /// records and replays wherever `rr-cache/` exists), or emptied.
+    pub emptied_or_made: Vec<PathBuf>,
     /// `rr-cache` paths that are a link or not a folder.
     pub not_folder: Vec<PathBuf>,
     pub incomplete: Option<(PathBuf, String)>,
@@ -67,6 +79,21 @@ pub fn scan(common: &Path, since: (i64, i64)) -> Found {
     let mut out = Found::default();
     let mut git_dirs = vec![common.to_path_buf()];
     collect_modules(&common.join("modules"), &mut git_dirs, &mut out, 0);
+    // `MERGE_RR` is per worktree (`git_path`): the common dir's, each worktree entry's, each
+    // submodule git dir's.
+    let mut merge_rr_dirs = git_dirs.clone();
+    if let Ok(rd) = std::fs::read_dir(common.join("worktrees")) {
+        merge_rr_dirs.extend(rd.flatten().map(|e| e.path()));
+    }
+    for d in &merge_rr_dirs {
+        let p = d.join("MERGE_RR");
+        if let Ok(m) = std::fs::symlink_metadata(&p) {
+            if not_older(m.ctime(), m.ctime_nsec(), since) {
+                out.merge_rr.push(p);
+            }
+        }
+    }
+    out.merge_rr.sort();
     let mut ids = 0usize;
     for g in git_dirs {
         let rr = g.join("rr-cache");
@@ -83,6 +110,8 @@ pub fn scan(common: &Path, since: (i64, i64)) -> Found {
             continue;
         }
         let folder_new = not_older(md.ctime(), md.ctime_nsec(), since);
+        let before = out.recorded.len();
+        let mut any_entry = false;
         let entries = match std::fs::read_dir(&rr) {
             Ok(e) => e,
             Err(e) => {
@@ -96,6 +125,7 @@ pub fn scan(common: &Path, since: (i64, i64)) -> Found {
                 return out;
             };
             ids += 1;
+            any_entry = true;
             if ids > MAX_IDS {
                 out.incomplete = Some((rr, format!("more than {MAX_IDS} entries")));
                 return out;
@@ -120,6 +150,9 @@ pub fn scan(common: &Path, since: (i64, i64)) -> Found {
                 files.sort();
                 out.recorded.push(Recorded { path: p, files });
             }
+        }
+        if folder_new && !any_entry && out.recorded.len() == before {
+            out.emptied_or_made.push(rr);
         }
     }
     out.recorded.sort_by(|a, b| a.path.cmp(&b.path));
@@ -193,6 +226,46 @@ pub fn check(
             )
             .with("change", "not-a-folder")
             .with("level", "error")
+            .with("why", why)
+            .with("action", if restore { "quarantined" } else { "reported" }),
+        );
+        if restore {
+            outcome = outcome.and(move_aside(&mut q, p, &mk, emit));
+        }
+    }
+    for p in &found.merge_rr {
+        if outcome == Outcome::Clean {
+            outcome = Outcome::Found;
+        }
+        let why = "MERGE_RR written during the turn: rerere's list of conflicts being recorded, from which the owner's next merge, cherry-pick or rebase records a preimage and a resolution and replays them (a planted one names the agent's files)";
+        emit(
+            mk(
+                EventKind::ResolutionRecorded,
+                format!("{}: {why}", p.display()),
+                p,
+            )
+            .with("change", "merge_rr")
+            .with("level", "warning")
+            .with("why", why)
+            .with("action", if restore { "quarantined" } else { "reported" }),
+        );
+        if restore {
+            outcome = outcome.and(move_aside(&mut q, p, &mk, emit));
+        }
+    }
+    for p in &found.emptied_or_made {
+        if outcome == Outcome::Clean {
+            outcome = Outcome::Found;
+        }
+        let why = "rr-cache made (or emptied) during the turn: git records and replays conflict resolutions wherever rr-cache exists and rerere.enabled is unset";
+        emit(
+            mk(
+                EventKind::ResolutionRecorded,
+                format!("{}: {why}", p.display()),
+                p,
+            )
+            .with("change", "rr_cache_made")
+            .with("level", "warning")
             .with("why", why)
             .with("action", if restore { "quarantined" } else { "reported" }),
         );
@@ -320,6 +393,18 @@ mod tests {
             .recorded
             .iter()
             .any(|r| r.path == g.join("rr-cache/old")));
+        // MERGE_RR written since the pin, in the common dir and a worktree entry.
+        std::fs::write(g.join("MERGE_RR"), "x").unwrap();
+        std::fs::create_dir_all(g.join("worktrees/w")).unwrap();
+        std::fs::write(g.join("worktrees/w/MERGE_RR"), "x").unwrap();
+        assert_eq!(
+            scan(&g, since).merge_rr,
+            vec![g.join("MERGE_RR"), g.join("worktrees/w/MERGE_RR")]
+        );
+        // An empty rr-cache made since the pin (rerere switched on).
+        let e = t.path().join("e");
+        std::fs::create_dir_all(e.join("rr-cache")).unwrap();
+        assert_eq!(scan(&e, since).emptied_or_made, vec![e.join("rr-cache")]);
         // rr-cache a link: reported as such.
         let h = t.path().join("h");
         std::fs::create_dir_all(&h).unwrap();

@@ -24,7 +24,7 @@
 //! - `worktrees/`: every entry's name and device and inode; its `HEAD` (stamps or absent),
 //!   its `refs/` tree, its `logs/` tree and its root refs (below);
 //! - the root refs of the common dir: every name of root-ref syntax (`ORIG_HEAD`,
-//!   `FETCH_HEAD`, `MERGE_HEAD`, …, `[A-Z_-]+`) but `HEAD`, with all five stamps;
+//!   `FETCH_HEAD`, `MERGE_HEAD`, …: `catalogue::is_root_ref_name`) but `HEAD`, with all five stamps;
 //! - `objects/`: every entry's name and all five stamps; the fan-out folders `objects/xx`
 //!   are not listed: removing or renaming a loose object moves its folder's `mtime`/`ctime`.
 //!

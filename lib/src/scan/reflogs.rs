@@ -25,7 +25,7 @@
 //! dir and each `worktrees/<id>/`) by name: `git reset --hard ORIG_HEAD`, `git merge
 //! FETCH_HEAD`, `git commit` during a merge (every `MERGE_HEAD` line a parent),
 //! `CHERRY_PICK_HEAD`, `AUTO_MERGE`, …. Every file whose name is root-ref syntax
-//! (`catalogue::is_root_ref_name`, a superset of git's), `HEAD` aside (a ref of the snapshot): the id at the
+//! (`catalogue::is_root_ref_name`, git's `is_root_ref`), `HEAD` aside (a ref of the snapshot): the id at the
 //! start of its first line, of every line for `FETCH_HEAD` and `MERGE_HEAD`.
 //!
 //! **What fails closed** (the scan is incomplete, never clean): a link or a special file
