@@ -2582,6 +2582,10 @@ pub static WHY_START_TOP: &str = "the interpreter starts at the top of the work 
 pub static WHY_UPWARD_MISSING: &str = "searched in the script's folder and every folder above it up to the top (Node resolves a bare require()/import through node_modules/, cargo reads .cargo/config.toml); this one is missing and its folder is the writable top: what the agent creates there is loaded (`check` reports it)";
 pub static WHY_TOP_READ: &str = "read at start by the interpreter or its package manager as code or as settings that load code (`.npmrc` node-options or script-shell, `bunfig.toml` preload, `deno.json` import map, the `Gemfile`, rustup's `rust-toolchain.toml`); at the top of the work tree it is missing, so the agent can create it (`check` reports it)";
 
+/// Largest `packed-refs` the commit scan and the pin read (git reads the file whole; 2 GiB
+/// is about 30 million refs).
+pub const PACKED_REFS_LIMIT: u64 = 2 << 30;
+
 /// The root refs whose name does not end in `_HEAD` (refs.c, `is_root_ref`).
 pub const IRREGULAR_ROOT_REFS: &[&[u8]] = &[
     b"HEAD",

@@ -9,8 +9,26 @@ use std::path::Path;
 /// The ref snapshot of the repository whose common dir is `common_dir`, as stored in the
 /// state file.
 pub fn snapshot(common_dir: &Path) -> Result<serde_json::Value, String> {
+    packed_refs_bounded(common_dir)?;
     let snap = crate::scan::RefSnapshot::take(common_dir).map_err(|e| e.to_string())?;
     serde_json::to_value(snap).map_err(|e| e.to_string())
+}
+
+/// `packed-refs` no larger than [`crate::catalogue::PACKED_REFS_LIMIT`]: gix (as git) reads
+/// it whole, and a sparse file of terabytes (which costs no disk) held the check — and the
+/// owner's `git status` — for hours (seventeenth red-team pass, R17-4). Past the bound the
+/// scan (and the pin) stop with the reason, never reading it.
+pub fn packed_refs_bounded(common_dir: &Path) -> Result<(), String> {
+    let p = common_dir.join("packed-refs");
+    match std::fs::symlink_metadata(&p) {
+        Ok(m) if m.len() > crate::catalogue::PACKED_REFS_LIMIT => Err(format!(
+            "{} is {} bytes, more than the {} the scan reads (git reads it whole: a sparse file this size hangs the owner's git)",
+            p.display(),
+            m.len(),
+            crate::catalogue::PACKED_REFS_LIMIT
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Scan the commits new since the pin; every finding is an event. A state file without a
@@ -82,6 +100,10 @@ fn scan_inner(state: &State, emit: &mut dyn FnMut(Event)) -> (Outcome, bool) {
         .repo(&state.repo)
         .with("reason", why)
     };
+    if let Err(why) = packed_refs_bounded(&state.common_dir) {
+        emit(incomplete(why));
+        return (Outcome::Incomplete, false);
+    }
     // Parsed from the state's JSON text here, where it is needed (`state::Refs`).
     let snap = match serde_json::from_slice::<crate::scan::RefSnapshot>(state.refs.json()) {
         Ok(s) => s,
@@ -108,5 +130,22 @@ fn scan_inner(state: &State, emit: &mut dyn FnMut(Event)) -> (Outcome, bool) {
             emit(incomplete(e.to_string()));
             (Outcome::Incomplete, false)
         }
+    }
+}
+
+#[cfg(test)]
+mod bound_tests {
+    /// A sparse `packed-refs` of terabytes is refused by size, never read (R17-4); an
+    /// ordinary one passes.
+    #[test]
+    fn a_huge_packed_refs_is_refused_unread() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("packed-refs");
+        std::fs::write(&p, "# pack-refs with: peeled fully-peeled sorted \n").unwrap();
+        assert!(super::packed_refs_bounded(t.path()).is_ok());
+        let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        f.set_len(15 << 40).unwrap();
+        let e = super::packed_refs_bounded(t.path()).unwrap_err();
+        assert!(e.contains("more than"), "{e}");
     }
 }
