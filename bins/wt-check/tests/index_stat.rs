@@ -47,6 +47,59 @@ fn patch_entry_id(index: &Path, name: &str, honest: &str) {
     std::fs::write(index, &b).unwrap();
 }
 
+/// The entry named `name`'s offset in the v2 index bytes `b` (its first byte: ctime).
+fn entry_at(b: &[u8], name: &str) -> usize {
+    let mut key = name.as_bytes().to_vec();
+    key.push(0);
+    let at = b
+        .windows(key.len())
+        .position(|w| w == key.as_slice())
+        .expect("entry in the index");
+    at - 62
+}
+
+/// Rewrite the trailing checksum of the index bytes `b` (SHA-1 of everything before it).
+fn fix_checksum(index: &Path, b: &mut [u8]) {
+    let body = b.len() - 20;
+    let tmp = index.with_extension("body");
+    std::fs::write(&tmp, &b[..body]).unwrap();
+    let sum = Command::new("sha1sum").arg(&tmp).output().unwrap();
+    std::fs::remove_file(&tmp).unwrap();
+    let hex = String::from_utf8(sum.stdout).unwrap();
+    for i in 0..20 {
+        b[body + i] = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
+    }
+}
+
+/// Set the entry `name`'s stat data to the file's at `file` (ctime, mtime, dev, ino, uid,
+/// gid, size; the mode kept) and its id to `id`, and fix the checksum.
+fn forge_entry(index: &Path, name: &str, id: &str, file: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let mut b = std::fs::read(index).unwrap();
+    let at = entry_at(&b, name);
+    let m = std::fs::metadata(file).unwrap();
+    let be = |v: u64| (v as u32).to_be_bytes();
+    let fields: [(usize, [u8; 4]); 9] = [
+        (0, be(m.ctime() as u64)),
+        (4, be(m.ctime_nsec() as u64)),
+        (8, be(m.mtime() as u64)),
+        (12, be(m.mtime_nsec() as u64)),
+        (16, be(m.dev())),
+        (20, be(m.ino())),
+        (28, be(u64::from(m.uid()))),
+        (32, be(u64::from(m.gid()))),
+        (36, be(m.size())),
+    ];
+    for (off, v) in fields {
+        b[at + off..at + off + 4].copy_from_slice(&v);
+    }
+    for i in 0..20 {
+        b[at + 40 + i] = u8::from_str_radix(&id[2 * i..2 * i + 2], 16).unwrap();
+    }
+    fix_checksum(index, &mut b);
+    std::fs::write(index, &b).unwrap();
+}
+
 #[test]
 fn stat_data_that_hides_the_agents_content_is_reported_and_undone() {
     for g in common::gits() {
@@ -131,5 +184,113 @@ fn honest_edits_and_commits_are_clean() {
             g.display()
         );
         assert_ne!(code, 2, "{ev:#?}");
+    }
+}
+
+/// The other ways an index hides a work-tree file (eighteenth red-team pass): the
+/// `skip-worktree` bit (R18-1: git never looks at the file; `reset --hard` keeps it), and an
+/// entry whose `mtime` nanoseconds differ from the file's (R18-2: git compares seconds only,
+/// `check` had taken the file as one git re-reads). Positive controls on both gits.
+#[test]
+fn flags_and_nanoseconds_do_not_hide_the_agents_content() {
+    for g in common::gits() {
+        for variant in ["skip-worktree", "nsec"] {
+            let w = common::world();
+            let m = w.main();
+            w.pin();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let honest = git(&w, &g, &m, &["rev-parse", "HEAD:README"]);
+            let index = w.git_dir().join("index");
+            if variant == "skip-worktree" {
+                std::fs::write(m.join("README"), "evil\n").unwrap();
+                git(&w, &g, &m, &["update-index", "--skip-worktree", "README"]);
+            } else {
+                std::fs::write(m.join("README"), "evil\n").unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(1100));
+                forge_entry(&index, "README", honest.trim(), &m.join("README"));
+                let mut b = std::fs::read(&index).unwrap();
+                let at = entry_at(&b, "README");
+                b[at + 12..at + 16].copy_from_slice(&12345u32.to_be_bytes());
+                fix_checksum(&index, &mut b);
+                std::fs::write(&index, &b).unwrap();
+            }
+            // Positive control: git shows nothing and `reset --hard` keeps the text.
+            assert_eq!(
+                git(&w, &g, &m, &["status", "--porcelain", "-uno"]),
+                "",
+                "{} {variant}",
+                g.display()
+            );
+            git(&w, &g, &m, &["reset", "-q", "--hard"]);
+            assert_eq!(
+                std::fs::read_to_string(m.join("README")).unwrap(),
+                "evil\n",
+                "{} {variant}",
+                g.display()
+            );
+            let (code, ev) = w.check(false);
+            assert_eq!(code, 1, "{} {variant}: {ev:#?}", g.display());
+            assert!(
+                ev.iter().any(|e| e["event"] == "index_stat_forged"
+                    && e["path"] == m.join("README").to_str().unwrap()),
+                "{variant}: {ev:#?}"
+            );
+        }
+    }
+}
+
+/// A forged cache-tree (R18-3): the agent stages its script, lets `write-tree` cache its
+/// folder's tree, then puts the owner's file and entry back (real stat data). `status`,
+/// `diff` and `diff --cached` are clean; the owner's next `commit -a` of another change
+/// commits the agent's script (positive control, both gits). `check` reports the cached tree.
+#[test]
+fn a_cached_tree_the_entries_do_not_make_is_reported() {
+    for g in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        std::fs::create_dir_all(m.join("scripts")).unwrap();
+        std::fs::write(m.join("scripts/build.sh"), "echo build\n").unwrap();
+        w.git(&m, &["add", "scripts/build.sh"]);
+        w.git(&m, &["commit", "-qm", "scripts"]);
+        w.pin();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let honest = git(&w, &g, &m, &["rev-parse", "HEAD:scripts/build.sh"]);
+        std::fs::write(m.join("scripts/build.sh"), "echo PWNED\n").unwrap();
+        git(&w, &g, &m, &["add", "scripts/build.sh"]);
+        git(&w, &g, &m, &["write-tree"]);
+        std::fs::write(m.join("scripts/build.sh"), "echo build\n").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        forge_entry(
+            &w.git_dir().join("index"),
+            "scripts/build.sh",
+            honest.trim(),
+            &m.join("scripts/build.sh"),
+        );
+        // Positive control, in a copy: clean to every look, the next commit carries it.
+        let copy = w.root().join("copy");
+        assert!(Command::new("cp")
+            .arg("-a")
+            .arg(&m)
+            .arg(&copy)
+            .status()
+            .unwrap()
+            .success());
+        assert_eq!(git(&w, &g, &copy, &["status", "--porcelain", "-uno"]), "");
+        assert_eq!(git(&w, &g, &copy, &["diff", "--cached"]), "");
+        std::fs::write(copy.join("README"), "owner's change\n").unwrap();
+        git(&w, &g, &copy, &["commit", "-qam", "owner"]);
+        assert_eq!(
+            git(&w, &g, &copy, &["show", "HEAD:scripts/build.sh"]),
+            "echo PWNED\n",
+            "{}: the cached tree did not reach the commit",
+            g.display()
+        );
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+        assert!(
+            ev.iter()
+                .any(|e| e["event"] == "index_stat_forged" && e["change"] == "cache_tree"),
+            "{ev:#?}"
+        );
     }
 }

@@ -11,14 +11,20 @@
 //!
 //! [`scan`] reads each index the session could write (the main work tree's, the session's
 //! worktrees'; as `hops` does) whose file was written since the pin, and `lstat`s the file
-//! of every entry of a regular file or link: a file whose `ctime` is not older than the pin
-//! (written since: no process can set `ctime` back) and that git may take as unchanged — its
-//! `mtime` and size match the entry's, the fields git compares whatever `core.trustctime`
-//! and `core.checkStat` say (the agent can set `mtime`, and the entry's other fields, to
-//! anything) — is read and hashed: a blob id other than the entry's is a finding. A file
-//! not written since the pin holds what it held at the pin, whatever its entry says, and an
-//! entry that names another object than the file's is then a staged change `git diff
-//! --cached` shows. A regular file that hashes differently
+//! of every entry of a regular file or link. Every file git may take as unchanged — its
+//! `mtime` seconds and size match the entry's, the fields git compares whatever
+//! `core.trustctime` and `core.checkStat` say (the agent sets the rest of an entry to
+//! anything), and git built without `USE_NSEC` compares no nanoseconds (R18-2) — and every
+//! file whose entry carries `skip-worktree` or `assume-unchanged` (git does not look at it
+//! at all: R18-1) is read and hashed: a blob id other than the entry's is a finding. No
+//! shortcut by `ctime`: a file moved into place with its folder keeps its old `ctime`
+//! (R18-4), and a file already changed before the pin is hidden by an entry written after
+//! it. The cost is one hash of the tracked files at the first check after a turn that wrote
+//! the index (git's own `status` after a checkout does the same); an index not written since
+//! the pin is not read. The index's cache-tree (`TREE` extension), from which the owner's
+//! next `commit`, `merge` or `cherry-pick` builds its trees, is recomputed from the entries
+//! and every valid cached tree id compared (R18-3: a cached tree naming the agent's subtree
+//! put its files into the owner's next commit while `status` and both diffs were clean). A regular file that hashes differently
 //! only because git converts line endings on `add` (`text`, `eol`, `core.autocrlf`) is
 //! accepted when its CRLF → LF form hashes to the entry; a work tree whose attributes name a
 //! filter (`filter=`, `ident`, `working-tree-encoding`: git LFS, for one) cannot be verified
@@ -53,12 +59,29 @@ pub struct Hidden {
     pub file_id: String,
     /// A filter may apply (the work tree's attributes name one): not verifiable.
     pub filtered: bool,
+    /// The entry carries `skip-worktree` or `assume-unchanged`: git does not look at the
+    /// file whatever its stamps (setting its `mtime` undoes nothing; the owner clears the bit
+    /// with `git update-index --no-skip-worktree` / `--no-assume-unchanged`).
+    pub flagged: bool,
+}
+
+/// A cached tree of an index's `TREE` extension that is not the tree its entries make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForgedTree {
+    pub index: PathBuf,
+    /// The folder (relative to the work tree's top; empty for the top).
+    pub dir: String,
+    /// The cached tree id.
+    pub cached: String,
+    /// The tree the entries make (`None` when the cached count of entries does not match).
+    pub computed: Option<String>,
 }
 
 /// What [`scan`] found.
 #[derive(Debug, Default)]
 pub struct Found {
     pub hidden: Vec<Hidden>,
+    pub trees: Vec<ForgedTree>,
     pub incomplete: Option<(PathBuf, String)>,
 }
 
@@ -74,8 +97,9 @@ fn blob_id(bytes: &[u8]) -> String {
 /// stores them). With the defaults git also compares `ctime`, inode, uid and gid: a superset
 /// of the entries git skips, so more files are hashed, none missed.
 fn git_may_take_as_unchanged(s: &gix::index::entry::Stat, m: &std::fs::Metadata) -> bool {
+    // Seconds only: git compares nanoseconds only when built with `USE_NSEC`, which neither
+    // git here is (an entry whose nanoseconds differ was taken as unchanged: R18-2).
     u64::from(s.mtime.secs) == (m.mtime() as u64 & 0xffff_ffff)
-        && (s.mtime.nsecs == 0 || i64::from(s.mtime.nsecs) == m.mtime_nsec())
         && u64::from(s.size) == (m.size() & 0xffff_ffff)
 }
 
@@ -117,6 +141,16 @@ pub fn scan(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, since: (i64, i64)
                 return out;
             }
         };
+        out.trees.extend(
+            forged_trees(&index)
+                .into_iter()
+                .map(|(dir, cached, computed)| ForgedTree {
+                    index: index_path.clone(),
+                    dir,
+                    cached,
+                    computed,
+                }),
+        );
         let mut filtered: Option<bool> = None;
         for e in index.entries() {
             let mode = e.mode;
@@ -131,10 +165,11 @@ pub fn scan(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, since: (i64, i64)
             let Ok(m) = std::fs::symlink_metadata(&path) else {
                 continue; // gone: git shows it deleted
             };
-            if (m.ctime(), m.ctime_nsec()) < since {
-                continue; // not written since the pin
-            }
-            if !git_may_take_as_unchanged(&e.stat, &m) {
+            // skip-worktree and assume-unchanged: git does not look at the file at all (R18-1).
+            let flagged = e.flags.intersects(
+                gix::index::entry::Flags::SKIP_WORKTREE | gix::index::entry::Flags::ASSUME_VALID,
+            );
+            if !flagged && !git_may_take_as_unchanged(&e.stat, &m) {
                 continue; // git reads the file and shows what is there
             }
             hashed += 1;
@@ -183,9 +218,115 @@ pub fn scan(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, since: (i64, i64)
                 entry_id: want,
                 file_id: got,
                 filtered,
+                flagged,
             });
         }
     }
+    out
+}
+
+/// The tree ids git would write for the entries of `index`, by folder (`""` the top), as
+/// `cache-tree.c` makes them: stage-0 entries less intent-to-add ones, each folder's items
+/// in index order (which is git's tree order), `<octal mode> <name>\0<id>`. `None` when
+/// git would not use a cache-tree (a conflicted entry, a sparse-directory entry).
+fn computed_trees(
+    index: &gix::index::File,
+) -> Option<std::collections::HashMap<Vec<u8>, (gix::ObjectId, u32)>> {
+    use gix::index::entry::{Flags, Mode};
+    let mut items: Vec<(&[u8], u32, &gix::oid)> = Vec::new();
+    for e in index.entries() {
+        if e.flags.stage_raw() != 0 || e.mode == Mode::DIR {
+            return None;
+        }
+        if e.flags.contains(Flags::INTENT_TO_ADD) {
+            continue;
+        }
+        items.push((e.path(index).as_ref(), e.mode.bits(), e.id.as_ref()));
+    }
+    let mut out = std::collections::HashMap::new();
+    let mut i = 0;
+    build(&items, &mut i, b"", &mut out);
+    Some(out)
+}
+
+/// The tree of the folder `dir` from `items[*i..]` (its entries are contiguous from there),
+/// recording every folder's (id, entry count) in `out`.
+fn build(
+    items: &[(&[u8], u32, &gix::oid)],
+    i: &mut usize,
+    dir: &[u8],
+    out: &mut std::collections::HashMap<Vec<u8>, (gix::ObjectId, u32)>,
+) -> gix::ObjectId {
+    let start = *i;
+    let mut buf = Vec::new();
+    let skip = if dir.is_empty() { 0 } else { dir.len() + 1 };
+    while *i < items.len() {
+        let (path, mode, id) = items[*i];
+        let inside =
+            dir.is_empty() || (path.starts_with(dir) && path.get(dir.len()) == Some(&b'/'));
+        if !inside {
+            break;
+        }
+        let rest = &path[skip..];
+        match rest.iter().position(|&c| c == b'/') {
+            None => {
+                buf.extend_from_slice(format!("{mode:o} ").as_bytes());
+                buf.extend_from_slice(rest);
+                buf.push(0);
+                buf.extend_from_slice(id.as_bytes());
+                *i += 1;
+            }
+            Some(k) => {
+                let sub = &path[..skip + k];
+                let sub_id = build(items, i, sub, out);
+                buf.extend_from_slice(b"40000 ");
+                buf.extend_from_slice(&rest[..k]);
+                buf.push(0);
+                buf.extend_from_slice(sub_id.as_bytes());
+            }
+        }
+    }
+    let id = gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Tree, &buf)
+        .unwrap_or_else(|_| gix::ObjectId::null(gix::hash::Kind::Sha1));
+    let count = u32::try_from(*i - start).unwrap_or(u32::MAX);
+    out.insert(dir.to_vec(), (id, count));
+    id
+}
+
+/// Every valid cached tree of `index`'s `TREE` extension (a count of entries given) whose id
+/// or count is not what its entries make: `(folder, cached id, computed id)`.
+fn forged_trees(index: &gix::index::File) -> Vec<(String, String, Option<String>)> {
+    let Some(root) = index.tree() else {
+        return Vec::new();
+    };
+    let Some(computed) = computed_trees(index) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut stack: Vec<(Vec<u8>, &gix::index::extension::Tree)> = vec![(Vec::new(), root)];
+    while let Some((dir, t)) = stack.pop() {
+        if let Some(n) = t.num_entries {
+            let got = computed.get(&dir);
+            let ok = got.is_some_and(|(id, count)| *id == t.id && *count == n);
+            if !ok {
+                out.push((
+                    String::from_utf8_lossy(&dir).into_owned(),
+                    t.id.to_string(),
+                    got.filter(|(_, count)| *count == n)
+                        .map(|(id, _)| id.to_string()),
+                ));
+            }
+        }
+        for c in &t.children {
+            let mut p = dir.clone();
+            if !p.is_empty() {
+                p.push(b'/');
+            }
+            p.extend_from_slice(&c.name);
+            stack.push((p, c));
+        }
+    }
+    out.sort();
     out
 }
 
@@ -244,7 +385,11 @@ pub fn check(
         .with("file_id", h.file_id.clone())
         .with("level", if h.filtered { "warning" } else { "error" })
         .with("why", why);
-        if restore {
+        if h.flagged {
+            ev = ev
+                .with("flag", "skip-worktree or assume-unchanged")
+                .with("action", "reported");
+        } else if restore {
             match unhide(&h.path) {
                 Ok(()) => ev = ev.with("action", "stat_invalidated"),
                 Err(e) => {
@@ -256,6 +401,29 @@ pub fn check(
             ev = ev.with("action", "reported");
         }
         emit(ev);
+    }
+    for t in &found.trees {
+        outcome = outcome.and(Outcome::Found);
+        let why = "the index's cache-tree names a tree its entries do not make: the owner's next commit, merge or cherry-pick builds its tree from it and commits that content, while status and both diffs show nothing";
+        let dir = if t.dir.is_empty() {
+            "/"
+        } else {
+            t.dir.as_str()
+        };
+        emit(
+            mk(
+                EventKind::IndexStatForged,
+                format!("{}: cached tree of {dir}: {why}", t.index.display()),
+            )
+            .path(&t.index)
+            .with("change", "cache_tree")
+            .with("dir", t.dir.clone())
+            .with("cached", t.cached.clone())
+            .with("computed", t.computed.clone().unwrap_or_default())
+            .with("level", "error")
+            .with("why", why)
+            .with("action", "reported"),
+        );
     }
     if let Some((p, why)) = found.incomplete {
         outcome = outcome.and(Outcome::Incomplete);
