@@ -294,3 +294,42 @@ fn a_cached_tree_the_entries_do_not_make_is_reported() {
         );
     }
 }
+
+/// Where the attributes name a filter (git LFS: the blob is a pointer, the work tree holds the
+/// smudged content, and git records the smudged file's stat), a file that does not hash to its
+/// entry cannot be judged without running the filter: one warning for the index, with the
+/// count and the paths, no error.
+#[test]
+fn files_under_a_filter_are_one_warning() {
+    let g = common::git_bin();
+    let w = common::world();
+    let m = w.main();
+    std::fs::write(
+        m.join(".gitattributes"),
+        "*.dat filter=lfs diff=lfs merge=lfs -text\n",
+    )
+    .unwrap();
+    std::fs::write(m.join("a.dat"), "pointer a\n").unwrap();
+    std::fs::write(m.join("b.dat"), "pointer b\n").unwrap();
+    w.git(&m, &["add", ".gitattributes", "a.dat", "b.dat"]);
+    w.git(&m, &["commit", "-qm", "lfs-like"]);
+    w.pin();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // What a smudge filter leaves: other bytes in the work tree, the entry's stat theirs.
+    let index = w.git_dir().join("index");
+    for name in ["a.dat", "b.dat"] {
+        let id = git(&w, &g, &m, &["rev-parse", &format!("HEAD:{name}")]);
+        std::fs::write(m.join(name), format!("smudged {name}\n")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        forge_entry(&index, name, id.trim(), &m.join(name));
+    }
+    let (_, ev) = w.check(false);
+    let found: Vec<_> = ev
+        .iter()
+        .filter(|e| e["event"] == "index_stat_forged")
+        .collect();
+    assert_eq!(found.len(), 1, "{ev:#?}");
+    assert_eq!(found[0]["change"], "filtered");
+    assert_eq!(found[0]["level"], "warning");
+    assert_eq!(found[0]["count"], 2);
+}

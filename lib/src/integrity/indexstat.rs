@@ -368,7 +368,36 @@ pub fn check(
     };
     let found = scan(indexes, common_dir, since);
     let mut outcome = Outcome::Clean;
-    for h in &found.hidden {
+    // Files a filter may explain (git LFS' smudged files, whose blob is a pointer): one
+    // warning per index with the count and the first paths, not one per file.
+    let mut filtered: std::collections::BTreeMap<&Path, Vec<&Hidden>> = Default::default();
+    for h in found.hidden.iter().filter(|h| h.filtered && !h.flagged) {
+        filtered.entry(h.index.as_path()).or_default().push(h);
+    }
+    for (index, hs) in &filtered {
+        outcome = outcome.and(Outcome::Found);
+        let why = "tracked files git takes as unchanged do not hash to their entries' objects; the work tree's attributes name a filter (git LFS, for one), which may explain them: not run to verify";
+        let paths: Vec<String> = hs
+            .iter()
+            .take(20)
+            .map(|h| h.path.display().to_string())
+            .collect();
+        emit(
+            mk(
+                EventKind::IndexStatForged,
+                format!("{}: {} files: {why}", index.display(), hs.len()),
+            )
+            .path(index)
+            .with("index", index.display().to_string())
+            .with("change", "filtered")
+            .with("count", hs.len())
+            .with("paths", paths)
+            .with("level", "warning")
+            .with("why", why)
+            .with("action", "reported"),
+        );
+    }
+    for h in found.hidden.iter().filter(|h| !h.filtered || h.flagged) {
         outcome = outcome.and(Outcome::Found);
         let why = if h.filtered {
             "git takes this file as unchanged (its index entry's stat data matches) but it does not hash to the entry's object; the work tree's attributes name a filter, which may explain it (not run to verify)"
