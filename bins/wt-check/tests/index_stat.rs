@@ -154,16 +154,14 @@ fn honest_edits_and_commits_are_clean() {
     for g in common::gits() {
         let w = common::world();
         let m = w.main();
+        // The conversion named where git reads it (the repository's config): a CRLF file
+        // hashes as LF there. Without it a CRLF file must hash as it is (R19-2).
+        w.git(&m, &["config", "core.autocrlf", "input"]);
         w.pin();
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(m.join("README"), "changed\n").unwrap();
         std::fs::write(m.join("crlf.txt"), "a\r\nb\r\n").unwrap();
-        git(
-            &w,
-            &g,
-            &m,
-            &["-c", "core.autocrlf=input", "add", "README", "crlf.txt"],
-        );
+        git(&w, &g, &m, &["add", "README", "crlf.txt"]);
         git(&w, &g, &m, &["commit", "-qm", "turn"]);
         std::fs::write(m.join("README"), "changed again\n").unwrap();
         // `--refresh` exits 1 when a file needs updating (README does): its status is not
@@ -332,4 +330,95 @@ fn files_under_a_filter_are_one_warning() {
     assert_eq!(found[0]["change"], "filtered");
     assert_eq!(found[0]["level"], "warning");
     assert_eq!(found[0]["count"], 2);
+}
+
+/// The nineteenth pass's ways past the index check (positive controls on both gits): the
+/// index's `mtime` set back to before the pin (R19-1: "written since the pin" is its
+/// `ctime`); a `\r` added to a file where nothing converts line endings (R19-2); a forged
+/// entry in a submodule's index (R19-4).
+#[test]
+fn mtime_rollback_crlf_and_submodule_indexes_do_not_hide_content() {
+    for g in common::gits() {
+        for variant in ["mtime-back", "crlf", "submodule"] {
+            let w = common::world();
+            let m = w.main();
+            w.pin();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let (top, index, name) = if variant == "submodule" {
+                (m.join("sub"), w.git_dir().join("modules/sub/index"), "f")
+            } else {
+                (m.clone(), w.git_dir().join("index"), "README")
+            };
+            let honest = git(&w, &g, &top, &["rev-parse", &format!("HEAD:{name}")]);
+            let before = std::fs::metadata(&index).unwrap().modified().unwrap();
+            let text = if variant == "crlf" {
+                let mut t = std::fs::read(top.join(name)).unwrap();
+                t.pop();
+                t.extend_from_slice(b"\r\n");
+                t
+            } else {
+                b"evil\n".to_vec()
+            };
+            std::fs::write(top.join(name), &text).unwrap();
+            if variant == "mtime-back" {
+                // Older than the index's time put back, or git re-reads it as racily clean.
+                let f = std::fs::File::options()
+                    .write(true)
+                    .open(top.join(name))
+                    .unwrap();
+                f.set_times(
+                    std::fs::FileTimes::new()
+                        .set_modified(before - std::time::Duration::from_secs(2)),
+                )
+                .unwrap();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1100));
+            forge_entry(&index, name, honest.trim(), &top.join(name));
+            if variant == "mtime-back" {
+                let f = std::fs::File::options().write(true).open(&index).unwrap();
+                f.set_times(std::fs::FileTimes::new().set_modified(before))
+                    .unwrap();
+            }
+            // Positive control: git shows nothing.
+            assert_eq!(
+                git(&w, &g, &top, &["status", "--porcelain", "-uno"]),
+                "",
+                "{} {variant}",
+                g.display()
+            );
+            let (code, ev) = w.check(false);
+            assert_eq!(code, 1, "{} {variant}: {ev:#?}", g.display());
+            assert!(
+                ev.iter().any(|e| e["event"] == "index_stat_forged"
+                    && e["path"] == top.join(name).to_str().unwrap()
+                    && e["level"] == "error"),
+                "{variant}: {ev:#?}"
+            );
+        }
+    }
+}
+
+/// An untracked cache written during the turn (R19-3: a forged one hid a new file from
+/// `status`; the owner's `add -A` committed it) is reported as a warning.
+#[test]
+fn an_untracked_cache_written_during_the_turn_is_reported() {
+    let g = common::git_bin();
+    let w = common::world();
+    let m = w.main();
+    w.pin();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(m.join("zz.sh"), "echo x\n").unwrap();
+    git(
+        &w,
+        &g,
+        &m,
+        &["-c", "core.untrackedCache=true", "status", "--porcelain"],
+    );
+    let (_, ev) = w.check(false);
+    assert!(
+        ev.iter().any(|e| e["event"] == "index_stat_forged"
+            && e["change"] == "untracked_cache"
+            && e["level"] == "warning"),
+        "{ev:#?}"
+    );
 }

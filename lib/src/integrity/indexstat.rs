@@ -82,6 +82,8 @@ pub struct ForgedTree {
 pub struct Found {
     pub hidden: Vec<Hidden>,
     pub trees: Vec<ForgedTree>,
+    /// Indexes written since the pin that carry an untracked cache (`UNTR`).
+    pub untracked_cache: Vec<PathBuf>,
     pub incomplete: Option<(PathBuf, String)>,
 }
 
@@ -106,7 +108,60 @@ fn git_may_take_as_unchanged(s: &gix::index::entry::Stat, m: &std::fs::Metadata)
 /// Whether any attributes file of the work tree `top` or the git dir names a filter git
 /// would run on `add` (a superset: the pattern is not evaluated).
 fn filters_named(top: &Path, index: &gix::index::File, git_dir_info: &Path) -> bool {
-    let words: [&[u8]; 3] = [b"filter", b"ident", b"working-tree-encoding"];
+    attributes_mention(
+        top,
+        index,
+        git_dir_info,
+        &[b"filter", b"ident", b"working-tree-encoding"],
+    )
+}
+
+/// Whether git may turn CRLF into LF when it adds a file of the work tree `top`: an
+/// attributes file names `text`, `eol` or `crlf` (a superset: patterns not evaluated), or a
+/// config file git reads for it names `autocrlf` or `eol` (the repository's, the worktree's,
+/// the global ones). Elsewhere a CRLF file must hash as it is (R19-2: a `\r` after a `#!`
+/// line accepted as git's conversion made the script run another program).
+fn crlf_converted(top: &Path, index: &gix::index::File, git_dir: &Path, common: &Path) -> bool {
+    if attributes_mention(
+        top,
+        index,
+        &common.join("info"),
+        &[b"text", b"eol", b"crlf"],
+    ) {
+        return true;
+    }
+    let mut configs = vec![
+        common.join("config"),
+        git_dir.join("config.worktree"),
+        common.join("config.worktree"),
+    ];
+    if let Some(h) = std::env::var_os("HOME") {
+        configs.push(Path::new(&h).join(".gitconfig"));
+        configs.push(Path::new(&h).join(".config/git/config"));
+    }
+    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME") {
+        configs.push(Path::new(&x).join("git/config"));
+    }
+    if let Some(g) = std::env::var_os("GIT_CONFIG_GLOBAL") {
+        configs.push(PathBuf::from(g));
+    }
+    configs.push(PathBuf::from("/etc/gitconfig"));
+    configs.iter().any(|p| {
+        crate::audit::special::read_regular(p, 1 << 20).is_ok_and(|b| {
+            let l = b.to_ascii_lowercase();
+            l.windows(8).any(|w| w == b"autocrlf") || l.windows(3).any(|w| w == b"eol")
+        })
+    })
+}
+
+/// Whether an attributes file of `top` (any `.gitattributes` the index lists) or
+/// `info/attributes` names one of `words`.
+fn attributes_mention(
+    top: &Path,
+    index: &gix::index::File,
+    git_dir_info: &Path,
+    words: &[&[u8]],
+) -> bool {
     let mentions = |p: &Path| {
         crate::audit::special::read_regular(p, 1 << 20)
             .is_ok_and(|b| words.iter().any(|w| b.windows(w.len()).any(|x| x == *w)))
@@ -130,7 +185,9 @@ pub fn scan(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, since: (i64, i64)
         let Ok(im) = std::fs::metadata(index_path) else {
             continue; // no index: nothing staged
         };
-        if (im.mtime(), im.mtime_nsec()) < since {
+        // By `ctime`, which no unprivileged process sets back (the `mtime` put back with
+        // `touch -d` hid a forged index: R19-1).
+        if (im.ctime(), im.ctime_nsec()) < since {
             continue; // written before the pin: no entry in it was written since
         }
         let index = match crate::index_paths::read_index(index_path, true) {
@@ -152,6 +209,14 @@ pub fn scan(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, since: (i64, i64)
                 }),
         );
         let mut filtered: Option<bool> = None;
+        let mut crlf: Option<bool> = None;
+        // An untracked cache written during the turn (R19-3): git trusts it to list the
+        // untracked files (`core.untrackedCache` unset keeps one found), so a forged one hides
+        // a file from `status` that `add -A` then commits. Not verified (that needs git's
+        // ignore rules over the whole tree): reported.
+        if index.untracked().is_some() {
+            out.untracked_cache.push(index_path.clone());
+        }
         for e in index.entries() {
             let mode = e.mode;
             if mode != gix::index::entry::Mode::FILE
@@ -199,7 +264,12 @@ pub fn scan(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, since: (i64, i64)
             if got == want {
                 continue;
             }
-            if m.is_file() && bytes.contains(&b'\r') {
+            if m.is_file()
+                && bytes.contains(&b'\r')
+                && *crlf.get_or_insert_with(|| {
+                    crlf_converted(top, &index, index_path.parent().unwrap_or(top), common_dir)
+                })
+            {
                 let lf: Vec<u8> = bytes
                     .windows(2)
                     .filter(|w| !(w[0] == b'\r' && w[1] == b'\n'))
@@ -346,6 +416,47 @@ fn unhide(path: &Path) -> std::io::Result<()> {
     .map_err(std::io::Error::from)
 }
 
+/// The submodule git dirs below `common/modules/` (names with slashes nest, nested
+/// submodules too), each with its index and the work tree its `core.worktree` names (git
+/// writes it for an absorbed submodule; the config is a protected entry): the submodules'
+/// indexes hide files as the superproject's do (R19-4).
+fn submodule_indexes(common: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let mut out = Vec::new();
+    let mut stack = vec![(common.join("modules"), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        if depth > 8 || out.len() > 10_000 {
+            break;
+        }
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let g = e.path();
+            if !std::fs::symlink_metadata(&g).is_ok_and(|m| m.is_dir()) {
+                continue;
+            }
+            if !(g.join("HEAD").exists() || g.join("config").exists()) {
+                stack.push((g, depth + 1));
+                continue;
+            }
+            let worktree = crate::audit::special::read_regular(&g.join("config"), 1 << 20)
+                .ok()
+                .and_then(|b| {
+                    String::from_utf8_lossy(&b).lines().find_map(|l| {
+                        let (k, v) = l.trim().split_once('=')?;
+                        (k.trim().eq_ignore_ascii_case("worktree"))
+                            .then(|| v.trim().trim_matches('"').to_owned())
+                    })
+                });
+            if let Some(w) = worktree {
+                out.push((g.join("index"), super::normalize(&g.join(w))));
+            }
+            stack.push((g.join("modules"), depth + 1));
+        }
+    }
+    out
+}
+
 /// Report every hidden entry; with `restore`, set each file's `mtime` to now so git reads it.
 pub fn check(
     indexes: &[(PathBuf, PathBuf)],
@@ -366,7 +477,9 @@ pub fn check(
         ));
         return Outcome::Incomplete;
     };
-    let found = scan(indexes, common_dir, since);
+    let mut all = indexes.to_vec();
+    all.extend(submodule_indexes(common_dir));
+    let found = scan(&all, common_dir, since);
     let mut outcome = Outcome::Clean;
     // Files a filter may explain (git LFS' smudged files, whose blob is a pointer): one
     // warning per index with the count and the first paths, not one per file.
@@ -430,6 +543,22 @@ pub fn check(
             ev = ev.with("action", "reported");
         }
         emit(ev);
+    }
+    for p in &found.untracked_cache {
+        outcome = outcome.and(Outcome::Found);
+        let why = "an index written during the turn carries an untracked cache: git takes the untracked files it lists as the whole truth (core.untrackedCache unset keeps it), so a forged one hides a file from git status that git add -A then commits; not verified here";
+        emit(
+            mk(
+                EventKind::IndexStatForged,
+                format!("{}: {why}", p.display()),
+            )
+            .path(p)
+            .with("index", p.display().to_string())
+            .with("change", "untracked_cache")
+            .with("level", "warning")
+            .with("why", why)
+            .with("action", "reported"),
+        );
     }
     for t in &found.trees {
         outcome = outcome.and(Outcome::Found);
