@@ -48,7 +48,7 @@
 //! read per run, [`LAYER_LIMIT`] layers per chain; past any, the result is incomplete (exit
 //! 2), naming the bound. A SHA-256 graph is reported as not supported (incomplete).
 
-use super::objects::{stamps_trusted_at, Stamp};
+use super::objects::{kind_name, stamps_trusted_at, Stamp};
 use super::restore::Quarantine;
 use super::{Key, Outcome};
 use crate::events::{Event, EventKind, Tool};
@@ -973,27 +973,6 @@ enum Open {
     File(Opened),
 }
 
-fn kind_name(mode: u32) -> &'static str {
-    match SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits()) {
-        SFlag::S_IFLNK => "symbolic link",
-        SFlag::S_IFDIR => "folder",
-        SFlag::S_IFIFO => "fifo",
-        SFlag::S_IFSOCK => "socket",
-        SFlag::S_IFREG => "regular file",
-        _ => "device",
-    }
-}
-
-fn stamp_of(st: &nix::sys::stat::FileStat) -> Stamp {
-    Stamp {
-        dev: st.st_dev,
-        ino: st.st_ino,
-        size: st.st_size,
-        mtime: (st.st_mtime, st.st_mtime_nsec),
-        ctime: (st.st_ctime, st.st_ctime_nsec),
-    }
-}
-
 /// Open `leaf` in `dir` without following a link or blocking; check it is a regular file.
 fn open_file(dir: &Root, leaf: &str, rel: String) -> Result<Open, String> {
     let full = dir.path().join(leaf);
@@ -1031,7 +1010,7 @@ fn open_file(dir: &Root, leaf: &str, rel: String) -> Result<Open, String> {
     Ok(Open::File(Opened {
         rel,
         file: std::fs::File::from(fd),
-        stamp: stamp_of(&st),
+        stamp: Stamp::of(&st),
         // A second link is no reason (a local `git clone` hard-links the graph): where
         // stamps are trusted, a write through any name, or a link made or removed, moves the
         // inode's `ctime`; where they are not, every graph is verified anyway.
@@ -1048,7 +1027,7 @@ impl Opened {
             .map_err(|e| format!("objects/info/{}: sync_file_range: {e}", self.rel))?;
         let st = fstat(self.file.as_fd())
             .map_err(|e| format!("objects/info/{}: fstat: {e}", self.rel))?;
-        self.stamp = stamp_of(&st);
+        self.stamp = Stamp::of(&st);
         let size = u64::try_from(st.st_size).unwrap_or(0);
         if size > FILE_BYTES_LIMIT {
             return Err(format!(
@@ -1071,7 +1050,7 @@ impl Opened {
         // What was read is what the identity stands for (nothing may write meanwhile).
         let after = fstat(self.file.as_fd())
             .map_err(|e| format!("objects/info/{}: fstat: {e}", self.rel))?;
-        if stamp_of(&after) != self.stamp || out.len() as u64 != size {
+        if Stamp::of(&after) != self.stamp || out.len() as u64 != size {
             return Err(format!(
                 "objects/info/{} changed while it was read: not verified",
                 self.rel

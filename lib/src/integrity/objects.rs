@@ -80,9 +80,35 @@ pub struct Stamp {
     pub ctime: (i64, i64),
 }
 
-/// One entry of `objects/xx/` (or `objects/xx` itself) as `lstat` saw it.
+impl Stamp {
+    /// The identity and change stamps `fstat`/`lstat` gave.
+    pub fn of(st: &nix::sys::stat::FileStat) -> Stamp {
+        Stamp {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            size: st.st_size,
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
+        }
+    }
+}
+
+/// The name of a file type for messages (`symbolic link`, `folder`, `fifo`, …).
+pub(super) fn kind_name(mode: u32) -> &'static str {
+    match SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits()) {
+        SFlag::S_IFLNK => "symbolic link",
+        SFlag::S_IFDIR => "folder",
+        SFlag::S_IFIFO => "fifo",
+        SFlag::S_IFSOCK => "socket",
+        SFlag::S_IFREG => "regular file",
+        _ => "device",
+    }
+}
+
+/// One entry of `objects/xx/` (or `objects/xx` itself, or of `objects/pack/`) as `lstat`
+/// saw it: the one description the object checks (`objects`, `packs`) share.
 #[derive(Debug, Clone)]
-enum Seen {
+pub(super) enum Seen {
     /// A regular file: its stamp, whether it has a write bit.
     File { stamp: Stamp, must_verify: bool },
     /// Anything else (a symbolic link, a folder, a fifo, …), by its kind's name.
@@ -169,27 +195,16 @@ fn walk(objects: &Root) -> Result<Vec<(String, Seen)>, FsError> {
     Ok(out)
 }
 
-fn seen_of(st: &nix::sys::stat::FileStat) -> Seen {
-    let fmt = SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits());
-    if fmt != SFlag::S_IFREG {
-        return Seen::Other(match fmt {
-            SFlag::S_IFLNK => "symbolic link",
-            SFlag::S_IFDIR => "folder",
-            SFlag::S_IFIFO => "fifo",
-            SFlag::S_IFSOCK => "socket",
-            _ => "device",
-        });
+/// What `lstat` says of one object file: a regular file's identity (and a write bit: verified
+/// whatever its stamps), or the kind of anything else.
+pub(super) fn seen_of(st: &nix::sys::stat::FileStat) -> Seen {
+    if st.st_mode & SFlag::S_IFMT.bits() != SFlag::S_IFREG.bits() {
+        return Seen::Other(kind_name(st.st_mode));
     }
     Seen::File {
-        stamp: Stamp {
-            dev: st.st_dev,
-            ino: st.st_ino,
-            size: st.st_size,
-            mtime: (st.st_mtime, st.st_mtime_nsec),
-            ctime: (st.st_ctime, st.st_ctime_nsec),
-        },
-        // A second link is no reason (a local `git clone` hard-links every loose object):
-        // see the module's note on the identity.
+        stamp: Stamp::of(st),
+        // A second link is no reason (a local `git clone` hard-links every object file and
+        // the commit-graph): see the module's note on the identity.
         must_verify: st.st_mode & 0o222 != 0,
     }
 }

@@ -61,14 +61,14 @@
 //! serving), `.mtimes` the expiry of cruft objects, `.promisor` which missing objects may be
 //! fetched lazily, `.keep` which packs repack keeps; none changes what an object id reads as.
 
-use super::objects::Stamp;
+use super::objects::{seen_of, stamps_trusted_at as stamps_trusted, Seen, Stamp};
 use super::restore::Quarantine;
 use super::{Key, Outcome};
 use crate::events::{Event, EventKind, Tool};
 use crate::fsx::{EntryKind, FsError, Root};
 use gix::odb::pack;
 use nix::fcntl::{openat, OFlag};
-use nix::sys::stat::{fstat, fstatat, Mode, SFlag};
+use nix::sys::stat::{fstat, fstatat, Mode};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -86,7 +86,6 @@ pub const ALLOC_LIMIT: usize = 4 << 30;
 /// Most names in `objects/pack/` (and `multi-pack-index.d/`) looked at.
 pub const FILE_LIMIT: usize = 1_000_000;
 /// tmpfs's `statfs` type: its stamps are not trusted.
-const TMPFS_MAGIC: i64 = 0x0102_1994;
 /// First line of the record file.
 const HEADER: &str = "gitward-packs 1";
 /// The single multi-pack-index and the folder of an incremental chain (git 2.47).
@@ -99,45 +98,11 @@ pub const PACK_EXTS: &[&str] = &["pack", "idx", "rev", "bitmap", "keep", "promis
 /// The files of one pack whose identity is recorded and whose change makes it verified.
 const VERIFIED_EXTS: &[&str] = &["pack", "idx", "rev"];
 
-/// One name of `objects/pack/` as `lstat` saw it.
-#[derive(Debug, Clone)]
-enum Seen {
-    File { stamp: Stamp, must_verify: bool },
-    Other(&'static str),
-}
-
 /// Where the record of the state file `state` is kept: `<state>.packs`.
 pub fn record_path(state: &Path) -> Option<PathBuf> {
     let mut n = state.file_name()?.to_os_string();
     n.push(".packs");
     Some(state.with_file_name(n))
-}
-
-fn seen_of(st: &nix::sys::stat::FileStat) -> Seen {
-    let fmt = SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits());
-    if fmt != SFlag::S_IFREG {
-        return Seen::Other(match fmt {
-            SFlag::S_IFLNK => "symbolic link",
-            SFlag::S_IFDIR => "folder",
-            SFlag::S_IFIFO => "fifo",
-            SFlag::S_IFSOCK => "socket",
-            _ => "device",
-        });
-    }
-    Seen::File {
-        stamp: Stamp {
-            dev: st.st_dev,
-            ino: st.st_ino,
-            size: st.st_size,
-            mtime: (st.st_mtime, st.st_mtime_nsec),
-            ctime: (st.st_ctime, st.st_ctime_nsec),
-        },
-        // A second link is no reason: `git clone` of a local repository hard-links every
-        // pack (git.git's 496 MB pack was verified at every check, 6 s), and where stamps
-        // are trusted a write through any name moves the one inode's `ctime`, as making or
-        // removing a link does; where they are not, every pack is verified anyway.
-        must_verify: st.st_mode & 0o222 != 0,
-    }
 }
 
 fn render_line(rel: &str, t: &Stamp) -> String {
@@ -277,17 +242,6 @@ fn list(common: &Path) -> Result<Listing, FsError> {
     }
     out.dir = Some(dir);
     Ok(out)
-}
-
-/// Whether the stamps of files in `dir` can stand for their content (as `objects`).
-fn stamps_trusted(dir: &Root) -> bool {
-    nix::sys::statfs::fstatfs(dir.as_fd()).is_ok_and(|f| {
-        let t = f.filesystem_type().0;
-        t != TMPFS_MAGIC
-            && crate::layout::walk_cache::TRUSTED_FS
-                .iter()
-                .any(|(m, _)| *m == t)
-    })
 }
 
 /// The record's lines by name; `Err` when its header is not this build's.
