@@ -339,13 +339,33 @@ fn files_under_a_filter_are_one_warning() {
 #[test]
 fn mtime_rollback_crlf_and_submodule_indexes_do_not_hide_content() {
     for g in common::gits() {
-        for variant in ["mtime-back", "crlf", "submodule"] {
+        for variant in ["mtime-back", "crlf", "submodule", "submodule-git-folder"] {
             let w = common::world();
             let m = w.main();
             w.pin();
             std::thread::sleep(std::time::Duration::from_millis(20));
             let (top, index, name) = if variant == "submodule" {
                 (m.join("sub"), w.git_dir().join("modules/sub/index"), "f")
+            } else if variant == "submodule-git-folder" {
+                // The absorbed submodule's `.git` file swapped for a copy of its git dir
+                // (R20-2; a submodule added from an existing clone has it so: R20-1).
+                let sub = m.join("sub");
+                std::fs::remove_file(sub.join(".git")).unwrap();
+                assert!(Command::new("cp")
+                    .arg("-a")
+                    .arg(w.git_dir().join("modules/sub"))
+                    .arg(sub.join(".git"))
+                    .status()
+                    .unwrap()
+                    .success());
+                // Its `core.worktree` (if git wrote one) names the old place: dropped.
+                let _ = Command::new(&g)
+                    .arg("config")
+                    .arg("-f")
+                    .arg(sub.join(".git/config"))
+                    .args(["--unset", "core.worktree"])
+                    .status();
+                (sub.clone(), sub.join(".git/index"), "f")
             } else {
                 (m.clone(), w.git_dir().join("index"), "README")
             };

@@ -457,6 +457,42 @@ fn submodule_indexes(common: &Path) -> Vec<(PathBuf, PathBuf)> {
     out
 }
 
+/// Submodules whose git dir is a folder inside the work tree (`sub/.git/`: `git submodule add`
+/// of an existing clone leaves it so, and the agent can swap an absorbed submodule's `.git`
+/// file for a copy of its git dir), found from each work tree's `.gitmodules` (`path = …`),
+/// nested ones too: their indexes hide files as any other (twentieth red-team pass, R20-1,
+/// R20-2). A gitlink left out of `.gitmodules` is a change of a tracked file the owner's
+/// `git diff` shows.
+fn in_tree_submodule_indexes(tops: &[PathBuf]) -> Vec<(PathBuf, PathBuf)> {
+    let mut out = Vec::new();
+    let mut work: Vec<(PathBuf, usize)> = tops.iter().map(|t| (t.clone(), 0)).collect();
+    while let Some((top, depth)) = work.pop() {
+        if depth > 8 || out.len() > 10_000 {
+            break;
+        }
+        let Ok(b) = crate::audit::special::read_regular(&top.join(".gitmodules"), 1 << 20) else {
+            continue;
+        };
+        for l in String::from_utf8_lossy(&b).lines() {
+            let Some((k, v)) = l.trim().split_once('=') else {
+                continue;
+            };
+            if !k.trim().eq_ignore_ascii_case("path") {
+                continue;
+            }
+            let sub = super::normalize(&top.join(v.trim().trim_matches('"')));
+            if !sub.starts_with(&top) || sub == top {
+                continue;
+            }
+            if std::fs::symlink_metadata(sub.join(".git")).is_ok_and(|m| m.is_dir()) {
+                out.push((sub.join(".git/index"), sub.clone()));
+            }
+            work.push((sub, depth + 1));
+        }
+    }
+    out
+}
+
 /// Report every hidden entry; with `restore`, set each file's `mtime` to now so git reads it.
 pub fn check(
     indexes: &[(PathBuf, PathBuf)],
@@ -479,6 +515,10 @@ pub fn check(
     };
     let mut all = indexes.to_vec();
     all.extend(submodule_indexes(common_dir));
+    let tops: Vec<PathBuf> = indexes.iter().map(|(_, t)| t.clone()).collect();
+    all.extend(in_tree_submodule_indexes(&tops));
+    all.sort();
+    all.dedup();
     let found = scan(&all, common_dir, since);
     let mut outcome = Outcome::Clean;
     // Files a filter may explain (git LFS' smudged files, whose blob is a pointer): one
