@@ -2582,6 +2582,18 @@ pub static WHY_START_TOP: &str = "the interpreter starts at the top of the work 
 pub static WHY_UPWARD_MISSING: &str = "searched in the script's folder and every folder above it up to the top (Node resolves a bare require()/import through node_modules/, cargo reads .cargo/config.toml); this one is missing and its folder is the writable top: what the agent creates there is loaded (`check` reports it)";
 pub static WHY_TOP_READ: &str = "read at start by the interpreter or its package manager as code or as settings that load code (`.npmrc` node-options or script-shell, `bunfig.toml` preload, `deno.json` import map, the `Gemfile`, rustup's `rust-toolchain.toml`); at the top of the work tree it is missing, so the agent can create it (`check` reports it)";
 
+/// Attribute words under which git runs a program or converts content on `add` that the
+/// index check cannot redo (`filter=`, `ident`, `working-tree-encoding`): a file there that
+/// does not hash to its entry is a warning, not an error (`integrity::indexstat`).
+pub const ATTRIBUTES_THAT_FILTER: &[&[u8]] = &[b"filter", b"ident", b"working-tree-encoding"];
+
+/// Attribute words under which git may turn CRLF into LF on `add` (`text`, `eol`, the old
+/// `crlf`), and the config keys that do it everywhere (`core.autocrlf`, `core.eol`, matched
+/// by their last part, lower case): only there does the index check take a file's CRLF → LF
+/// form for git's (`integrity::indexstat`, R19-2).
+pub const ATTRIBUTES_THAT_CONVERT_EOL: &[&[u8]] = &[b"text", b"eol", b"crlf"];
+pub const CONFIG_KEYS_THAT_CONVERT_EOL: &[&[u8]] = &[b"autocrlf", b"eol"];
+
 /// Largest `packed-refs` the commit scan and the pin read (git reads the file whole; 2 GiB
 /// is about 30 million refs).
 pub const PACKED_REFS_LIMIT: u64 = 2 << 30;

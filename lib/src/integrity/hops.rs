@@ -378,11 +378,7 @@ fn staged_globs(index: &Path, rel: &Path, globs: &[String]) -> Result<Option<Str
     Ok((!list.is_empty()).then(|| list_digest(list)))
 }
 
-fn blob_id(bytes: &[u8]) -> String {
-    gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
-        .map(|o| o.to_string())
-        .unwrap_or_default()
-}
+use super::state::blob_id;
 
 /// A file's blob id, a folder's digest over its files' (relative name, blob id), a link's
 /// target; `None` when nothing is there. Links are not followed.

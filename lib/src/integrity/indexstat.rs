@@ -87,11 +87,7 @@ pub struct Found {
     pub incomplete: Option<(PathBuf, String)>,
 }
 
-fn blob_id(bytes: &[u8]) -> String {
-    gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
-        .map(|o| o.to_string())
-        .unwrap_or_default()
-}
+use super::state::blob_id;
 
 /// Whether git may take the file `m` as unchanged from an entry with stat data `s`: the
 /// fields `read-cache.c`'s `match_stat_data` compares under every setting (`mtime` seconds,
@@ -112,7 +108,7 @@ fn filters_named(top: &Path, index: &gix::index::File, git_dir_info: &Path) -> b
         top,
         index,
         git_dir_info,
-        &[b"filter", b"ident", b"working-tree-encoding"],
+        crate::catalogue::ATTRIBUTES_THAT_FILTER,
     )
 }
 
@@ -126,7 +122,7 @@ fn crlf_converted(top: &Path, index: &gix::index::File, git_dir: &Path, common: 
         top,
         index,
         &common.join("info"),
-        &[b"text", b"eol", b"crlf"],
+        crate::catalogue::ATTRIBUTES_THAT_CONVERT_EOL,
     ) {
         return true;
     }
@@ -149,7 +145,9 @@ fn crlf_converted(top: &Path, index: &gix::index::File, git_dir: &Path, common: 
     configs.iter().any(|p| {
         crate::audit::special::read_regular(p, 1 << 20).is_ok_and(|b| {
             let l = b.to_ascii_lowercase();
-            l.windows(8).any(|w| w == b"autocrlf") || l.windows(3).any(|w| w == b"eol")
+            crate::catalogue::CONFIG_KEYS_THAT_CONVERT_EOL
+                .iter()
+                .any(|k| l.windows(k.len()).any(|w| w == *k))
         })
     })
 }
@@ -420,41 +418,23 @@ fn unhide(path: &Path) -> std::io::Result<()> {
 /// submodules too), each with its index and the work tree its `core.worktree` names (git
 /// writes it for an absorbed submodule; the config is a protected entry): the submodules'
 /// indexes hide files as the superproject's do (R19-4).
-fn submodule_indexes(common: &Path) -> Vec<(PathBuf, PathBuf)> {
+fn submodule_indexes(common: &Path) -> Result<Vec<(PathBuf, PathBuf)>, (PathBuf, String)> {
     let mut out = Vec::new();
-    let mut stack = vec![(common.join("modules"), 0usize)];
-    while let Some((dir, depth)) = stack.pop() {
-        if depth > 8 || out.len() > 10_000 {
-            break;
-        }
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let g = e.path();
-            if !std::fs::symlink_metadata(&g).is_ok_and(|m| m.is_dir()) {
-                continue;
-            }
-            if !(g.join("HEAD").exists() || g.join("config").exists()) {
-                stack.push((g, depth + 1));
-                continue;
-            }
-            let worktree = crate::audit::special::read_regular(&g.join("config"), 1 << 20)
-                .ok()
-                .and_then(|b| {
-                    String::from_utf8_lossy(&b).lines().find_map(|l| {
-                        let (k, v) = l.trim().split_once('=')?;
-                        (k.trim().eq_ignore_ascii_case("worktree"))
-                            .then(|| v.trim().trim_matches('"').to_owned())
-                    })
-                });
-            if let Some(w) = worktree {
-                out.push((g.join("index"), super::normalize(&g.join(w))));
-            }
-            stack.push((g.join("modules"), depth + 1));
+    for g in super::rerere::module_git_dirs(&common.join("modules"))? {
+        let worktree = crate::audit::special::read_regular(&g.join("config"), 1 << 20)
+            .ok()
+            .and_then(|b| {
+                String::from_utf8_lossy(&b).lines().find_map(|l| {
+                    let (k, v) = l.trim().split_once('=')?;
+                    (k.trim().eq_ignore_ascii_case("worktree"))
+                        .then(|| v.trim().trim_matches('"').to_owned())
+                })
+            });
+        if let Some(w) = worktree {
+            out.push((g.join("index"), super::normalize(&g.join(w))));
         }
     }
-    out
+    Ok(out)
 }
 
 /// Submodules whose git dir is a folder inside the work tree (`sub/.git/`: `git submodule add`
@@ -514,7 +494,19 @@ pub fn check(
         return Outcome::Incomplete;
     };
     let mut all = indexes.to_vec();
-    all.extend(submodule_indexes(common_dir));
+    match submodule_indexes(common_dir) {
+        Ok(v) => all.extend(v),
+        Err((p, why)) => {
+            emit(
+                mk(
+                    EventKind::CheckIncomplete,
+                    format!("{}: {why}", p.display()),
+                )
+                .path(&p),
+            );
+            return Outcome::Incomplete;
+        }
+    }
     let tops: Vec<PathBuf> = indexes.iter().map(|(_, t)| t.clone()).collect();
     all.extend(in_tree_submodule_indexes(&tops));
     all.sort();

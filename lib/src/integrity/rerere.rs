@@ -159,6 +159,20 @@ pub fn scan(common: &Path, since: (i64, i64)) -> Found {
     out
 }
 
+/// The submodule git dirs below `modules` (a git dir's `modules/`; names with slashes
+/// nest, nested submodules too: a folder holding `HEAD` or `config` is one), at most
+/// [`MAX_MODULES`]; `Err` names the bound reached. Also `indexstat`'s list of submodule
+/// indexes.
+pub(super) fn module_git_dirs(modules: &Path) -> Result<Vec<PathBuf>, (PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut found = Found::default();
+    collect_modules(modules, &mut out, &mut found, 0);
+    match found.incomplete {
+        Some(why) => Err(why),
+        None => Ok(out),
+    }
+}
+
 /// Submodule git dirs below `dir` (`modules/`, names with slashes nest), into `out`.
 fn collect_modules(dir: &Path, out: &mut Vec<PathBuf>, found: &mut Found, depth: usize) {
     if depth > 8 || found.incomplete.is_some() {

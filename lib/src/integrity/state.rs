@@ -70,15 +70,22 @@ impl Node {
 
     /// A file node for `bytes`.
     pub fn file(bytes: &[u8], mode: u32) -> Node {
-        let oid = gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
-            .map(|o| o.to_string())
-            .unwrap_or_default();
+        let oid = blob_id(bytes);
         Node::File {
             mode: mode & 0o7777,
             oid,
             content: Content::new(bytes),
         }
     }
+}
+
+/// git's blob id of `bytes` (SHA-1 of `blob <n>\0<bytes>`, what `git hash-object
+/// --no-filters` prints); empty when the hash refuses the bytes (SHA-1 collision detection).
+/// The one place the integrity checks compute it.
+pub fn blob_id(bytes: &[u8]) -> String {
+    gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
+        .map(|o| o.to_string())
+        .unwrap_or_default()
 }
 
 /// File bytes: UTF-8 text as is, anything else as lower-case hex.
