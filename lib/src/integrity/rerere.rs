@@ -146,7 +146,12 @@ pub fn scan(common: &Path, since: (i64, i64)) -> Found {
                     }
                 }
             }
-            if new {
+            // Only a resolution is replayed: an entry with a preimage alone (what rerere
+            // leaves of a conflict merged and aborted, or not resolved yet) writes nothing.
+            // Seen on the real ripgrep and pre-commit clones: a conflicted merge with
+            // `rerere.enabled` left one, and it was reported.
+            let resolved = files.iter().any(|f| f.starts_with("postimage"));
+            if new && resolved {
                 files.sort();
                 out.recorded.push(Recorded { path: p, files });
             }
@@ -364,6 +369,7 @@ mod tests {
         let g = t.path().join("g");
         std::fs::create_dir_all(g.join("rr-cache/old")).unwrap();
         std::fs::write(g.join("rr-cache/old/preimage"), "a").unwrap();
+        std::fs::write(g.join("rr-cache/old/postimage"), "b").unwrap();
         std::fs::create_dir_all(g.join("modules/s/rr-cache")).unwrap();
         std::fs::write(g.join("modules/s/HEAD"), "ref: refs/heads/main\n").unwrap();
         // The pin's instant as `check` takes it: a state file's modification time (the
@@ -378,6 +384,7 @@ mod tests {
         std::fs::create_dir_all(g.join("rr-cache/new")).unwrap();
         std::fs::write(g.join("rr-cache/new/postimage"), "evil").unwrap();
         std::fs::create_dir_all(g.join("modules/s/rr-cache/sub")).unwrap();
+        std::fs::write(g.join("modules/s/rr-cache/sub/postimage"), "r").unwrap();
         let f = scan(&g, since);
         let paths = f
             .recorded
@@ -394,6 +401,13 @@ mod tests {
             .find(|r| r.path == g.join("rr-cache/new"))
             .unwrap();
         assert_eq!(new.files, vec!["postimage".to_owned()]);
+        // A preimage alone (a conflict not resolved) is no resolution: not reported.
+        std::fs::create_dir_all(g.join("rr-cache/open")).unwrap();
+        std::fs::write(g.join("rr-cache/open/preimage"), "conflict").unwrap();
+        assert!(!scan(&g, since)
+            .recorded
+            .iter()
+            .any(|r| r.path == g.join("rr-cache/open")));
         // rr-cache renamed into place (or changed) since the pin: every entry.
         std::fs::rename(g.join("rr-cache"), t.path().join("prepared")).unwrap();
         std::fs::rename(t.path().join("prepared"), g.join("rr-cache")).unwrap();
