@@ -442,3 +442,127 @@ fn an_untracked_cache_written_during_the_turn_is_reported() {
         "{ev:#?}"
     );
 }
+
+/// The twenty-first pass's way past the submodule indexes (R21-2, R21-3) and its siblings: a
+/// repository git enters because the index holds a gitlink for it, whatever `.gitmodules`
+/// says. Its git dir is a folder in the work tree, or the one its `.git` file or `.git` link
+/// names; its index is forged as R16-12. Positive control on both gits: `status` in the
+/// superproject (which recurses into the gitlink) and in the repository itself are clean.
+#[test]
+fn gitlinks_lead_to_the_indexes_git_enters_whatever_gitmodules_says() {
+    fn cp_a(from: &Path, to: &Path) {
+        assert!(Command::new("cp")
+            .arg("-a")
+            .arg(from)
+            .arg(to)
+            .status()
+            .unwrap()
+            .success());
+    }
+    for g in common::gits() {
+        for variant in [
+            "no-gitmodules",
+            "gitmodules-other-path",
+            "nested-without-gitmodules",
+            "gitfile-to-a-copy",
+            "dot-git-link",
+        ] {
+            let w = common::world();
+            let m = w.main();
+            let sub = m.join("sub");
+            w.pin();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            // The agent's turn: the submodule's git dir moved where `.gitmodules` does not lead.
+            let gd = w.git_dir().join("modules/sub");
+            std::fs::remove_file(sub.join(".git")).unwrap();
+            let own_git_dir = match variant {
+                "gitfile-to-a-copy" | "dot-git-link" => m.join(".cache-gd"),
+                _ => sub.join(".git"),
+            };
+            cp_a(&gd, &own_git_dir);
+            let _ = Command::new(&g)
+                .arg("config")
+                .arg("-f")
+                .arg(own_git_dir.join("config"))
+                .args(["--unset", "core.worktree"])
+                .status();
+            match variant {
+                "gitfile-to-a-copy" => {
+                    std::fs::write(sub.join(".git"), "gitdir: ../.cache-gd\n").unwrap()
+                }
+                "dot-git-link" => {
+                    std::os::unix::fs::symlink("../.cache-gd", sub.join(".git")).unwrap()
+                }
+                _ => {}
+            }
+            match variant {
+                "gitmodules-other-path" => {
+                    let t = std::fs::read_to_string(m.join(".gitmodules")).unwrap();
+                    std::fs::write(
+                        m.join(".gitmodules"),
+                        t.replace("path = sub", "path = elsewhere"),
+                    )
+                    .unwrap();
+                    git(&w, &g, &m, &["commit", "-qam", "gitmodules"]);
+                }
+                "gitfile-to-a-copy" | "dot-git-link" => {
+                    std::fs::write(m.join(".gitignore"), ".cache-gd\n").unwrap();
+                    git(&w, &g, &m, &["add", ".gitignore"]);
+                    git(&w, &g, &m, &["rm", "-q", ".gitmodules"]);
+                    git(&w, &g, &m, &["commit", "-qm", "no gitmodules"]);
+                }
+                _ => {
+                    git(&w, &g, &m, &["rm", "-q", ".gitmodules"]);
+                    git(&w, &g, &m, &["commit", "-qm", "no gitmodules"]);
+                }
+            }
+            // The repository whose index is forged: the submodule, or one inside it that only
+            // the submodule's own index names (no `.gitmodules` there either).
+            let (top, index) = if variant == "nested-without-gitmodules" {
+                let inner = sub.join("inner");
+                git(&w, &g, &sub, &["init", "-q", "inner"]);
+                std::fs::write(inner.join("run.sh"), "echo honest\n").unwrap();
+                git(&w, &g, &inner, &["add", "run.sh"]);
+                git(&w, &g, &inner, &["commit", "-qm", "inner"]);
+                git(&w, &g, &sub, &["add", "inner"]);
+                git(&w, &g, &sub, &["commit", "-qm", "gitlink"]);
+                git(&w, &g, &m, &["add", "sub"]);
+                git(&w, &g, &m, &["commit", "-qm", "bump"]);
+                (inner.clone(), inner.join(".git/index"))
+            } else {
+                (sub.clone(), own_git_dir.join("index"))
+            };
+            let name = if variant == "nested-without-gitmodules" {
+                "run.sh"
+            } else {
+                "f"
+            };
+            let honest = git(&w, &g, &top, &["rev-parse", &format!("HEAD:{name}")]);
+            std::fs::write(top.join(name), "echo PWNED\n").unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(1100));
+            forge_entry(&index, name, honest.trim(), &top.join(name));
+            // Positive control: git enters the repository and shows nothing.
+            assert_eq!(
+                git(&w, &g, &top, &["status", "--porcelain", "-uno"]),
+                "",
+                "{} {variant}",
+                g.display()
+            );
+            assert_eq!(
+                git(&w, &g, &m, &["status", "--porcelain", "-uno"]),
+                "",
+                "{} {variant}: the superproject shows the change",
+                g.display()
+            );
+            let (code, ev) = w.check(false);
+            assert_eq!(code, 1, "{} {variant}: {ev:#?}", g.display());
+            assert!(
+                ev.iter().any(|e| e["event"] == "index_stat_forged"
+                    && e["path"] == top.join(name).to_str().unwrap()
+                    && e["level"] == "error"),
+                "{} {variant}: {ev:#?}",
+                g.display()
+            );
+        }
+    }
+}

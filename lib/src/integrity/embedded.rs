@@ -223,19 +223,9 @@ fn keep(out: &mut Embedded, findings: Vec<Finding>) {
 /// Does the gitfile at `dot_git` name a submodule git dir of `common_dir` (under its
 /// `modules/`, or a linked worktree's `worktrees/<id>/modules/`)?
 fn gitfile_into_modules(dot_git: &Path, sub: &Path, common_dir: &Path) -> bool {
-    // Never blocks: a `.git` swapped for a FIFO is not opened for reading.
-    let Ok(text) = read_small_regular(dot_git) else {
+    let Some(abs) = gitfile_target(dot_git, sub) else {
         return false;
     };
-    let Some(target) = text.lines().next().and_then(|l| l.strip_prefix("gitdir: ")) else {
-        return false;
-    };
-    let t = Path::new(target.trim_end());
-    let abs = super::normalize(&if t.is_absolute() {
-        t.to_path_buf()
-    } else {
-        sub.join(t)
-    });
     if abs.starts_with(common_dir.join("modules")) {
         return true;
     }
@@ -247,8 +237,35 @@ fn gitfile_into_modules(dot_git: &Path, sub: &Path, common_dir: &Path) -> bool {
     c.next().is_some() && c.next().is_some_and(|m| m.as_os_str() == "modules")
 }
 
+/// The git dir a `.git` file names, as git's `read_gitfile_gently` reads it: the whole text
+/// after `gitdir: `, less trailing `\n` and `\r` (not the first line: a path with a newline is
+/// git's too), relative to `sub`, the folder the `.git` is in; a `.git` link to a file is
+/// followed, as git's `stat` and `open` follow it. `None` when it is not such a file. Never
+/// blocks: a `.git` swapped for a FIFO (or a link to one) is not opened for reading.
+pub(super) fn gitfile_target(dot_git: &Path, sub: &Path) -> Option<PathBuf> {
+    let text = match read_small_regular(dot_git) {
+        Ok(t) => t,
+        Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
+            read_small_regular(&std::fs::canonicalize(dot_git).ok()?).ok()?
+        }
+        Err(_) => return None,
+    };
+    let target = text
+        .strip_prefix("gitdir: ")?
+        .trim_end_matches(['\n', '\r']);
+    if target.is_empty() {
+        return None;
+    }
+    let t = Path::new(target);
+    Some(super::normalize(&if t.is_absolute() {
+        t.to_path_buf()
+    } else {
+        sub.join(t)
+    }))
+}
+
 /// The gitlink paths of an index file (no index: none), read without following links.
-fn gitlink_paths(index_path: &Path) -> Result<Vec<PathBuf>, String> {
+pub(super) fn gitlink_paths(index_path: &Path) -> Result<Vec<PathBuf>, String> {
     let (Some(parent), Some(name)) = (index_path.parent(), index_path.file_name()) else {
         return Err("not a file path".into());
     };

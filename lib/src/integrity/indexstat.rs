@@ -437,40 +437,93 @@ fn submodule_indexes(common: &Path) -> Result<Vec<(PathBuf, PathBuf)>, (PathBuf,
     Ok(out)
 }
 
-/// Submodules whose git dir is a folder inside the work tree (`sub/.git/`: `git submodule add`
-/// of an existing clone leaves it so, and the agent can swap an absorbed submodule's `.git`
-/// file for a copy of its git dir), found from each work tree's `.gitmodules` (`path = …`),
-/// nested ones too: their indexes hide files as any other (twentieth red-team pass, R20-1,
-/// R20-2). A gitlink left out of `.gitmodules` is a change of a tracked file the owner's
-/// `git diff` shows.
-fn in_tree_submodule_indexes(tops: &[PathBuf]) -> Vec<(PathBuf, PathBuf)> {
-    let mut out = Vec::new();
-    let mut work: Vec<(PathBuf, usize)> = tops.iter().map(|t| (t.clone(), 0)).collect();
-    while let Some((top, depth)) = work.pop() {
-        if depth > 8 || out.len() > 10_000 {
-            break;
-        }
-        let Ok(b) = crate::audit::special::read_regular(&top.join(".gitmodules"), 1 << 20) else {
-            continue;
+/// Most repositories [`nested_indexes`] follows, and how deep; past either the check is
+/// incomplete (a walk cut short never passes for a clean one).
+const MAX_NESTED: usize = 10_000;
+const MAX_DEPTH: usize = 16;
+
+/// The indexes of the repositories the owner's git enters below the work trees of `tops`
+/// (`(index, work tree)` pairs), nested ones too: every gitlink of each index read — what
+/// `git status` recurses into whether or not `.gitmodules` names it (twenty-first red-team
+/// pass, R21-2, R21-3) — and every `path = …` of each work tree's `.gitmodules` (R20-1).
+/// The repository at `<work tree>/<path>` is the one its `.git` names, as git's
+/// `read_gitfile_gently` and `is_git_directory` find it, links followed: a folder (a submodule
+/// added from an existing clone, or an absorbed one's `.git` file swapped for a copy of its
+/// git dir: R20-1, R20-2), or a file `gitdir: <dir>` (relative to the submodule's folder;
+/// the agent can point it at any git dir it made). Git dirs below the common dir's `modules/`
+/// are listed here too; [`scan`] reads each index once, and only if it was written since the
+/// pin. An index whose gitlinks cannot be read, or a walk past [`MAX_NESTED`] repositories or
+/// [`MAX_DEPTH`] levels, is an error (fail closed).
+fn nested_indexes(
+    tops: &[(PathBuf, PathBuf)],
+) -> Result<Vec<(PathBuf, PathBuf)>, (PathBuf, String)> {
+    let mut out: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let mut work: Vec<(PathBuf, PathBuf, usize, bool)> = tops
+        .iter()
+        .map(|(i, t)| (i.clone(), t.clone(), 0, true))
+        .collect();
+    let mut seen: std::collections::BTreeSet<(PathBuf, PathBuf)> = tops.iter().cloned().collect();
+    while let Some((index, top, depth, given)) = work.pop() {
+        let mut subs: Vec<PathBuf> = match super::embedded::gitlink_paths(&index) {
+            Ok(p) => p.into_iter().map(|r| top.join(r)).collect(),
+            // The indexes given are `embedded::armed`'s too, which reports them unreadable.
+            Err(_) if given => Vec::new(),
+            Err(why) => return Err((index, why)),
         };
-        for l in String::from_utf8_lossy(&b).lines() {
-            let Some((k, v)) = l.trim().split_once('=') else {
-                continue;
-            };
-            if !k.trim().eq_ignore_ascii_case("path") {
-                continue;
+        if let Ok(b) = crate::audit::special::read_regular(&top.join(".gitmodules"), 1 << 20) {
+            for l in String::from_utf8_lossy(&b).lines() {
+                let Some((k, v)) = l.trim().split_once('=') else {
+                    continue;
+                };
+                if k.trim().eq_ignore_ascii_case("path") {
+                    subs.push(super::normalize(&top.join(v.trim().trim_matches('"'))));
+                }
             }
-            let sub = super::normalize(&top.join(v.trim().trim_matches('"')));
+        }
+        for sub in subs {
             if !sub.starts_with(&top) || sub == top {
                 continue;
             }
-            if std::fs::symlink_metadata(sub.join(".git")).is_ok_and(|m| m.is_dir()) {
-                out.push((sub.join(".git/index"), sub.clone()));
+            let dot_git = sub.join(".git");
+            // `stat`, as git's: a `.git` link to a folder is a git dir to git.
+            let Ok(m) = std::fs::metadata(&dot_git) else {
+                continue; // not populated: git does not enter it
+            };
+            let git_dir = if m.is_dir() {
+                // A `.git` link to a folder: its index read where the link leads (the index
+                // reads refuse links on the way).
+                match std::fs::symlink_metadata(&dot_git) {
+                    Ok(l) if l.file_type().is_symlink() => match std::fs::canonicalize(&dot_git) {
+                        Ok(c) => c,
+                        Err(e) => return Err((dot_git, format!("cannot resolve the link: {e}"))),
+                    },
+                    _ => dot_git,
+                }
+            } else if m.is_file() {
+                match super::embedded::gitfile_target(&dot_git, &sub) {
+                    Some(g) => g,
+                    None => continue, // not a gitfile: git does not enter it either
+                }
+            } else {
+                continue;
+            };
+            let pair = (git_dir.join("index"), sub);
+            if !seen.insert(pair.clone()) {
+                continue;
             }
-            work.push((sub, depth + 1));
+            if depth + 1 > MAX_DEPTH || out.len() >= MAX_NESTED {
+                return Err((
+                    pair.1,
+                    format!(
+                        "more than {MAX_NESTED} nested repositories or {MAX_DEPTH} levels: not all indexes read"
+                    ),
+                ));
+            }
+            out.push(pair.clone());
+            work.push((pair.0, pair.1, depth + 1, false));
         }
     }
-    out
+    Ok(out)
 }
 
 /// Report every hidden entry; with `restore`, set each file's `mtime` to now so git reads it.
@@ -507,8 +560,19 @@ pub fn check(
             return Outcome::Incomplete;
         }
     }
-    let tops: Vec<PathBuf> = indexes.iter().map(|(_, t)| t.clone()).collect();
-    all.extend(in_tree_submodule_indexes(&tops));
+    match nested_indexes(indexes) {
+        Ok(v) => all.extend(v),
+        Err((p, why)) => {
+            emit(
+                mk(
+                    EventKind::CheckIncomplete,
+                    format!("{}: {why}", p.display()),
+                )
+                .path(&p),
+            );
+            return Outcome::Incomplete;
+        }
+    }
     all.sort();
     all.dedup();
     let found = scan(&all, common_dir, since);
