@@ -372,7 +372,10 @@ fn a_later_pin_verifies_new_packs() {
         );
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("GW-OBJ-003") && err.contains(name), "{err}");
-        // A fresh state path: the first pin trusts (positive control of the chain's start).
+        // A fresh state path: the first pin trusts (positive control of the chain's start),
+        // once the files are past the racy margin (within it, a first pin verifies them:
+        // `Stamp::recordable`).
+        std::thread::sleep(std::time::Duration::from_millis(1100));
         let st2 = w.w.root().join("state/other.json");
         let out = w.w.wt_check(&[
             "pin",

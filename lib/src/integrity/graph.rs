@@ -885,11 +885,13 @@ pub fn record_path(state: &Path) -> Option<PathBuf> {
 /// The record: path below `objects/info` → stamp.
 type Record = HashMap<String, Stamp>;
 
-fn render(rec: &[(String, Stamp)]) -> Vec<u8> {
+/// The record's text, less the identities [`Stamp::recordable`] refuses for a run started at
+/// `started_ns` (those files are verified again next time).
+fn render(rec: &[(String, Stamp)], started_ns: i128) -> Vec<u8> {
     let mut s = String::new();
     s.push_str(HEADER);
     s.push('\n');
-    for (rel, t) in rec {
+    for (rel, t) in rec.iter().filter(|(_, t)| t.recordable(started_ns)) {
         s.push_str(&format!(
             "{rel} {} {} {} {} {} {} {}\n",
             t.dev, t.ino, t.size, t.mtime.0, t.mtime.1, t.ctime.0, t.ctime.1
@@ -1477,6 +1479,7 @@ impl Commits for NoObjects {
 /// verification), and write the record of every graph file that verified. Returns the
 /// forged groups (left out of the record: every check reports them until they are gone).
 pub fn pin(common_dir: &Path, state: &Path) -> Result<Vec<Forged>, String> {
+    let started = crate::layout::walk_cache::now_ns();
     let path = record_path(state).ok_or_else(|| format!("{}: no file name", state.display()))?;
     // A previous record that cannot be read is no trust: verify everything.
     let prev = read_record(state).unwrap_or(None);
@@ -1489,7 +1492,7 @@ pub fn pin(common_dir: &Path, state: &Path) -> Result<Vec<Forged>, String> {
         return Err(format!("{}: no parent folder", path.display()));
     };
     let dir = super::nf::Dir::open_trusted(parent).map_err(|e| e.to_string())?;
-    dir.write_atomic(name, &render(&seen.good), 0o600)
+    dir.write_atomic(name, &render(&seen.good, started), 0o600)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(seen.forged)
 }
@@ -1786,7 +1789,7 @@ mod tests {
         if let Open::File(o) = open_file(&info, SINGLE, SINGLE.into()).unwrap() {
             rec.push((o.rel, o.stamp));
         }
-        std::fs::write(record_path(state).unwrap(), render(&rec)).unwrap();
+        std::fs::write(record_path(state).unwrap(), render(&rec, i128::MAX)).unwrap();
     }
 
     fn is_malformed(r: Result<Graph, Result<String, Unsupported>>, what: &str) {
@@ -2029,7 +2032,7 @@ mod tests {
             ctime: (6, 7),
         };
         let rec = vec![(SINGLE.to_owned(), t)];
-        let back = parse_record(&render(&rec)).unwrap();
+        let back = parse_record(&render(&rec, i128::MAX)).unwrap();
         assert_eq!(back.get(SINGLE), Some(&t));
         assert!(parse_record(b"gitward-graphs 2\n").is_err());
         assert!(parse_record(b"gitward-graphs 1\ncommit-graph 1 2\n").is_err());
@@ -2096,6 +2099,10 @@ mod tests {
         let repo = common.parent().unwrap().to_path_buf();
         std::fs::remove_file(&graph).unwrap();
         git(&repo, &["commit-graph", "write", "--reachable", "--split"]);
+        // Past the racy margin, or the pin records no layer (`Stamp::recordable`).
+        std::thread::sleep(std::time::Duration::from_nanos(
+            crate::layout::walk_cache::RACY_MARGIN_NS as u64 + 100_000_000,
+        ));
         assert!(pin(&common, &state).unwrap().is_empty());
         std::fs::write(repo.join("d"), "d\n").unwrap();
         git(&repo, &["add", "d"]);

@@ -91,6 +91,24 @@ impl Stamp {
             ctime: (st.st_ctime, st.st_ctime_nsec),
         }
     }
+
+    /// Whether a record may hold this identity, taken with `fstat` after the file's dirty
+    /// pages were written back, in a run that started at `started_ns`
+    /// ([`crate::layout::walk_cache::now_ns`]): its `ctime` is older than that start by
+    /// [`crate::layout::walk_cache::RACY_MARGIN_NS`] (twenty-first red-team pass, R21-1).
+    ///
+    /// Why: after the write-back, the first write through a shared mapping faults and moves
+    /// `ctime` to the clock's now — unless the inode's `ctime` already holds that value (the
+    /// file system's clock is coarse, and its `ctime` may keep whole seconds). A write in the
+    /// gap between the write-back and the `fstat` leaves the page dirty and writable, so every
+    /// later write through the mapping moves nothing; such a write moved `ctime` to a time
+    /// after the run's start, which this test refuses. A `ctime` a second older than the
+    /// start cannot be the value a write after the write-back sets. Not recorded, the file is
+    /// verified again by the next run (cost only).
+    pub fn recordable(&self, started_ns: i128) -> bool {
+        i128::from(self.ctime.0) * 1_000_000_000 + i128::from(self.ctime.1)
+            < started_ns - crate::layout::walk_cache::RACY_MARGIN_NS
+    }
 }
 
 /// The name of a file type for messages (`symbolic link`, `folder`, `fifo`, …).
@@ -247,13 +265,18 @@ fn push_int(buf: &mut String, neg: bool, mut v: u64) {
     buf.push_str(std::str::from_utf8(&d[i..]).unwrap_or_default());
 }
 
-fn render(entries: &[(String, Seen)]) -> Vec<u8> {
+/// The record's text: each regular file's identity, less those [`Stamp::recordable`] refuses
+/// for a run started at `started_ns`.
+fn render(entries: &[(String, Seen)], started_ns: i128) -> Vec<u8> {
     let mut s = String::with_capacity(entries.len() * 96 + 32);
     s.push_str(HEADER);
     s.push('\n');
     let mut line = String::new();
     for (rel, seen) in entries {
         if let Seen::File { stamp, .. } = seen {
+            if !stamp.recordable(started_ns) {
+                continue;
+            }
             render_line(&mut line, rel, stamp);
             s.push_str(&line);
             s.push('\n');
@@ -280,6 +303,7 @@ fn record_lines(
 /// recorded, and the loose objects that do not verify, each as `(rel, why)`: those are left
 /// out of the record, so every `check` reports them until they are gone.
 pub fn pin(common_dir: &Path, state: &Path) -> Result<(usize, Vec<(String, String)>), String> {
+    let started = crate::layout::walk_cache::now_ns();
     let path = record_path(state).ok_or_else(|| format!("{}: no file name", state.display()))?;
     let (mut entries, objects) = match open_objects(common_dir).map_err(|e| e.to_string())? {
         Some(o) => (walk(&o).map_err(|e| e.to_string())?, Some(o)),
@@ -335,7 +359,7 @@ pub fn pin(common_dir: &Path, state: &Path) -> Result<(usize, Vec<(String, Strin
         return Err(format!("{}: no parent folder", path.display()));
     };
     let dir = super::nf::Dir::open_trusted(parent).map_err(|e| e.to_string())?;
-    dir.write_atomic(name, &render(&entries), 0o600)
+    dir.write_atomic(name, &render(&entries, started), 0o600)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok((n, bad))
 }
@@ -864,7 +888,7 @@ mod tests {
     /// out): stands for stamps that did not move although the content did.
     fn record_unverified(common: &Path, state: &Path) {
         let entries = walk(&open_objects(common).unwrap().unwrap()).unwrap();
-        std::fs::write(record_path(state).unwrap(), render(&entries)).unwrap();
+        std::fs::write(record_path(state).unwrap(), render(&entries, i128::MAX)).unwrap();
     }
 
     /// What a check of an unchanged-stamp substitute gives on the test's file system: skipped

@@ -14,7 +14,10 @@
 //!   `ctime`) of every `*.pack`, `*.idx`, `*.rev`, `multi-pack-index`,
 //!   `multi-pack-index.d/multi-pack-index-chain` and `multi-pack-index.d/*.midx` in
 //!   `<state>.packs` beside the state file. The first pin of a state path trusts the owner's
-//!   packs as they are; a later pin verifies every pack whose files' identities are not in the
+//!   packs as they are, each file written back before its identity is taken ([`settle`],
+//!   R21-1: a page dirtied through a shared writable mapping before the pin took later writes
+//!   without moving a stamp); no record holds an identity within the racy margin
+//!   ([`Stamp::recordable`]); a later pin verifies every pack whose files' identities are not in the
 //!   previous record of the same path (a check that verified a pack recorded it; the rest),
 //!   and leaves a pack that does not verify out of the record (refusing the pin unless
 //!   `--accept-armed`).
@@ -87,7 +90,9 @@ pub const ALLOC_LIMIT: usize = 4 << 30;
 pub const FILE_LIMIT: usize = 1_000_000;
 /// tmpfs's `statfs` type: its stamps are not trusted.
 /// First line of the record file.
-const HEADER: &str = "gitward-packs 1";
+/// Version 2: every identity recorded was taken after the file's dirty pages were written
+/// back (R21-1); a version-1 record (a first pin took `lstat` stamps as they were) is no trust.
+const HEADER: &str = "gitward-packs 2";
 /// The single multi-pack-index and the folder of an incremental chain (git 2.47).
 const MIDX: &str = "multi-pack-index";
 const MIDX_D: &str = "multi-pack-index.d";
@@ -259,10 +264,12 @@ fn parse_record(bytes: &[u8]) -> Result<HashMap<String, String>, String> {
         .collect())
 }
 
-fn render(lines: &BTreeMap<String, Stamp>) -> Vec<u8> {
+/// The record's text, less the identities [`Stamp::recordable`] refuses for a run started at
+/// `started_ns` (those files are verified again next time).
+fn render(lines: &BTreeMap<String, Stamp>, started_ns: i128) -> Vec<u8> {
     let mut s = String::from(HEADER);
     s.push('\n');
-    for (rel, t) in lines {
+    for (rel, t) in lines.iter().filter(|(_, t)| t.recordable(started_ns)) {
         s.push_str(&render_line(rel, t));
         s.push('\n');
     }
@@ -349,6 +356,28 @@ enum Fail {
 
 /// Open `rel` below `dir` without following a link or blocking, check it is a regular file,
 /// write it back, take its identity, map it.
+/// The identity of `rel` below `dir` after its dirty pages were written back (opened without
+/// following a link, non-blocking); `None` when it cannot be opened as a regular file.
+fn settle(dir: &Root, rel: &str) -> Option<Stamp> {
+    let fd = openat(
+        dir.as_fd(),
+        OsStr::new(rel),
+        OFlag::O_RDONLY
+            | OFlag::O_NOFOLLOW
+            | OFlag::O_NONBLOCK
+            | OFlag::O_NOCTTY
+            | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let st = fstat(&fd).ok()?;
+    if !matches!(seen_of(&st), Seen::File { .. }) {
+        return None;
+    }
+    crate::fsx::write_back(std::os::fd::AsFd::as_fd(&fd)).ok()?;
+    fstat(&fd).ok().map(|st| Stamp::of(&st))
+}
+
 fn open_file(dir: &Root, rel: &str) -> Result<Opened, Fail> {
     let full = dir.path().join(rel);
     let fd = openat(
@@ -867,14 +896,33 @@ pub fn pin(common_dir: &Path, state: &Path) -> Result<(usize, Vec<(String, Strin
             Ok(Some(b)) => Some(parse_record(&b).unwrap_or_default()),
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
+    let started = crate::layout::walk_cache::now_ns();
     let listing = list(common_dir).map_err(|e| e.to_string())?;
     let st_trusted = listing.dir.as_ref().is_some_and(stamps_trusted);
     let first = prev.is_none();
     let prev = prev.unwrap_or_default();
+    // The first pin trusts the owner's packs as they are, but only files whose identity will
+    // move at any later write: written back first (R21-1: a page dirtied through a shared
+    // writable mapping before the pin, and written after it, moved nothing), unchanged since
+    // the listing, and not changed within the racy margin. Any other is verified now.
+    let settled: std::collections::HashSet<&str> = match (&listing.dir, first) {
+        (Some(dir), true) => listing
+            .entries
+            .iter()
+            .filter(|(rel, seen)| match seen {
+                Seen::File { stamp, .. } => {
+                    settle(dir, rel).is_some_and(|s| s == *stamp && s.recordable(started))
+                }
+                Seen::Other(_) => false,
+            })
+            .map(|(rel, _)| rel.as_str())
+            .collect(),
+        _ => Default::default(),
+    };
     let r = run(
         &listing,
         &|rel, seen| {
-            first
+            (first && settled.contains(rel))
                 || match seen {
                     Seen::File { stamp, must_verify } => {
                         st_trusted
@@ -889,7 +937,7 @@ pub fn pin(common_dir: &Path, state: &Path) -> Result<(usize, Vec<(String, Strin
     if let Some(w) = r.incomplete.first() {
         return Err(format!("cannot verify the packs: {w}"));
     }
-    dir.write_atomic(name, &render(&r.record), 0o600)
+    dir.write_atomic(name, &render(&r.record, started), 0o600)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok((
         r.record.len(),
@@ -935,6 +983,7 @@ fn check_budget(
     budget: Budget,
     emit: &mut dyn FnMut(Event),
 ) -> Outcome {
+    let started = crate::layout::walk_cache::now_ns();
     let pack_dir = common.join("objects").join("pack");
     let mk = |kind: EventKind, msg: String, path: &Path| {
         Event::new(Tool::WtCheck, kind, msg)
@@ -998,7 +1047,7 @@ fn check_budget(
         if let Some(p) = record_path(state) {
             if let (Some(parent), Some(name)) = (p.parent(), p.file_name()) {
                 let wrote = super::nf::Dir::open_trusted(parent)
-                    .and_then(|d| d.write_atomic(name, &render(&r.record), 0o600));
+                    .and_then(|d| d.write_atomic(name, &render(&r.record, started), 0o600));
                 if let Err(e) = wrote {
                     // Only the next check's cost depends on it.
                     eprintln!(
@@ -1238,8 +1287,17 @@ mod tests {
         }
         let common = repo.join(".git");
         let state = root.join("st.json");
+        past_racy_margin();
         pin(&common, &state).unwrap();
         (t, common, state)
+    }
+
+    /// Wait until files written so far are past the racy margin: a record holds no identity
+    /// whose `ctime` is within it of the run's start (`Stamp::recordable`).
+    fn past_racy_margin() {
+        std::thread::sleep(std::time::Duration::from_nanos(
+            crate::layout::walk_cache::RACY_MARGIN_NS as u64 + 100_000_000,
+        ));
     }
 
     fn packs(common: &Path, ext: &str) -> Vec<PathBuf> {
@@ -1361,7 +1419,7 @@ mod tests {
                 Seen::Other(_) => None,
             })
             .collect();
-        std::fs::write(record_path(state).unwrap(), render(&rec)).unwrap();
+        std::fs::write(record_path(state).unwrap(), render(&rec, i128::MAX)).unwrap();
     }
 
     /// What a check of a forged pack whose stamps are in the record gives: skipped (clean)
@@ -1459,6 +1517,12 @@ mod tests {
             })
             .expect("a new pack");
         let name = newest.file_name().unwrap().to_str().unwrap().to_owned();
+        // Within the racy margin: verified, not recorded.
+        assert_eq!(run_check(&common, &state).0, Outcome::Clean);
+        assert!(!std::fs::read_to_string(&rec)
+            .unwrap()
+            .contains(&format!("{name} ")));
+        past_racy_margin();
         assert_eq!(run_check(&common, &state).0, Outcome::Clean);
         let text = std::fs::read_to_string(&rec).unwrap();
         assert!(text.contains(&format!("{name} ")), "recorded: {text}");
@@ -1512,11 +1576,90 @@ mod tests {
         assert_eq!(o, Outcome::Clean, "{ev:?}");
     }
 
+    /// R21-1: a pack page dirtied through a shared writable mapping before the first pin and
+    /// written through it after. Without the pin's write-back the page stays dirty and
+    /// writable, the write moves no stamp, and the check skips the pack as unchanged; with it
+    /// the write faults, `ctime` moves, and the check verifies (and reports) the pack.
+    #[test]
+    fn a_pack_dirtied_through_a_mapping_before_the_first_pin_is_verified_after_a_write() {
+        use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let t = tempfile::tempdir().unwrap();
+        let repo = std::fs::canonicalize(t.path()).unwrap().join("r");
+        std::fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q"]);
+        std::fs::write(repo.join("a"), "one\n").unwrap();
+        git(&repo, &["add", "a"]);
+        git(&repo, &["commit", "-qm", "a"]);
+        git(&repo, &["repack", "-q", "-d"]);
+        let common = repo.join(".git");
+        let state = t.path().join("st.json");
+        let pack = packs(&common, "pack").remove(0);
+        // The agent's process maps the pack (a write bit lent for the open only, as a
+        // privileged or same-inode writer would have it) and dirties its first page.
+        let mode = std::fs::metadata(&pack).unwrap().permissions().mode();
+        std::fs::set_permissions(&pack, std::fs::Permissions::from_mode(mode | 0o200)).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&pack)
+            .unwrap();
+        std::fs::set_permissions(&pack, std::fs::Permissions::from_mode(mode)).unwrap();
+        let len = std::num::NonZeroUsize::new(f.metadata().unwrap().len() as usize).unwrap();
+        // SAFETY: a shared mapping of a file this test owns, unmapped below.
+        let map = unsafe {
+            mmap(
+                None,
+                len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                &f,
+                0,
+            )
+            .unwrap()
+        };
+        let byte = |i: usize| map.as_ptr().cast::<u8>().wrapping_add(i);
+        // SAFETY: within the mapping.
+        unsafe { byte(12).write_volatile(byte(12).read_volatile()) };
+        past_racy_margin();
+        pin(&common, &state).unwrap();
+        let at_pin = std::fs::metadata(&pack).unwrap();
+        // After the pin: the first object's header byte changed through the same mapping.
+        // SAFETY: within the mapping.
+        unsafe { byte(12).write_volatile(!byte(12).read_volatile()) };
+        let after = std::fs::metadata(&pack).unwrap();
+        assert_ne!(
+            (at_pin.ctime(), at_pin.ctime_nsec()),
+            (after.ctime(), after.ctime_nsec()),
+            "the write after the pin moved no stamp: the pin did not write the page back"
+        );
+        let (o, ev) = run_check(&common, &state);
+        assert_eq!(o, Outcome::Found, "{ev:?}");
+        // SAFETY: the mapping made above, no longer used.
+        unsafe { munmap(map, len.get()).unwrap() };
+    }
+
+    #[test]
+    fn a_stamp_within_the_racy_margin_is_not_recordable() {
+        let s = Stamp {
+            dev: 1,
+            ino: 2,
+            size: 3,
+            mtime: (10, 0),
+            ctime: (10, 5),
+        };
+        let at = 10 * 1_000_000_000 + 5;
+        let m = crate::layout::walk_cache::RACY_MARGIN_NS;
+        assert!(!s.recordable(at));
+        assert!(!s.recordable(at + m));
+        assert!(s.recordable(at + m + 1));
+    }
+
     #[test]
     fn record_needs_its_header() {
-        assert!(parse_record(b"gitward-packs 2\n").is_err());
+        assert!(parse_record(b"gitward-packs 1\n").is_err());
         assert!(parse_record(b"").is_err());
-        let m = parse_record(b"gitward-packs 1\np.idx 1 2\n").unwrap();
+        let m = parse_record(b"gitward-packs 2\np.idx 1 2\n").unwrap();
         assert_eq!(m["p.idx"], "p.idx 1 2");
     }
 
