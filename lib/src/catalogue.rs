@@ -502,6 +502,15 @@ pub static WORK_HIDING_KEYS: &[(&str, &str)] = &[
     ("core.trustctime", "true"),
 ];
 
+/// Config values with which git compares only a tracked file's `mtime` and size (and mode)
+/// with its index entry's (`read-cache.c`, `match_stat_data`: `ctime` is compared only when
+/// `trust_ctime && check_stat`): an in-place rewrite at the same size with its `mtime` put back
+/// is then invisible to `status`, `diff` and `commit -a`, with no index written (twentieth
+/// red-team pass, R20-3). `wt-check` hashes the tracked files changed since the pin when the
+/// owner's config holds one of these. A `false` value is compared as git's boolean.
+pub static STAT_CHECK_RELAXING: &[(&str, &str)] =
+    &[("core.trustctime", "false"), ("core.checkStat", "minimal")];
+
 /// Set on every safe-git call: the untracked cache is an index extension the agent can
 /// write, and a crafted one marks folders as holding no untracked files. Off, git walks the
 /// folders itself; the output is the same (it is only a cache).

@@ -566,3 +566,77 @@ fn gitlinks_lead_to_the_indexes_git_enters_whatever_gitmodules_says() {
         }
     }
 }
+
+/// R20-3: the owner's config relaxes git's stat check (`core.trustctime=false`, or
+/// `core.checkStat=minimal`): git compares only `mtime` and size, so a tracked file rewritten
+/// in place at the same size with its `mtime` put back, and no index written, is invisible to
+/// `status` (positive control on both gits). The pin records that the owner's config relaxes
+/// the check, and the check hashes the tracked files changed since the pin: an error. An
+/// honest edit under the same config is clean; with git's default config the same rewrite
+/// is git's own to see (its `ctime` moved), and the state records no relaxation.
+#[test]
+fn an_owner_config_that_relaxes_the_stat_check_does_not_hide_an_in_place_rewrite() {
+    use std::io::Write;
+    for g in common::gits() {
+        for setting in [
+            "[core]\n\ttrustctime = false\n",
+            "[core]\n\tcheckStat = minimal\n",
+            "",
+        ] {
+            let w = common::world();
+            let m = w.main();
+            let gc = w.home().join(".gitconfig");
+            let mut t = std::fs::read_to_string(&gc).unwrap_or_default();
+            t.push_str(setting);
+            std::fs::write(&gc, t).unwrap();
+            // An index written before the pin, its entries past git's racy window (a racily
+            // clean entry is written with its size zeroed, and git then reads the file).
+            std::thread::sleep(std::time::Duration::from_millis(1100));
+            git(&w, &g, &m, &["status", "--porcelain"]);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            w.pin();
+            let state = std::fs::read_to_string(w.state()).unwrap();
+            assert_eq!(
+                state.contains("\"stat_relaxed\": true"),
+                !setting.is_empty(),
+                "{setting:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let path = m.join("README");
+            let before = std::fs::metadata(&path).unwrap();
+            let honest = std::fs::read(&path).unwrap();
+            let mut evil = b"#!".to_vec();
+            evil.resize(honest.len(), b'x');
+            let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            f.write_all(&evil).unwrap();
+            f.set_times(std::fs::FileTimes::new().set_modified(before.modified().unwrap()))
+                .unwrap();
+            drop(f);
+            let shown = git(&w, &g, &m, &["status", "--porcelain", "-uno"]);
+            if setting.is_empty() {
+                // git's default: the moved ctime makes git read the file.
+                assert_eq!(shown, " M README\n", "{}", g.display());
+                continue;
+            }
+            // Positive control: the owner's git shows nothing.
+            assert_eq!(shown, "", "{} {setting:?}", g.display());
+            let (code, ev) = w.check(false);
+            assert_eq!(code, 1, "{} {setting:?}: {ev:#?}", g.display());
+            assert!(
+                ev.iter().any(|e| e["event"] == "index_stat_forged"
+                    && e["path"] == path.to_str().unwrap()
+                    && e["level"] == "error"),
+                "{setting:?}: {ev:#?}"
+            );
+            // An honest edit (a new mtime) under the same config: git shows it, the check is clean.
+            std::fs::write(&path, &honest).unwrap();
+            std::fs::write(&path, b"honest edit\n").unwrap();
+            let (code, ev) = w.check(false);
+            assert!(
+                !ev.iter().any(|e| e["event"] == "index_stat_forged"),
+                "{setting:?}: {ev:#?}"
+            );
+            assert!(code == 0 || code == 1, "{ev:#?}");
+        }
+    }
+}

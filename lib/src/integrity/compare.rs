@@ -265,6 +265,7 @@ pub fn check_with_roots_swept(
         &indexes,
         common,
         &opts.state,
+        state.stat_relaxed,
         opts.restore,
         &mk,
         emit,

@@ -29,7 +29,10 @@
 //! accepted when its CRLF → LF form hashes to the entry; a work tree whose attributes name a
 //! filter (`filter=`, `ident`, `working-tree-encoding`: git LFS, for one) cannot be verified
 //! without running it, so a mismatch there is a warning, elsewhere an error. An index older
-//! than the pin holds no entry written since and is not read.
+//! than the pin holds no entry written since and is not read — unless the owner's config
+//! relaxes git's stat check to `mtime` and size ([`owner_relaxes_stat_check`], recorded by
+//! the pin): then a file rewritten in place with its `mtime` put back hides without any index
+//! written, and the tracked files changed since the pin are hashed (R20-3).
 //!
 //! With `--restore`, the file's `mtime` is set to now: git's stat check then fails, git reads
 //! the file and shows the agent's content as a change. Nothing is written to the index or
@@ -176,7 +179,18 @@ fn attributes_mention(
 
 /// Every hidden entry in the indexes `indexes` (`(index file, its work tree)`) written since
 /// `since` (seconds, nanoseconds).
-pub fn scan(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, since: (i64, i64)) -> Found {
+///
+/// `relaxed`: the owner's git compares only `mtime` and size ([`owner_relaxes_stat_check`]).
+/// Then an index not written since the pin is read too, and every file git may take as
+/// unchanged whose own `ctime` is not older than the pin is hashed: an in-place rewrite at
+/// the same size with its `mtime` put back changes no index (R20-3). (With git's default
+/// stat check, such a rewrite moves the file's `ctime`, which git compares: git reads it.)
+pub fn scan(
+    indexes: &[(PathBuf, PathBuf)],
+    common_dir: &Path,
+    since: (i64, i64),
+    relaxed: bool,
+) -> Found {
     let mut out = Found::default();
     let mut hashed = 0usize;
     for (index_path, top) in indexes {
@@ -185,7 +199,8 @@ pub fn scan(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, since: (i64, i64)
         };
         // By `ctime`, which no unprivileged process sets back (the `mtime` put back with
         // `touch -d` hid a forged index: R19-1).
-        if (im.ctime(), im.ctime_nsec()) < since {
+        let written = (im.ctime(), im.ctime_nsec()) >= since;
+        if !written && !relaxed {
             continue; // written before the pin: no entry in it was written since
         }
         let index = match crate::index_paths::read_index(index_path, true) {
@@ -196,23 +211,25 @@ pub fn scan(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, since: (i64, i64)
                 return out;
             }
         };
-        out.trees.extend(
-            forged_trees(&index)
-                .into_iter()
-                .map(|(dir, cached, computed)| ForgedTree {
-                    index: index_path.clone(),
-                    dir,
-                    cached,
-                    computed,
-                }),
-        );
+        if written {
+            out.trees.extend(
+                forged_trees(&index)
+                    .into_iter()
+                    .map(|(dir, cached, computed)| ForgedTree {
+                        index: index_path.clone(),
+                        dir,
+                        cached,
+                        computed,
+                    }),
+            );
+        }
         let mut filtered: Option<bool> = None;
         let mut crlf: Option<bool> = None;
         // An untracked cache written during the turn (R19-3): git trusts it to list the
         // untracked files (`core.untrackedCache` unset keeps one found), so a forged one hides
         // a file from `status` that `add -A` then commits. Not verified (that needs git's
         // ignore rules over the whole tree): reported.
-        if index.untracked().is_some() {
+        if written && index.untracked().is_some() {
             out.untracked_cache.push(index_path.clone());
         }
         for e in index.entries() {
@@ -234,6 +251,9 @@ pub fn scan(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, since: (i64, i64)
             );
             if !flagged && !git_may_take_as_unchanged(&e.stat, &m) {
                 continue; // git reads the file and shows what is there
+            }
+            if !written && (m.ctime(), m.ctime_nsec()) < since {
+                continue; // neither the entry nor the file changed since the pin
             }
             hashed += 1;
             if hashed > MAX_HASHED {
@@ -398,6 +418,70 @@ fn forged_trees(index: &gix::index::File) -> Vec<(String, String, Option<String>
     out
 }
 
+/// Whether any config file the owner's git may read for this repository — the system files
+/// of both install prefixes, the global ones (`GIT_CONFIG_GLOBAL`, `$XDG_CONFIG_HOME/git/config`
+/// or `~/.config/git/config`, `~/.gitconfig`), the local and every worktree's and submodule's
+/// config, includes followed whatever their condition — sets a value of
+/// [`crate::catalogue::STAT_CHECK_RELAXING`] (a superset: a later `true` is not weighed). A
+/// config that cannot be enumerated counts as relaxing (more files hashed, none missed).
+pub fn owner_relaxes_stat_check(
+    work_tree: Option<&Path>,
+    git_dir: &Path,
+    common_dir: &Path,
+) -> bool {
+    let env_path = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = env_path("HOME");
+    let mut o = crate::config::Options::for_repository(work_tree, git_dir, common_dir).with_owner(
+        None,
+        home.as_deref(),
+        env_path("XDG_CONFIG_HOME").as_deref(),
+    );
+    o.global.extend(env_path("GIT_CONFIG_GLOBAL"));
+    o.linked_worktrees = true;
+    o.submodules = crate::config::Submodules::Walk;
+    let mut systems: Vec<Option<PathBuf>> = vec![None];
+    for p in [
+        env_path("GIT_CONFIG_SYSTEM"),
+        Some(PathBuf::from("/etc/gitconfig")),
+        Some(PathBuf::from("/usr/local/etc/gitconfig")),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if std::fs::symlink_metadata(&p).is_ok() {
+            systems.push(Some(p));
+        }
+    }
+    let relaxing = |v: &crate::config::Value| {
+        crate::catalogue::STAT_CHECK_RELAXING
+            .iter()
+            .any(|(k, val)| {
+                v.is(k)
+                    && if *val == "false" {
+                        v.as_bool() == Some(false)
+                    } else {
+                        v.text().eq_ignore_ascii_case(val)
+                    }
+            })
+    };
+    for system in systems {
+        o.system = system;
+        match crate::config::enumerate(&o) {
+            Ok(en) => {
+                if en.values().iter().any(relaxing) {
+                    return true;
+                }
+            }
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
 /// Set `path`'s `mtime` to now (not following a link; its content untouched): git's stat
 /// check of the entry then fails under every `core.trustctime`/`core.checkStat`, and git
 /// reads the file.
@@ -531,6 +615,7 @@ pub fn check(
     indexes: &[(PathBuf, PathBuf)],
     common_dir: &Path,
     state: &Path,
+    relaxed: bool,
     restore: bool,
     mk: &dyn Fn(EventKind, String) -> Event,
     emit: &mut dyn FnMut(Event),
@@ -575,7 +660,7 @@ pub fn check(
     }
     all.sort();
     all.dedup();
-    let found = scan(&all, common_dir, since);
+    let found = scan(&all, common_dir, since, relaxed);
     let mut outcome = Outcome::Clean;
     // Files a filter may explain (git LFS' smudged files, whose blob is a pointer): one
     // warning per index with the count and the first paths, not one per file.

@@ -114,6 +114,11 @@ pub fn pin(opts: &Options, refs: serde_json::Value) -> Result<Pinned, IntegrityE
         refs: super::state::Refs::from_value(&refs),
         accepted,
         hops,
+        stat_relaxed: super::indexstat::owner_relaxes_stat_check(
+            loc.work_tree.as_deref(),
+            &loc.git_dir,
+            &loc.common_dir,
+        ),
     };
     write_state(&state_path, &state)?;
     Ok(Pinned {

@@ -183,6 +183,12 @@ pub struct State {
     /// (`super::hops`; empty in a state file written before they were recorded).
     #[serde(default)]
     pub hops: Vec<super::hops::HopPin>,
+    /// The owner's config (any file git may read for this repository, its worktrees and
+    /// submodules, at pin time) relaxes git's stat check
+    /// ([`crate::catalogue::STAT_CHECK_RELAXING`]): the check then hashes tracked files
+    /// changed since the pin whatever the index (R20-3).
+    #[serde(default)]
+    pub stat_relaxed: bool,
 }
 
 /// The state file's ref snapshot, kept as the JSON text it was read as: a check reads it
@@ -477,6 +483,8 @@ struct StateFile {
     accepted: Vec<Accepted>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     hops: Vec<super::hops::HopPin>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    stat_relaxed: bool,
     /// File contents by git blob id (format 2; absent in format 1).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     blobs: BTreeMap<String, Content>,
@@ -528,6 +536,7 @@ impl From<State> for StateFile {
             refs: None,
             accepted: s.accepted,
             hops: s.hops,
+            stat_relaxed: s.stat_relaxed,
             blobs,
         }
     }
@@ -587,6 +596,7 @@ impl TryFrom<StateFile> for State {
             refs: f.refs.unwrap_or_default(),
             accepted: f.accepted,
             hops: f.hops,
+            stat_relaxed: f.stat_relaxed,
         })
     }
 }
@@ -634,6 +644,7 @@ mod tests {
             refs: Refs::default(),
             accepted: Vec::new(),
             hops: Vec::new(),
+            stat_relaxed: false,
         }
     }
 
