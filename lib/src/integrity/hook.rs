@@ -224,14 +224,11 @@ pub fn end_of_turn(agent: Agent, input: &str, a: &CheckArgs, repo_given: bool) -
         }
     };
     let mut outcome = super::check(&opts, &state, &mut emit);
-    // Loose objects new or changed since the pin must hash to their ids (`objects`).
-    outcome = outcome.and(super::objects::check(&state, &a.state, true, &mut emit));
+    // Loose objects, commit-graphs and packs new or changed since the pin, in every object
+    // store (`stores`: the repository's and each submodule's).
+    outcome = outcome.and(super::stores::check(&state, &a.state, true, &mut emit));
     // Conflict resolutions recorded during the turn (`rerere`): set aside, as the rest.
     outcome = outcome.and(super::rerere::check(&state, &a.state, true, &mut emit));
-    // Commit-graph files new or changed since the pin must match the commit objects (`graph`).
-    outcome = outcome.and(super::graph::check(&state, &a.state, true, &mut emit));
-    // Packs and multi-pack-indexes new or changed since the pin (`packs`).
-    outcome = outcome.and(super::packs::check(&state, &a.state, true, &mut emit));
     if a.scan {
         // With the record of the scan's sources beside the state file, as `wt-check check`.
         outcome = outcome.and(super::scanlink::scan_recorded(&state, &a.state, &mut emit));

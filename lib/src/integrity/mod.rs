@@ -36,6 +36,7 @@ pub mod rerere;
 pub mod scanlink;
 pub mod scanlink_key;
 pub mod state;
+pub mod stores;
 pub mod tool;
 
 mod collect;

@@ -501,7 +501,7 @@ pub fn check(
     )
 }
 
-fn check_at(
+pub(super) fn check_at(
     common: &Path,
     repo: &Path,
     session: Option<&str>,

@@ -180,7 +180,15 @@ pub(super) fn module_git_dirs(modules: &Path) -> Result<Vec<PathBuf>, (PathBuf, 
 
 /// Submodule git dirs below `dir` (`modules/`, names with slashes nest), into `out`.
 fn collect_modules(dir: &Path, out: &mut Vec<PathBuf>, found: &mut Found, depth: usize) {
-    if depth > 8 || found.incomplete.is_some() {
+    if found.incomplete.is_some() {
+        return;
+    }
+    if depth > 8 {
+        // A walk cut short is never a complete list (fail closed).
+        found.incomplete = Some((
+            dir.to_path_buf(),
+            "submodule git dirs nested more than 8 levels deep: not walked".into(),
+        ));
         return;
     }
     let Ok(rd) = std::fs::read_dir(dir) else {

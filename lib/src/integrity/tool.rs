@@ -69,39 +69,17 @@ pub fn pin_state(a: &PinArgs) -> Result<super::Pinned, IntegrityError> {
             reason: format!("cannot take the ref snapshot: {e}"),
         })?;
     let pinned = super::pin(&opts, refs)?;
-    // Loose object identities beside the state file (`objects::check` verifies what changed);
-    // a loose object that does not hash to its name is not recorded, and refuses the pin.
-    let (_, bad) = super::objects::pin(&pinned.state.common_dir, &pinned.path)
+    // Every object store (the repository's and each submodule's, `stores`): loose object
+    // identities (a loose object that does not hash to its name is not recorded), commit-graph
+    // files not in the previous record verified against the commits, pack identities (a pack
+    // new since the previous pin of this state path verified). What fails is not recorded, and
+    // refuses the pin unless the owner accepts it.
+    let found = super::stores::pin(&pinned.state.common_dir, &pinned.path)
         .map_err(|reason| IntegrityError::StateWrite(pinned.path.clone(), reason))?;
-    // Commit-graph files not in the previous record are verified against the commit
-    // objects (`graph`); a forged graph is not recorded, and refuses the pin.
-    let forged = super::graph::pin(&pinned.state.common_dir, &pinned.path)
-        .map_err(|reason| IntegrityError::StateWrite(pinned.path.clone(), reason))?;
-    if (!bad.is_empty() || !forged.is_empty()) && !a.accept_armed {
+    if !found.is_empty() && !a.accept_armed {
         return Err(IntegrityError::Armed {
             repo: pinned.state.repo.clone(),
-            findings: bad
-                .iter()
-                .map(|(rel, why)| {
-                    format!("{} objects/{rel}: {why}", crate::catalogue::OBJECT_RULE.0)
-                })
-                .chain(forged.iter().map(super::graph::describe))
-                .collect(),
-        });
-    }
-    // Pack identities beside it (`packs::check` verifies what changed); a pack new since the
-    // previous pin of this state path that does not verify is not recorded, and refuses it.
-    let (_, bad) = super::packs::pin(&pinned.state.common_dir, &pinned.path)
-        .map_err(|reason| IntegrityError::StateWrite(pinned.path.clone(), reason))?;
-    if !bad.is_empty() && !a.accept_armed {
-        return Err(IntegrityError::Armed {
-            repo: pinned.state.repo.clone(),
-            findings: bad
-                .iter()
-                .map(|(n, why)| {
-                    format!("{} objects/pack/{n}: {why}", crate::catalogue::PACK_RULE.0)
-                })
-                .collect(),
+            findings: found,
         });
     }
     Ok(pinned)
@@ -288,23 +266,16 @@ pub fn check(a: &CheckArgs) -> Code {
             events += 1;
             out.emit(e)
         });
-    // Object substitution: loose objects new or changed since the pin must hash to their ids.
-    outcome = outcome.and(super::objects::check(&st, &a.state, a.restore, &mut |e| {
+    // Object substitution, in every object store (`stores`: the repository's and each
+    // submodule's): loose objects new or changed since the pin must hash to their ids,
+    // commit-graph files must match the commit objects, packs, their indexes and
+    // multi-pack-indexes must verify.
+    outcome = outcome.and(super::stores::check(&st, &a.state, a.restore, &mut |e| {
         events += 1;
         out.emit(e)
     }));
     // Conflict resolutions recorded during the turn, which the owner's git would replay.
     outcome = outcome.and(super::rerere::check(&st, &a.state, a.restore, &mut |e| {
-        events += 1;
-        out.emit(e)
-    }));
-    // Commit-graph files new or changed since the pin must match the commit objects.
-    outcome = outcome.and(super::graph::check(&st, &a.state, a.restore, &mut |e| {
-        events += 1;
-        out.emit(e)
-    }));
-    // Packs, their indexes and multi-pack-indexes new or changed since the pin (`packs`).
-    outcome = outcome.and(super::packs::check(&st, &a.state, a.restore, &mut |e| {
         events += 1;
         out.emit(e)
     }));

@@ -1,0 +1,163 @@
+//! The object stores the object checks verify: the repository's own (`<common dir>/objects`)
+//! and every submodule's, below `<common dir>/modules/` and each
+//! `<common dir>/worktrees/<id>/modules/` (names with slashes nest, nested submodules too).
+//!
+//! The owner's `git submodule update` checks a submodule's recorded commit out of the
+//! submodule's own store, which the agent can write as it writes the superproject's: a blob
+//! substituted there (loose, packed, or through a forged commit-graph) lands in the owner's
+//! work tree under its trusted id, and `status` is clean. Each store gets the same three checks
+//! ([`super::objects`], [`super::packs`], [`super::graph`]), with records of its own beside
+//! the state file: the repository's are named after the state file (`<state>.objects`,
+//! `.packs`, `.graphs`); a submodule's after `<state>.module.<rel>`, `<rel>` its git dir
+//! relative to the common dir with `%` and `/` written `%25` and `%2F`. A submodule first seen
+//! by a check (cloned during the turn) has no record: every object in it is verified.
+
+use super::Outcome;
+use crate::events::{Event, EventKind, Tool};
+use std::path::{Path, PathBuf};
+
+/// One object store: the git dir holding `objects/`, and the path its records are named after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Store {
+    pub git_dir: PathBuf,
+    /// For the repository's own store, the state file itself.
+    pub records: PathBuf,
+    /// The git dir relative to the common dir (`""` for the repository's own).
+    pub rel: String,
+}
+
+/// The records' base path of the submodule git dir `rel` (relative to the common dir).
+fn records_for(state: &Path, rel: &str) -> PathBuf {
+    let mut name = state.file_name().unwrap_or_default().to_os_string();
+    name.push(".module.");
+    name.push(rel.replace('%', "%25").replace('/', "%2F"));
+    state.with_file_name(name)
+}
+
+/// Every store of the repository whose common dir is `common`, the repository's first;
+/// `Err` names what could not be walked (a bound reached).
+pub fn stores(common: &Path, state: &Path) -> Result<Vec<Store>, (PathBuf, String)> {
+    let mut out = vec![Store {
+        git_dir: common.to_path_buf(),
+        records: state.to_path_buf(),
+        rel: String::new(),
+    }];
+    let mut module_roots = vec![common.join("modules")];
+    if let Ok(rd) = std::fs::read_dir(common.join("worktrees")) {
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                module_roots.push(e.path().join("modules"));
+            }
+        }
+    }
+    for root in module_roots {
+        for g in super::rerere::module_git_dirs(&root)? {
+            let Ok(rel) = g.strip_prefix(common) else {
+                continue;
+            };
+            let rel = rel.to_string_lossy().into_owned();
+            out.push(Store {
+                records: records_for(state, &rel),
+                git_dir: g,
+                rel,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// `objects/<x>` of `store`, as the pin's refusal names it.
+fn named(store: &Store, what: &str) -> String {
+    if store.rel.is_empty() {
+        what.to_owned()
+    } else {
+        format!("{}/{what}", store.rel)
+    }
+}
+
+/// Pin every store: record its loose objects, commit-graphs and packs. Returns the armed
+/// findings (one line each, naming the rule and the file) that refuse the pin unless the
+/// owner accepts them.
+pub fn pin(common: &Path, state: &Path) -> Result<Vec<String>, String> {
+    let all = stores(common, state).map_err(|(p, why)| format!("{}: {why}", p.display()))?;
+    let mut found = Vec::new();
+    for s in &all {
+        let (_, bad) = super::objects::pin(&s.git_dir, &s.records)?;
+        found.extend(bad.iter().map(|(rel, why)| {
+            format!(
+                "{} {}: {why}",
+                crate::catalogue::OBJECT_RULE.0,
+                named(s, &format!("objects/{rel}"))
+            )
+        }));
+        let forged = super::graph::pin(&s.git_dir, &s.records)?;
+        found.extend(forged.iter().map(|f| {
+            let d = super::graph::describe(f);
+            if s.rel.is_empty() {
+                d
+            } else {
+                format!("{d} (submodule git dir {})", s.rel)
+            }
+        }));
+        let (_, bad) = super::packs::pin(&s.git_dir, &s.records)?;
+        found.extend(bad.iter().map(|(n, why)| {
+            format!(
+                "{} {}: {why}",
+                crate::catalogue::PACK_RULE.0,
+                named(s, &format!("objects/pack/{n}"))
+            )
+        }));
+    }
+    Ok(found)
+}
+
+/// Check every store of the pinned repository: loose objects, commit-graphs and packs new or
+/// changed since the pin (with `restore`, what fails is set aside).
+pub fn check(
+    st: &super::state::State,
+    state: &Path,
+    restore: bool,
+    emit: &mut dyn FnMut(Event),
+) -> Outcome {
+    let (all, mut outcome) = match stores(&st.common_dir, state) {
+        Ok(v) => (v, Outcome::Clean),
+        Err((p, why)) => {
+            emit(
+                Event::new(
+                    Tool::WtCheck,
+                    EventKind::CheckIncomplete,
+                    format!("{}: {why}", p.display()),
+                )
+                .session(st.session.as_deref())
+                .repo(&st.repo)
+                .path(&p),
+            );
+            // The repository's own store is still checked; the check is incomplete.
+            let own = Store {
+                git_dir: st.common_dir.clone(),
+                records: state.to_path_buf(),
+                rel: String::new(),
+            };
+            (vec![own], Outcome::Incomplete)
+        }
+    };
+    for s in &all {
+        let session = st.session.as_deref();
+        outcome = outcome.and(super::objects::check_at(
+            &s.git_dir, &st.repo, session, &s.records, restore, emit,
+        ));
+        outcome = outcome.and(super::graph::check_at(
+            &s.git_dir,
+            &st.repo,
+            session,
+            &s.records,
+            restore,
+            super::graph::Budget::default(),
+            emit,
+        ));
+        outcome = outcome.and(super::packs::check_at(
+            &s.git_dir, &st.repo, session, &s.records, restore, emit,
+        ));
+    }
+    outcome
+}
