@@ -8,8 +8,8 @@
 //! work tree under its trusted id, and `status` is clean. Each store gets the same three checks
 //! ([`super::objects`], [`super::packs`], [`super::graph`]), with records of its own beside
 //! the state file: the repository's are named after the state file (`<state>.objects`,
-//! `.packs`, `.graphs`); a submodule's after `<state>.module.<rel>`, `<rel>` its git dir
-//! relative to the common dir with `%` and `/` written `%25` and `%2F`. A submodule first seen
+//! `.packs`, `.graphs`); a submodule's after `<state>.modules/<rel>` (`<rel>.objects`, …),
+//! `<rel>` its git dir relative to the common dir with `%` and `/` written `%25` and `%2F`. A submodule first seen
 //! by a check (cloned during the turn) has no record: every object in it is verified.
 
 use super::Outcome;
@@ -26,12 +26,30 @@ pub struct Store {
     pub rel: String,
 }
 
+/// The folder beside the state file holding the submodule stores' records (`<state>.modules`).
+fn records_dir(state: &Path) -> PathBuf {
+    let mut name = state.file_name().unwrap_or_default().to_os_string();
+    name.push(".modules");
+    state.with_file_name(name)
+}
+
 /// The records' base path of the submodule git dir `rel` (relative to the common dir).
 fn records_for(state: &Path, rel: &str) -> PathBuf {
-    let mut name = state.file_name().unwrap_or_default().to_os_string();
-    name.push(".module.");
-    name.push(rel.replace('%', "%25").replace('/', "%2F"));
-    state.with_file_name(name)
+    records_dir(state).join(rel.replace('%', "%25").replace('/', "%2F"))
+}
+
+/// Make the records' folder (mode 0700, beside the state file) when a submodule store needs it.
+fn make_records_dir(state: &Path, all: &[Store]) -> Result<(), String> {
+    if all.len() < 2 {
+        return Ok(());
+    }
+    let d = records_dir(state);
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new().mode(0o700).create(&d) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(format!("{}: {e}", d.display())),
+    }
 }
 
 /// Every store of the repository whose common dir is `common`, the repository's first;
@@ -80,6 +98,7 @@ fn named(store: &Store, what: &str) -> String {
 /// owner accepts them.
 pub fn pin(common: &Path, state: &Path) -> Result<Vec<String>, String> {
     let all = stores(common, state).map_err(|(p, why)| format!("{}: {why}", p.display()))?;
+    make_records_dir(state, &all)?;
     let mut found = Vec::new();
     for s in &all {
         let (_, bad) = super::objects::pin(&s.git_dir, &s.records)?;
@@ -141,6 +160,10 @@ pub fn check(
             (vec![own], Outcome::Incomplete)
         }
     };
+    if let Err(why) = make_records_dir(state, &all) {
+        // Without it no submodule store's check can record what it verified (cost only).
+        eprintln!("wt-check: {why}");
+    }
     for s in &all {
         let session = st.session.as_deref();
         outcome = outcome.and(super::objects::check_at(
@@ -160,4 +183,71 @@ pub fn check(
         ));
     }
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The repository's store first, then every submodule git dir below `modules/` (nested,
+    /// names with slashes) and `worktrees/<id>/modules/`, each with records of its own whose
+    /// names cannot collide (`%` and `/` escaped).
+    #[test]
+    fn every_submodule_git_dir_is_a_store_with_its_own_records() {
+        let t = tempfile::tempdir().unwrap();
+        let common = t.path().join("repo.git");
+        for d in [
+            "modules/a",
+            "modules/a/modules/b",
+            "modules/x/y",
+            "modules/p%2Fq",
+            "worktrees/w1/modules/c",
+        ] {
+            std::fs::create_dir_all(common.join(d)).unwrap();
+            std::fs::write(common.join(d).join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        }
+        let state = t.path().join("st.json");
+        let all = stores(&common, &state).unwrap();
+        assert_eq!(all[0].git_dir, common);
+        assert_eq!(all[0].records, state);
+        let mut rest: Vec<(String, String)> = all[1..]
+            .iter()
+            .map(|s| {
+                (
+                    s.rel.clone(),
+                    s.records
+                        .strip_prefix(t.path())
+                        .unwrap()
+                        .display()
+                        .to_string(),
+                )
+            })
+            .collect();
+        rest.sort();
+        assert_eq!(
+            rest,
+            [
+                ("modules/a", "st.json.modules/modules%2Fa"),
+                (
+                    "modules/a/modules/b",
+                    "st.json.modules/modules%2Fa%2Fmodules%2Fb"
+                ),
+                ("modules/p%2Fq", "st.json.modules/modules%2Fp%252Fq"),
+                ("modules/x/y", "st.json.modules/modules%2Fx%2Fy"),
+                (
+                    "worktrees/w1/modules/c",
+                    "st.json.modules/worktrees%2Fw1%2Fmodules%2Fc"
+                ),
+            ]
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        );
+        // No submodule: the repository's store alone, no records folder made.
+        let lone = t.path().join("lone.git");
+        std::fs::create_dir_all(lone.join("objects")).unwrap();
+        let st2 = t.path().join("lone.json");
+        let all = stores(&lone, &st2).unwrap();
+        assert_eq!(all.len(), 1);
+        make_records_dir(&st2, &all).unwrap();
+        assert!(!records_dir(&st2).exists());
+    }
 }
