@@ -353,6 +353,30 @@ pub fn read_split_index(index: &Path, shared: &[u8; 20]) -> Result<gix::index::F
     .map_err(|e| format!("cannot read the split index: {e}"))
 }
 
+/// The shared index (`sharedindex.<id>` beside it) a split index file names in its `link`
+/// extension; `None` for an index that is not split or not there. Read as [`read_index`]
+/// reads it (non-blocking, regular only).
+pub fn shared_index_path(index: &Path) -> Result<Option<PathBuf>, String> {
+    use std::io::Read;
+    let (mut f, md) = match crate::audit::special::open_regular(index, SPLIT_INDEX_LIMIT) {
+        Ok(x) => x,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", index.display())),
+    };
+    let mut bytes = Vec::with_capacity(usize::try_from(md.len()).unwrap_or(0));
+    f.read_to_end(&mut bytes)
+        .map_err(|e| format!("{}: {e}", index.display()))?;
+    Ok(
+        match crate::safegit::gitlinks::walk(&bytes, &mut |_, _| {}) {
+            Some(crate::safegit::gitlinks::Walked::Split(shared)) => {
+                let hex: String = shared.iter().map(|b| format!("{b:02x}")).collect();
+                index.parent().map(|d| d.join(format!("sharedindex.{hex}")))
+            }
+            _ => None,
+        },
+    )
+}
+
 /// Any index file read with gix's full decoder without a blocking open: `None` when there is
 /// none. Opened `O_NONBLOCK` and regular only (a link followed, as git does); a split index
 /// goes to [`read_split_index`]; any other is decoded by gix from the descriptor just vetted

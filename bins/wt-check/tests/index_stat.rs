@@ -640,3 +640,279 @@ fn an_owner_config_that_relaxes_the_stat_check_does_not_hide_an_in_place_rewrite
         }
     }
 }
+
+/// Set the stat data of the entry `name` in the v2 index bytes at `index` to the given
+/// `ctime`/`mtime` seconds (nanoseconds zero), inode and size; with `fix`, rewrite the
+/// trailing checksum (a shared index is patched without: git compares its trailer only with
+/// the id the split index's `link` extension names).
+fn set_entry_stat(
+    index: &Path,
+    name: &str,
+    ctime: u32,
+    mtime: u32,
+    ino: u32,
+    size: u32,
+    fix: bool,
+) {
+    let mut b = std::fs::read(index).unwrap();
+    let at = entry_at(&b, name);
+    for (off, v) in [
+        (0, ctime),
+        (4, 0),
+        (8, mtime),
+        (12, 0),
+        (20, ino),
+        (36, size),
+    ] {
+        b[at + off..at + off + 4].copy_from_slice(&v.to_be_bytes());
+    }
+    if fix {
+        fix_checksum(index, &mut b);
+    }
+    std::fs::write(index, &b).unwrap();
+}
+
+/// Rewrite `path` in place with `text` (same length as the file), its `mtime` put back to
+/// `mtime`.
+fn rewrite_in_place(path: &Path, text: &[u8], mtime: std::time::SystemTime) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all(text).unwrap();
+    f.set_times(std::fs::FileTimes::new().set_modified(mtime))
+        .unwrap();
+}
+
+fn evil_like(honest: &[u8]) -> Vec<u8> {
+    let mut evil = b"#!".to_vec();
+    evil.resize(honest.len(), b'x');
+    evil
+}
+
+fn forged_error(ev: &[serde_json::Value], path: &Path) -> bool {
+    ev.iter().any(|e| {
+        e["event"] == "index_stat_forged"
+            && e["path"] == path.to_str().unwrap()
+            && e["level"] == "error"
+    })
+}
+
+/// The twenty-second pass (R22-1): an index written before the pin — in an earlier session,
+/// or before this pin of the same state path — whose entry is flagged `skip-worktree`
+/// (R22-1b) or carries stat data made for a file the agent writes later, at a `ctime` second
+/// it predicted (R22-1a). The index is not written during the turn; git (default stat check,
+/// seconds only) takes the later file as unchanged. The pin records every entry it cannot
+/// vouch for (`<state>.watch`); the check looks at those. Positive control on both gits.
+#[test]
+fn entries_primed_before_the_pin_do_not_hide_a_later_write() {
+    use std::os::unix::fs::MetadataExt;
+    for g in common::gits() {
+        for variant in ["skip-worktree", "predicted-stat"] {
+            let w = common::world();
+            let m = w.main();
+            let path = m.join("README");
+            let honest = std::fs::read(&path).unwrap();
+            let evil = evil_like(&honest);
+            let before = std::fs::metadata(&path).unwrap();
+            let index = w.git_dir().join("index");
+            // An earlier session: the index primed.
+            std::thread::sleep(std::time::Duration::from_millis(1100));
+            git(&w, &g, &m, &["status", "--porcelain"]);
+            let target = if variant == "skip-worktree" {
+                git(&w, &g, &m, &["update-index", "--skip-worktree", "README"]);
+                None
+            } else {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_secs();
+                let t2 = now + 4;
+                set_entry_stat(
+                    &index,
+                    "README",
+                    t2 as u32,
+                    before.mtime() as u32,
+                    before.ino() as u32,
+                    evil.len() as u32,
+                    true,
+                );
+                Some(t2)
+            };
+            std::thread::sleep(std::time::Duration::from_millis(1100));
+            w.pin();
+            // The turn: the file rewritten, the index untouched.
+            if let Some(t2) = target {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap();
+                let wait =
+                    std::time::Duration::from_secs(t2) + std::time::Duration::from_millis(100);
+                if wait > now {
+                    std::thread::sleep(wait - now);
+                }
+            }
+            rewrite_in_place(&path, &evil, before.modified().unwrap());
+            if let Some(t2) = target {
+                let c = std::fs::metadata(&path).unwrap().ctime() as u64;
+                if c != t2 {
+                    eprintln!("{variant}: the write missed its second ({c} != {t2}); not judged");
+                    continue;
+                }
+            }
+            // Positive control: git shows nothing.
+            assert_eq!(
+                git(&w, &g, &m, &["status", "--porcelain", "-uno"]),
+                "",
+                "{} {variant}",
+                g.display()
+            );
+            let (code, ev) = w.check(false);
+            assert_eq!(code, 1, "{} {variant}: {ev:#?}", g.display());
+            assert!(forged_error(&ev, &path), "{variant}: {ev:#?}");
+        }
+    }
+}
+
+/// R22-2: the owner's index is split (`core.splitIndex`); the agent patches the entry in the
+/// shared index in place (its trailer kept: git compares it only with the id `index` names)
+/// and never writes `index`. "Written since the pin" counts the shared index too.
+#[test]
+fn a_shared_index_rewritten_in_place_is_read() {
+    use std::os::unix::fs::MetadataExt;
+    for g in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        let path = m.join("README");
+        let day_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_times(std::fs::FileTimes::new().set_modified(day_ago))
+            .unwrap();
+        // Refreshed first, so that the split puts every entry (README's too) into the shared
+        // index and none into `index`.
+        git(&w, &g, &m, &["status", "--porcelain"]);
+        git(&w, &g, &m, &["config", "core.splitIndex", "true"]);
+        git(&w, &g, &m, &["update-index", "--split-index"]);
+        let shared: Vec<_> = std::fs::read_dir(w.git_dir())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("sharedindex.")
+            })
+            .collect();
+        assert_eq!(shared.len(), 1, "{shared:?}");
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        w.pin();
+        let honest = std::fs::read(&path).unwrap();
+        // Its `mtime` put back: older than the index, or git re-reads it as racily clean.
+        rewrite_in_place(&path, &evil_like(&honest), day_ago);
+        let st = std::fs::metadata(&path).unwrap();
+        set_entry_stat(
+            &shared[0],
+            "README",
+            st.ctime() as u32,
+            st.mtime() as u32,
+            st.ino() as u32,
+            st.size() as u32,
+            false,
+        );
+        // Positive control: git shows nothing.
+        assert_eq!(
+            git(&w, &g, &m, &["status", "--porcelain", "-uno"]),
+            "",
+            "{}",
+            g.display()
+        );
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+        assert!(forged_error(&ev, &path), "{ev:#?}");
+    }
+}
+
+/// R22-3: a tracked file whose path is longer than `PATH_MAX` once made absolute (git reaches
+/// it relative to the work tree); flagged `skip-worktree` and rewritten during the turn.
+/// The check reaches it as git does; any error but "not there" would be incomplete.
+#[test]
+fn a_path_too_long_to_be_absolute_is_still_looked_at() {
+    for g in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        // 4,087 bytes relative (git's limit is PATH_MAX, 4,096), over it once made absolute.
+        let seg = "d".repeat(254);
+        let rel_dir = vec![seg.as_str(); 16].join("/");
+        let rel = format!("{rel_dir}/run.sh");
+        let sh = |script: &str| {
+            let ok = Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .current_dir(&m)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "{script}");
+        };
+        sh(&format!(
+            "mkdir -p {rel_dir} && printf 'echo honest\\n' > {rel}"
+        ));
+        git(&w, &g, &m, &["add", &rel]);
+        git(&w, &g, &m, &["commit", "-qm", "long"]);
+        w.pin();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        git(&w, &g, &m, &["update-index", "--skip-worktree", &rel]);
+        sh(&format!("printf 'echo PWNED\\n' > {rel}"));
+        // Positive control: git shows nothing.
+        assert_eq!(
+            git(&w, &g, &m, &["status", "--porcelain", "-uno"]),
+            "",
+            "{}",
+            g.display()
+        );
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+        assert!(
+            ev.iter().any(|e| e["event"] == "index_stat_forged"
+                && e["path"].as_str().is_some_and(|p| p.ends_with("/run.sh"))),
+            "{ev:#?}"
+        );
+    }
+}
+
+/// R22-4: a repository nested in the work tree (its git dir a folder there, existing at the
+/// pin) gets `core.checkStat=minimal` in its own config — the agent's to write — and a
+/// tracked file rewritten in place at the same size, `mtime` put back, no index written.
+#[test]
+fn a_nested_repository_that_relaxes_its_own_stat_check_is_looked_at() {
+    for g in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        let inner = m.join("vendor");
+        git(&w, &g, &m, &["init", "-q", "vendor"]);
+        std::fs::write(inner.join("build.sh"), "echo honest build\n").unwrap();
+        git(&w, &g, &inner, &["add", "build.sh"]);
+        git(&w, &g, &inner, &["commit", "-qm", "v"]);
+        git(&w, &g, &m, &["add", "vendor"]);
+        git(&w, &g, &m, &["commit", "-qm", "gitlink"]);
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        git(&w, &g, &inner, &["status", "--porcelain"]);
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        w.pin();
+        let cfg = inner.join(".git/config");
+        let mut t = std::fs::read_to_string(&cfg).unwrap();
+        t.push_str("[core]\n\tcheckStat = minimal\n\ttrustctime = false\n");
+        std::fs::write(&cfg, t).unwrap();
+        let path = inner.join("build.sh");
+        let before = std::fs::metadata(&path).unwrap();
+        let honest = std::fs::read(&path).unwrap();
+        rewrite_in_place(&path, &evil_like(&honest), before.modified().unwrap());
+        // Positive control: neither repository shows it.
+        assert_eq!(git(&w, &g, &inner, &["status", "--porcelain", "-uno"]), "");
+        assert_eq!(git(&w, &g, &m, &["status", "--porcelain", "-uno"]), "");
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+        assert!(forged_error(&ev, &path), "{ev:#?}");
+    }
+}

@@ -39,7 +39,9 @@
 //! the file's content.
 
 use crate::events::{Event, EventKind};
-use std::os::unix::ffi::OsStrExt;
+use nix::sys::stat::FileStat;
+use serde::{Deserialize, Serialize};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -97,11 +99,122 @@ use super::state::blob_id;
 /// its nanoseconds when the entry holds them, the size; truncated to 32 bits as the index
 /// stores them). With the defaults git also compares `ctime`, inode, uid and gid: a superset
 /// of the entries git skips, so more files are hashed, none missed.
-fn git_may_take_as_unchanged(s: &gix::index::entry::Stat, m: &std::fs::Metadata) -> bool {
+fn git_may_take_as_unchanged(mtime_secs: u32, size: u32, f: &FileStat) -> bool {
     // Seconds only: git compares nanoseconds only when built with `USE_NSEC`, which neither
     // git here is (an entry whose nanoseconds differ was taken as unchanged: R18-2).
-    u64::from(s.mtime.secs) == (m.mtime() as u64 & 0xffff_ffff)
-        && u64::from(s.size) == (m.size() & 0xffff_ffff)
+    u64::from(mtime_secs) == (f.st_mtime as u64 & 0xffff_ffff)
+        && u64::from(size) == (f.st_size as u64 & 0xffff_ffff)
+}
+
+/// Whether the pin can vouch for an entry: the file's stat data is the entry's in every field
+/// git's default stat check compares (`ctime` and `mtime` seconds, their nanoseconds where the
+/// entry holds them, inode, uid, gid, size), and the file's `ctime` is older than the pin's
+/// start by the racy margin. A later write then moves the file's `ctime` past the entry's, so
+/// under the default check git reads the file again: no later content can hide behind the
+/// entry. Any other entry — its file missing, stale, racy, or the entry flagged — is watched.
+fn vouched(s: &gix::index::entry::Stat, f: &FileStat, started_ns: i128) -> bool {
+    let ns_ok = |entry: u32, file: i64| entry == 0 || i64::from(entry) == file;
+    s.ctime.secs == f.st_ctime as u32
+        && s.mtime.secs == f.st_mtime as u32
+        && ns_ok(s.ctime.nsecs, f.st_ctime_nsec)
+        && ns_ok(s.mtime.nsecs, f.st_mtime_nsec)
+        && s.ino == f.st_ino as u32
+        && s.uid == f.st_uid
+        && s.gid == f.st_gid
+        && s.size == f.st_size as u32
+        && i128::from(f.st_ctime) * 1_000_000_000 + i128::from(f.st_ctime_nsec)
+            < started_ns - crate::layout::walk_cache::RACY_MARGIN_NS
+}
+
+/// A work tree opened once (`O_PATH`, links in its own path followed as git follows them):
+/// every tracked file is reached relative to it, as git reaches it relative to its working
+/// directory — a path longer than `PATH_MAX` once made absolute still resolves (R22-3), and
+/// any error but "not there" is an error, never a file passed over.
+struct Top {
+    fd: std::os::fd::OwnedFd,
+    path: PathBuf,
+}
+
+impl Top {
+    fn open(path: &Path) -> Result<Option<Top>, String> {
+        use nix::fcntl::OFlag;
+        match nix::fcntl::open(
+            path,
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        ) {
+            Ok(fd) => Ok(Some(Top {
+                fd,
+                path: path.to_path_buf(),
+            })),
+            Err(nix::errno::Errno::ENOENT) | Err(nix::errno::Errno::ENOTDIR) => Ok(None),
+            Err(e) => Err(format!(
+                "{}: cannot open the work tree: {e}",
+                path.display()
+            )),
+        }
+    }
+
+    /// `lstat` of `rel`; `None` when it is not there (git shows it deleted).
+    fn lstat(&self, rel: &[u8]) -> Result<Option<FileStat>, String> {
+        match nix::sys::stat::fstatat(
+            &self.fd,
+            std::ffi::OsStr::from_bytes(rel),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        ) {
+            Ok(st) => Ok(Some(st)),
+            Err(nix::errno::Errno::ENOENT) | Err(nix::errno::Errno::ENOTDIR) => Ok(None),
+            Err(e) => Err(format!("{}: lstat: {e}", self.full(rel).display())),
+        }
+    }
+
+    fn full(&self, rel: &[u8]) -> PathBuf {
+        self.path.join(std::ffi::OsStr::from_bytes(rel))
+    }
+
+    /// What git hashes for `rel`, whose `lstat` gave `st`: a link's target or a regular
+    /// file's bytes (opened without following a link, non-blocking, at most [`MAX_FILE`]);
+    /// `None` for anything else (git sees the change of type itself).
+    fn content(&self, rel: &[u8], st: &FileStat) -> Result<Option<Vec<u8>>, String> {
+        use nix::sys::stat::SFlag;
+        let kind = st.st_mode & SFlag::S_IFMT.bits();
+        let name = std::ffi::OsStr::from_bytes(rel);
+        if kind == SFlag::S_IFLNK.bits() {
+            return nix::fcntl::readlinkat(&self.fd, name)
+                .map(|t| Some(t.into_encoded_bytes()))
+                .map_err(|e| format!("{}: readlink: {e}", self.full(rel).display()));
+        }
+        if kind != SFlag::S_IFREG.bits() {
+            return Ok(None);
+        }
+        if st.st_size as u64 > MAX_FILE {
+            return Err(format!(
+                "{}: larger than {MAX_FILE} bytes: not hashed",
+                self.full(rel).display()
+            ));
+        }
+        use nix::fcntl::OFlag;
+        let fd = nix::fcntl::openat(
+            &self.fd,
+            name,
+            OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )
+        .map_err(|e| format!("{}: open: {e}", self.full(rel).display()))?;
+        let f = std::fs::File::from(fd);
+        let md = f
+            .metadata()
+            .map_err(|e| format!("{}: fstat: {e}", self.full(rel).display()))?;
+        if !md.is_file() {
+            return Ok(None);
+        }
+        use std::io::Read;
+        let mut b = Vec::with_capacity(usize::try_from(md.len()).unwrap_or(0).saturating_add(1));
+        f.take(MAX_FILE + 1)
+            .read_to_end(&mut b)
+            .map_err(|e| format!("{}: read: {e}", self.full(rel).display()))?;
+        Ok(Some(b))
+    }
 }
 
 /// Whether any attributes file of the work tree `top` or the git dir names a filter git
@@ -177,115 +290,290 @@ fn attributes_mention(
     })
 }
 
-/// Every hidden entry in the indexes `indexes` (`(index file, its work tree)`) written since
-/// `since` (seconds, nanoseconds).
+/// `<state>.watch`, beside the state file: per index the pin saw, the entries it could not
+/// vouch for ([`vouched`]) and the shared index of a split one.
+pub fn watch_path(state: &Path) -> Option<PathBuf> {
+    let mut n = state.file_name()?.to_os_string();
+    n.push(".watch");
+    Some(state.with_file_name(n))
+}
+
+const WATCH_FORMAT: u32 = 1;
+
+/// The pin's record of the index entries it could not vouch for.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Watch {
+    format: u32,
+    indexes: Vec<WatchIndex>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct WatchIndex {
+    /// The index file's path bytes, hex.
+    index: String,
+    /// A split index's shared index (`sharedindex.<id>`), path bytes in hex: the entries are
+    /// in it too, so its `ctime` is part of "written since the pin" (R22-2).
+    shared: Option<String>,
+    entries: Vec<WatchEntry>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct WatchEntry {
+    /// Path bytes relative to the work tree, hex.
+    path: String,
+    /// The entry's object id.
+    id: String,
+    mtime: u32,
+    size: u32,
+    flagged: bool,
+}
+
+fn hex(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        s.push(char::from(b"0123456789abcdef"[usize::from(x >> 4)]));
+        s.push(char::from(b"0123456789abcdef"[usize::from(x & 15)]));
+    }
+    s
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+impl Watch {
+    /// The record beside `state`; `None` when it is missing or cannot be read as this build
+    /// writes it (every index is then looked at as under a relaxed stat check: cost only).
+    pub fn load(state: &Path) -> Option<Watch> {
+        let p = watch_path(state)?;
+        let b = crate::audit::special::read_regular(&p, 1 << 30).ok()?;
+        let w: Watch = serde_json::from_slice(&b).ok()?;
+        (w.format == WATCH_FORMAT).then_some(w)
+    }
+
+    fn get(&self, index: &Path) -> Option<&WatchIndex> {
+        let key = hex(index.as_os_str().as_bytes());
+        self.indexes.iter().find(|w| w.index == key)
+    }
+}
+
+/// How [`scan`] looks at one index.
+enum Look<'a> {
+    /// Written since the pin: every entry git may take as unchanged, and the cache-tree.
+    Written,
+    /// Not written, under a relaxed stat check: every entry git may take as unchanged whose
+    /// file changed since the pin.
+    Relaxed,
+    /// Not written: the entries the pin could not vouch for.
+    Watched(&'a WatchIndex),
+}
+
+/// The index read on first use (a watched index is read only to judge a mismatch).
+struct Lazy<'a> {
+    path: &'a Path,
+    file: Option<gix::index::File>,
+}
+
+impl Lazy<'_> {
+    fn get(&mut self) -> Result<Option<&gix::index::File>, String> {
+        if self.file.is_none() {
+            self.file = crate::index_paths::read_index(self.path, true)?;
+        }
+        Ok(self.file.as_ref())
+    }
+}
+
+/// Every hidden entry in the indexes `indexes` (`(index file, its work tree)`), as
+/// [`check`] describes; `since` is the pin (seconds, nanoseconds).
 ///
-/// `relaxed`: the owner's git compares only `mtime` and size ([`owner_relaxes_stat_check`]).
-/// Then an index not written since the pin is read too, and every file git may take as
-/// unchanged whose own `ctime` is not older than the pin is hashed: an in-place rewrite at
-/// the same size with its `mtime` put back changes no index (R20-3). (With git's default
-/// stat check, such a rewrite moves the file's `ctime`, which git compares: git reads it.)
+/// An index written since the pin (its `ctime`, or its shared index's) is read whole. One
+/// not written since holds what it held at the pin: the entries the pin vouched for cannot
+/// hide a later write (see [`vouched`]), the others are in `watch` and are looked at. With
+/// `relaxed` (the owner's git compares only `mtime` and size: [`owner_relaxes_stat_check`]),
+/// or for a repository whose git dir is outside the common dir (its config is the agent's to
+/// write: R22-4), or an index the record does not hold, every file git may take as unchanged
+/// whose own `ctime` is not older than the pin is hashed (R20-3).
 pub fn scan(
     indexes: &[(PathBuf, PathBuf)],
     common_dir: &Path,
     since: (i64, i64),
     relaxed: bool,
+    watch: Option<&Watch>,
 ) -> Found {
     let mut out = Found::default();
     let mut hashed = 0usize;
-    for (index_path, top) in indexes {
-        let Ok(im) = std::fs::metadata(index_path) else {
-            continue; // no index: nothing staged
-        };
-        // By `ctime`, which no unprivileged process sets back (the `mtime` put back with
-        // `touch -d` hid a forged index: R19-1).
-        let written = (im.ctime(), im.ctime_nsec()) >= since;
-        if !written && !relaxed {
-            continue; // written before the pin: no entry in it was written since
-        }
-        let index = match crate::index_paths::read_index(index_path, true) {
-            Ok(Some(i)) => i,
-            Ok(None) => continue,
+    let changed_since = |st: &FileStat| (st.st_ctime, st.st_ctime_nsec) >= since;
+    for (index_path, top_path) in indexes {
+        let im = match std::fs::metadata(index_path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue, // nothing staged
             Err(e) => {
-                out.incomplete = Some((index_path.clone(), e));
+                out.incomplete = Some((index_path.clone(), format!("cannot stat: {e}")));
                 return out;
             }
         };
-        if written {
-            out.trees.extend(
-                forged_trees(&index)
-                    .into_iter()
-                    .map(|(dir, cached, computed)| ForgedTree {
-                        index: index_path.clone(),
-                        dir,
-                        cached,
-                        computed,
-                    }),
-            );
+        let recorded = watch.and_then(|w| w.get(index_path));
+        // By `ctime`, which no unprivileged process sets back (the `mtime` put back with
+        // `touch -d` hid a forged index: R19-1); a split index's shared index too (R22-2).
+        let shared_written = recorded
+            .and_then(|r| r.shared.as_deref())
+            .and_then(unhex)
+            .map(|b| PathBuf::from(std::ffi::OsString::from_vec(b)))
+            .is_some_and(|p| {
+                std::fs::metadata(&p).map_or(true, |m| (m.ctime(), m.ctime_nsec()) >= since)
+            });
+        let written = (im.ctime(), im.ctime_nsec()) >= since || shared_written;
+        let look = if written {
+            Look::Written
+        } else if relaxed || !index_path.starts_with(common_dir) {
+            Look::Relaxed
+        } else {
+            match recorded {
+                Some(r) => Look::Watched(r),
+                None => Look::Relaxed,
+            }
+        };
+        let top = match Top::open(top_path) {
+            Ok(Some(t)) => t,
+            Ok(None) => continue, // no work tree: nothing git compares
+            Err(e) => {
+                out.incomplete = Some((top_path.clone(), e));
+                return out;
+            }
+        };
+        let mut lazy = Lazy {
+            path: index_path,
+            file: None,
+        };
+        // The entries to look at: (path, id, mtime, size, flagged, only if changed since).
+        let mut todo: Vec<(Vec<u8>, String, u32, u32, bool)> = Vec::new();
+        match look {
+            Look::Watched(r) => {
+                for e in &r.entries {
+                    let Some(p) = unhex(&e.path) else {
+                        out.incomplete = Some((index_path.clone(), "damaged watch record".into()));
+                        return out;
+                    };
+                    todo.push((p, e.id.clone(), e.mtime, e.size, e.flagged));
+                }
+            }
+            Look::Written | Look::Relaxed => {
+                let index = match lazy.get() {
+                    Ok(Some(i)) => i,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        out.incomplete = Some((index_path.clone(), e));
+                        return out;
+                    }
+                };
+                if matches!(look, Look::Written) {
+                    out.trees.extend(forged_trees(index).into_iter().map(
+                        |(dir, cached, computed)| ForgedTree {
+                            index: index_path.clone(),
+                            dir,
+                            cached,
+                            computed,
+                        },
+                    ));
+                    // An untracked cache written during the turn (R19-3): git trusts it to
+                    // list the untracked files (`core.untrackedCache` unset keeps one found),
+                    // so a forged one hides a file from `status` that `add -A` then commits.
+                    // Not verified (that needs git's ignore rules over the whole tree):
+                    // reported.
+                    if index.untracked().is_some() {
+                        out.untracked_cache.push(index_path.clone());
+                    }
+                }
+                for e in index.entries() {
+                    let mode = e.mode;
+                    if mode != gix::index::entry::Mode::FILE
+                        && mode != gix::index::entry::Mode::FILE_EXECUTABLE
+                        && mode != gix::index::entry::Mode::SYMLINK
+                    {
+                        continue;
+                    }
+                    // skip-worktree and assume-unchanged: git does not look at the file at
+                    // all (R18-1).
+                    let flagged = e.flags.intersects(
+                        gix::index::entry::Flags::SKIP_WORKTREE
+                            | gix::index::entry::Flags::ASSUME_VALID,
+                    );
+                    todo.push((
+                        e.path(index).to_vec(),
+                        e.id.to_string(),
+                        e.stat.mtime.secs,
+                        e.stat.size,
+                        flagged,
+                    ));
+                }
+            }
         }
         let mut filtered: Option<bool> = None;
         let mut crlf: Option<bool> = None;
-        // An untracked cache written during the turn (R19-3): git trusts it to list the
-        // untracked files (`core.untrackedCache` unset keeps one found), so a forged one hides
-        // a file from `status` that `add -A` then commits. Not verified (that needs git's
-        // ignore rules over the whole tree): reported.
-        if written && index.untracked().is_some() {
-            out.untracked_cache.push(index_path.clone());
-        }
-        for e in index.entries() {
-            let mode = e.mode;
-            if mode != gix::index::entry::Mode::FILE
-                && mode != gix::index::entry::Mode::FILE_EXECUTABLE
-                && mode != gix::index::entry::Mode::SYMLINK
-            {
-                continue;
-            }
-            let rel = e.path(&index);
-            let path = top.join(std::ffi::OsStr::from_bytes(rel));
-            let Ok(m) = std::fs::symlink_metadata(&path) else {
-                continue; // gone: git shows it deleted
+        for (rel, want, mtime, size, flagged) in todo {
+            let st = match top.lstat(&rel) {
+                Ok(Some(st)) => st,
+                Ok(None) => continue, // gone: git shows it deleted
+                Err(e) => {
+                    out.incomplete = Some((top.full(&rel), e));
+                    return out;
+                }
             };
-            // skip-worktree and assume-unchanged: git does not look at the file at all (R18-1).
-            let flagged = e.flags.intersects(
-                gix::index::entry::Flags::SKIP_WORKTREE | gix::index::entry::Flags::ASSUME_VALID,
-            );
-            if !flagged && !git_may_take_as_unchanged(&e.stat, &m) {
+            if !flagged && !git_may_take_as_unchanged(mtime, size, &st) {
                 continue; // git reads the file and shows what is there
             }
-            if !written && (m.ctime(), m.ctime_nsec()) < since {
+            if matches!(look, Look::Relaxed) && !changed_since(&st) {
                 continue; // neither the entry nor the file changed since the pin
             }
             hashed += 1;
             if hashed > MAX_HASHED {
-                out.incomplete =
-                    Some((top.clone(), format!("more than {MAX_HASHED} files to hash")));
+                out.incomplete = Some((
+                    top_path.clone(),
+                    format!("more than {MAX_HASHED} files to hash"),
+                ));
                 return out;
             }
-            let bytes = if m.file_type().is_symlink() {
-                match std::fs::read_link(&path) {
-                    Ok(t) => t.into_os_string().into_encoded_bytes(),
-                    Err(_) => continue,
+            let bytes = match top.content(&rel, &st) {
+                Ok(Some(b)) => b,
+                Ok(None) => continue, // a folder or FIFO at a file's entry: git sees the change
+                Err(e) => {
+                    out.incomplete = Some((top.full(&rel), e));
+                    return out;
                 }
-            } else if m.is_file() {
-                match crate::audit::special::read_regular(&path, MAX_FILE) {
-                    Ok(b) => b,
-                    Err(err) => {
-                        out.incomplete = Some((path, format!("cannot read: {err}")));
-                        return out;
-                    }
-                }
-            } else {
-                continue; // a folder or FIFO at a file's entry: git sees the change itself
             };
-            let want = e.id.to_string();
             let got = blob_id(&bytes);
             if got == want {
                 continue;
             }
-            if m.is_file()
+            let path = top.full(&rel);
+            let is_file = st.st_mode & nix::sys::stat::SFlag::S_IFMT.bits()
+                == nix::sys::stat::SFlag::S_IFREG.bits();
+            let index = match lazy.get() {
+                Ok(Some(i)) => i,
+                Ok(None) => {
+                    out.incomplete = Some((index_path.clone(), "the index is gone".into()));
+                    return out;
+                }
+                Err(e) => {
+                    out.incomplete = Some((index_path.clone(), e));
+                    return out;
+                }
+            };
+            if is_file
                 && bytes.contains(&b'\r')
                 && *crlf.get_or_insert_with(|| {
-                    crlf_converted(top, &index, index_path.parent().unwrap_or(top), common_dir)
+                    crlf_converted(
+                        top_path,
+                        index,
+                        index_path.parent().unwrap_or(top_path),
+                        common_dir,
+                    )
                 })
             {
                 let lf: Vec<u8> = bytes
@@ -299,7 +587,7 @@ pub fn scan(
                 }
             }
             let filtered = *filtered
-                .get_or_insert_with(|| filters_named(top, &index, &common_dir.join("info")));
+                .get_or_insert_with(|| filters_named(top_path, index, &common_dir.join("info")));
             out.hidden.push(Hidden {
                 path,
                 index: index_path.clone(),
@@ -311,6 +599,121 @@ pub fn scan(
         }
     }
     out
+}
+
+/// Record, beside `state`, the entries of every index the session could write (and of the
+/// repositories git enters below them) that the pin cannot vouch for ([`vouched`]): stale,
+/// racy, missing or flagged. A vouched file's dirty pages are written back first (a page
+/// dirtied through a shared writable mapping before the pin would otherwise take later
+/// writes without moving its `ctime`: R21-1's way, on a tracked file). An index the pin
+/// cannot read, or a file it cannot `lstat`, fails the pin.
+pub fn pin(
+    indexes: &[(PathBuf, PathBuf)],
+    common_dir: &Path,
+    state: &Path,
+) -> Result<usize, String> {
+    let started = crate::layout::walk_cache::now_ns();
+    let all =
+        all_indexes(indexes, common_dir).map_err(|(p, why)| format!("{}: {why}", p.display()))?;
+    let mut w = Watch {
+        format: WATCH_FORMAT,
+        indexes: Vec::new(),
+    };
+    let mut watched = 0usize;
+    for (index_path, top_path) in &all {
+        let index = match crate::index_paths::read_index(index_path, true)? {
+            Some(i) => i,
+            None => continue,
+        };
+        let Some(top) = Top::open(top_path)? else {
+            continue;
+        };
+        let mut entries = Vec::new();
+        for e in index.entries() {
+            let mode = e.mode;
+            if mode != gix::index::entry::Mode::FILE
+                && mode != gix::index::entry::Mode::FILE_EXECUTABLE
+                && mode != gix::index::entry::Mode::SYMLINK
+            {
+                continue;
+            }
+            let rel = e.path(&index);
+            let flagged = e.flags.intersects(
+                gix::index::entry::Flags::SKIP_WORKTREE | gix::index::entry::Flags::ASSUME_VALID,
+            );
+            let ok = !flagged
+                && match top.lstat(rel)? {
+                    Some(st) if vouched(&e.stat, &st, started) => settled(&top, rel, &st),
+                    _ => false,
+                };
+            if !ok {
+                entries.push(WatchEntry {
+                    path: hex(rel),
+                    id: e.id.to_string(),
+                    mtime: e.stat.mtime.secs,
+                    size: e.stat.size,
+                    flagged,
+                });
+            }
+        }
+        watched += entries.len();
+        w.indexes.push(WatchIndex {
+            index: hex(index_path.as_os_str().as_bytes()),
+            shared: crate::index_paths::shared_index_path(index_path)?
+                .map(|p| hex(p.as_os_str().as_bytes())),
+            entries,
+        });
+    }
+    let path = watch_path(state).ok_or_else(|| format!("{}: no file name", state.display()))?;
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(format!("{}: no parent folder", path.display()));
+    };
+    let bytes = serde_json::to_vec(&w).map_err(|e| e.to_string())?;
+    super::nf::Dir::open_trusted(parent)
+        .and_then(|d| d.write_atomic(name, &bytes, 0o600))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(watched)
+}
+
+/// A regular file's dirty pages written back, its stat data unchanged by then (a link has no
+/// pages: true).
+fn settled(top: &Top, rel: &[u8], st: &FileStat) -> bool {
+    use nix::sys::stat::SFlag;
+    if st.st_mode & SFlag::S_IFMT.bits() != SFlag::S_IFREG.bits() {
+        return true;
+    }
+    use nix::fcntl::OFlag;
+    let Ok(fd) = nix::fcntl::openat(
+        &top.fd,
+        std::ffi::OsStr::from_bytes(rel),
+        OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    ) else {
+        return false;
+    };
+    use std::os::fd::AsFd;
+    if crate::fsx::write_back(fd.as_fd()).is_err() {
+        return false;
+    }
+    nix::sys::stat::fstat(&fd).is_ok_and(|a| {
+        (a.st_ino, a.st_ctime, a.st_ctime_nsec, a.st_size)
+            == (st.st_ino, st.st_ctime, st.st_ctime_nsec, st.st_size)
+    })
+}
+
+/// The indexes [`check`] and [`pin`] look at: those given, the submodules' below the common
+/// dir's `modules/`, and every repository git enters below them ([`nested_indexes`]).
+fn all_indexes(
+    indexes: &[(PathBuf, PathBuf)],
+    common_dir: &Path,
+) -> Result<Vec<(PathBuf, PathBuf)>, (PathBuf, String)> {
+    let mut all = indexes.to_vec();
+    all.extend(submodule_indexes(common_dir)?);
+    let more = nested_indexes(&all)?;
+    all.extend(more);
+    all.sort();
+    all.dedup();
+    Ok(all)
 }
 
 /// The tree ids git would write for the entries of `index`, by folder (`""` the top), as
@@ -570,8 +973,17 @@ fn nested_indexes(
             }
             let dot_git = sub.join(".git");
             // `stat`, as git's: a `.git` link to a folder is a git dir to git.
-            let Ok(m) = std::fs::metadata(&dot_git) else {
-                continue; // not populated: git does not enter it
+            let m = match std::fs::metadata(&dot_git) {
+                Ok(m) => m,
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::NotFound
+                        || e.raw_os_error() == Some(nix::libc::ENOTDIR) =>
+                {
+                    continue; // not populated: git does not enter it
+                }
+                // A path too long once made absolute, a folder that cannot be searched, a
+                // link loop: not known, so not clean (R22-3).
+                Err(e) => return Err((dot_git, format!("cannot stat: {e}"))),
             };
             let git_dir = if m.is_dir() {
                 // A `.git` link to a folder: its index read where the link leads (the index
@@ -631,9 +1043,8 @@ pub fn check(
         ));
         return Outcome::Incomplete;
     };
-    let mut all = indexes.to_vec();
-    match submodule_indexes(common_dir) {
-        Ok(v) => all.extend(v),
+    let all = match all_indexes(indexes, common_dir) {
+        Ok(v) => v,
         Err((p, why)) => {
             emit(
                 mk(
@@ -644,23 +1055,9 @@ pub fn check(
             );
             return Outcome::Incomplete;
         }
-    }
-    match nested_indexes(indexes) {
-        Ok(v) => all.extend(v),
-        Err((p, why)) => {
-            emit(
-                mk(
-                    EventKind::CheckIncomplete,
-                    format!("{}: {why}", p.display()),
-                )
-                .path(&p),
-            );
-            return Outcome::Incomplete;
-        }
-    }
-    all.sort();
-    all.dedup();
-    let found = scan(&all, common_dir, since, relaxed);
+    };
+    let watch = Watch::load(state);
+    let found = scan(&all, common_dir, since, relaxed, watch.as_ref());
     let mut outcome = Outcome::Clean;
     // Files a filter may explain (git LFS' smudged files, whose blob is a pointer): one
     // warning per index with the count and the first paths, not one per file.
@@ -775,4 +1172,62 @@ pub fn check(
         );
     }
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_paths_round_trip_any_bytes() {
+        for b in [&b""[..], b"a/b.sh", b"\xff\x00\n/x"] {
+            assert_eq!(unhex(&hex(b)).as_deref(), Some(b));
+        }
+        assert_eq!(unhex("abc"), None);
+        assert_eq!(unhex("zz"), None);
+    }
+
+    /// The pin vouches only for an entry whose stat data is the file's and whose file's
+    /// `ctime` is older than the pin's start by the racy margin; any field off, or a racy
+    /// file, is watched.
+    #[test]
+    fn only_settled_exact_entries_are_vouched_for() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        std::fs::write(&p, "x\n").unwrap();
+        let st = nix::sys::stat::lstat(&p).unwrap();
+        let t = |s: i64, ns: i64| gix::index::entry::stat::Time {
+            secs: s as u32,
+            nsecs: ns as u32,
+        };
+        let exact = gix::index::entry::Stat {
+            mtime: t(st.st_mtime, st.st_mtime_nsec),
+            ctime: t(st.st_ctime, st.st_ctime_nsec),
+            dev: st.st_dev as u32,
+            ino: st.st_ino as u32,
+            uid: st.st_uid,
+            gid: st.st_gid,
+            size: st.st_size as u32,
+        };
+        let ctime_ns = i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec);
+        let later = ctime_ns + crate::layout::walk_cache::RACY_MARGIN_NS + 1;
+        assert!(vouched(&exact, &st, later));
+        assert!(!vouched(&exact, &st, ctime_ns + 1), "racy");
+        let mut s = exact;
+        s.ctime.secs += 3;
+        assert!(!vouched(&s, &st, later), "a predicted ctime");
+        let mut s = exact;
+        s.ino ^= 1;
+        assert!(!vouched(&s, &st, later));
+        let mut s = exact;
+        s.size += 1;
+        assert!(!vouched(&s, &st, later));
+        let mut s = exact;
+        s.mtime.nsecs = 0;
+        s.ctime.nsecs = 0;
+        assert!(
+            vouched(&s, &st, later),
+            "nanoseconds the entry does not hold"
+        );
+    }
 }

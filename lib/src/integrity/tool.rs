@@ -76,6 +76,14 @@ pub fn pin_state(a: &PinArgs) -> Result<super::Pinned, IntegrityError> {
     // refuses the pin unless the owner accepts it.
     let found = super::stores::pin(&pinned.state.common_dir, &pinned.path)
         .map_err(|reason| IntegrityError::StateWrite(pinned.path.clone(), reason))?;
+    // The index entries the pin cannot vouch for (`indexstat::pin`): what the check looks at
+    // in an index not written during the turn.
+    super::indexstat::pin(
+        &super::compare::index_work_trees(&pinned.state, &pinned.state.entries),
+        &pinned.state.common_dir,
+        &pinned.path,
+    )
+    .map_err(|reason| IntegrityError::StateWrite(pinned.path.clone(), reason))?;
     if !found.is_empty() && !a.accept_armed {
         return Err(IntegrityError::Armed {
             repo: pinned.state.repo.clone(),
