@@ -95,6 +95,35 @@ impl GitProbe {
         })
     }
 
+    /// [`GitProbe::probe_cached`] with the binary's metadata already read (by
+    /// [`find_real_git_with_metadata`], so the hot path `stat`s git once).
+    pub fn probe_cached_with(
+        git: &Path,
+        md: Option<&std::fs::Metadata>,
+        cache_dir: Option<&Path>,
+    ) -> Result<Self, GitError> {
+        use std::os::unix::fs::MetadataExt;
+        let (Some(dir), Some(md)) = (cache_dir, md) else {
+            return Self::probe_cached(git, cache_dir);
+        };
+        let key = format!(
+            "probe-{:x}-{:x}-{:x}-{:x}.json",
+            md.dev(),
+            md.ino(),
+            md.size(),
+            md.mtime()
+        );
+        let file = dir.join(key);
+        if let Ok(bytes) = read_small(&file) {
+            if let Ok(p) = serde_json::from_slice::<GitProbe>(&bytes) {
+                if p.path == git {
+                    return Ok(p);
+                }
+            }
+        }
+        Self::probe_and_store(git, dir, &file)
+    }
+
     /// Like [`GitProbe::probe`], with the result cached under `cache_dir`, keyed by the binary's
     /// device, inode, size and mtime (so an upgraded git is probed again).
     pub fn probe_cached(git: &Path, cache_dir: Option<&Path>) -> Result<Self, GitError> {
@@ -113,19 +142,24 @@ impl GitProbe {
             md.mtime()
         );
         let file = dir.join(key);
-        if let Ok(bytes) = std::fs::read(&file) {
+        if let Ok(bytes) = read_small(&file) {
             if let Ok(p) = serde_json::from_slice::<GitProbe>(&bytes) {
                 if p.path == git {
                     return Ok(p);
                 }
             }
         }
+        Self::probe_and_store(git, dir, &file)
+    }
+
+    /// Probe `git` and write the result to `file` in `dir` (best effort).
+    fn probe_and_store(git: &Path, dir: &Path, file: &Path) -> Result<Self, GitError> {
         let p = Self::probe(git)?;
         // Best effort: a cache that cannot be written only costs the next call a probe.
         if std::fs::create_dir_all(dir).is_ok() {
             let tmp = dir.join(format!(".probe-{}.tmp", std::process::id()));
             if std::fs::write(&tmp, serde_json::to_vec(&p).unwrap_or_default()).is_ok() {
-                let _ = std::fs::rename(&tmp, &file);
+                let _ = std::fs::rename(&tmp, file);
             }
         }
         Ok(p)
@@ -148,6 +182,25 @@ pub fn system_config_for(exec_path: &Path) -> PathBuf {
     }
 }
 
+/// A small file's bytes, as [`std::fs::read`] returns them, in one system call fewer: `open`,
+/// `read` until end of file, `close`. std's `read` first `fstat`s the file (and `lseek`s) for
+/// a size hint; the files the shim reads on each call (the pin, the validated policy, git's
+/// probe) are a few hundred bytes, read in one `read` plus the one that sees the end.
+pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => return Ok(out),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Find the real git: the explicit path if given, else the first `git` on `PATH` that is not
 /// the running binary (compared by device and inode, so a symlink or hard link to the shim is
 /// recognised and skipped, and the shim can never exec itself).
@@ -165,20 +218,35 @@ pub fn find_real_git_from(
     explicit: Option<&Path>,
     path_var: Option<&OsStr>,
 ) -> Result<PathBuf, GitError> {
+    find_real_git_with_metadata(current_exe, explicit, path_var).map(|(p, _)| p)
+}
+
+/// [`find_real_git_from`], with the metadata of the git found when it was read (the `stat`
+/// that compared it with the running binary): [`GitProbe::probe_cached_with`] keys its cache
+/// by it instead of `stat`ing the same path again. `None` when no `stat` was made or it failed
+/// (an explicit git while the running binary is unknown, or one that does not exist).
+pub fn find_real_git_with_metadata(
+    current_exe: Option<&Path>,
+    explicit: Option<&Path>,
+    path_var: Option<&OsStr>,
+) -> Result<(PathBuf, Option<std::fs::Metadata>), GitError> {
     use std::os::unix::fs::MetadataExt;
     let me = current_exe.and_then(|p| std::fs::metadata(p).ok());
-    let is_me = |p: &Path| match (&me, std::fs::metadata(p)) {
-        (Some(m), Ok(o)) => m.dev() == o.dev() && m.ino() == o.ino(),
-        _ => false,
-    };
+    let same =
+        |m: &std::fs::Metadata, o: &std::fs::Metadata| m.dev() == o.dev() && m.ino() == o.ino();
     if let Some(p) = explicit {
-        if is_me(p) {
+        let Some(m) = &me else {
+            return Ok((p.to_path_buf(), None));
+        };
+        let md = std::fs::metadata(p).ok();
+        if md.as_ref().is_some_and(|o| same(m, o)) {
             return Err(GitError::IsSelf {
                 path: p.to_path_buf(),
             });
         }
-        return Ok(p.to_path_buf());
+        return Ok((p.to_path_buf(), md));
     }
+    let is_me = |o: &std::fs::Metadata| me.as_ref().is_some_and(|m| same(m, o));
     let path_var = path_var.map(OsStr::to_owned).unwrap_or_default();
     for dir in std::env::split_paths(&path_var) {
         if dir.as_os_str().is_empty() || dir.is_relative() {
@@ -190,10 +258,10 @@ pub fn find_real_git_from(
             continue;
         };
         use std::os::unix::fs::PermissionsExt;
-        if !md.is_file() || md.permissions().mode() & 0o111 == 0 || is_me(&cand) {
+        if !md.is_file() || md.permissions().mode() & 0o111 == 0 || is_me(&md) {
             continue;
         }
-        return Ok(cand);
+        return Ok((cand, Some(md)));
     }
     Err(GitError::NotFound)
 }
@@ -1101,6 +1169,141 @@ mod tests {
             system_config_for(Path::new("/usr/local/libexec/git-core")),
             PathBuf::from("/usr/local/etc/gitconfig")
         );
+    }
+
+    /// `read_small` (no `fstat` for a size hint) returns what `std::fs::read` returns: the
+    /// same bytes for an empty file, a one-read file and one longer than its buffer (several
+    /// reads), and an error of the same kind where `fs::read` fails.
+    #[test]
+    fn read_small_reads_what_fs_read_reads() {
+        let t = tempfile::tempdir().unwrap();
+        for (name, len) in [
+            ("empty", 0usize),
+            ("pin", 29),
+            ("buffer", 4096),
+            ("long", 10_007),
+        ] {
+            let f = t.path().join(name);
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            std::fs::write(&f, &bytes).unwrap();
+            assert_eq!(read_small(&f).unwrap(), bytes, "{name}");
+            assert_eq!(
+                read_small(&f).unwrap(),
+                std::fs::read(&f).unwrap(),
+                "{name}"
+            );
+        }
+        for bad in [t.path().join("missing"), t.path().to_path_buf()] {
+            let ours = read_small(&bad).unwrap_err().kind();
+            let std = std::fs::read(&bad).unwrap_err().kind();
+            assert_eq!(ours, std, "{}", bad.display());
+        }
+    }
+
+    /// The metadata `find_real_git_with_metadata` returns is that of the path it returns (the
+    /// stat the probe cache is keyed by), and the running binary is still refused, named
+    /// explicitly or met on `PATH` (also as a hard link).
+    #[test]
+    fn found_git_metadata_is_the_path_found() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let t = tempfile::tempdir().unwrap();
+        let (me_dir, other, real) = (t.path().join("me"), t.path().join("b"), t.path().join("r"));
+        for d in [&me_dir, &other, &real] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let me = me_dir.join("git");
+        std::fs::write(&me, "shim").unwrap();
+        std::fs::hard_link(&me, other.join("git")).unwrap();
+        let git = real.join("git");
+        std::fs::write(&git, "real git").unwrap();
+        for f in [&me, &git] {
+            std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let same = |md: &std::fs::Metadata, p: &Path| {
+            let fresh = std::fs::metadata(p).unwrap();
+            (md.dev(), md.ino(), md.size(), md.mtime(), md.mtime_nsec())
+                == (
+                    fresh.dev(),
+                    fresh.ino(),
+                    fresh.size(),
+                    fresh.mtime(),
+                    fresh.mtime_nsec(),
+                )
+        };
+        // PATH: the shim and its hard link are skipped, the real git found with its own stat.
+        let path = std::env::join_paths([&me_dir, &other, &real]).unwrap();
+        let (found, md) = find_real_git_with_metadata(Some(&me), None, Some(&path)).unwrap();
+        assert_eq!(found, git);
+        assert!(same(md.as_ref().unwrap(), &git));
+        assert!(
+            !same(md.as_ref().unwrap(), &me),
+            "control: another file's stat differs"
+        );
+        // Explicit: its own stat; the shim (or its link) named explicitly is refused.
+        let (found, md) = find_real_git_with_metadata(Some(&me), Some(&git), None).unwrap();
+        assert_eq!(found, git);
+        assert!(same(md.as_ref().unwrap(), &git));
+        for p in [me.clone(), other.join("git")] {
+            assert!(matches!(
+                find_real_git_with_metadata(Some(&me), Some(&p), None),
+                Err(GitError::IsSelf { .. })
+            ));
+        }
+        // Unknown running binary: the explicit path as given, no stat made.
+        let (found, md) = find_real_git_with_metadata(None, Some(&git), None).unwrap();
+        assert_eq!((found, md.is_none()), (git.clone(), true));
+        // A PATH holding only the shim: no real git.
+        let path = std::env::join_paths([&me_dir]).unwrap();
+        assert_eq!(
+            find_real_git_from(Some(&me), None, Some(&path))
+                .unwrap_err()
+                .to_string(),
+            GitError::NotFound.to_string()
+        );
+    }
+
+    /// `probe_cached_with` reads the cache entry `probe_cached` names from its own `stat`: the
+    /// key is the metadata passed; the metadata of another file names another entry (here: none,
+    /// so it probes, and the fake git cannot run).
+    #[test]
+    fn probe_cache_key_from_the_metadata_passed() {
+        let t = tempfile::tempdir().unwrap();
+        let git = t.path().join("fake-git");
+        std::fs::write(&git, "not a program").unwrap();
+        let other = t.path().join("other");
+        std::fs::write(&other, "another file").unwrap();
+        let dir = t.path().join("probe");
+        std::fs::create_dir(&dir).unwrap();
+        let p = GitProbe {
+            path: git.clone(),
+            version: GitVersionRepr(2, 47, 3),
+            exec_path: PathBuf::from("/x/libexec/git-core"),
+            system_config: PathBuf::from("/x/etc/gitconfig"),
+        };
+        // The entry written where probe_cached would look: found by its own stat.
+        use std::os::unix::fs::MetadataExt;
+        let md = std::fs::metadata(&git).unwrap();
+        let name = format!(
+            "probe-{:x}-{:x}-{:x}-{:x}.json",
+            md.dev(),
+            md.ino(),
+            md.size(),
+            md.mtime()
+        );
+        std::fs::write(dir.join(name), serde_json::to_vec(&p).unwrap()).unwrap();
+        assert_eq!(GitProbe::probe_cached(&git, Some(&dir)).unwrap(), p);
+        assert_eq!(
+            GitProbe::probe_cached_with(&git, Some(&md), Some(&dir)).unwrap(),
+            p
+        );
+        // No metadata: the same, through probe_cached's own stat.
+        assert_eq!(
+            GitProbe::probe_cached_with(&git, None, Some(&dir)).unwrap(),
+            p
+        );
+        // Another file's metadata: another key, no entry, a probe of the fake git fails.
+        let md_other = std::fs::metadata(&other).unwrap();
+        assert!(GitProbe::probe_cached_with(&git, Some(&md_other), Some(&dir)).is_err());
     }
 
     #[test]
