@@ -13,9 +13,7 @@
 //! drivers, tools, config hooks, trusted values to re-assert) is added with
 //! [`Defused::neutralise_name`] and [`Defused::reassert_trusted`] from the config enumeration.
 
-use crate::catalogue::{
-    self, ConfigKey, EnvAction, GitVersion, KeyPattern, Neutraliser, CONFIG_HOOKS_SINCE,
-};
+use crate::catalogue::{self, ConfigKey, GitVersion, KeyPattern, Neutraliser, CONFIG_HOOKS_SINCE};
 use gix::bstr::{BStr, BString, ByteSlice};
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -318,34 +316,27 @@ impl Defused {
     /// The fixed part: every catalogue `Set` neutraliser, the hook switches for this version,
     /// and the environment of [`catalogue::ENV`].
     pub fn new(opts: DefuseOptions) -> Self {
+        // The catalogue's rows through their copies without pointers (`shim::packed`: the
+        // rows are not relocated at every start of a static PIE).
+        use crate::shim::packed::{self, Form};
         let mut config = Vec::with_capacity(64);
-        for e in catalogue::KEYS {
-            if e.since.is_some_and(|v| opts.version < v) {
+        for e in packed::keys() {
+            if e.since().is_some_and(|v| opts.version < v) {
                 continue;
             }
-            match (e.key, e.neutraliser) {
-                (KeyPattern::Key { section, name }, Neutraliser::Set { value })
-                | (KeyPattern::Key { section, name }, Neutraliser::TrustedOr { value })
-                | (KeyPattern::AnyScope { section, name }, Neutraliser::Set { value })
-                | (KeyPattern::AnyScope { section, name }, Neutraliser::TrustedOr { value }) => {
-                    // Concatenated, not `format!`: this runs for ~30 rows on every call.
-                    let key = [section.as_bytes(), b".", name.as_bytes()].concat();
-                    config.push((key.into(), value.to_owned()));
-                }
-                _ => {}
+            if let (Form::Key | Form::AnyScope, Some(value)) = (e.form(), e.set_value()) {
+                // Concatenated, not `format!`: this runs for ~30 rows on every call.
+                let key = [e.section().as_bytes(), b".", e.name().as_bytes()].concat();
+                config.push((key.into(), value.to_owned()));
             }
         }
         for key in catalogue::SCOPED_KEYS {
-            let neutral = catalogue::lookup(key).find_map(|e| match e.neutraliser {
-                Neutraliser::Set { value } | Neutraliser::TrustedOr { value } => Some(value),
-                _ => None,
-            });
-            if let Some(value) = neutral {
+            if let Some(value) = packed::lookup(key).find_map(|e| e.set_value()) {
                 config.push(((*key).into(), value.to_owned()));
             }
         }
         if opts.version >= CONFIG_HOOKS_SINCE {
-            for ev in catalogue::HOOK_EVENTS {
+            for ev in packed::HOOK_EVENTS.iter() {
                 let key = [b"hook.".as_slice(), ev.as_bytes(), b".enabled"].concat();
                 config.push((key.into(), "false".to_owned()));
             }
@@ -354,12 +345,8 @@ impl Defused {
         for (k, v) in catalogue::ALWAYS_SET {
             config.push(((*k).into(), (*v).to_owned()));
         }
-        let mut set_env: Vec<(String, OsString)> = catalogue::ENV
-            .iter()
-            .filter_map(|e| match e.action {
-                EnvAction::Set { value } => Some((e.name.to_owned(), OsString::from(value))),
-                EnvAction::Remove => None,
-            })
+        let mut set_env: Vec<(String, OsString)> = packed::env_sets()
+            .map(|(name, value)| (name.to_owned(), OsString::from(value)))
             .collect();
         set_env.push((
             "GIT_ALLOW_PROTOCOL".into(),
@@ -662,9 +649,7 @@ impl Defused {
             return false;
         }
         if name.starts_with(b"GIT_") || name.starts_with(b"GITWARD_CONFIG_VALUE_") {
-            return catalogue::ENV_GIT_HARMLESS
-                .iter()
-                .any(|h| h.as_bytes() == name);
+            return crate::shim::packed::GIT_HARMLESS.contains(name);
         }
         true
     }
@@ -740,17 +725,16 @@ static ENV_ROWS_BY_FIRST: [u128; 256] = {
 
 /// Does a row of [`catalogue::ENV`] match `name`? The rows of `name`'s first byte only.
 fn env_row_matches(name: &[u8]) -> bool {
-    let env = catalogue::ENV;
-    let (Some(&first), true) = (name.first(), env.len() <= 128) else {
-        return env
-            .iter()
-            .any(|e| env_name_matches(e.name.as_bytes(), name));
+    // The rows' names through their copy without pointers (`shim::packed`), same order.
+    use crate::shim::packed::{env_name, env_rows};
+    let (Some(&first), true) = (name.first(), env_rows() <= 128) else {
+        return (0..env_rows()).any(|i| env_name_matches(env_name(i).as_bytes(), name));
     };
     let mut rows = ENV_ROWS_BY_FIRST[usize::from(first)];
     while rows != 0 {
         let i = rows.trailing_zeros() as usize;
         rows &= rows - 1;
-        if env_name_matches(env[i].name.as_bytes(), name) {
+        if env_name_matches(env_name(i).as_bytes(), name) {
             return true;
         }
     }
@@ -1168,6 +1152,80 @@ mod tests {
         assert_eq!(
             system_config_for(Path::new("/usr/local/libexec/git-core")),
             PathBuf::from("/usr/local/etc/gitconfig")
+        );
+    }
+
+    /// `Defused::new` reads the catalogue through `shim::packed` (rows without pointers); its
+    /// pairs and variables are those of the same function over `catalogue::KEYS`/`ENV`
+    /// themselves (the code it replaced, kept here as the reference), for gits before and
+    /// after each version gate of the catalogue.
+    #[test]
+    fn defused_set_is_the_catalogues() {
+        fn reference(version: GitVersion) -> (Vec<(BString, String)>, Vec<(String, OsString)>) {
+            let mut config: Vec<(BString, String)> = Vec::new();
+            for e in catalogue::KEYS {
+                if e.since.is_some_and(|v| version < v) {
+                    continue;
+                }
+                match (e.key, e.neutraliser) {
+                    (KeyPattern::Key { section, name }, Neutraliser::Set { value })
+                    | (KeyPattern::Key { section, name }, Neutraliser::TrustedOr { value })
+                    | (KeyPattern::AnyScope { section, name }, Neutraliser::Set { value })
+                    | (KeyPattern::AnyScope { section, name }, Neutraliser::TrustedOr { value }) => {
+                        config.push((format!("{section}.{name}").into(), value.to_owned()));
+                    }
+                    _ => {}
+                }
+            }
+            for key in catalogue::SCOPED_KEYS {
+                let neutral = catalogue::lookup(key).find_map(|e| match e.neutraliser {
+                    Neutraliser::Set { value } | Neutraliser::TrustedOr { value } => Some(value),
+                    _ => None,
+                });
+                if let Some(value) = neutral {
+                    config.push(((*key).into(), value.to_owned()));
+                }
+            }
+            if version >= CONFIG_HOOKS_SINCE {
+                for ev in catalogue::HOOK_EVENTS {
+                    config.push((format!("hook.{ev}.enabled").into(), "false".to_owned()));
+                }
+            }
+            for (k, v) in catalogue::ALWAYS_SET {
+                config.push(((*k).into(), (*v).to_owned()));
+            }
+            let mut env: Vec<(String, OsString)> = catalogue::ENV
+                .iter()
+                .filter_map(|e| match e.action {
+                    catalogue::EnvAction::Set { value } => {
+                        Some((e.name.to_owned(), OsString::from(value)))
+                    }
+                    catalogue::EnvAction::Remove => None,
+                })
+                .collect();
+            env.push(("GIT_ALLOW_PROTOCOL".into(), "".into()));
+            (config, env)
+        }
+        let mut versions: Vec<GitVersion> =
+            vec![GitVersion::new(2, 0, 0), GitVersion::new(9, 0, 0)];
+        for e in catalogue::KEYS {
+            if let Some(v) = e.since {
+                versions.push(v);
+                versions.push(GitVersion::new(v.major, v.minor.saturating_sub(1), 0));
+            }
+        }
+        versions.push(CONFIG_HOOKS_SINCE);
+        let mut hook_pairs_seen = false;
+        for v in versions {
+            let d = Defused::new(DefuseOptions::new(v));
+            let (config, env) = reference(v);
+            assert_eq!(d.config_pairs(), config.as_slice(), "{v:?}");
+            assert_eq!(d.set_env, env, "{v:?}");
+            hook_pairs_seen |= config.iter().any(|(k, _)| k.starts_with(b"hook."));
+        }
+        assert!(
+            hook_pairs_seen,
+            "control: a version with the hook switches was tried"
         );
     }
 

@@ -21,6 +21,7 @@
 //! by its absolute path skips it, and there the OS sandbox (read-only hooks and config) holds.
 
 pub mod argv;
+pub mod packed;
 pub mod rules;
 
 use crate::env::{
