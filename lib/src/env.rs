@@ -186,17 +186,13 @@ pub fn system_config_for(exec_path: &Path) -> PathBuf {
 /// probe) are a few hundred bytes, read in one `read` plus the one that sees the end.
 pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let mut f = std::fs::File::open(path)?;
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match f.read(&mut buf) {
-            Ok(0) => return Ok(out),
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
+    // `File`'s own `read_to_end` asks for the size; through `Take` it is std's generic one,
+    // which reads into the vector's spare capacity (not zeroed first) until a read returns 0.
+    let mut out = Vec::with_capacity(4096);
+    std::fs::File::open(path)?
+        .take(u64::MAX)
+        .read_to_end(&mut out)?;
+    Ok(out)
 }
 
 /// Find the real git: the explicit path if given, else the first `git` on `PATH` that is not
@@ -326,8 +322,7 @@ impl Defused {
             }
             if let (Form::Key | Form::AnyScope, Some(value)) = (e.form(), e.set_value()) {
                 // Concatenated, not `format!`: this runs for ~30 rows on every call.
-                let key = [e.section().as_bytes(), b".", e.name().as_bytes()].concat();
-                config.push((key.into(), value.to_owned()));
+                config.push((e.dotted().into(), value.to_owned()));
             }
         }
         for key in catalogue::SCOPED_KEYS {
@@ -726,15 +721,15 @@ static ENV_ROWS_BY_FIRST: [u128; 256] = {
 /// Does a row of [`catalogue::ENV`] match `name`? The rows of `name`'s first byte only.
 fn env_row_matches(name: &[u8]) -> bool {
     // The rows' names through their copy without pointers (`shim::packed`), same order.
-    use crate::shim::packed::{env_name, env_rows};
+    use crate::shim::packed::{env_name_bytes, env_rows};
     let (Some(&first), true) = (name.first(), env_rows() <= 128) else {
-        return (0..env_rows()).any(|i| env_name_matches(env_name(i).as_bytes(), name));
+        return (0..env_rows()).any(|i| env_name_matches(env_name_bytes(i), name));
     };
     let mut rows = ENV_ROWS_BY_FIRST[usize::from(first)];
     while rows != 0 {
         let i = rows.trailing_zeros() as usize;
         rows &= rows - 1;
-        if env_name_matches(env_name(i).as_bytes(), name) {
+        if env_name_matches(env_name_bytes(i), name) {
             return true;
         }
     }

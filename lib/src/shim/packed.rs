@@ -31,6 +31,12 @@ impl Span {
         let at = self.at as usize;
         &text[at..at + self.len as usize]
     }
+
+    /// The bytes (no character-boundary checks: for comparisons on the hot path).
+    fn bytes<const N: usize>(self, text: &'static [u8; N]) -> &'static [u8] {
+        let at = self.at as usize;
+        &text[at..at + self.len as usize]
+    }
 }
 
 /// Copy `s` into `buf` at `*at`, advance `*at`, and return where it went.
@@ -160,6 +166,19 @@ impl Key {
         self.0.section.of(KEYS_TEXT)
     }
 
+    /// `section.name` as bytes, for a [`Form::Key`] or [`Form::AnyScope`] row's key.
+    pub fn dotted(self) -> Vec<u8> {
+        let (s, n) = (
+            self.0.section.bytes(&KEYS.text),
+            self.0.name.bytes(&KEYS.text),
+        );
+        let mut k = Vec::with_capacity(s.len() + 1 + n.len());
+        k.extend_from_slice(s);
+        k.push(b'.');
+        k.extend_from_slice(n);
+        k
+    }
+
     /// The variable's name (empty for a [`Form::Section`] row).
     pub fn name(self) -> &'static str {
         self.0.name.of(KEYS_TEXT)
@@ -179,17 +198,21 @@ impl Key {
         self.0.since
     }
 
-    /// [`KeyPattern::matches`].
+    /// [`KeyPattern::matches`]. Lengths first: most rows differ in the section's length.
     pub fn matches(self, key: &ConfigKey<'_>) -> bool {
-        let eq = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
-        let (section, name) = (self.section(), self.name());
-        match self.0.form {
-            Form::Key => key.subsection.is_none() && eq(key.section, section) && eq(key.name, name),
-            Form::PerName => {
-                key.subsection.is_some() && eq(key.section, section) && eq(key.name, name)
+        let r = self.0;
+        let eq = |a: &str, b: Span| {
+            a.len() == b.len as usize && a.as_bytes().eq_ignore_ascii_case(b.bytes(&KEYS.text))
+        };
+        match r.form {
+            Form::Key => {
+                key.subsection.is_none() && eq(key.section, r.section) && eq(key.name, r.name)
             }
-            Form::AnyScope => eq(key.section, section) && eq(key.name, name),
-            Form::Section => eq(key.section, section),
+            Form::PerName => {
+                key.subsection.is_some() && eq(key.section, r.section) && eq(key.name, r.name)
+            }
+            Form::AnyScope => eq(key.section, r.section) && eq(key.name, r.name),
+            Form::Section => eq(key.section, r.section),
         }
     }
 
@@ -282,6 +305,11 @@ pub fn env_name(i: usize) -> &'static str {
     ENV.rows[i].name.of(ENV_TEXT_STR)
 }
 
+/// [`env_name`] as bytes.
+pub fn env_name_bytes(i: usize) -> &'static [u8] {
+    ENV.rows[i].name.bytes(&ENV.text)
+}
+
 /// The `Set` rows of [`catalogue::ENV`], in order: name and value.
 pub fn env_sets() -> impl Iterator<Item = (&'static str, &'static str)> {
     ENV.rows
@@ -289,34 +317,28 @@ pub fn env_sets() -> impl Iterator<Item = (&'static str, &'static str)> {
         .filter_map(|r| Some((r.name.of(ENV_TEXT_STR), r.set?.of(ENV_TEXT_STR))))
 }
 
-/// The length of `words` joined by newlines.
+/// The length of `words` as [`join`] writes them.
 pub(crate) const fn joined_len(words: &[&str]) -> usize {
     let mut n = 0;
     let mut i = 0;
     while i < words.len() {
-        n += words[i].len() + (i > 0) as usize;
+        n += 1 + words[i].len();
         i += 1;
     }
     n
 }
 
-/// `words` joined by newlines (no word may hold one: checked at compile time), for a list
-/// that is only searched word by word ([`Words`]).
+/// `words` as one text, each word after one byte holding its length (checked at compile time
+/// to be under 128: an ASCII byte, so the text is UTF-8 and each word starts and ends on a
+/// character boundary), for a list that is only searched or walked word by word ([`Words`]).
 pub(crate) const fn join<const N: usize>(words: &[&str]) -> [u8; N] {
     let mut out = [0u8; N];
     let mut at = 0;
     let mut i = 0;
     while i < words.len() {
-        if i > 0 {
-            out[at] = b'\n';
-            at += 1;
-        }
-        let b = words[i].as_bytes();
-        let mut j = 0;
-        while j < b.len() {
-            assert!(b[j] != b'\n', "a listed word holds a newline");
-            j += 1;
-        }
+        assert!(words[i].len() < 128, "a listed word is 128 bytes or longer");
+        out[at] = words[i].len() as u8;
+        at += 1;
         put(&mut out, &mut at, words[i]);
         i += 1;
     }
@@ -324,9 +346,9 @@ pub(crate) const fn join<const N: usize>(words: &[&str]) -> [u8; N] {
     out
 }
 
-/// A list of words as one newline-separated text.
+/// A list of words as one text, each after its length ([`join`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Words(pub &'static str);
+pub struct Words(&'static str);
 
 impl Words {
     /// A list made from `bytes` (the output of [`join`]).
@@ -335,12 +357,28 @@ impl Words {
     }
 
     pub fn iter(self) -> impl Iterator<Item = &'static str> {
-        // An empty list is no words, not one empty word.
-        self.0.split('\n').filter(move |_| !self.0.is_empty())
+        let text = self.0;
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            let len = usize::from(*text.as_bytes().get(at)?);
+            let word = &text[at + 1..at + 1 + len];
+            at += 1 + len;
+            Some(word)
+        })
     }
 
+    /// Is `word` one of the words? Walks the lengths; compares the bytes of equal lengths only.
     pub fn contains(self, word: &[u8]) -> bool {
-        self.iter().any(|w| w.as_bytes() == word)
+        let b = self.0.as_bytes();
+        let mut at = 0;
+        while let Some(&len) = b.get(at) {
+            let len = usize::from(len);
+            if len == word.len() && b.get(at + 1..at + 1 + len) == Some(word) {
+                return true;
+            }
+            at += 1 + len;
+        }
+        false
     }
 }
 
@@ -368,6 +406,7 @@ mod tests {
             assert_eq!(p.set_value(), set_value(e.neutraliser));
             assert_eq!(p.since(), e.since);
             assert_eq!(p.display(), e.key.display());
+            assert_eq!(p.dotted(), format!("{section}.{name}").into_bytes());
         }
         // Control: the comparison sees a row out of place.
         let mut shifted = keys().skip(1);
@@ -418,6 +457,7 @@ mod tests {
         assert_eq!(env_rows(), catalogue::ENV.len());
         for (i, e) in catalogue::ENV.iter().enumerate() {
             assert_eq!(env_name(i), e.name);
+            assert_eq!(env_name_bytes(i), e.name.as_bytes());
         }
         let sets: Vec<(&str, &str)> = catalogue::ENV
             .iter()
@@ -441,6 +481,11 @@ mod tests {
             }
             assert!(!words.contains(b""));
         }
+        const ODD: [u8; joined_len(&["", "a", "ab"])] = join(&["", "a", "ab"]);
+        let odd = Words::new(&ODD);
+        assert_eq!(odd.iter().collect::<Vec<_>>(), ["", "a", "ab"]);
+        assert!(odd.contains(b"") && odd.contains(b"a") && odd.contains(b"ab"));
+        assert!(!odd.contains(b"b") && !odd.contains(b"abc") && !odd.contains(b"\x01a"));
         const EMPTY: [u8; 0] = join::<0>(&[]);
         assert_eq!(Words::new(&EMPTY).iter().count(), 0);
         assert!(!Words::new(&EMPTY).contains(b""));
