@@ -1156,7 +1156,9 @@ mod tests {
     /// after each version gate of the catalogue.
     #[test]
     fn defused_set_is_the_catalogues() {
-        fn reference(version: GitVersion) -> (Vec<(BString, String)>, Vec<(String, OsString)>) {
+        type Pairs = Vec<(BString, String)>;
+        type Vars = Vec<(String, OsString)>;
+        fn reference(version: GitVersion) -> (Pairs, Vars) {
             let mut config: Vec<(BString, String)> = Vec::new();
             for e in catalogue::KEYS {
                 if e.since.is_some_and(|v| version < v) {
