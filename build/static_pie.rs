@@ -113,7 +113,7 @@ pub fn link() {
 /// where the linker can (lld's `--symbol-ordering-file`; rustc links with lld by default on
 /// x86_64 Linux from 1.90). git-shim lists the ~300 functions one call runs
 /// (`bins/git-shim/hot-symbols.sh` writes the list): they then lie in a few 64 KB windows of
-/// the kernel's fault-around instead of across the whole text, and a call takes ~7 fewer page
+/// the kernel's fault-around instead of across the whole text, and a call takes ~10 fewer page
 /// faults (docs/perf-shim.md). Only the layout changes, never the code; a name the binary does
 /// not define (a list made with another toolchain: Rust's symbol hashes change) is skipped
 /// without a warning, so a stale list only loses the gain.
