@@ -314,21 +314,12 @@ impl Defused {
     pub fn new(opts: DefuseOptions) -> Self {
         // The catalogue's rows through their copies without pointers (`shim::packed`: the
         // rows are not relocated at every start of a static PIE).
-        use crate::shim::packed::{self, Form};
+        // The rows with a fixed value and the scoped keys' values are worked out at compile
+        // time (`packed::fixed_pairs`); only the version gates are applied here.
+        use crate::shim::packed;
         let mut config = Vec::with_capacity(64);
-        for e in packed::keys() {
-            if e.since().is_some_and(|v| opts.version < v) {
-                continue;
-            }
-            if let (Form::Key | Form::AnyScope, Some(value)) = (e.form(), e.set_value()) {
-                // Concatenated, not `format!`: this runs for ~30 rows on every call.
-                config.push((e.dotted().into(), value.to_owned()));
-            }
-        }
-        for key in catalogue::SCOPED_KEYS {
-            if let Some(value) = packed::lookup(key).find_map(|e| e.set_value()) {
-                config.push(((*key).into(), value.to_owned()));
-            }
+        for (key, value) in packed::fixed_pairs(opts.version) {
+            config.push((key.into(), value.to_owned()));
         }
         if opts.version >= CONFIG_HOOKS_SINCE {
             for ev in packed::HOOK_EVENTS.iter() {

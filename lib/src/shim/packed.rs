@@ -166,19 +166,6 @@ impl Key {
         self.0.section.of(KEYS_TEXT)
     }
 
-    /// `section.name` as bytes, for a [`Form::Key`] or [`Form::AnyScope`] row's key.
-    pub fn dotted(self) -> Vec<u8> {
-        let (s, n) = (
-            self.0.section.bytes(&KEYS.text),
-            self.0.name.bytes(&KEYS.text),
-        );
-        let mut k = Vec::with_capacity(s.len() + 1 + n.len());
-        k.extend_from_slice(s);
-        k.push(b'.');
-        k.extend_from_slice(n);
-        k
-    }
-
     /// The variable's name (empty for a [`Form::Section`] row).
     pub fn name(self) -> &'static str {
         self.0.name.of(KEYS_TEXT)
@@ -237,6 +224,161 @@ pub fn keys() -> impl Iterator<Item = Key> {
 pub fn lookup(key: &str) -> impl Iterator<Item = Key> + '_ {
     let parsed = ConfigKey::parse(key);
     keys().filter(move |e| parsed.as_ref().is_some_and(|k| e.matches(k)))
+}
+
+/// A command-scope pair of the defused set's fixed part ([`crate::env::Defused::new`]): the
+/// dotted key and value of every [`Form::Key`] or [`Form::AnyScope`] row with a `Set` or
+/// `TrustedOr` neutraliser (with the row's `since`), in the catalogue's order, then each of
+/// [`catalogue::SCOPED_KEYS`] with the value of the first row that matches it and has one
+/// (no `since`: what `lookup(key).find_map(Key::set_value)` finds), worked out at compile time.
+#[derive(Debug, Clone, Copy)]
+struct FixedPair {
+    key: Span,
+    value: Span,
+    since: Option<GitVersion>,
+}
+
+/// `a[from..to]` and `b` equal, ASCII case ignored (in `const`).
+const fn eq_ci_at(a: &[u8], from: usize, to: usize, b: &[u8]) -> bool {
+    if to - from != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < b.len() {
+        if !a[from + i].eq_ignore_ascii_case(&b[i]) {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The value of the first [`catalogue::KEYS`] row matching `key` that has a `Set` or
+/// `TrustedOr` value: [`ConfigKey::parse`] and [`Key::matches`], in `const`.
+const fn scoped_value(key: &str) -> Option<&'static str> {
+    let k = key.as_bytes();
+    let (mut first, mut last) = (usize::MAX, usize::MAX);
+    let mut i = 0;
+    while i < k.len() {
+        if k[i] == b'.' {
+            if first == usize::MAX {
+                first = i;
+            }
+            last = i;
+        }
+        i += 1;
+    }
+    if first == usize::MAX || first == 0 || last + 1 == k.len() {
+        return None;
+    }
+    let has_sub = first != last;
+    let mut r = 0;
+    while r < KEY_ROWS {
+        let e = &catalogue::KEYS[r];
+        let (form, section, name) = pattern_parts(e.key);
+        let sec_eq = eq_ci_at(k, 0, first, section.as_bytes());
+        let name_eq = eq_ci_at(k, last + 1, k.len(), name.as_bytes());
+        let hit = match form {
+            Form::Key => !has_sub && sec_eq && name_eq,
+            Form::PerName => has_sub && sec_eq && name_eq,
+            Form::AnyScope => sec_eq && name_eq,
+            Form::Section => sec_eq,
+        };
+        if hit {
+            if let Some(v) = set_value(e.neutraliser) {
+                return Some(v);
+            }
+        }
+        r += 1;
+    }
+    None
+}
+
+const fn is_fixed(e: &catalogue::KeyEntry) -> Option<&'static str> {
+    match pattern_parts(e.key).0 {
+        Form::Key | Form::AnyScope => set_value(e.neutraliser),
+        _ => None,
+    }
+}
+
+/// Rows and text of [`FIXED`]: `(pairs, bytes)`.
+const FIXED_SIZE: (usize, usize) = {
+    let (mut n, mut bytes) = (0, 0);
+    let mut i = 0;
+    while i < KEY_ROWS {
+        let e = &catalogue::KEYS[i];
+        if let Some(v) = is_fixed(e) {
+            let (_, section, name) = pattern_parts(e.key);
+            n += 1;
+            bytes += section.len() + 1 + name.len() + v.len();
+        }
+        i += 1;
+    }
+    let mut j = 0;
+    while j < catalogue::SCOPED_KEYS.len() {
+        if let Some(v) = scoped_value(catalogue::SCOPED_KEYS[j]) {
+            n += 1;
+            bytes += catalogue::SCOPED_KEYS[j].len() + v.len();
+        }
+        j += 1;
+    }
+    (n, bytes)
+};
+
+struct Fixed {
+    text: [u8; FIXED_SIZE.1],
+    pairs: [FixedPair; FIXED_SIZE.0],
+}
+
+static FIXED: Fixed = {
+    let mut text = [0u8; FIXED_SIZE.1];
+    let mut pairs = [FixedPair {
+        key: Span::EMPTY,
+        value: Span::EMPTY,
+        since: None,
+    }; FIXED_SIZE.0];
+    let (mut at, mut n) = (0, 0);
+    let mut i = 0;
+    while i < KEY_ROWS {
+        let e = &catalogue::KEYS[i];
+        if let Some(v) = is_fixed(e) {
+            let (_, section, name) = pattern_parts(e.key);
+            let start = at;
+            put(&mut text, &mut at, section);
+            put(&mut text, &mut at, ".");
+            put(&mut text, &mut at, name);
+            pairs[n].key = Span {
+                at: start as u32,
+                len: (at - start) as u32,
+            };
+            pairs[n].value = put(&mut text, &mut at, v);
+            pairs[n].since = e.since;
+            n += 1;
+        }
+        i += 1;
+    }
+    let mut j = 0;
+    while j < catalogue::SCOPED_KEYS.len() {
+        if let Some(v) = scoped_value(catalogue::SCOPED_KEYS[j]) {
+            pairs[n].key = put(&mut text, &mut at, catalogue::SCOPED_KEYS[j]);
+            pairs[n].value = put(&mut text, &mut at, v);
+            n += 1;
+        }
+        j += 1;
+    }
+    Fixed { text, pairs }
+};
+
+static FIXED_TEXT: &str = text(&FIXED.text);
+
+/// The defused set's fixed command-scope pairs for a git of `version` (see [`FixedPair`]):
+/// `(key, value)` in the order [`crate::env::Defused::new`] pushes them.
+pub fn fixed_pairs(version: GitVersion) -> impl Iterator<Item = (&'static str, &'static str)> {
+    FIXED
+        .pairs
+        .iter()
+        .filter(move |p| p.since.is_none_or(|v| version >= v))
+        .map(|p| (p.key.of(FIXED_TEXT), p.value.of(FIXED_TEXT)))
 }
 
 /// A [`catalogue::ENV`] row: its name (a prefix when it ends in `*`), and the value of a `Set`.
@@ -406,7 +548,6 @@ mod tests {
             assert_eq!(p.set_value(), set_value(e.neutraliser));
             assert_eq!(p.since(), e.since);
             assert_eq!(p.display(), e.key.display());
-            assert_eq!(p.dotted(), format!("{section}.{name}").into_bytes());
         }
         // Control: the comparison sees a row out of place.
         let mut shifted = keys().skip(1);
@@ -450,6 +591,61 @@ mod tests {
             found += ours.len();
         }
         assert!(found > catalogue::KEYS.len(), "the keys tried match rows");
+    }
+
+    /// The fixed pairs are what the catalogue's rows and `lookup` give, for every version gate.
+    #[test]
+    fn fixed_pairs_are_the_catalogues() {
+        let mut versions = vec![GitVersion::new(2, 0, 0), GitVersion::new(99, 0, 0)];
+        versions.extend(catalogue::KEYS.iter().filter_map(|e| e.since));
+        let mut gated = false;
+        for v in versions {
+            let mut want: Vec<(String, String)> = keys()
+                .filter(|e| e.since().is_none_or(|s| v >= s))
+                .filter(|e| matches!(e.form(), Form::Key | Form::AnyScope))
+                .filter_map(|e| {
+                    Some((
+                        format!("{}.{}", e.section(), e.name()),
+                        e.set_value()?.to_owned(),
+                    ))
+                })
+                .collect();
+            for key in catalogue::SCOPED_KEYS {
+                let found = catalogue::lookup(key).find_map(|e| set_value(e.neutraliser));
+                if let Some(value) = found {
+                    want.push(((*key).to_owned(), value.to_owned()));
+                }
+            }
+            let got: Vec<(String, String)> = fixed_pairs(v)
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+            assert_eq!(got, want, "{v:?}");
+            gated |= got.len() != fixed_pairs(GitVersion::new(2, 0, 0)).count();
+        }
+        assert!(
+            catalogue::SCOPED_KEYS
+                .iter()
+                .all(|k| fixed_pairs(GitVersion::new(2, 0, 0)).any(|(p, _)| p == *k)),
+            "every scoped key has a value"
+        );
+        // Control: a version gate changes the list, or no row of the fixed kind is gated.
+        let any_gated_row = catalogue::KEYS
+            .iter()
+            .any(|e| e.since.is_some() && is_fixed(e).is_some());
+        assert_eq!(gated, any_gated_row);
+        // The const parse agrees with ConfigKey::parse on the forms it must refuse or split.
+        for k in [
+            "gpg.program",
+            "gpg.x.program",
+            "GPG.X.Y.PROGRAM",
+            ".program",
+            "gpg.",
+            "gpg",
+            "core.fsmonitor",
+        ] {
+            let runtime = lookup(k).find_map(|e| e.set_value());
+            assert_eq!(scoped_value(k), runtime, "{k}");
+        }
     }
 
     #[test]
