@@ -109,6 +109,82 @@ pub fn link() {
     }
 }
 
+/// Place the functions listed in `list` (one symbol a line) at the start of the binary's text,
+/// where the linker can (lld's `--symbol-ordering-file`; rustc links with lld by default on
+/// x86_64 Linux from 1.90). git-shim lists the ~300 functions one call runs
+/// (`bins/git-shim/hot-symbols.sh` writes the list): they then lie in a few 64 KB windows of
+/// the kernel's fault-around instead of across the whole text, and a call takes ~10 fewer page
+/// faults (docs/perf-shim.md). Only the layout changes, never the code; a name the binary does
+/// not define (a list made with another toolchain: Rust's symbol hashes change) is skipped
+/// without a warning, so a stale list only loses the gain.
+///
+/// Whether the linker takes the option is found by linking a trivial program with the same
+/// rustc, target, flags and linker (once per build-script run): a linker without it (GNU ld
+/// before 2.43, or lld switched off) gets nothing, and the build is as before.
+#[allow(dead_code)] // git-shim's build script calls it, the workspace's (wt-check) does not
+pub fn order_symbols(list: &std::path::Path) {
+    println!("cargo:rerun-if-changed={}", list.display());
+    println!("cargo:rerun-if-env-changed=GITWARD_NO_SYMBOL_ORDER");
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    if var("GITWARD_NO_SYMBOL_ORDER") == "1" || !list.is_file() {
+        return;
+    }
+    let args = [
+        format!("-Wl,--symbol-ordering-file={}", list.display()),
+        "-Wl,--no-warn-symbol-ordering".to_owned(),
+    ];
+    if !linker_accepts(&args) {
+        println!(
+            "cargo:warning={}: the linker does not take --symbol-ordering-file; the hot \
+             functions are not grouped (the binary works the same, a call takes a few more \
+             page faults)",
+            var("CARGO_PKG_NAME")
+        );
+        return;
+    }
+    for a in args {
+        println!("cargo:rustc-link-arg-bins={a}");
+    }
+}
+
+/// Does rustc, as cargo runs it for this package (target, `CARGO_ENCODED_RUSTFLAGS`,
+/// configured linker), link a trivial program with `link_args`?
+#[allow(dead_code)]
+fn linker_accepts(link_args: &[String]) -> bool {
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    let Some(out) = std::env::var_os("OUT_DIR").map(PathBuf::from) else {
+        return false;
+    };
+    let src = out.join("probe-link.rs");
+    if std::fs::write(&src, "fn main() {}\n").is_err() {
+        return false;
+    }
+    let mut cmd = Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()));
+    cmd.arg("--crate-name=probe_link")
+        .arg("--edition=2021")
+        .arg("--target")
+        .arg(var("TARGET"))
+        .arg("-o")
+        .arg(out.join("probe-link"))
+        .arg(&src);
+    for f in var("CARGO_ENCODED_RUSTFLAGS")
+        .split('\x1f')
+        .filter(|f| !f.is_empty())
+    {
+        cmd.arg(f);
+    }
+    if let Ok(l) = std::env::var("RUSTC_LINKER") {
+        cmd.arg(format!("-Clinker={l}"));
+    }
+    for a in link_args {
+        cmd.arg(format!("-Clink-arg={a}"));
+    }
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// Is the build machine's glibc (`getconf GNU_LIBC_VERSION`: `glibc 2.36`) at least
 /// `major.minor`? `false` when it cannot tell.
 fn host_glibc_at_least(major: u32, minor: u32) -> bool {

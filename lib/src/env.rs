@@ -13,9 +13,7 @@
 //! drivers, tools, config hooks, trusted values to re-assert) is added with
 //! [`Defused::neutralise_name`] and [`Defused::reassert_trusted`] from the config enumeration.
 
-use crate::catalogue::{
-    self, ConfigKey, EnvAction, GitVersion, KeyPattern, Neutraliser, CONFIG_HOOKS_SINCE,
-};
+use crate::catalogue::{self, ConfigKey, GitVersion, KeyPattern, Neutraliser, CONFIG_HOOKS_SINCE};
 use gix::bstr::{BStr, BString, ByteSlice};
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -95,6 +93,35 @@ impl GitProbe {
         })
     }
 
+    /// [`GitProbe::probe_cached`] with the binary's metadata already read (by
+    /// [`find_real_git_with_metadata`], so the hot path `stat`s git once).
+    pub fn probe_cached_with(
+        git: &Path,
+        md: Option<&std::fs::Metadata>,
+        cache_dir: Option<&Path>,
+    ) -> Result<Self, GitError> {
+        use std::os::unix::fs::MetadataExt;
+        let (Some(dir), Some(md)) = (cache_dir, md) else {
+            return Self::probe_cached(git, cache_dir);
+        };
+        let key = format!(
+            "probe-{:x}-{:x}-{:x}-{:x}.json",
+            md.dev(),
+            md.ino(),
+            md.size(),
+            md.mtime()
+        );
+        let file = dir.join(key);
+        if let Ok(bytes) = read_small(&file) {
+            if let Ok(p) = serde_json::from_slice::<GitProbe>(&bytes) {
+                if p.path == git {
+                    return Ok(p);
+                }
+            }
+        }
+        Self::probe_and_store(git, dir, &file)
+    }
+
     /// Like [`GitProbe::probe`], with the result cached under `cache_dir`, keyed by the binary's
     /// device, inode, size and mtime (so an upgraded git is probed again).
     pub fn probe_cached(git: &Path, cache_dir: Option<&Path>) -> Result<Self, GitError> {
@@ -113,19 +140,24 @@ impl GitProbe {
             md.mtime()
         );
         let file = dir.join(key);
-        if let Ok(bytes) = std::fs::read(&file) {
+        if let Ok(bytes) = read_small(&file) {
             if let Ok(p) = serde_json::from_slice::<GitProbe>(&bytes) {
                 if p.path == git {
                     return Ok(p);
                 }
             }
         }
+        Self::probe_and_store(git, dir, &file)
+    }
+
+    /// Probe `git` and write the result to `file` in `dir` (best effort).
+    fn probe_and_store(git: &Path, dir: &Path, file: &Path) -> Result<Self, GitError> {
         let p = Self::probe(git)?;
         // Best effort: a cache that cannot be written only costs the next call a probe.
         if std::fs::create_dir_all(dir).is_ok() {
             let tmp = dir.join(format!(".probe-{}.tmp", std::process::id()));
             if std::fs::write(&tmp, serde_json::to_vec(&p).unwrap_or_default()).is_ok() {
-                let _ = std::fs::rename(&tmp, &file);
+                let _ = std::fs::rename(&tmp, file);
             }
         }
         Ok(p)
@@ -148,6 +180,21 @@ pub fn system_config_for(exec_path: &Path) -> PathBuf {
     }
 }
 
+/// A small file's bytes, as [`std::fs::read`] returns them, in one system call fewer: `open`,
+/// `read` until end of file, `close`. std's `read` first `fstat`s the file (and `lseek`s) for
+/// a size hint; the files the shim reads on each call (the pin, the validated policy, git's
+/// probe) are a few hundred bytes, read in one `read` plus the one that sees the end.
+pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    // `File`'s own `read_to_end` asks for the size; through `Take` it is std's generic one,
+    // which reads into the vector's spare capacity (not zeroed first) until a read returns 0.
+    let mut out = Vec::with_capacity(4096);
+    std::fs::File::open(path)?
+        .take(u64::MAX)
+        .read_to_end(&mut out)?;
+    Ok(out)
+}
+
 /// Find the real git: the explicit path if given, else the first `git` on `PATH` that is not
 /// the running binary (compared by device and inode, so a symlink or hard link to the shim is
 /// recognised and skipped, and the shim can never exec itself).
@@ -165,20 +212,35 @@ pub fn find_real_git_from(
     explicit: Option<&Path>,
     path_var: Option<&OsStr>,
 ) -> Result<PathBuf, GitError> {
+    find_real_git_with_metadata(current_exe, explicit, path_var).map(|(p, _)| p)
+}
+
+/// [`find_real_git_from`], with the metadata of the git found when it was read (the `stat`
+/// that compared it with the running binary): [`GitProbe::probe_cached_with`] keys its cache
+/// by it instead of `stat`ing the same path again. `None` when no `stat` was made or it failed
+/// (an explicit git while the running binary is unknown, or one that does not exist).
+pub fn find_real_git_with_metadata(
+    current_exe: Option<&Path>,
+    explicit: Option<&Path>,
+    path_var: Option<&OsStr>,
+) -> Result<(PathBuf, Option<std::fs::Metadata>), GitError> {
     use std::os::unix::fs::MetadataExt;
     let me = current_exe.and_then(|p| std::fs::metadata(p).ok());
-    let is_me = |p: &Path| match (&me, std::fs::metadata(p)) {
-        (Some(m), Ok(o)) => m.dev() == o.dev() && m.ino() == o.ino(),
-        _ => false,
-    };
+    let same =
+        |m: &std::fs::Metadata, o: &std::fs::Metadata| m.dev() == o.dev() && m.ino() == o.ino();
     if let Some(p) = explicit {
-        if is_me(p) {
+        let Some(m) = &me else {
+            return Ok((p.to_path_buf(), None));
+        };
+        let md = std::fs::metadata(p).ok();
+        if md.as_ref().is_some_and(|o| same(m, o)) {
             return Err(GitError::IsSelf {
                 path: p.to_path_buf(),
             });
         }
-        return Ok(p.to_path_buf());
+        return Ok((p.to_path_buf(), md));
     }
+    let is_me = |o: &std::fs::Metadata| me.as_ref().is_some_and(|m| same(m, o));
     let path_var = path_var.map(OsStr::to_owned).unwrap_or_default();
     for dir in std::env::split_paths(&path_var) {
         if dir.as_os_str().is_empty() || dir.is_relative() {
@@ -190,10 +252,10 @@ pub fn find_real_git_from(
             continue;
         };
         use std::os::unix::fs::PermissionsExt;
-        if !md.is_file() || md.permissions().mode() & 0o111 == 0 || is_me(&cand) {
+        if !md.is_file() || md.permissions().mode() & 0o111 == 0 || is_me(&md) {
             continue;
         }
-        return Ok(cand);
+        return Ok((cand, Some(md)));
     }
     Err(GitError::NotFound)
 }
@@ -250,34 +312,17 @@ impl Defused {
     /// The fixed part: every catalogue `Set` neutraliser, the hook switches for this version,
     /// and the environment of [`catalogue::ENV`].
     pub fn new(opts: DefuseOptions) -> Self {
+        // The catalogue's rows through their copies without pointers (`shim::packed`: the
+        // rows are not relocated at every start of a static PIE).
+        // The rows with a fixed value and the scoped keys' values are worked out at compile
+        // time (`packed::fixed_pairs`); only the version gates are applied here.
+        use crate::shim::packed;
         let mut config = Vec::with_capacity(64);
-        for e in catalogue::KEYS {
-            if e.since.is_some_and(|v| opts.version < v) {
-                continue;
-            }
-            match (e.key, e.neutraliser) {
-                (KeyPattern::Key { section, name }, Neutraliser::Set { value })
-                | (KeyPattern::Key { section, name }, Neutraliser::TrustedOr { value })
-                | (KeyPattern::AnyScope { section, name }, Neutraliser::Set { value })
-                | (KeyPattern::AnyScope { section, name }, Neutraliser::TrustedOr { value }) => {
-                    // Concatenated, not `format!`: this runs for ~30 rows on every call.
-                    let key = [section.as_bytes(), b".", name.as_bytes()].concat();
-                    config.push((key.into(), value.to_owned()));
-                }
-                _ => {}
-            }
-        }
-        for key in catalogue::SCOPED_KEYS {
-            let neutral = catalogue::lookup(key).find_map(|e| match e.neutraliser {
-                Neutraliser::Set { value } | Neutraliser::TrustedOr { value } => Some(value),
-                _ => None,
-            });
-            if let Some(value) = neutral {
-                config.push(((*key).into(), value.to_owned()));
-            }
+        for (key, value) in packed::fixed_pairs(opts.version) {
+            config.push((key.into(), value.to_owned()));
         }
         if opts.version >= CONFIG_HOOKS_SINCE {
-            for ev in catalogue::HOOK_EVENTS {
+            for ev in packed::HOOK_EVENTS.iter() {
                 let key = [b"hook.".as_slice(), ev.as_bytes(), b".enabled"].concat();
                 config.push((key.into(), "false".to_owned()));
             }
@@ -286,12 +331,8 @@ impl Defused {
         for (k, v) in catalogue::ALWAYS_SET {
             config.push(((*k).into(), (*v).to_owned()));
         }
-        let mut set_env: Vec<(String, OsString)> = catalogue::ENV
-            .iter()
-            .filter_map(|e| match e.action {
-                EnvAction::Set { value } => Some((e.name.to_owned(), OsString::from(value))),
-                EnvAction::Remove => None,
-            })
+        let mut set_env: Vec<(String, OsString)> = packed::env_sets()
+            .map(|(name, value)| (name.to_owned(), OsString::from(value)))
             .collect();
         set_env.push((
             "GIT_ALLOW_PROTOCOL".into(),
@@ -594,9 +635,7 @@ impl Defused {
             return false;
         }
         if name.starts_with(b"GIT_") || name.starts_with(b"GITWARD_CONFIG_VALUE_") {
-            return catalogue::ENV_GIT_HARMLESS
-                .iter()
-                .any(|h| h.as_bytes() == name);
+            return crate::shim::packed::GIT_HARMLESS.contains(name);
         }
         true
     }
@@ -672,17 +711,16 @@ static ENV_ROWS_BY_FIRST: [u128; 256] = {
 
 /// Does a row of [`catalogue::ENV`] match `name`? The rows of `name`'s first byte only.
 fn env_row_matches(name: &[u8]) -> bool {
-    let env = catalogue::ENV;
-    let (Some(&first), true) = (name.first(), env.len() <= 128) else {
-        return env
-            .iter()
-            .any(|e| env_name_matches(e.name.as_bytes(), name));
+    // The rows' names through their copy without pointers (`shim::packed`), same order.
+    use crate::shim::packed::{env_name_bytes, env_rows};
+    let (Some(&first), true) = (name.first(), env_rows() <= 128) else {
+        return (0..env_rows()).any(|i| env_name_matches(env_name_bytes(i), name));
     };
     let mut rows = ENV_ROWS_BY_FIRST[usize::from(first)];
     while rows != 0 {
         let i = rows.trailing_zeros() as usize;
         rows &= rows - 1;
-        if env_name_matches(env[i].name.as_bytes(), name) {
+        if env_name_matches(env_name_bytes(i), name) {
             return true;
         }
     }
@@ -1101,6 +1139,217 @@ mod tests {
             system_config_for(Path::new("/usr/local/libexec/git-core")),
             PathBuf::from("/usr/local/etc/gitconfig")
         );
+    }
+
+    /// `Defused::new` reads the catalogue through `shim::packed` (rows without pointers); its
+    /// pairs and variables are those of the same function over `catalogue::KEYS`/`ENV`
+    /// themselves (the code it replaced, kept here as the reference), for gits before and
+    /// after each version gate of the catalogue.
+    #[test]
+    fn defused_set_is_the_catalogues() {
+        type Pairs = Vec<(BString, String)>;
+        type Vars = Vec<(String, OsString)>;
+        fn reference(version: GitVersion) -> (Pairs, Vars) {
+            let mut config: Vec<(BString, String)> = Vec::new();
+            for e in catalogue::KEYS {
+                if e.since.is_some_and(|v| version < v) {
+                    continue;
+                }
+                match (e.key, e.neutraliser) {
+                    (KeyPattern::Key { section, name }, Neutraliser::Set { value })
+                    | (KeyPattern::Key { section, name }, Neutraliser::TrustedOr { value })
+                    | (KeyPattern::AnyScope { section, name }, Neutraliser::Set { value })
+                    | (KeyPattern::AnyScope { section, name }, Neutraliser::TrustedOr { value }) => {
+                        config.push((format!("{section}.{name}").into(), value.to_owned()));
+                    }
+                    _ => {}
+                }
+            }
+            for key in catalogue::SCOPED_KEYS {
+                let neutral = catalogue::lookup(key).find_map(|e| match e.neutraliser {
+                    Neutraliser::Set { value } | Neutraliser::TrustedOr { value } => Some(value),
+                    _ => None,
+                });
+                if let Some(value) = neutral {
+                    config.push(((*key).into(), value.to_owned()));
+                }
+            }
+            if version >= CONFIG_HOOKS_SINCE {
+                for ev in catalogue::HOOK_EVENTS {
+                    config.push((format!("hook.{ev}.enabled").into(), "false".to_owned()));
+                }
+            }
+            for (k, v) in catalogue::ALWAYS_SET {
+                config.push(((*k).into(), (*v).to_owned()));
+            }
+            let mut env: Vec<(String, OsString)> = catalogue::ENV
+                .iter()
+                .filter_map(|e| match e.action {
+                    catalogue::EnvAction::Set { value } => {
+                        Some((e.name.to_owned(), OsString::from(value)))
+                    }
+                    catalogue::EnvAction::Remove => None,
+                })
+                .collect();
+            env.push(("GIT_ALLOW_PROTOCOL".into(), "".into()));
+            (config, env)
+        }
+        let mut versions: Vec<GitVersion> =
+            vec![GitVersion::new(2, 0, 0), GitVersion::new(9, 0, 0)];
+        for e in catalogue::KEYS {
+            if let Some(v) = e.since {
+                versions.push(v);
+                versions.push(GitVersion::new(v.major, v.minor.saturating_sub(1), 0));
+            }
+        }
+        versions.push(CONFIG_HOOKS_SINCE);
+        let mut hook_pairs_seen = false;
+        for v in versions {
+            let d = Defused::new(DefuseOptions::new(v));
+            let (config, env) = reference(v);
+            assert_eq!(d.config_pairs(), config.as_slice(), "{v:?}");
+            assert_eq!(d.set_env, env, "{v:?}");
+            hook_pairs_seen |= config.iter().any(|(k, _)| k.starts_with(b"hook."));
+        }
+        assert!(
+            hook_pairs_seen,
+            "control: a version with the hook switches was tried"
+        );
+    }
+
+    /// `read_small` (no `fstat` for a size hint) returns what `std::fs::read` returns: the
+    /// same bytes for an empty file, a one-read file and one longer than its buffer (several
+    /// reads), and an error of the same kind where `fs::read` fails.
+    #[test]
+    fn read_small_reads_what_fs_read_reads() {
+        let t = tempfile::tempdir().unwrap();
+        for (name, len) in [
+            ("empty", 0usize),
+            ("pin", 29),
+            ("buffer", 4096),
+            ("long", 10_007),
+        ] {
+            let f = t.path().join(name);
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            std::fs::write(&f, &bytes).unwrap();
+            assert_eq!(read_small(&f).unwrap(), bytes, "{name}");
+            assert_eq!(
+                read_small(&f).unwrap(),
+                std::fs::read(&f).unwrap(),
+                "{name}"
+            );
+        }
+        for bad in [t.path().join("missing"), t.path().to_path_buf()] {
+            let ours = read_small(&bad).unwrap_err().kind();
+            let std = std::fs::read(&bad).unwrap_err().kind();
+            assert_eq!(ours, std, "{}", bad.display());
+        }
+    }
+
+    /// The metadata `find_real_git_with_metadata` returns is that of the path it returns (the
+    /// stat the probe cache is keyed by), and the running binary is still refused, named
+    /// explicitly or met on `PATH` (also as a hard link).
+    #[test]
+    fn found_git_metadata_is_the_path_found() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let t = tempfile::tempdir().unwrap();
+        let (me_dir, other, real) = (t.path().join("me"), t.path().join("b"), t.path().join("r"));
+        for d in [&me_dir, &other, &real] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let me = me_dir.join("git");
+        std::fs::write(&me, "shim").unwrap();
+        std::fs::hard_link(&me, other.join("git")).unwrap();
+        let git = real.join("git");
+        std::fs::write(&git, "real git").unwrap();
+        for f in [&me, &git] {
+            std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let same = |md: &std::fs::Metadata, p: &Path| {
+            let fresh = std::fs::metadata(p).unwrap();
+            (md.dev(), md.ino(), md.size(), md.mtime(), md.mtime_nsec())
+                == (
+                    fresh.dev(),
+                    fresh.ino(),
+                    fresh.size(),
+                    fresh.mtime(),
+                    fresh.mtime_nsec(),
+                )
+        };
+        // PATH: the shim and its hard link are skipped, the real git found with its own stat.
+        let path = std::env::join_paths([&me_dir, &other, &real]).unwrap();
+        let (found, md) = find_real_git_with_metadata(Some(&me), None, Some(&path)).unwrap();
+        assert_eq!(found, git);
+        assert!(same(md.as_ref().unwrap(), &git));
+        assert!(
+            !same(md.as_ref().unwrap(), &me),
+            "control: another file's stat differs"
+        );
+        // Explicit: its own stat; the shim (or its link) named explicitly is refused.
+        let (found, md) = find_real_git_with_metadata(Some(&me), Some(&git), None).unwrap();
+        assert_eq!(found, git);
+        assert!(same(md.as_ref().unwrap(), &git));
+        for p in [me.clone(), other.join("git")] {
+            assert!(matches!(
+                find_real_git_with_metadata(Some(&me), Some(&p), None),
+                Err(GitError::IsSelf { .. })
+            ));
+        }
+        // Unknown running binary: the explicit path as given, no stat made.
+        let (found, md) = find_real_git_with_metadata(None, Some(&git), None).unwrap();
+        assert_eq!((found, md.is_none()), (git.clone(), true));
+        // A PATH holding only the shim: no real git.
+        let path = std::env::join_paths([&me_dir]).unwrap();
+        assert_eq!(
+            find_real_git_from(Some(&me), None, Some(&path))
+                .unwrap_err()
+                .to_string(),
+            GitError::NotFound.to_string()
+        );
+    }
+
+    /// `probe_cached_with` reads the cache entry `probe_cached` names from its own `stat`: the
+    /// key is the metadata passed; the metadata of another file names another entry (here: none,
+    /// so it probes, and the fake git cannot run).
+    #[test]
+    fn probe_cache_key_from_the_metadata_passed() {
+        let t = tempfile::tempdir().unwrap();
+        let git = t.path().join("fake-git");
+        std::fs::write(&git, "not a program").unwrap();
+        let other = t.path().join("other");
+        std::fs::write(&other, "another file").unwrap();
+        let dir = t.path().join("probe");
+        std::fs::create_dir(&dir).unwrap();
+        let p = GitProbe {
+            path: git.clone(),
+            version: GitVersionRepr(2, 47, 3),
+            exec_path: PathBuf::from("/x/libexec/git-core"),
+            system_config: PathBuf::from("/x/etc/gitconfig"),
+        };
+        // The entry written where probe_cached would look: found by its own stat.
+        use std::os::unix::fs::MetadataExt;
+        let md = std::fs::metadata(&git).unwrap();
+        let name = format!(
+            "probe-{:x}-{:x}-{:x}-{:x}.json",
+            md.dev(),
+            md.ino(),
+            md.size(),
+            md.mtime()
+        );
+        std::fs::write(dir.join(name), serde_json::to_vec(&p).unwrap()).unwrap();
+        assert_eq!(GitProbe::probe_cached(&git, Some(&dir)).unwrap(), p);
+        assert_eq!(
+            GitProbe::probe_cached_with(&git, Some(&md), Some(&dir)).unwrap(),
+            p
+        );
+        // No metadata: the same, through probe_cached's own stat.
+        assert_eq!(
+            GitProbe::probe_cached_with(&git, None, Some(&dir)).unwrap(),
+            p
+        );
+        // Another file's metadata: another key, no entry, a probe of the fake git fails.
+        let md_other = std::fs::metadata(&other).unwrap();
+        assert!(GitProbe::probe_cached_with(&git, Some(&md_other), Some(&dir)).is_err());
     }
 
     #[test]

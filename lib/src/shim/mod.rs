@@ -21,9 +21,13 @@
 //! by its absolute path skips it, and there the OS sandbox (read-only hooks and config) holds.
 
 pub mod argv;
+pub mod packed;
 pub mod rules;
 
-use crate::env::{find_real_git, find_real_git_from, DefuseOptions, Defused, GitError, GitProbe};
+use crate::env::{
+    find_real_git, find_real_git_with_metadata, read_small, DefuseOptions, Defused, GitError,
+    GitProbe,
+};
 use crate::events::{append_line, Event, EventKind, Tool};
 use crate::exit;
 use crate::policy::{Policy, PolicyError};
@@ -96,7 +100,12 @@ pub struct PolicySource {
 pub fn policy_path() -> Result<PolicySource, ShimError> {
     if let Some(dir) = current_exe().and_then(Path::parent) {
         let pin = dir.join(PINNED_POLICY);
-        match std::fs::read_to_string(&pin) {
+        // The pin's bytes as `read_to_string` returns them: UTF-8 or an error.
+        let text = read_small(&pin).and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        });
+        match text {
             Ok(s) => {
                 return Ok(PolicySource {
                     file: PathBuf::from(s.trim_end_matches('\n')),
@@ -158,7 +167,7 @@ fn cache_key(file: &Path, home: &Path) -> Option<String> {
 pub fn load_policy_from(src: &PolicySource, home: &Path) -> Result<Policy, ShimError> {
     let key = src.cache.as_ref().and_then(|_| cache_key(&src.file, home));
     if let (Some(cache), Some(key)) = (&src.cache, &key) {
-        if let Ok(bytes) = std::fs::read(cache) {
+        if let Ok(bytes) = read_small(cache) {
             if let Ok(c) = serde_json::from_slice::<CachedPolicy>(&bytes) {
                 if &c.key == key && c.policy.file == src.file {
                     return Ok(c.policy);
@@ -205,12 +214,14 @@ pub struct Session {
 impl Session {
     /// Policy, real git, version (cached) and the defused set for it.
     pub fn open(policy: Policy) -> Result<Session, ShimError> {
-        let git = find_real_git_from(
+        // The git found and its metadata from the same `stat` (one per call, not two).
+        let (git, md) = find_real_git_with_metadata(
             current_exe(),
             policy.real_git.as_deref(),
             std::env::var_os("PATH").as_deref(),
         )?;
-        let probe = GitProbe::probe_cached(&git, Some(&policy.state_dir.join("probe")))?;
+        let probe =
+            GitProbe::probe_cached_with(&git, md.as_ref(), Some(&policy.state_dir.join("probe")))?;
         let mut opts = DefuseOptions::new(probe.version());
         opts.allow_protocols = policy.shim.allow_protocols.clone();
         opts.ceilings = ceilings(&policy);

@@ -108,7 +108,7 @@ pub struct Rules<'a> {
 /// from 2.44/2.46; `bisect--helper`, `env--helper` until 2.40/2.47) must not be here: on the
 /// other version git looks it up as an alias, and its expansion must meet the rules (a test
 /// checks this list against every installed git).
-pub(crate) static BUILTINS: &[&str] = &[
+pub(crate) const BUILTINS: &[&str] = &[
     "add",
     "am",
     "annotate",
@@ -250,6 +250,12 @@ pub(crate) static BUILTINS: &[&str] = &[
     "write-tree",
 ];
 
+/// [`BUILTINS`] as one text (`shim::packed::Words`): the list is read on every call, and as a
+/// slice of `&str` it is ~140 pointers that a static PIE relocates at every start. Only this
+/// copy is in the binary ([`BUILTINS`] is a `const`, read at compile time).
+static BUILTIN_BYTES: [u8; super::packed::joined_len(BUILTINS)] = super::packed::join(BUILTINS);
+pub(crate) static BUILTIN_WORDS: super::packed::Words = super::packed::Words::new(&BUILTIN_BYTES);
+
 /// Commands that start a transport and accept a program for its other end.
 static TRANSPORT_COMMANDS: &[&str] = &[
     "clone",
@@ -295,7 +301,7 @@ impl Rules<'_> {
         };
         let mut args = inv.args.clone();
         let mut depth = 0;
-        while !BUILTINS.contains(&cmd.as_str()) && !repo.is_external(&cmd) {
+        while !BUILTIN_WORDS.contains(cmd.as_bytes()) && !repo.is_external(&cmd) {
             let Some(value) = repo.alias(&cmd) else {
                 break;
             };
@@ -644,11 +650,11 @@ pub fn key_danger(key: &str, value: Option<&str>) -> Option<String> {
                 .map(|d| format!("{key} would point at {d}"));
         }
     }
-    let e = catalogue::lookup(key).next()?;
+    let e = super::packed::lookup(key).next()?;
     Some(format!(
         "{key} is a program-running key ({}: {})",
-        e.key.display(),
-        e.runs
+        e.display(),
+        e.runs()
     ))
 }
 
@@ -683,11 +689,10 @@ fn section_guarded(name: &str) -> bool {
         | KeyPattern::AnyScope { section, .. }
         | KeyPattern::Section { section } => section,
     };
-    catalogue::KEYS
-        .iter()
-        .map(|e| &e.key)
-        .chain(catalogue::URL_KEYS.iter().map(|(p, _)| p))
-        .any(|p| sec_of(p).eq_ignore_ascii_case(section))
+    super::packed::keys().any(|e| e.section().eq_ignore_ascii_case(section))
+        || catalogue::URL_KEYS
+            .iter()
+            .any(|(p, _)| sec_of(p).eq_ignore_ascii_case(section))
 }
 
 /// Options of one subcommand: which take a separate value.

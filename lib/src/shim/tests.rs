@@ -1138,3 +1138,31 @@ fn env_entries_are_what_the_pair_filter_built() {
         );
     }
 }
+
+/// The builtin list the rules read (one text, `packed::Words`) is `BUILTINS`, word for word:
+/// each word is found, a longer or shorter word, another case or an empty word is not.
+#[test]
+fn builtin_words_are_the_builtin_list() {
+    let words = super::rules::BUILTIN_WORDS;
+    assert_eq!(
+        words.iter().collect::<Vec<_>>(),
+        super::rules::BUILTINS.to_vec()
+    );
+    for w in super::rules::BUILTINS {
+        assert!(words.contains(w.as_bytes()), "{w}");
+        assert!(!words.contains(format!("{w}x").as_bytes()), "{w}x");
+        let shorter = &w[..w.len() - 1];
+        assert_eq!(
+            words.contains(shorter.as_bytes()),
+            super::rules::BUILTINS.contains(&shorter),
+            "{shorter}"
+        );
+        assert!(!words.contains(w.to_uppercase().as_bytes()), "{w} upper");
+        assert!(!words.contains(format!("{w}\n").as_bytes()), "{w} newline");
+    }
+    assert!(!words.contains(b""));
+    assert!(
+        !words.contains(b"add\nam"),
+        "control: two words are not one"
+    );
+}
