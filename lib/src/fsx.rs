@@ -1334,6 +1334,46 @@ fn read_typed_fd(fd: &OwnedFd, full: &Path) -> Result<Vec<(OsString, u8)>, FsErr
     })
 }
 
+/// `file.take(max).read_to_end` into a new buffer sized for `len` bytes (the file's size
+/// at its `fstat`), the buffer's pages made present in one call first
+/// ([`prefault_spare`]) instead of one page fault each as `read` fills them: the check's
+/// own records (the 234 KB walk record, the 124 KB state file of git.git's gs layout) cost
+/// ≈90 page faults that way, ≈1 µs each on this VM. The bytes read are the same.
+pub(crate) fn read_whole(file: &File, len: u64, max: u64) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(len.min(max) as usize);
+    prefault_spare(&mut buf);
+    let f = file;
+    f.take(max).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// Make the pages of `buf`'s spare capacity present (`madvise(MADV_POPULATE_WRITE)`, Linux
+/// 5.14): a hint with no effect on the contents, for a buffer a `read` is about to fill.
+/// Any failure (an older kernel's `EINVAL`, a buffer under 16 pages, not page-aligned on
+/// this system) leaves the pages to be faulted in one by one, as without it.
+pub(crate) fn prefault_spare(buf: &mut Vec<u8>) {
+    const MADV_POPULATE_WRITE: nix::libc::c_int = 23;
+    let page = match nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE) {
+        Ok(Some(p)) if p > 0 && (p as usize).is_power_of_two() => p as usize,
+        _ => return,
+    };
+    let spare = buf.spare_capacity_mut();
+    if spare.len() < 16 * page {
+        return;
+    }
+    let start = spare.as_mut_ptr() as usize;
+    let end = start + spare.len();
+    let (a, b) = ((start + page - 1) & !(page - 1), end & !(page - 1));
+    if b > a {
+        // SAFETY: `[a, b)` lies inside `buf`'s allocation, which this function borrows
+        // mutably; `MADV_POPULATE_WRITE` only makes its pages present (as a write would,
+        // without writing): nothing is read, written or unmapped.
+        unsafe {
+            nix::libc::madvise(a as *mut nix::libc::c_void, b - a, MADV_POPULATE_WRITE);
+        }
+    }
+}
+
 /// One `getdents64` call on the open folder `fd` into `buf`: the number of bytes of
 /// `linux_dirent64` records written, 0 at the end of the folder.
 ///

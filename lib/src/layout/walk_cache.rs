@@ -375,7 +375,6 @@ pub(crate) const DT_DIR: u8 = 4;
 
 /// Read the record file: a regular file (no link followed at the last component), bounded.
 pub(crate) fn read_owner_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -385,9 +384,7 @@ pub(crate) fn read_owner_file(path: &Path) -> std::io::Result<Vec<u8>> {
     if !md.is_file() || md.len() > FILE_LIMIT {
         return Err(std::io::Error::other("not a regular file of a sane size"));
     }
-    let mut b = Vec::with_capacity(md.len() as usize);
-    f.take(FILE_LIMIT).read_to_end(&mut b)?;
-    Ok(b)
+    crate::fsx::read_whole(&f, md.len(), FILE_LIMIT)
 }
 
 #[cfg(test)]
