@@ -28,6 +28,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 pub use super::walk_cache::WalkCache;
+use super::walk_cache::{kind_byte, HINT_HAS_DIRS};
 
 const DIR_FLAGS: OFlag = OFlag::O_RDONLY
     .union(OFlag::O_DIRECTORY)
@@ -57,7 +58,7 @@ impl WalkKind {
         self == WalkKind::Symlink
     }
     fn from_dtype(t: u8) -> Option<WalkKind> {
-        match t {
+        match kind_byte(t) {
             DT_DIR => Some(WalkKind::Dir),
             DT_REG => Some(WalkKind::File),
             DT_LNK => Some(WalkKind::Symlink),
@@ -143,6 +144,9 @@ struct Frame {
     /// `None` only for a folder whose recorded listing ([`WalkCache`]) holds no folder: it
     /// is never opened (its entries' kinds are in the record).
     fd: Option<OwnedFd>,
+    /// Where this folder's record starts in the walk record's new records, when it was
+    /// listed and recorded now: its subfolders' hints are set there as they are entered.
+    recorded_at: Option<usize>,
     listing: Listing,
     next: usize,
     /// Length of the walker's path buffer for this folder.
@@ -243,6 +247,7 @@ impl<'c> Walk<'c> {
             let fd = open_and_list(
                 None,
                 root.as_os_str(),
+                false,
                 self.cache.as_deref_mut(),
                 &mut self.buf,
                 &mut listing,
@@ -315,16 +320,26 @@ impl<'c> Walk<'c> {
             }
             // No-follow: a folder swapped for a link since the listing is refused (ELOOP).
             let mut listing = self.spare.pop().unwrap_or_default();
+            let hinted = dtype & HINT_HAS_DIRS != 0;
+            let parent_recorded_at = top.recorded_at;
             let fd = match top.fd.as_ref() {
                 Some(parent) => open_and_list(
                     Some(parent),
                     name,
+                    hinted,
                     self.cache.as_deref_mut(),
                     &mut self.buf,
                     &mut listing,
                 ),
                 None => Err(("open", Errno::EBADF)),
             };
+            // The parent was recorded now: hint on its entry whether this folder has
+            // subfolders, for the next walk.
+            if let (Some(at), Some(c), Ok(_)) = (parent_recorded_at, self.cache.as_deref_mut(), &fd)
+            {
+                let has_dirs = listing.slots.iter().any(|s| kind_byte(s.2) == DT_DIR);
+                c.hint(at, i, has_dirs);
+            }
             let path_len = self.path.as_os_str().len();
             return Some(self.enter(fd, listing, path_len, depth, WalkKind::Dir));
         }
@@ -333,16 +348,17 @@ impl<'c> Walk<'c> {
     /// Hand out the folder at `self.path`, its listing read (a frame pushed) when it opened.
     fn enter(
         &mut self,
-        fd: Result<Option<OwnedFd>, (&'static str, Errno)>,
+        fd: Result<OpenedFolder, (&'static str, Errno)>,
         mut listing: Listing,
         path_len: usize,
         depth: usize,
         kind: WalkKind,
     ) -> Result<Entry<'_>, WalkError> {
         let listed = match fd {
-            Ok(fd) => {
+            Ok((fd, recorded_at)) => {
                 self.stack.push(Frame {
                     fd,
+                    recorded_at,
                     listing,
                     next: 0,
                     path_len,
@@ -386,31 +402,39 @@ fn kind_of(st: &FileStat) -> WalkKind {
     }
 }
 
+/// A folder opened (or not) and listed: its descriptor, `None` for a folder not opened,
+/// and, for a listing recorded now, where its record starts ([`WalkCache::listed`]).
+type OpenedFolder = (Option<OwnedFd>, Option<usize>);
+
 /// Open the folder `name` (relative to `parent`, or a path from the current folder for the
 /// root; never following a link at the last component) and fill `out` with its listing —
 /// read, or taken from `cache` when the folder's key equals a recorded one.
 ///
 /// With a cache, a child folder is `lstat`ed first: a recorded listing with no folder in it
-/// is used without opening the folder at all (its entries need no handle). Otherwise the
-/// key is taken with `fstat` on the opened descriptor, before the listing is read, so a
-/// change made while it is read gives the next run another key.
+/// is used without opening the folder at all (its entries need no handle). A folder its
+/// parent's record hints has subfolders (`hinted`: [`HINT_HAS_DIRS`]) is opened without
+/// that `lstat`, which would only say to open it. Otherwise (and then) the key is taken
+/// with `fstat` on the opened descriptor, before the listing is read, so a change made
+/// while it is read gives the next run another key.
 fn open_and_list(
     parent: Option<&OwnedFd>,
     name: &OsStr,
+    hinted: bool,
     mut cache: Option<&mut WalkCache>,
     buf: &mut [u8],
     out: &mut Listing,
-) -> Result<Option<OwnedFd>, (&'static str, Errno)> {
+) -> Result<OpenedFolder, (&'static str, Errno)> {
     out.names.clear();
     out.slots.clear();
-    if let (Some(c), Some(p)) = (cache.as_deref_mut(), parent) {
+    if let (Some(c), Some(p), false) = (cache.as_deref_mut(), parent, hinted) {
+        c.stats.looked_up += 1;
         if let Ok(st) = fstatat(p, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
             if kind_of(&st) == WalkKind::Dir {
                 if let Some(key) = c.key_of(&st) {
                     if c.peek(&key) == Some(false)
                         && c.reuse(&key, &mut out.names, &mut out.slots).is_some()
                     {
-                        return Ok(None);
+                        return Ok((None, None));
                     }
                 }
             }
@@ -423,8 +447,9 @@ fn open_and_list(
     .map_err(|e| ("open", e))?;
     let Some(c) = cache else {
         list(&fd, buf, out).map_err(|e| ("list", e))?;
-        return Ok(Some(fd));
+        return Ok((Some(fd), None));
     };
+    c.stats.opened += 1;
     let key = fstat(&fd).ok().and_then(|st| {
         if c.fs_of(st.st_dev).is_none() {
             let fs = nix::sys::statfs::fstatfs(&fd)
@@ -436,12 +461,12 @@ fn open_and_list(
     });
     if let Some(k) = &key {
         if c.reuse(k, &mut out.names, &mut out.slots).is_some() {
-            return Ok(Some(fd));
+            return Ok((Some(fd), None));
         }
     }
     list(&fd, buf, out).map_err(|e| ("list", e))?;
-    c.listed(key, &out.names, &out.slots);
-    Ok(Some(fd))
+    let at = c.listed(key, &out.names, &out.slots);
+    Ok((Some(fd), at))
 }
 
 /// Read the whole folder `fd` into `out`, sorted by name bytes, `.` and `..` left out.
