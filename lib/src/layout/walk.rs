@@ -35,6 +35,13 @@ const DIR_FLAGS: OFlag = OFlag::O_RDONLY
     .union(OFlag::O_NOFOLLOW)
     .union(OFlag::O_CLOEXEC);
 
+/// [`DIR_FLAGS`] for a descriptor used only to `fstat` the folder and to reach its
+/// entries (`O_PATH`: no link followed either, `O_DIRECTORY` refusing one).
+const PATH_FLAGS: OFlag = OFlag::O_PATH
+    .union(OFlag::O_DIRECTORY)
+    .union(OFlag::O_NOFOLLOW)
+    .union(OFlag::O_CLOEXEC);
+
 const DT_UNKNOWN: u8 = 0;
 const DT_DIR: u8 = 4;
 const DT_LNK: u8 = 10;
@@ -440,9 +447,17 @@ fn open_and_list(
             }
         }
     }
+    // With a cache the folder is opened `O_PATH` (what its key and its children's
+    // `lstat`s and opens need; cheaper to open and close than a readable descriptor), and
+    // opened readable below (`.` of that descriptor: the same folder) only to be listed.
+    let flags = if cache.is_some() {
+        PATH_FLAGS
+    } else {
+        DIR_FLAGS
+    };
     let fd = match parent {
-        Some(p) => openat(p, name, DIR_FLAGS, Mode::empty()),
-        None => openat(AT_FDCWD, name, DIR_FLAGS, Mode::empty()),
+        Some(p) => openat(p, name, flags, Mode::empty()),
+        None => openat(AT_FDCWD, name, flags, Mode::empty()),
     }
     .map_err(|e| ("open", e))?;
     let Some(c) = cache else {
@@ -464,7 +479,8 @@ fn open_and_list(
             return Ok((Some(fd), None));
         }
     }
-    list(&fd, buf, out).map_err(|e| ("list", e))?;
+    let readable = openat(&fd, ".", DIR_FLAGS, Mode::empty()).map_err(|e| ("open", e))?;
+    list(&readable, buf, out).map_err(|e| ("list", e))?;
     let at = c.listed(key, &out.names, &out.slots);
     Ok((Some(fd), at))
 }
@@ -626,6 +642,60 @@ mod tests {
             "{seen:?}"
         );
         assert!(seen.iter().any(|n| n == "b"));
+    }
+
+    #[test]
+    fn with_a_record_a_folder_swapped_for_a_link_is_an_error_after_it_too() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path().join("r");
+        std::fs::create_dir_all(r.join("d/sub")).unwrap();
+        std::fs::create_dir_all(r.join("e/sub")).unwrap();
+        // The folders are opened `O_PATH` with a record: a link swapped in is refused there
+        // too, hinted (opened without an `lstat`) or not.
+        let mut cache = WalkCache::empty();
+        let mut w = Walk::with_cache(&r, 40, Some(&mut cache));
+        let root = w.next().unwrap().unwrap();
+        assert_eq!(root.depth(), 0);
+        std::fs::remove_dir_all(r.join("d")).unwrap();
+        std::os::unix::fs::symlink("/", r.join("d")).unwrap();
+        let d = w.next().unwrap().unwrap();
+        assert!(d.file_type().is_dir());
+        assert_eq!(d.has_child("etc"), None);
+        let e = w.next().unwrap().unwrap_err();
+        assert!(e.path.ends_with("d"), "{e}");
+        let e = w.next().unwrap().unwrap();
+        assert!(e.path().ends_with("e"));
+        assert_eq!(e.has_child("sub"), Some(true));
+        drop(w);
+        // Straight through `open_and_list` with the hint: the link is refused at the open.
+        let parent = openat(AT_FDCWD, &r, DIR_FLAGS, Mode::empty()).unwrap();
+        let mut out = Listing::default();
+        let mut buf = vec![0; 4096];
+        let got = open_and_list(
+            Some(&parent),
+            OsStr::new("d"),
+            true,
+            Some(&mut cache),
+            &mut buf,
+            &mut out,
+        );
+        assert!(
+            matches!(got, Err(("open", Errno::ENOTDIR | Errno::ELOOP))),
+            "{:?}",
+            got.map(|_| ())
+        );
+        // Positive control: the folder beside it opens and lists (through `.` of the
+        // `O_PATH` descriptor).
+        let got = open_and_list(
+            Some(&parent),
+            OsStr::new("e"),
+            true,
+            Some(&mut cache),
+            &mut buf,
+            &mut out,
+        );
+        assert!(got.is_ok());
+        assert_eq!(out.find(b"sub"), Some(0));
     }
 
     #[test]
