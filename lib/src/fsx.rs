@@ -597,6 +597,78 @@ impl Root {
         kinds_of(&dir, &full)
     }
 
+    /// [`Root::list_kinds`] of the child folder `name` (one name), taken from the walk
+    /// record (`crate::layout::walk_cache`, the work trees' record, here for the worktree
+    /// entries' `logs/` and `refs/`) when the folder's key — its `lstat` from this root's
+    /// descriptor, one name, no link on the way — has a trusted record. Otherwise read as
+    /// `list_kinds` reads it (the same no-follow open, the same errors), the key taken with
+    /// `fstat` on the opened descriptor before the listing is read, and recorded. The
+    /// record's argument is the walk's: any change to a folder's names moves its `ctime`,
+    /// which the agent cannot set back, and only keys older than the run's start by the
+    /// racy margin, on file systems that keep `ctime` themselves, are recorded or used.
+    /// Kinds come from the record (a kind cannot change without the name changing).
+    pub(crate) fn list_kinds_recorded(
+        &self,
+        name: &OsStr,
+        cache: &mut crate::layout::walk::WalkCache,
+    ) -> Result<Listing, FsError> {
+        let comps = self.components(Path::new(name))?;
+        if comps.len() != 1 {
+            return self.list_kinds(name);
+        }
+        let full = self.path.join(name);
+        if let Ok(st) = fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR {
+                if let Some(key) = cache.key_of(&st) {
+                    let (mut names, mut slots) = (Vec::new(), Vec::new());
+                    if cache.reuse(&key, &mut names, &mut slots).is_some() {
+                        if let Some(l) = recorded_listing(&names, &slots) {
+                            return Ok(l);
+                        }
+                    }
+                }
+            }
+        }
+        let fd = self.open_listing(&comps, &full)?;
+        let key = fstat(&fd).ok().and_then(|st| {
+            if cache.fs_of(st.st_dev).is_none() {
+                let fs = nix::sys::statfs::fstatfs(&fd)
+                    .map(|s| s.filesystem_type().0)
+                    .unwrap_or(0);
+                cache.note_fs(st.st_dev, fs);
+            }
+            cache.key_of(&st)
+        });
+        // (The first folder of a run on a device: its file system was not known at the
+        // `lstat`, so its key is whole only now.)
+        if let Some(k) = &key {
+            let (mut names, mut slots) = (Vec::new(), Vec::new());
+            if cache.reuse(k, &mut names, &mut slots).is_some() {
+                if let Some(l) = recorded_listing(&names, &slots) {
+                    return Ok(l);
+                }
+            }
+        }
+        let mut typed = read_typed_fd(&fd, &full)?;
+        typed.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let (mut names, mut slots) = (Vec::new(), Vec::new());
+        let fits =
+            typed.iter().all(
+                |(n, t)| match (u32::try_from(names.len()), u16::try_from(n.len())) {
+                    (Ok(start), Ok(len)) => {
+                        names.extend_from_slice(n.as_bytes());
+                        slots.push((start, len, *t));
+                        true
+                    }
+                    _ => false,
+                },
+            );
+        if fits {
+            cache.listed(key, &names, &slots);
+        }
+        kinds_from_typed(&fd, &full, typed)
+    }
+
     /// The child folder `name` as a root of its own, opened once (`O_RDONLY | O_DIRECTORY |
     /// O_NOFOLLOW`: a link is refused, anything but a folder fails before it is opened), and
     /// its [`Root::list_kinds`] read through that same descriptor.
@@ -1274,17 +1346,47 @@ fn read_dir_names(dir: &impl AsFd, full: &Path) -> Result<Vec<OsString>, FsError
 /// The entries of the folder open for reading as `dir`, sorted, with their `d_type` kind (an
 /// `lstat` where the file system does not tell; an entry gone by then is left out).
 fn kinds_of(dir: &OwnedFd, full: &Path) -> Result<Listing, FsError> {
+    kinds_from_typed(dir, full, read_typed_fd(dir, full)?)
+}
+
+/// The kind of a `d_type` byte, `None` for `DT_UNKNOWN` (or anything else).
+fn kind_of_dtype(t: u8) -> Option<EntryKind> {
+    Some(match t {
+        nix::libc::DT_REG => EntryKind::File,
+        nix::libc::DT_DIR => EntryKind::Dir,
+        nix::libc::DT_LNK => EntryKind::Symlink,
+        nix::libc::DT_FIFO => EntryKind::Fifo,
+        nix::libc::DT_SOCK => EntryKind::Socket,
+        nix::libc::DT_CHR => EntryKind::CharDev,
+        nix::libc::DT_BLK => EntryKind::BlockDev,
+        _ => return None,
+    })
+}
+
+/// A listing from a walk record's names and slots (sorted, as recorded); `None` when a
+/// kind byte is not one of a listing's (a record never holds `DT_UNKNOWN`).
+fn recorded_listing(names: &[u8], slots: &[(u32, u16, u8)]) -> Option<Listing> {
+    slots
+        .iter()
+        .map(|&(s, l, t)| {
+            let n = names.get(s as usize..s as usize + usize::from(l))?;
+            let k = kind_of_dtype(crate::layout::walk_cache::kind_byte(t))?;
+            Some((OsStr::from_bytes(n).to_os_string(), k))
+        })
+        .collect()
+}
+
+/// [`kinds_of`] from entries already read from the folder `dir`.
+fn kinds_from_typed(
+    dir: &OwnedFd,
+    full: &Path,
+    typed: Vec<(OsString, u8)>,
+) -> Result<Listing, FsError> {
     let mut out = Vec::new();
-    for (name, t) in read_typed_fd(dir, full)? {
-        let kind = match t {
-            nix::libc::DT_REG => EntryKind::File,
-            nix::libc::DT_DIR => EntryKind::Dir,
-            nix::libc::DT_LNK => EntryKind::Symlink,
-            nix::libc::DT_FIFO => EntryKind::Fifo,
-            nix::libc::DT_SOCK => EntryKind::Socket,
-            nix::libc::DT_CHR => EntryKind::CharDev,
-            nix::libc::DT_BLK => EntryKind::BlockDev,
-            _ => match lstat_at(dir, &name, &full.join(&name))? {
+    for (name, t) in typed {
+        let kind = match kind_of_dtype(t) {
+            Some(k) => k,
+            None => match lstat_at(dir, &name, &full.join(&name))? {
                 Some(st) => EntryKind::of(&st.file_type),
                 None => continue,
             },
