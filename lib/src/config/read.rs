@@ -249,7 +249,15 @@ fn file_kind(t: &std::fs::FileType) -> &'static str {
 /// Resolve a path through links as far as it exists, then append the rest lexically (for
 /// files that do not exist yet: where they *would* be).
 pub(crate) fn resolve_lenient(path: &Path) -> PathBuf {
-    if let Ok(p) = std::fs::canonicalize(path) {
+    resolve_lenient_with(path, |p| std::fs::canonicalize(p).ok())
+}
+
+/// [`resolve_lenient`] with `canonical` answering for `std::fs::canonicalize`.
+fn resolve_lenient_with(
+    path: &Path,
+    mut canonical: impl FnMut(&Path) -> Option<PathBuf>,
+) -> PathBuf {
+    if let Some(p) = canonical(path) {
         return p;
     }
     let mut rest = Vec::new();
@@ -258,7 +266,7 @@ pub(crate) fn resolve_lenient(path: &Path) -> PathBuf {
         if let Some(name) = cur.file_name() {
             rest.push(name.to_owned());
         }
-        if let Ok(mut p) = std::fs::canonicalize(parent) {
+        if let Some(mut p) = canonical(parent) {
             for n in rest.iter().rev() {
                 p.push(n);
             }
@@ -267,6 +275,65 @@ pub(crate) fn resolve_lenient(path: &Path) -> PathBuf {
         cur = parent;
     }
     path.to_path_buf()
+}
+
+/// The canonical names of the folders one enumeration resolves by name — its untrusted
+/// roots, the common dir (the [`Anchor`]'s), the git dir and `worktrees/` of the linked
+/// worktrees' step — resolved once each ([`std::fs::canonicalize`], `realpath`: one
+/// `readlink` per component of the path, from `/`). The same few paths were resolved up to
+/// five times per enumeration (the common dir is also the git dir, a root, the anchor and
+/// the linked worktrees' `current`), ≈30 `readlink`s of which ≈18 repeated.
+///
+/// Not a cache across runs or enumerations: the answers live as long as the [`Loader`].
+/// What one answer per path changes: the enumeration compares these names with each other
+/// (is the git dir the common dir, is an entry of `worktrees/` the current git dir, is a
+/// file below a root); a link on one of them changed between two resolutions could make
+/// two resolutions of the same path disagree, and now cannot — each comparison sees the
+/// path where the enumeration first found it, as the [`Anchor`]'s descriptor pins the
+/// common dir for the whole enumeration. Files (config files and includes) are still
+/// resolved each time they are read (`locate`): they are not in here.
+#[derive(Default)]
+struct Resolved(Vec<(PathBuf, Option<PathBuf>)>);
+
+impl Resolved {
+    /// `std::fs::canonicalize(path).ok()`, once per path. A path whose parent was
+    /// resolved here already is resolved from it: the parent's canonical name joined with
+    /// the last name when the `lstat` of the path (by the same name) finds no link there —
+    /// what `realpath` gives, which resolves the parent's components first and then finds
+    /// the last one not a link. `worktrees/` below the common dir: one `lstat` instead of
+    /// one `readlink` per component.
+    fn canonical(&mut self, path: &Path) -> Option<PathBuf> {
+        if let Some((_, c)) = self.0.iter().find(|(p, _)| p == path) {
+            return c.clone();
+        }
+        let from_parent = || -> Option<Option<PathBuf>> {
+            let name = match path.components().next_back()? {
+                Component::Normal(n) => n,
+                _ => return None,
+            };
+            let (_, parent) = self
+                .0
+                .iter()
+                .find(|(p, _)| Some(p.as_path()) == path.parent())?;
+            let parent = parent.as_ref()?;
+            Some(match std::fs::symlink_metadata(path) {
+                Ok(m) if m.file_type().is_symlink() => return None,
+                Ok(_) => Some(parent.join(name)),
+                Err(_) => None,
+            })
+        };
+        let c = match from_parent() {
+            Some(c) => c,
+            None => std::fs::canonicalize(path).ok(),
+        };
+        self.0.push((path.to_path_buf(), c.clone()));
+        c
+    }
+
+    /// [`resolve_lenient`], each `canonicalize` answered once per path.
+    fn lenient(&mut self, path: &Path) -> PathBuf {
+        resolve_lenient_with(path, |p| self.canonical(p))
+    }
 }
 
 pub(crate) fn normalize_lexically(p: &Path) -> PathBuf {
@@ -347,7 +414,7 @@ fn no_links() -> nix::fcntl::ResolveFlag {
 impl Anchor {
     /// `None` when `dir` cannot serve (relative, with `.` or `..`, on procfs, missing, a race
     /// with a link): every file then takes the slow path.
-    fn new(dir: &Path) -> Option<Anchor> {
+    fn new(dir: &Path, resolved: &mut Resolved) -> Option<Anchor> {
         use nix::fcntl::{OFlag, OpenHow};
         let plain = dir.is_absolute()
             && dir
@@ -356,7 +423,7 @@ impl Anchor {
         if !plain || process_dependent(dir).is_some() {
             return None;
         }
-        let canonical = std::fs::canonicalize(dir).ok()?;
+        let canonical = resolved.canonical(dir)?;
         if canonical.starts_with("/proc") {
             return None;
         }
@@ -410,6 +477,34 @@ impl Anchor {
     }
 }
 
+impl Anchor {
+    /// Is the folder `path` (below the anchor as plain names) certainly absent: one
+    /// `openat2` below the anchor, no link followed at any component, answered `ENOENT`?
+    /// Then the slow path's `read_dir` of `path` (which would follow links) meets `ENOENT`
+    /// too: every component before the missing one is a folder, not a link (a link on the
+    /// way answers `ELOOP`, before the missing name is reached). `false` on anything else —
+    /// found, a link, a file, another error, not below the anchor, no `openat2` — and the
+    /// caller reads the folder as before. The `modules/` of each linked worktree's entry
+    /// (`worktrees/<id>/modules`, absent but for a worktree with submodules) was looked up
+    /// from `/`: 7 components each, 21 times per enumeration here.
+    fn certainly_absent(&self, path: &Path) -> bool {
+        use nix::errno::Errno;
+        use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
+        let Ok(rel) = path.strip_prefix(&self.lexical) else {
+            return false;
+        };
+        if rel.as_os_str().is_empty()
+            || !rel.components().all(|c| matches!(c, Component::Normal(_)))
+        {
+            return false;
+        }
+        let how = OpenHow::new()
+            .flags(OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
+            .resolve(no_links() | ResolveFlag::RESOLVE_BENEATH);
+        matches!(nix::fcntl::openat2(&self.fd, rel, how), Err(Errno::ENOENT))
+    }
+}
+
 /// A file located and read: `None` when it does not exist.
 type LocatedRead = (Located, Option<Vec<u8>>);
 
@@ -439,6 +534,8 @@ pub(super) struct Loader<'a> {
     files_seen: usize,
     /// The common dir, vetted once: its files are opened below it ([`Anchor`]).
     anchor: Option<Anchor>,
+    /// The folders this enumeration resolved by name, once each.
+    resolved: Resolved,
 }
 
 /// The include chain so far: lexical paths (as git names them) and resolved ones (for cycle
@@ -453,22 +550,28 @@ struct Chain {
 
 impl<'a> Loader<'a> {
     pub(super) fn new(opts: &'a Options) -> Self {
+        let mut resolved = Resolved::default();
         let mut roots = Vec::new();
         for r in &opts.untrusted_roots {
             roots.push(normalize_lexically(r));
-            let c = resolve_lenient(r);
+            let c = resolved.lenient(r);
             if !roots.contains(&c) {
                 roots.push(c);
             }
         }
         let normalized_roots = roots.iter().map(|r| normalize_lexically(r)).collect();
+        let anchor = opts
+            .common_dir
+            .as_deref()
+            .and_then(|d| Anchor::new(d, &mut resolved));
         Loader {
             opts,
             roots,
             normalized_roots,
             out: Enumeration::default(),
             files_seen: 0,
-            anchor: opts.common_dir.as_deref().and_then(Anchor::new),
+            anchor,
+            resolved,
         }
     }
 
@@ -529,9 +632,13 @@ impl<'a> Loader<'a> {
     }
 
     fn load_linked_worktrees(&mut self, common: &Path) -> Result<(), ConfigError> {
-        let current = self.opts.git_dir.as_deref().map(resolve_lenient);
+        let current = self
+            .opts
+            .git_dir
+            .as_deref()
+            .map(|g| self.resolved.lenient(g));
         // Seen from a linked worktree, the main worktree's `config.worktree` is another's.
-        if current.is_some() && current != Some(resolve_lenient(common)) {
+        if current.is_some() && current != Some(self.resolved.lenient(common)) {
             let scope = Scope::OtherWorktree {
                 git_dir: common.to_path_buf(),
             };
@@ -542,7 +649,7 @@ impl<'a> Loader<'a> {
         // `list_dirs` hands out folders, not links: each one's canonical name is the
         // container's plus its own (one resolution instead of one per entry).
         let container =
-            (!entries.is_empty() && current.is_some()).then(|| resolve_lenient(&worktrees));
+            (!entries.is_empty() && current.is_some()).then(|| self.resolved.lenient(&worktrees));
         for wt in entries {
             let canonical = container
                 .as_ref()
@@ -575,6 +682,13 @@ impl<'a> Loader<'a> {
         let mut found = Vec::new();
         let mut stack = vec![(modules.to_path_buf(), 0usize)];
         let mut seen = 0usize;
+        if self
+            .anchor
+            .as_ref()
+            .is_some_and(|a| a.certainly_absent(modules))
+        {
+            return Ok(found);
+        }
         while let Some((dir, depth)) = stack.pop() {
             let rd = match std::fs::read_dir(&dir) {
                 Ok(rd) => rd,
@@ -981,5 +1095,109 @@ pub fn interpolate_path(
         Ok(prefix.join(OsStr::from_bytes(rest)))
     } else {
         Ok(PathBuf::from(OsStr::from_bytes(value)))
+    }
+}
+
+#[cfg(test)]
+mod resolved_tests {
+    use super::*;
+
+    /// A folder tree with links: `real/dir/sub`, `link -> real`, `real/l2 -> real/dir`,
+    /// `real/dangling -> nowhere`.
+    fn tree() -> (tempfile::TempDir, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let r = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir_all(r.join("real/dir/sub")).unwrap();
+        std::os::unix::fs::symlink(r.join("real"), r.join("link")).unwrap();
+        std::os::unix::fs::symlink(r.join("real/dir"), r.join("real/l2")).unwrap();
+        std::os::unix::fs::symlink(r.join("nowhere"), r.join("real/dangling")).unwrap();
+        (t, r)
+    }
+
+    #[test]
+    fn one_resolution_per_path_gives_what_realpath_gives() {
+        let (_t, r) = tree();
+        let paths = [
+            r.join("link"),
+            r.join("link/dir"),
+            r.join("link/dir/sub"),
+            r.join("real"),
+            r.join("real/dir"),
+            r.join("real/l2"),
+            r.join("real/l2/sub"),
+            r.join("real/dangling"),
+            r.join("real/missing"),
+            r.join("real/missing/deeper"),
+            r.join("link/dir/.."),
+        ];
+        // Parents first (the child-from-parent step is taken) and children first (it is
+        // not): the same answers, each equal to `canonicalize`'s and `resolve_lenient`'s.
+        for order in [paths.to_vec(), paths.iter().rev().cloned().collect()] {
+            let mut res = Resolved::default();
+            for p in &order {
+                assert_eq!(
+                    res.canonical(p),
+                    std::fs::canonicalize(p).ok(),
+                    "{}",
+                    p.display()
+                );
+                assert_eq!(res.lenient(p), resolve_lenient(p), "{}", p.display());
+            }
+        }
+        // The child of a resolved parent that is itself a link is resolved through it.
+        let mut res = Resolved::default();
+        assert_eq!(res.canonical(&r.join("real")), Some(r.join("real")));
+        assert_eq!(res.canonical(&r.join("real/l2")), Some(r.join("real/dir")));
+        assert_eq!(res.canonical(&r.join("real/dangling")), None);
+    }
+
+    #[test]
+    fn a_path_resolved_once_keeps_its_answer_for_the_enumeration() {
+        let (_t, r) = tree();
+        let mut res = Resolved::default();
+        assert_eq!(res.canonical(&r.join("link")), Some(r.join("real")));
+        // The link moved to elsewhere after the first resolution: this enumeration keeps
+        // the first answer (its comparisons all see one), a new one sees the new target.
+        std::fs::remove_file(r.join("link")).unwrap();
+        std::os::unix::fs::symlink(r.join("real/dir"), r.join("link")).unwrap();
+        assert_eq!(res.canonical(&r.join("link")), Some(r.join("real")));
+        assert_eq!(
+            Resolved::default().canonical(&r.join("link")),
+            Some(r.join("real/dir"))
+        );
+    }
+
+    #[test]
+    fn a_modules_folder_is_certainly_absent_only_with_no_link_on_the_way() {
+        let (_t, r) = tree();
+        let common = r.join("c");
+        std::fs::create_dir_all(common.join("worktrees/plain")).unwrap();
+        std::fs::create_dir_all(common.join("worktrees/with/modules/m")).unwrap();
+        std::fs::create_dir_all(r.join("elsewhere/modules/m")).unwrap();
+        std::fs::write(r.join("elsewhere/modules/m/config"), "[core]\n").unwrap();
+        // An entry that is a link to a folder with `modules/`, and a `modules` that is one.
+        std::os::unix::fs::symlink(r.join("elsewhere"), common.join("worktrees/linked")).unwrap();
+        std::fs::create_dir_all(common.join("worktrees/mlink")).unwrap();
+        std::os::unix::fs::symlink(
+            r.join("elsewhere/modules"),
+            common.join("worktrees/mlink/modules"),
+        )
+        .unwrap();
+        let mut res = Resolved::default();
+        let a = Anchor::new(&common, &mut res).expect("an anchor");
+        let absent = |rel: &str| a.certainly_absent(&common.join(rel));
+        assert!(absent("modules"));
+        assert!(absent("worktrees/plain/modules"));
+        assert!(absent("worktrees/gone/modules"));
+        // Positive controls: found, or a link on the way (which `read_dir` would follow to
+        // a submodule's config): not absent, the caller reads.
+        assert!(!absent("worktrees/with/modules"));
+        assert!(!absent("worktrees/linked/modules"));
+        assert!(std::fs::read_dir(common.join("worktrees/linked/modules")).is_ok());
+        assert!(!absent("worktrees/mlink/modules"));
+        // Not below the anchor as plain names.
+        assert!(!a.certainly_absent(&r.join("elsewhere/none")));
+        assert!(!a.certainly_absent(&common.join("worktrees/../modules")));
+        assert!(!a.certainly_absent(&common));
     }
 }

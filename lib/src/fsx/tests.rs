@@ -634,3 +634,25 @@ fn the_shared_system_root_walks_as_a_fresh_one() {
     // Positive control: the link does lead to the folder when followed.
     assert!(std::fs::metadata(real.join("l/e")).unwrap().is_dir());
 }
+
+#[test]
+fn read_whole_reads_what_take_read_to_end_reads() {
+    let t = tempfile::tempdir().unwrap();
+    for (size, max) in [
+        (0usize, 10u64),
+        (100, 10),
+        (300 << 10, u64::MAX),
+        (300 << 10, 200 << 10),
+    ] {
+        let p = t.path().join(format!("f{size}-{max}"));
+        let data: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let f = File::open(&p).unwrap();
+        let len = f.metadata().unwrap().len();
+        let got = super::read_whole(&f, len, max).unwrap();
+        assert_eq!(got, data[..size.min(max as usize)], "{size} {max}");
+        // A size hint below the file's (it grew since the fstat): still read whole.
+        let f = File::open(&p).unwrap();
+        assert_eq!(super::read_whole(&f, 1, max).unwrap(), got);
+    }
+}

@@ -664,7 +664,20 @@ pub(super) fn gitdir_path(common_dir: &Path, id: &str, node: Option<&Node>) -> O
 pub(super) fn layout_entries(
     common_dir: &Path,
 ) -> Result<BTreeMap<String, WorktreeEntry>, LayoutError> {
-    match crate::layout::worktree_entries(common_dir) {
+    layout_entries_with(common_dir, None)
+}
+
+/// [`layout_entries`], the entries' `logs/` and `refs/` listings from (and into) the walk
+/// record `cache` (`crate::layout::worktree_entries_recorded`).
+pub(super) fn layout_entries_with(
+    common_dir: &Path,
+    cache: Option<&mut crate::layout::walk::WalkCache>,
+) -> Result<BTreeMap<String, WorktreeEntry>, LayoutError> {
+    let entries = match cache {
+        Some(c) => crate::layout::worktree_entries_recorded(common_dir, c),
+        None => crate::layout::worktree_entries(common_dir),
+    };
+    match entries {
         Ok(v) => Ok(v.into_iter().map(|e| (e.id.clone(), e)).collect()),
         Err(e) if e.is_link() => Ok(BTreeMap::new()),
         Err(e) => Err(e),

@@ -115,8 +115,16 @@ pub fn check_with_roots_swept(
         crate::index_paths::Verdicts::empty,
         crate::index_paths::Verdicts::load,
     ));
+    // The listings of the work trees' folders recorded by the last check, beside the state
+    // file (`crate::layout::walk_cache`: a folder is read again unless its device, inode,
+    // ctime and mtime are unchanged); loaded before the worktree entries, whose `logs/` and
+    // `refs/` listings it holds too.
+    let cache_path = walk_cache_path(&opts.state);
+    let mut cache = cache_path
+        .as_deref()
+        .map_or_else(WalkCache::empty, WalkCache::load);
     // The worktree entries first: the collector takes their admin-dir files from this read.
-    let layout = layout_entries(common);
+    let layout = layout_entries_with(common, Some(&mut cache));
     let snap = collect(
         &root,
         common,
@@ -270,13 +278,6 @@ pub fn check_with_roots_swept(
         &mk,
         emit,
     ));
-    // The listings of the work trees' folders recorded by the last check, beside the state
-    // file (`crate::layout::walk_cache`: a folder is read again unless its device, inode,
-    // ctime and mtime are unchanged).
-    let cache_path = walk_cache_path(&opts.state);
-    let mut cache = cache_path
-        .as_deref()
-        .map_or_else(WalkCache::empty, WalkCache::load);
     let mut emb = embedded::armed(&indexes, common, &mut cache);
     // Every repository nested in the work trees the owner's git works in (untracked, in a
     // submodule's index, behind a gitlink only in the turn's commits, a session worktree's

@@ -215,8 +215,13 @@ pub fn read_state(path: &Path) -> Result<State, IntegrityError> {
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(IntegrityError::StateLink(path.to_path_buf()));
     }
-    let bytes =
-        std::fs::read(path).map_err(|e| IntegrityError::StateRead(path.to_path_buf(), e))?;
+    // `std::fs::read`'s open and read, the buffer's pages made present in one call.
+    let bytes = std::fs::File::open(path)
+        .and_then(|f| {
+            let len = f.metadata()?.len();
+            crate::fsx::read_whole(&f, len, u64::MAX)
+        })
+        .map_err(|e| IntegrityError::StateRead(path.to_path_buf(), e))?;
     match State::from_bytes(bytes) {
         Ok(s) => Ok(s),
         Err(state::FromBytesError::Format(f)) => {

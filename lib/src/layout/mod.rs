@@ -43,8 +43,8 @@ mod worktrees;
 
 pub use nested::{nested_repositories, NestedFinding, NestedKind, NestedLimits, NestedReport};
 pub use worktrees::{
-    submodule_git_dirs, worktree_entries, AdminFile, ModuleStatus, Problem, SubmoduleGitDir,
-    WorktreeEntry,
+    submodule_git_dirs, worktree_entries, worktree_entries_recorded, AdminFile, ModuleStatus,
+    Problem, SubmoduleGitDir, WorktreeEntry,
 };
 
 use crate::fsx::{FileType, FsError, Root};

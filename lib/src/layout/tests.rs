@@ -1409,3 +1409,117 @@ fn resolve_last_hands_out_the_lstat_it_took_of_the_last_component() {
         base.join("d/f")
     );
 }
+
+/// The entries' `logs/` and `refs/` listings from the walk record: the same as read, every
+/// change the agent can make to them seen (times put back), a link refused as when read.
+#[test]
+fn entries_logs_and_refs_listings_from_the_walk_record_match_a_read_and_changes_are_seen() {
+    use crate::layout::walk::WalkCache;
+    let t = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let top = std::fs::canonicalize(t.path()).unwrap();
+    let common = top.join("repo/.git");
+    let e = common.join("worktrees/w1");
+    std::fs::create_dir_all(e.join("logs")).unwrap();
+    std::fs::create_dir_all(e.join("refs")).unwrap();
+    std::fs::write(e.join("logs/HEAD"), "").unwrap();
+    std::fs::write(e.join("gitdir"), format!("{}/wt/.git\n", top.display())).unwrap();
+    std::fs::write(e.join("commondir"), "../..\n").unwrap();
+    std::fs::write(e.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    let fs = nix::sys::statfs::statfs(&e).unwrap().filesystem_type().0;
+    if !crate::layout::walk_cache::TRUSTED_FS
+        .iter()
+        .any(|(t, _)| *t == fs)
+    {
+        let why = format!("the temporary folder's file system ({fs:#x}) is not trusted");
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let listings = |v: &[WorktreeEntry]| -> String {
+        format!(
+            "{:?}",
+            v.iter()
+                .map(|e| (&e.id, &e.listings, &e.problems))
+                .collect::<Vec<_>>()
+        )
+    };
+    let reload = |c: &WalkCache| {
+        let p = state.path().join("s.walk");
+        std::fs::write(&p, c.to_bytes()).unwrap();
+        WalkCache::load(&p)
+    };
+    let put_back = |dir: &Path, m: &std::fs::Metadata| {
+        std::fs::File::open(dir)
+            .unwrap()
+            .set_times(
+                std::fs::FileTimes::new()
+                    .set_modified(m.modified().unwrap())
+                    .set_accessed(m.accessed().unwrap()),
+            )
+            .unwrap();
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let plain = listings(&worktree_entries(&common).unwrap());
+    let mut first = WalkCache::empty();
+    assert_eq!(
+        listings(&worktree_entries_recorded(&common, &mut first).unwrap()),
+        plain
+    );
+    assert_eq!(first.stats.listed, 2, "{first:?}");
+    // The next read: both listings from the record (positive control for what follows).
+    let mut second = reload(&first);
+    assert_eq!(
+        listings(&worktree_entries_recorded(&common, &mut second).unwrap()),
+        plain
+    );
+    assert_eq!(
+        (second.stats.listed, second.stats.reused),
+        (0, 2),
+        "{second:?}"
+    );
+    assert!(!second.changed());
+
+    // A FIFO planted in `logs/` and a file in `refs/`, each folder's times put back.
+    let m = std::fs::metadata(e.join("logs")).unwrap();
+    nix::unistd::mkfifo(
+        &e.join("logs/ORIG_HEAD"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    put_back(&e.join("logs"), &m);
+    let m = std::fs::metadata(e.join("refs")).unwrap();
+    std::fs::write(e.join("refs/planted"), "x").unwrap();
+    put_back(&e.join("refs"), &m);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let plain = listings(&worktree_entries(&common).unwrap());
+    let mut third = reload(&second);
+    let got = worktree_entries_recorded(&common, &mut third).unwrap();
+    assert_eq!(listings(&got), plain);
+    let logs = &got[0].listings.iter().find(|(r, _)| r == "logs").unwrap().1;
+    assert!(
+        logs.iter()
+            .any(|(n, k)| n == "ORIG_HEAD" && *k == crate::fsx::EntryKind::Fifo),
+        "{logs:?}"
+    );
+    assert!(plain.contains("planted"), "{plain}");
+    assert_eq!(
+        (third.stats.listed, third.stats.reused),
+        (2, 0),
+        "{third:?}"
+    );
+
+    // `logs` swapped for a link: the same error (or result) as a read without the record.
+    let admin = crate::fsx::Root::open(&e).unwrap();
+    std::fs::remove_file(e.join("logs/ORIG_HEAD")).unwrap();
+    std::fs::remove_file(e.join("logs/HEAD")).unwrap();
+    std::fs::remove_dir(e.join("logs")).unwrap();
+    symlink(top.join("repo"), e.join("logs")).unwrap();
+    let mut fourth = reload(&third);
+    let read = admin.list_kinds("logs").map_err(|e| e.to_string());
+    let recorded = admin
+        .list_kinds_recorded(std::ffi::OsStr::new("logs"), &mut fourth)
+        .map_err(|e| e.to_string());
+    assert!(read.is_err(), "{read:?}");
+    assert_eq!(recorded, read);
+}

@@ -28,8 +28,16 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 pub use super::walk_cache::WalkCache;
+use super::walk_cache::{kind_byte, HINT_HAS_DIRS};
 
 const DIR_FLAGS: OFlag = OFlag::O_RDONLY
+    .union(OFlag::O_DIRECTORY)
+    .union(OFlag::O_NOFOLLOW)
+    .union(OFlag::O_CLOEXEC);
+
+/// [`DIR_FLAGS`] for a descriptor used only to `fstat` the folder and to reach its
+/// entries (`O_PATH`: no link followed either, `O_DIRECTORY` refusing one).
+const PATH_FLAGS: OFlag = OFlag::O_PATH
     .union(OFlag::O_DIRECTORY)
     .union(OFlag::O_NOFOLLOW)
     .union(OFlag::O_CLOEXEC);
@@ -57,7 +65,7 @@ impl WalkKind {
         self == WalkKind::Symlink
     }
     fn from_dtype(t: u8) -> Option<WalkKind> {
-        match t {
+        match kind_byte(t) {
             DT_DIR => Some(WalkKind::Dir),
             DT_REG => Some(WalkKind::File),
             DT_LNK => Some(WalkKind::Symlink),
@@ -143,6 +151,9 @@ struct Frame {
     /// `None` only for a folder whose recorded listing ([`WalkCache`]) holds no folder: it
     /// is never opened (its entries' kinds are in the record).
     fd: Option<OwnedFd>,
+    /// Where this folder's record starts in the walk record's new records, when it was
+    /// listed and recorded now: its subfolders' hints are set there as they are entered.
+    recorded_at: Option<usize>,
     listing: Listing,
     next: usize,
     /// Length of the walker's path buffer for this folder.
@@ -243,6 +254,7 @@ impl<'c> Walk<'c> {
             let fd = open_and_list(
                 None,
                 root.as_os_str(),
+                false,
                 self.cache.as_deref_mut(),
                 &mut self.buf,
                 &mut listing,
@@ -315,16 +327,26 @@ impl<'c> Walk<'c> {
             }
             // No-follow: a folder swapped for a link since the listing is refused (ELOOP).
             let mut listing = self.spare.pop().unwrap_or_default();
+            let hinted = dtype & HINT_HAS_DIRS != 0;
+            let parent_recorded_at = top.recorded_at;
             let fd = match top.fd.as_ref() {
                 Some(parent) => open_and_list(
                     Some(parent),
                     name,
+                    hinted,
                     self.cache.as_deref_mut(),
                     &mut self.buf,
                     &mut listing,
                 ),
                 None => Err(("open", Errno::EBADF)),
             };
+            // The parent was recorded now: hint on its entry whether this folder has
+            // subfolders, for the next walk.
+            if let (Some(at), Some(c), Ok(_)) = (parent_recorded_at, self.cache.as_deref_mut(), &fd)
+            {
+                let has_dirs = listing.slots.iter().any(|s| kind_byte(s.2) == DT_DIR);
+                c.hint(at, i, has_dirs);
+            }
             let path_len = self.path.as_os_str().len();
             return Some(self.enter(fd, listing, path_len, depth, WalkKind::Dir));
         }
@@ -333,16 +355,17 @@ impl<'c> Walk<'c> {
     /// Hand out the folder at `self.path`, its listing read (a frame pushed) when it opened.
     fn enter(
         &mut self,
-        fd: Result<Option<OwnedFd>, (&'static str, Errno)>,
+        fd: Result<OpenedFolder, (&'static str, Errno)>,
         mut listing: Listing,
         path_len: usize,
         depth: usize,
         kind: WalkKind,
     ) -> Result<Entry<'_>, WalkError> {
         let listed = match fd {
-            Ok(fd) => {
+            Ok((fd, recorded_at)) => {
                 self.stack.push(Frame {
                     fd,
+                    recorded_at,
                     listing,
                     next: 0,
                     path_len,
@@ -386,45 +409,62 @@ fn kind_of(st: &FileStat) -> WalkKind {
     }
 }
 
+/// A folder opened (or not) and listed: its descriptor, `None` for a folder not opened,
+/// and, for a listing recorded now, where its record starts ([`WalkCache::listed`]).
+type OpenedFolder = (Option<OwnedFd>, Option<usize>);
+
 /// Open the folder `name` (relative to `parent`, or a path from the current folder for the
 /// root; never following a link at the last component) and fill `out` with its listing —
 /// read, or taken from `cache` when the folder's key equals a recorded one.
 ///
 /// With a cache, a child folder is `lstat`ed first: a recorded listing with no folder in it
-/// is used without opening the folder at all (its entries need no handle). Otherwise the
-/// key is taken with `fstat` on the opened descriptor, before the listing is read, so a
-/// change made while it is read gives the next run another key.
+/// is used without opening the folder at all (its entries need no handle). A folder its
+/// parent's record hints has subfolders (`hinted`: [`HINT_HAS_DIRS`]) is opened without
+/// that `lstat`, which would only say to open it. Otherwise (and then) the key is taken
+/// with `fstat` on the opened descriptor, before the listing is read, so a change made
+/// while it is read gives the next run another key.
 fn open_and_list(
     parent: Option<&OwnedFd>,
     name: &OsStr,
+    hinted: bool,
     mut cache: Option<&mut WalkCache>,
     buf: &mut [u8],
     out: &mut Listing,
-) -> Result<Option<OwnedFd>, (&'static str, Errno)> {
+) -> Result<OpenedFolder, (&'static str, Errno)> {
     out.names.clear();
     out.slots.clear();
-    if let (Some(c), Some(p)) = (cache.as_deref_mut(), parent) {
+    if let (Some(c), Some(p), false) = (cache.as_deref_mut(), parent, hinted) {
+        c.stats.looked_up += 1;
         if let Ok(st) = fstatat(p, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
             if kind_of(&st) == WalkKind::Dir {
                 if let Some(key) = c.key_of(&st) {
                     if c.peek(&key) == Some(false)
                         && c.reuse(&key, &mut out.names, &mut out.slots).is_some()
                     {
-                        return Ok(None);
+                        return Ok((None, None));
                     }
                 }
             }
         }
     }
+    // With a cache the folder is opened `O_PATH` (what its key and its children's
+    // `lstat`s and opens need; cheaper to open and close than a readable descriptor), and
+    // opened readable below (`.` of that descriptor: the same folder) only to be listed.
+    let flags = if cache.is_some() {
+        PATH_FLAGS
+    } else {
+        DIR_FLAGS
+    };
     let fd = match parent {
-        Some(p) => openat(p, name, DIR_FLAGS, Mode::empty()),
-        None => openat(AT_FDCWD, name, DIR_FLAGS, Mode::empty()),
+        Some(p) => openat(p, name, flags, Mode::empty()),
+        None => openat(AT_FDCWD, name, flags, Mode::empty()),
     }
     .map_err(|e| ("open", e))?;
     let Some(c) = cache else {
         list(&fd, buf, out).map_err(|e| ("list", e))?;
-        return Ok(Some(fd));
+        return Ok((Some(fd), None));
     };
+    c.stats.opened += 1;
     let key = fstat(&fd).ok().and_then(|st| {
         if c.fs_of(st.st_dev).is_none() {
             let fs = nix::sys::statfs::fstatfs(&fd)
@@ -436,12 +476,13 @@ fn open_and_list(
     });
     if let Some(k) = &key {
         if c.reuse(k, &mut out.names, &mut out.slots).is_some() {
-            return Ok(Some(fd));
+            return Ok((Some(fd), None));
         }
     }
-    list(&fd, buf, out).map_err(|e| ("list", e))?;
-    c.listed(key, &out.names, &out.slots);
-    Ok(Some(fd))
+    let readable = openat(&fd, ".", DIR_FLAGS, Mode::empty()).map_err(|e| ("open", e))?;
+    list(&readable, buf, out).map_err(|e| ("list", e))?;
+    let at = c.listed(key, &out.names, &out.slots);
+    Ok((Some(fd), at))
 }
 
 /// Read the whole folder `fd` into `out`, sorted by name bytes, `.` and `..` left out.
@@ -601,6 +642,60 @@ mod tests {
             "{seen:?}"
         );
         assert!(seen.iter().any(|n| n == "b"));
+    }
+
+    #[test]
+    fn with_a_record_a_folder_swapped_for_a_link_is_an_error_after_it_too() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path().join("r");
+        std::fs::create_dir_all(r.join("d/sub")).unwrap();
+        std::fs::create_dir_all(r.join("e/sub")).unwrap();
+        // The folders are opened `O_PATH` with a record: a link swapped in is refused there
+        // too, hinted (opened without an `lstat`) or not.
+        let mut cache = WalkCache::empty();
+        let mut w = Walk::with_cache(&r, 40, Some(&mut cache));
+        let root = w.next().unwrap().unwrap();
+        assert_eq!(root.depth(), 0);
+        std::fs::remove_dir_all(r.join("d")).unwrap();
+        std::os::unix::fs::symlink("/", r.join("d")).unwrap();
+        let d = w.next().unwrap().unwrap();
+        assert!(d.file_type().is_dir());
+        assert_eq!(d.has_child("etc"), None);
+        let e = w.next().unwrap().unwrap_err();
+        assert!(e.path.ends_with("d"), "{e}");
+        let e = w.next().unwrap().unwrap();
+        assert!(e.path().ends_with("e"));
+        assert_eq!(e.has_child("sub"), Some(true));
+        drop(w);
+        // Straight through `open_and_list` with the hint: the link is refused at the open.
+        let parent = openat(AT_FDCWD, &r, DIR_FLAGS, Mode::empty()).unwrap();
+        let mut out = Listing::default();
+        let mut buf = vec![0; 4096];
+        let got = open_and_list(
+            Some(&parent),
+            OsStr::new("d"),
+            true,
+            Some(&mut cache),
+            &mut buf,
+            &mut out,
+        );
+        assert!(
+            matches!(got, Err(("open", Errno::ENOTDIR | Errno::ELOOP))),
+            "{:?}",
+            got.map(|_| ())
+        );
+        // Positive control: the folder beside it opens and lists (through `.` of the
+        // `O_PATH` descriptor).
+        let got = open_and_list(
+            Some(&parent),
+            OsStr::new("e"),
+            true,
+            Some(&mut cache),
+            &mut buf,
+            &mut out,
+        );
+        assert!(got.is_ok());
+        assert_eq!(out.find(b"sub"), Some(0));
     }
 
     #[test]

@@ -52,7 +52,24 @@ pub const TRUSTED_FS: &[(i64, &str)] = &[
     (0xF2F5_2010, "f2fs"),
 ];
 
-const MAGIC: &[u8; 16] = b"gitward-walk-v1\n";
+/// Version 2: an entry's kind byte may carry [`HINT_HAS_DIRS`]. A version-1 record is not
+/// read (every folder listed once), and a version-1 binary does not read a version-2 one
+/// (it would take a hinted folder for a special file).
+const MAGIC: &[u8; 16] = b"gitward-walk-v2\n";
+
+/// Set on a folder entry's kind byte when that folder had subfolders the last time it was
+/// walked: the walk then opens it right away (the open and its `fstat` are needed for its
+/// subfolders anyway) instead of `lstat`ing it first to learn whether it has any. Only a
+/// hint: the folder's listing still comes from its own key, taken with `fstat` on the
+/// descriptor opened ([`WalkCache::reuse`] or a listing), so a wrong or forged hint costs
+/// at most an `open` or an `lstat`, never a listing. Kinds are read without it
+/// ([`kind_byte`]).
+pub(crate) const HINT_HAS_DIRS: u8 = 0x80;
+
+/// An entry's `d_type` without [`HINT_HAS_DIRS`].
+pub(crate) fn kind_byte(t: u8) -> u8 {
+    t & !HINT_HAS_DIRS
+}
 /// Bound on a record file read (a larger one counts as empty).
 const FILE_LIMIT: u64 = 256 << 20;
 
@@ -123,6 +140,11 @@ pub struct Stats {
     /// Folders listed whose listing could not be recorded (racy `ctime`, untrusted file
     /// system, `d_type` unknown).
     pub not_recorded: usize,
+    /// Folders opened (listed, or reused after an `fstat` of the descriptor).
+    pub opened: usize,
+    /// Folders `lstat`ed before the walk decided whether to open them (those not hinted
+    /// to have subfolders: [`HINT_HAS_DIRS`]).
+    pub looked_up: usize,
 }
 
 /// The listings recorded by the last walk, and those of this one (to write back).
@@ -225,11 +247,11 @@ impl WalkCache {
             let mut has_dirs = false;
             for e in lens.chunks_exact(3) {
                 names += usize::from(u16::from_le_bytes([e[0], e[1]]));
-                if e[2] == DT_DIR {
+                if kind_byte(e[2]) == DT_DIR {
                     has_dirs = true;
                 }
                 // Never recorded: a kind the walk would have to look up.
-                if e[2] == DT_UNKNOWN {
+                if kind_byte(e[2]) == DT_UNKNOWN {
                     return None;
                 }
             }
@@ -316,28 +338,30 @@ impl WalkCache {
     }
 
     /// A folder was listed now: record its listing when its key is trusted. `key` must come
-    /// from a stat taken before the listing was read.
+    /// from a stat taken before the listing was read. Returns where the record's entries
+    /// start in this run's records, for [`WalkCache::hint`].
     pub(crate) fn listed(
         &mut self,
         key: Option<FolderKey>,
         names: &[u8],
         slots: &[(u32, u16, u8)],
-    ) {
+    ) -> Option<usize> {
         self.stats.listed += 1;
         let Some(key) = key.filter(|k| self.trusted(k)) else {
             self.stats.not_recorded += 1;
-            return;
+            return None;
         };
-        if slots.iter().any(|s| s.2 == DT_UNKNOWN) || slots.len() > u32::MAX as usize {
+        if slots.iter().any(|s| kind_byte(s.2) == DT_UNKNOWN) || slots.len() > u32::MAX as usize {
             self.stats.not_recorded += 1;
-            return;
+            return None;
         }
         if self.written.insert((key.dev, key.ino), ()).is_some() {
-            return;
+            return None;
         }
         key.to_bytes(&mut self.out);
         self.out
             .extend_from_slice(&(slots.len() as u32).to_le_bytes());
+        let at = self.out.len();
         for &(_, len, t) in slots {
             self.out.extend_from_slice(&len.to_le_bytes());
             self.out.push(t);
@@ -347,6 +371,21 @@ impl WalkCache {
                 .extend_from_slice(&names[s as usize..s as usize + usize::from(len)]);
         }
         self.out_count += 1;
+        Some(at)
+    }
+
+    /// Set or clear [`HINT_HAS_DIRS`] on entry `i` of the record listed now whose entries
+    /// start at `at` ([`WalkCache::listed`]): whether that entry, a folder, has subfolders.
+    pub(crate) fn hint(&mut self, at: usize, i: usize, has_dirs: bool) {
+        if let Some(t) = self.out.get_mut(at + 3 * i + 2) {
+            if kind_byte(*t) == DT_DIR {
+                *t = if has_dirs {
+                    DT_DIR | HINT_HAS_DIRS
+                } else {
+                    DT_DIR
+                };
+            }
+        }
     }
 
     /// This run's records in the file's format: every folder walked whose listing is
@@ -375,7 +414,6 @@ pub(crate) const DT_DIR: u8 = 4;
 
 /// Read the record file: a regular file (no link followed at the last component), bounded.
 pub(crate) fn read_owner_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -385,9 +423,7 @@ pub(crate) fn read_owner_file(path: &Path) -> std::io::Result<Vec<u8>> {
     if !md.is_file() || md.len() > FILE_LIMIT {
         return Err(std::io::Error::other("not a regular file of a sane size"));
     }
-    let mut b = Vec::with_capacity(md.len() as usize);
-    f.take(FILE_LIMIT).read_to_end(&mut b)?;
-    Ok(b)
+    crate::fsx::read_whole(&f, md.len(), FILE_LIMIT)
 }
 
 #[cfg(test)]
@@ -528,6 +564,136 @@ mod tests {
         assert_eq!(walk(&r, Some(&mut fourth)), plain);
         assert_eq!(fourth.stats.listed, 0, "{fourth:?}");
         assert!(!fourth.changed());
+    }
+
+    /// Set [`HINT_HAS_DIRS`] on every entry of every record of a record file (what a
+    /// forged or damaged record could hold), the file's format otherwise kept.
+    fn hint_every_entry(p: &Path) {
+        let mut d = std::fs::read(p).unwrap();
+        let mut at = MAGIC.len();
+        let n = u32::from_le_bytes(d[at..at + 4].try_into().unwrap());
+        at += 4;
+        for _ in 0..n {
+            at += FolderKey::LEN;
+            let count = u32::from_le_bytes(d[at..at + 4].try_into().unwrap()) as usize;
+            at += 4;
+            let mut names = 0;
+            for e in 0..count {
+                names += usize::from(u16::from_le_bytes([d[at + 3 * e], d[at + 3 * e + 1]]));
+                d[at + 3 * e + 2] |= HINT_HAS_DIRS;
+            }
+            at += 3 * count + names;
+        }
+        assert_eq!(at, d.len());
+        std::fs::write(p, d).unwrap();
+    }
+
+    fn trusted_here(r: &Path) -> bool {
+        let fs = nix::sys::statfs::statfs(r).unwrap().filesystem_type().0;
+        if TRUSTED_FS.iter().any(|(t, _)| *t == fs) {
+            return true;
+        }
+        let why =
+            format!("the temporary folder's file system ({fs:#x}) is not one the cache trusts");
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+        eprintln!("SKIPPED: {why}");
+        false
+    }
+
+    #[test]
+    fn folders_hinted_to_have_subfolders_are_opened_without_an_lstat_and_forged_hints_change_nothing(
+    ) {
+        let t = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let r = std::fs::canonicalize(t.path()).unwrap().join("w");
+        tree(&r);
+        if !trusted_here(&r) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let plain = walk(&r, None);
+        // The first walk has no record: every folder below the root is `lstat`ed first
+        // (13), then every folder opened and listed (14, the root included).
+        let mut first = WalkCache::empty();
+        assert_eq!(walk(&r, Some(&mut first)), plain);
+        assert_eq!(
+            (first.stats.looked_up, first.stats.opened),
+            (13, 14),
+            "{first:?}"
+        );
+        // The next one: the 7 folders below the root with subfolders are opened right away
+        // (hinted by their parents' records), only the 6 without are `lstat`ed (and not
+        // opened: 8 opened, the root included).
+        let mut second = reload(&first, state.path());
+        assert_eq!(walk(&r, Some(&mut second)), plain);
+        assert_eq!(
+            (second.stats.looked_up, second.stats.opened),
+            (6, 8),
+            "{second:?}"
+        );
+        assert_eq!(second.stats.listed, 0, "{second:?}");
+        assert!(!second.changed());
+
+        // Hints on every entry (files, links and folders without subfolders too): the
+        // same entries, every folder opened (positive control: the hints were read), and
+        // still every listing from the record.
+        let p = state.path().join("state.json.walk");
+        hint_every_entry(&p);
+        let mut forged = WalkCache::load(&p);
+        assert_eq!(walk(&r, Some(&mut forged)), plain);
+        assert_eq!(
+            (forged.stats.looked_up, forged.stats.opened),
+            (0, 14),
+            "{forged:?}"
+        );
+        assert_eq!(forged.stats.listed, 0, "{forged:?}");
+
+        // A folder hinted to have subfolders that lost them, and one hinted to have none
+        // that gained one, their times put back: seen as in a walk without a record.
+        let m = std::fs::metadata(r.join("keep/k1")).unwrap();
+        std::fs::remove_file(r.join("keep/k1/k2/5")).unwrap();
+        std::fs::remove_dir(r.join("keep/k1/k2")).unwrap();
+        restore_times(&r.join("keep/k1"), &m);
+        let m = std::fs::metadata(r.join("rep")).unwrap();
+        std::fs::create_dir_all(r.join("rep/.git/objects")).unwrap();
+        restore_times(&r.join("rep"), &m);
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let plain = walk(&r, None);
+        let mut third = reload(&second, state.path());
+        let cached = walk(&r, Some(&mut third));
+        assert_eq!(cached, plain);
+        assert!(
+            cached.iter().any(|l| l.contains("rep/.git 2 Dir")),
+            "{cached:#?}"
+        );
+        assert!(!cached.iter().any(|l| l.contains("k2")), "{cached:#?}");
+    }
+
+    #[test]
+    fn a_version_1_record_is_not_read() {
+        let t = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let r = std::fs::canonicalize(t.path()).unwrap().join("w");
+        tree(&r);
+        if !trusted_here(&r) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let mut first = WalkCache::empty();
+        walk(&r, Some(&mut first));
+        let mut bytes = first.to_bytes();
+        // Positive control: as written, the record is used.
+        let p = state.path().join("v.walk");
+        std::fs::write(&p, &bytes).unwrap();
+        let mut again = WalkCache::load(&p);
+        walk(&r, Some(&mut again));
+        assert!(again.stats.reused > 0, "{again:?}");
+        // The same records under the version-1 magic: every folder listed.
+        bytes[..MAGIC.len()].copy_from_slice(b"gitward-walk-v1\n");
+        std::fs::write(&p, &bytes).unwrap();
+        let mut old = WalkCache::load(&p);
+        walk(&r, Some(&mut old));
+        assert_eq!(old.stats.reused, 0, "{old:?}");
     }
 
     #[test]

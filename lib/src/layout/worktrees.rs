@@ -303,6 +303,24 @@ impl WorktreeEntry {
 /// against git's rules (see [`Problem`]) with git's prune verdict. An absent `worktrees/` is
 /// an empty list; `worktrees` being a link is [`LayoutError::Link`].
 pub fn worktree_entries(common_dir: &Path) -> Result<Vec<WorktreeEntry>, LayoutError> {
+    worktree_entries_with(common_dir, None)
+}
+
+/// [`worktree_entries`], the listings of each entry's `logs/` and `refs/` taken from the
+/// walk record `cache` when their folders' keys are recorded, and recorded there when read
+/// (`crate::fsx::Root::list_kinds_recorded`): `wt-check check`, whose record is beside its
+/// state file. Every other read of the entries is as in [`worktree_entries`].
+pub fn worktree_entries_recorded(
+    common_dir: &Path,
+    cache: &mut super::walk::WalkCache,
+) -> Result<Vec<WorktreeEntry>, LayoutError> {
+    worktree_entries_with(common_dir, Some(cache))
+}
+
+fn worktree_entries_with(
+    common_dir: &Path,
+    mut cache: Option<&mut super::walk::WalkCache>,
+) -> Result<Vec<WorktreeEntry>, LayoutError> {
     let sys = Sys::new()?;
     let common = sys.resolve(common_dir, false)?;
     let wt_dir = common.join("worktrees");
@@ -327,6 +345,7 @@ pub fn worktree_entries(common_dir: &Path) -> Result<Vec<WorktreeEntry>, LayoutE
             &e.name,
             &e.stat.file_type,
             now,
+            cache.as_deref_mut(),
         )?);
     }
     // Duplicates: git's prune keeps one entry per worktree path.
@@ -361,6 +380,7 @@ fn read_entry(
     name: &OsStr,
     ft: &FileType,
     now: SystemTime,
+    cache: Option<&mut super::walk::WalkCache>,
 ) -> Result<WorktreeEntry, LayoutError> {
     let id = name.to_string_lossy().into_owned();
     let admin = wt_dir.join(name);
@@ -427,6 +447,7 @@ fn read_entry(
         &listing,
         &mut entry.problems,
         &mut entry.listings,
+        cache,
     )?;
     entry.listings.push((String::new(), listing.clone()));
     entry.has_config_worktree = listing.iter().any(|(n, _)| n == "config.worktree");
@@ -811,6 +832,7 @@ fn check_unexpected(
     listing: &[(std::ffi::OsString, EntryKind)],
     problems: &mut Vec<Problem>,
     listings: &mut Vec<(String, crate::fsx::Listing)>,
+    mut cache: Option<&mut super::walk::WalkCache>,
 ) -> Result<(), LayoutError> {
     for (n, kind) in listing {
         let name = n.to_string_lossy().into_owned();
@@ -822,7 +844,7 @@ fn check_unexpected(
             continue;
         }
         if matches!(name.as_str(), "refs" | "logs" | "info") && *kind == EntryKind::Dir {
-            check_container(admin, &name, problems, listings)?;
+            check_container(admin, &name, problems, listings, cache.as_deref_mut())?;
         }
     }
     Ok(())
@@ -835,8 +857,15 @@ fn check_container(
     rel: &str,
     problems: &mut Vec<Problem>,
     listings: &mut Vec<(String, crate::fsx::Listing)>,
+    mut cache: Option<&mut super::walk::WalkCache>,
 ) -> Result<(), LayoutError> {
-    let kinds = admin.list_kinds(rel)?;
+    // One name below the admin dir (`logs`, `refs`, `info`): from the walk record when its
+    // key is recorded. `logs/refs` is read: its `lstat` by path would cross `logs`, which
+    // could be swapped for a link meanwhile.
+    let kinds = match cache.as_deref_mut() {
+        Some(c) if !rel.contains('/') => admin.list_kinds_recorded(OsStr::new(rel), c)?,
+        _ => admin.list_kinds(rel)?,
+    };
     for (child, kind) in kinds.iter().cloned() {
         let sub = format!("{rel}/{}", child.to_string_lossy());
         let stem = sub.strip_suffix(".lock").unwrap_or(&sub);
@@ -846,7 +875,7 @@ fn check_container(
                 ignored_by_git: true,
             });
         } else if sub == "logs/refs" && kind == EntryKind::Dir {
-            check_container(admin, &sub, problems, listings)?;
+            check_container(admin, &sub, problems, listings, cache.as_deref_mut())?;
         }
     }
     listings.push((rel.to_owned(), kinds));
