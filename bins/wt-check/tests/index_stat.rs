@@ -916,3 +916,76 @@ fn a_nested_repository_that_relaxes_its_own_stat_check_is_looked_at() {
         assert!(forged_error(&ev, &path), "{ev:#?}");
     }
 }
+
+/// R23-4..R23-6: under a relaxed stat check (the owner's `core.checkStat=minimal`, or a
+/// repository nested in the work tree relaxing its own) git compares only `mtime` and size; a
+/// file prepared before the pin (same size, `mtime` put back) moved in with its folder after
+/// it keeps its old `ctime`, so a "changed since the pin" test by `ctime` passes it over. The
+/// pin records each entry's file identity (device, inode, `ctime`); a moved-in file has
+/// another inode and is judged. No index is written. Positive control on both gits.
+#[test]
+fn files_moved_in_with_their_folder_do_not_hide_under_a_relaxed_stat_check() {
+    use std::os::unix::fs::MetadataExt;
+    for g in common::gits() {
+        for variant in ["owner-relaxed", "nested-relaxes-itself"] {
+            let w = common::world();
+            let m = w.main();
+            let top = if variant == "nested-relaxes-itself" {
+                let inner = m.join("vendor");
+                git(&w, &g, &m, &["init", "-q", "vendor"]);
+                inner
+            } else {
+                let gc = w.home().join(".gitconfig");
+                let mut t = std::fs::read_to_string(&gc).unwrap_or_default();
+                t.push_str("[core]\n\tcheckStat = minimal\n");
+                std::fs::write(&gc, t).unwrap();
+                m.clone()
+            };
+            std::fs::create_dir_all(top.join("tools")).unwrap();
+            std::fs::write(top.join("tools/run.sh"), "echo honest tool\n").unwrap();
+            git(&w, &g, &top, &["add", "tools/run.sh"]);
+            git(&w, &g, &top, &["commit", "-qm", "tools"]);
+            if variant == "nested-relaxes-itself" {
+                git(&w, &g, &m, &["add", "vendor"]);
+                git(&w, &g, &m, &["commit", "-qm", "gitlink"]);
+                let cfg = top.join(".git/config");
+                let mut t = std::fs::read_to_string(&cfg).unwrap();
+                t.push_str("[core]\n\tcheckStat = minimal\n");
+                std::fs::write(&cfg, t).unwrap();
+            }
+            // The agent prepares, before the pin, a folder holding its file: same size, the
+            // tracked file's `mtime`.
+            let honest = top.join("tools/run.sh");
+            let md = std::fs::metadata(&honest).unwrap();
+            let prep = top.join(".prep/tools");
+            std::fs::create_dir_all(&prep).unwrap();
+            let text = std::fs::read(&honest).unwrap();
+            std::fs::write(prep.join("run.sh"), evil_like(&text)).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(prep.join("run.sh"))
+                .unwrap()
+                .set_times(std::fs::FileTimes::new().set_modified(md.modified().unwrap()))
+                .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(1100));
+            git(&w, &g, &top, &["status", "--porcelain"]);
+            std::thread::sleep(std::time::Duration::from_millis(1100));
+            w.pin();
+            // The turn: the folder swapped for the prepared one; no index written.
+            std::fs::rename(top.join("tools"), top.join(".old-tools")).unwrap();
+            std::fs::rename(&prep, top.join("tools")).unwrap();
+            let moved = std::fs::metadata(&honest).unwrap();
+            assert_ne!(moved.ino(), md.ino());
+            // Positive control: git shows nothing (untracked folders aside).
+            assert_eq!(
+                git(&w, &g, &top, &["status", "--porcelain", "-uno"]),
+                "",
+                "{} {variant}",
+                g.display()
+            );
+            let (code, ev) = w.check(false);
+            assert_eq!(code, 1, "{} {variant}: {ev:#?}", g.display());
+            assert!(forged_error(&ev, &honest), "{variant}: {ev:#?}");
+        }
+    }
+}

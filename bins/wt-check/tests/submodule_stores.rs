@@ -112,3 +112,57 @@ fn a_loose_object_substituted_in_a_submodule_store_is_reported_and_set_aside() {
         assert_eq!(code, 0, "{ev:#?}");
     }
 }
+
+/// R23-2: a repository nested in the work tree behind a gitlink, its git dir a folder there
+/// (a submodule added from an existing clone): the owner's checkout in it reads its own
+/// store. A loose object of its trusted history rewritten in place is reported.
+#[test]
+fn a_loose_object_substituted_in_a_nested_repository_store_is_reported() {
+    for g in common::gits() {
+        let w = common::World {
+            tmp: tempfile::tempdir().unwrap(),
+        };
+        let root = w.root();
+        std::fs::create_dir_all(w.home()).unwrap();
+        std::fs::write(w.home().join(".gitconfig"), "").unwrap();
+        std::fs::create_dir_all(root.join("state")).unwrap();
+        git(&w, &g, &root, &["init", "-q", "proj"]);
+        let m = w.main();
+        std::fs::write(m.join("r"), "r\n").unwrap();
+        git(&w, &g, &m, &["add", "r"]);
+        git(&w, &g, &m, &["commit", "-qm", "r"]);
+        git(&w, &g, &m, &["init", "-q", "vendor"]);
+        let v = m.join("vendor");
+        std::fs::write(v.join("f"), "hello\n").unwrap();
+        git(&w, &g, &v, &["add", "f"]);
+        git(&w, &g, &v, &["commit", "-qm", "one"]);
+        git(&w, &g, &m, &["add", "vendor"]);
+        git(&w, &g, &m, &["commit", "-qm", "gitlink"]);
+        let id = git(&w, &g, &v, &["rev-parse", "HEAD:f"]).trim().to_owned();
+        let p = v.join(".git/objects").join(&id[..2]).join(&id[2..]);
+        assert!(p.exists());
+        w.pin();
+        git(&w, &g, &root, &["init", "-q", "scratch"]);
+        std::fs::write(root.join("scratch/e"), "evil\n").unwrap();
+        let e = git(&w, &g, &root.join("scratch"), &["hash-object", "-w", "e"]);
+        let e = e.trim();
+        let evil = std::fs::read(
+            root.join("scratch/.git/objects")
+                .join(&e[..2])
+                .join(&e[2..]),
+        )
+        .unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::write(&p, &evil).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
+        // Positive control: the owner's git reads the agent's content under its own id.
+        assert_eq!(git(&w, &g, &v, &["cat-file", "blob", &id]), "evil\n");
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+        assert!(
+            ev.iter()
+                .any(|e| e["event"] == "object_substituted" && e["id"] == id.as_str()),
+            "{ev:#?}"
+        );
+    }
+}

@@ -314,6 +314,10 @@ struct WatchIndex {
     /// A split index's shared index (`sharedindex.<id>`), path bytes in hex: the entries are
     /// in it too, so its `ctime` is part of "written since the pin" (R22-2).
     shared: Option<String>,
+    /// Recorded under a relaxed stat check ([`relaxed_for`]): every entry is listed, each
+    /// with its file's identity at the pin where the pin could take one.
+    #[serde(default)]
+    relaxed: bool,
     entries: Vec<WatchEntry>,
 }
 
@@ -326,6 +330,29 @@ struct WatchEntry {
     mtime: u32,
     size: u32,
     flagged: bool,
+    /// Under a relaxed stat check: the file's device, inode and `ctime` (seconds,
+    /// nanoseconds) at the pin, taken after its dirty pages were written back and only when
+    /// its `ctime` is older than the pin's start by the racy margin. The same identity at the
+    /// check is the same content (any write moves `ctime`); any other — a file moved in with
+    /// its folder keeps an old `ctime` but not the inode (R23-4) — is judged.
+    #[serde(default)]
+    ident: Option<[i64; 4]>,
+}
+
+fn ident_of(st: &FileStat) -> [i64; 4] {
+    [
+        st.st_dev as i64,
+        st.st_ino as i64,
+        st.st_ctime,
+        st.st_ctime_nsec,
+    ]
+}
+
+/// Whether git may compare only `mtime` and size for the index at `index_path`: the owner's
+/// config relaxes the stat check (`relaxed`, recorded by the pin), or the repository's git
+/// dir lies outside the common dir, where its config is the agent's to write (R22-4).
+fn relaxed_for(relaxed: bool, index_path: &Path, common_dir: &Path) -> bool {
+    relaxed || !index_path.starts_with(common_dir)
 }
 
 fn hex(b: &[u8]) -> String {
@@ -363,6 +390,17 @@ impl Watch {
     }
 }
 
+/// One entry [`scan`] looks at: its path, object id, `mtime` seconds and size as the index
+/// holds them, its flags, and its file's identity at the pin (relaxed records only).
+struct Todo {
+    rel: Vec<u8>,
+    want: String,
+    mtime: u32,
+    size: u32,
+    flagged: bool,
+    ident: Option<[i64; 4]>,
+}
+
 /// How [`scan`] looks at one index.
 enum Look<'a> {
     /// Written since the pin: every entry git may take as unchanged, and the cache-tree.
@@ -394,11 +432,12 @@ impl Lazy<'_> {
 ///
 /// An index written since the pin (its `ctime`, or its shared index's) is read whole. One
 /// not written since holds what it held at the pin: the entries the pin vouched for cannot
-/// hide a later write (see [`vouched`]), the others are in `watch` and are looked at. With
-/// `relaxed` (the owner's git compares only `mtime` and size: [`owner_relaxes_stat_check`]),
-/// or for a repository whose git dir is outside the common dir (its config is the agent's to
-/// write: R22-4), or an index the record does not hold, every file git may take as unchanged
-/// whose own `ctime` is not older than the pin is hashed (R20-3).
+/// hide a later write (see [`vouched`]), the others are in `watch` and are looked at. Where
+/// git may compare only `mtime` and size ([`relaxed_for`]: the owner's config, R20-3, or a
+/// repository whose git dir is outside the common dir, R22-4) the pin listed every entry
+/// with its file's identity, and a file whose identity moved is judged (not its `ctime`
+/// alone: a file moved in with its folder keeps an old one, R23-4). An index the record
+/// does not hold, or holds under another rule, is read whole.
 pub fn scan(
     indexes: &[(PathBuf, PathBuf)],
     common_dir: &Path,
@@ -408,7 +447,6 @@ pub fn scan(
 ) -> Found {
     let mut out = Found::default();
     let mut hashed = 0usize;
-    let changed_since = |st: &FileStat| (st.st_ctime, st.st_ctime_nsec) >= since;
     for (index_path, top_path) in indexes {
         let im = match std::fs::metadata(index_path) {
             Ok(m) => m,
@@ -429,14 +467,14 @@ pub fn scan(
                 std::fs::metadata(&p).map_or(true, |m| (m.ctime(), m.ctime_nsec()) >= since)
             });
         let written = (im.ctime(), im.ctime_nsec()) >= since || shared_written;
+        let relaxed_here = relaxed_for(relaxed, index_path, common_dir);
         let look = if written {
             Look::Written
-        } else if relaxed || !index_path.starts_with(common_dir) {
-            Look::Relaxed
         } else {
             match recorded {
-                Some(r) => Look::Watched(r),
-                None => Look::Relaxed,
+                // A record taken under the same stat rule as now.
+                Some(r) if r.relaxed == relaxed_here => Look::Watched(r),
+                _ => Look::Relaxed,
             }
         };
         let top = match Top::open(top_path) {
@@ -451,8 +489,7 @@ pub fn scan(
             path: index_path,
             file: None,
         };
-        // The entries to look at: (path, id, mtime, size, flagged, only if changed since).
-        let mut todo: Vec<(Vec<u8>, String, u32, u32, bool)> = Vec::new();
+        let mut todo: Vec<Todo> = Vec::new();
         match look {
             Look::Watched(r) => {
                 for e in &r.entries {
@@ -460,7 +497,14 @@ pub fn scan(
                         out.incomplete = Some((index_path.clone(), "damaged watch record".into()));
                         return out;
                     };
-                    todo.push((p, e.id.clone(), e.mtime, e.size, e.flagged));
+                    todo.push(Todo {
+                        rel: p,
+                        want: e.id.clone(),
+                        mtime: e.mtime,
+                        size: e.size,
+                        flagged: e.flagged,
+                        ident: e.ident,
+                    });
                 }
             }
             Look::Written | Look::Relaxed => {
@@ -504,19 +548,28 @@ pub fn scan(
                         gix::index::entry::Flags::SKIP_WORKTREE
                             | gix::index::entry::Flags::ASSUME_VALID,
                     );
-                    todo.push((
-                        e.path(index).to_vec(),
-                        e.id.to_string(),
-                        e.stat.mtime.secs,
-                        e.stat.size,
+                    todo.push(Todo {
+                        rel: e.path(index).to_vec(),
+                        want: e.id.to_string(),
+                        mtime: e.stat.mtime.secs,
+                        size: e.stat.size,
                         flagged,
-                    ));
+                        ident: None,
+                    });
                 }
             }
         }
         let mut filtered: Option<bool> = None;
         let mut crlf: Option<bool> = None;
-        for (rel, want, mtime, size, flagged) in todo {
+        for Todo {
+            rel,
+            want,
+            mtime,
+            size,
+            flagged,
+            ident,
+        } in todo
+        {
             let st = match top.lstat(&rel) {
                 Ok(Some(st)) => st,
                 Ok(None) => continue, // gone: git shows it deleted
@@ -528,8 +581,8 @@ pub fn scan(
             if !flagged && !git_may_take_as_unchanged(mtime, size, &st) {
                 continue; // git reads the file and shows what is there
             }
-            if matches!(look, Look::Relaxed) && !changed_since(&st) {
-                continue; // neither the entry nor the file changed since the pin
+            if ident.is_some_and(|i| i == ident_of(&st)) {
+                continue; // the file the pin saw, unwritten since: the entry unchanged too
             }
             hashed += 1;
             if hashed > MAX_HASHED {
@@ -611,6 +664,7 @@ pub fn pin(
     indexes: &[(PathBuf, PathBuf)],
     common_dir: &Path,
     state: &Path,
+    relaxed: bool,
 ) -> Result<usize, String> {
     let started = crate::layout::walk_cache::now_ns();
     let all =
@@ -628,6 +682,7 @@ pub fn pin(
         let Some(top) = Top::open(top_path)? else {
             continue;
         };
+        let relaxed_here = relaxed_for(relaxed, index_path, common_dir);
         let mut entries = Vec::new();
         for e in index.entries() {
             let mode = e.mode;
@@ -641,8 +696,28 @@ pub fn pin(
             let flagged = e.flags.intersects(
                 gix::index::entry::Flags::SKIP_WORKTREE | gix::index::entry::Flags::ASSUME_VALID,
             );
+            let st = top.lstat(rel)?;
+            if relaxed_here {
+                // Every entry, with the file's identity where it is settled and not racy.
+                let ident = st
+                    .filter(|st| {
+                        i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec)
+                            < started - crate::layout::walk_cache::RACY_MARGIN_NS
+                            && settled(&top, rel, st)
+                    })
+                    .map(|st| ident_of(&st));
+                entries.push(WatchEntry {
+                    path: hex(rel),
+                    id: e.id.to_string(),
+                    mtime: e.stat.mtime.secs,
+                    size: e.stat.size,
+                    flagged,
+                    ident,
+                });
+                continue;
+            }
             let ok = !flagged
-                && match top.lstat(rel)? {
+                && match st {
                     Some(st) if vouched(&e.stat, &st, started) => settled(&top, rel, &st),
                     _ => false,
                 };
@@ -653,6 +728,7 @@ pub fn pin(
                     mtime: e.stat.mtime.secs,
                     size: e.stat.size,
                     flagged,
+                    ident: None,
                 });
             }
         }
@@ -661,6 +737,7 @@ pub fn pin(
             index: hex(index_path.as_os_str().as_bytes()),
             shared: crate::index_paths::shared_index_path(index_path)?
                 .map(|p| hex(p.as_os_str().as_bytes())),
+            relaxed: relaxed_here,
             entries,
         });
     }
@@ -703,7 +780,7 @@ fn settled(top: &Top, rel: &[u8], st: &FileStat) -> bool {
 
 /// The indexes [`check`] and [`pin`] look at: those given, the submodules' below the common
 /// dir's `modules/`, and every repository git enters below them ([`nested_indexes`]).
-fn all_indexes(
+pub(super) fn all_indexes(
     indexes: &[(PathBuf, PathBuf)],
     common_dir: &Path,
 ) -> Result<Vec<(PathBuf, PathBuf)>, (PathBuf, String)> {
@@ -919,6 +996,22 @@ fn submodule_indexes(common: &Path) -> Result<Vec<(PathBuf, PathBuf)>, (PathBuf,
             });
         if let Some(w) = worktree {
             out.push((g.join("index"), super::normalize(&g.join(w))));
+        }
+        // The submodule's own linked worktrees: each entry's index, its work tree the folder
+        // of the `.git` file its `gitdir` names (R23-3).
+        if let Ok(wts) = std::fs::read_dir(g.join("worktrees")) {
+            for e in wts.flatten() {
+                let entry = e.path();
+                let Ok(b) = crate::audit::special::read_regular(&entry.join("gitdir"), 1 << 16)
+                else {
+                    continue;
+                };
+                let text = String::from_utf8_lossy(&b);
+                let dot_git = Path::new(text.trim_end_matches(['\n', '\r']));
+                if let Some(wt) = dot_git.parent().filter(|_| dot_git.is_absolute()) {
+                    out.push((entry.join("index"), wt.to_path_buf()));
+                }
+            }
         }
     }
     Ok(out)

@@ -206,6 +206,15 @@ fn collect_modules(dir: &Path, out: &mut Vec<PathBuf>, found: &mut Found, depth:
         if p.join("HEAD").exists() || p.join("config").exists() {
             out.push(p.clone());
             collect_modules(&p.join("modules"), out, found, depth + 1);
+            // The submodule's own linked worktrees have submodules too
+            // (`<git dir>/worktrees/<id>/modules/`: twenty-third red-team pass, R23-1).
+            if let Ok(wts) = std::fs::read_dir(p.join("worktrees")) {
+                for w in wts.flatten() {
+                    if w.file_type().is_ok_and(|t| t.is_dir()) {
+                        collect_modules(&w.path().join("modules"), out, found, depth + 1);
+                    }
+                }
+            }
         } else {
             collect_modules(&p, out, found, depth + 1);
         }

@@ -8,8 +8,10 @@
 //! work tree under its trusted id, and `status` is clean. Each store gets the same three checks
 //! ([`super::objects`], [`super::packs`], [`super::graph`]), with records of its own beside
 //! the state file: the repository's are named after the state file (`<state>.objects`,
-//! `.packs`, `.graphs`); a submodule's after `<state>.modules/<rel>` (`<rel>.objects`, …),
-//! `<rel>` its git dir relative to the common dir with `%` and `/` written `%25` and `%2F`. A submodule first seen
+//! `.packs`, `.graphs`); another store's after `<state>.modules/<id>` (`<id>.objects`, …),
+//! `<id>` the SHA-1 of its key: its git dir relative to the common dir, or the absolute git
+//! dir of a repository nested in a work tree (whose store the owner's checkout there reads).
+//! A submodule's own linked worktrees' submodules are walked too. A store first seen
 //! by a check (cloned during the turn) has no record: every object in it is verified.
 
 use super::Outcome;
@@ -33,9 +35,11 @@ fn records_dir(state: &Path) -> PathBuf {
     state.with_file_name(name)
 }
 
-/// The records' base path of the submodule git dir `rel` (relative to the common dir).
-fn records_for(state: &Path, rel: &str) -> PathBuf {
-    records_dir(state).join(rel.replace('%', "%25").replace('/', "%2F"))
+/// The records' base path of the store whose git dir is `key` (relative to the common dir,
+/// or absolute for a repository nested in a work tree): named by the SHA-1 of `key`'s bytes,
+/// so any name fits a file name (a long submodule name overflowed it: R23-2).
+fn records_for(state: &Path, key: &str) -> PathBuf {
+    records_dir(state).join(super::state::blob_id(key.as_bytes()))
 }
 
 /// Make the records' folder (mode 0700, beside the state file) when a submodule store needs it.
@@ -52,9 +56,15 @@ fn make_records_dir(state: &Path, all: &[Store]) -> Result<(), String> {
     }
 }
 
-/// Every store of the repository whose common dir is `common`, the repository's first;
-/// `Err` names what could not be walked (a bound reached).
-pub fn stores(common: &Path, state: &Path) -> Result<Vec<Store>, (PathBuf, String)> {
+/// Every store of the repository whose common dir is `common`, the repository's first, then
+/// its submodules', then those of `nested`: the git dirs of repositories nested in a work
+/// tree (a submodule whose git dir is a folder there: the owner's checkout in it reads that
+/// store, R23-2). `Err` names what could not be walked (a bound reached).
+pub fn stores(
+    common: &Path,
+    state: &Path,
+    nested: &[PathBuf],
+) -> Result<Vec<Store>, (PathBuf, String)> {
     let mut out = vec![Store {
         git_dir: common.to_path_buf(),
         records: state.to_path_buf(),
@@ -81,7 +91,30 @@ pub fn stores(common: &Path, state: &Path) -> Result<Vec<Store>, (PathBuf, Strin
             });
         }
     }
+    for g in nested {
+        if g.starts_with(common) || out.iter().any(|s| &s.git_dir == g) {
+            continue;
+        }
+        let key = g.to_string_lossy().into_owned();
+        out.push(Store {
+            records: records_for(state, &key),
+            git_dir: g.clone(),
+            rel: key,
+        });
+    }
     Ok(out)
+}
+
+/// The git dirs of the repositories nested in the work trees of `st` (git dir outside the
+/// common dir) that the owner's git enters (`indexstat`'s walk of gitlinks and
+/// `.gitmodules`).
+fn nested_of(st: &super::state::State) -> Result<Vec<PathBuf>, (PathBuf, String)> {
+    let indexes = super::compare::index_work_trees(st, &st.entries);
+    Ok(super::indexstat::all_indexes(&indexes, &st.common_dir)?
+        .into_iter()
+        .filter_map(|(i, _)| i.parent().map(Path::to_path_buf))
+        .filter(|g| !g.starts_with(&st.common_dir))
+        .collect())
 }
 
 /// `objects/<x>` of `store`, as the pin's refusal names it.
@@ -96,8 +129,11 @@ fn named(store: &Store, what: &str) -> String {
 /// Pin every store: record its loose objects, commit-graphs and packs. Returns the armed
 /// findings (one line each, naming the rule and the file) that refuse the pin unless the
 /// owner accepts them.
-pub fn pin(common: &Path, state: &Path) -> Result<Vec<String>, String> {
-    let all = stores(common, state).map_err(|(p, why)| format!("{}: {why}", p.display()))?;
+pub fn pin(st: &super::state::State, state: &Path) -> Result<Vec<String>, String> {
+    let common = &st.common_dir;
+    let all = nested_of(st)
+        .and_then(|n| stores(common, state, &n))
+        .map_err(|(p, why)| format!("{}: {why}", p.display()))?;
     make_records_dir(state, &all)?;
     let mut found = Vec::new();
     for s in &all {
@@ -138,7 +174,7 @@ pub fn check(
     restore: bool,
     emit: &mut dyn FnMut(Event),
 ) -> Outcome {
-    let (all, mut outcome) = match stores(&st.common_dir, state) {
+    let (all, mut outcome) = match nested_of(st).and_then(|n| stores(&st.common_dir, state, &n)) {
         Ok(v) => (v, Outcome::Clean),
         Err((p, why)) => {
             emit(
@@ -190,8 +226,8 @@ mod tests {
     use super::*;
 
     /// The repository's store first, then every submodule git dir below `modules/` (nested,
-    /// names with slashes) and `worktrees/<id>/modules/`, each with records of its own whose
-    /// names cannot collide (`%` and `/` escaped).
+    /// names with slashes) and `worktrees/<id>/modules/`, then nested git dirs outside the
+    /// common dir, each with records of its own named by the hash of its key.
     #[test]
     fn every_submodule_git_dir_is_a_store_with_its_own_records() {
         let t = tempfile::tempdir().unwrap();
@@ -207,45 +243,39 @@ mod tests {
             std::fs::write(common.join(d).join("HEAD"), "ref: refs/heads/main\n").unwrap();
         }
         let state = t.path().join("st.json");
-        let all = stores(&common, &state).unwrap();
+        let inner = t.path().join("wt/vendor/.git");
+        let all = stores(&common, &state, &[inner.clone(), common.join("modules/a")]).unwrap();
         assert_eq!(all[0].git_dir, common);
         assert_eq!(all[0].records, state);
-        let mut rest: Vec<(String, String)> = all[1..]
-            .iter()
-            .map(|s| {
-                (
-                    s.rel.clone(),
-                    s.records
-                        .strip_prefix(t.path())
-                        .unwrap()
-                        .display()
-                        .to_string(),
-                )
-            })
-            .collect();
+        let mut rest: Vec<String> = all[1..].iter().map(|s| s.rel.clone()).collect();
         rest.sort();
+        let inner_key = inner.to_string_lossy().into_owned();
+        let mut want = vec![
+            "modules/a",
+            "modules/a/modules/b",
+            "modules/p%2Fq",
+            "modules/x/y",
+            "worktrees/w1/modules/c",
+            inner_key.as_str(),
+        ];
+        want.sort();
         assert_eq!(
-            rest,
-            [
-                ("modules/a", "st.json.modules/modules%2Fa"),
-                (
-                    "modules/a/modules/b",
-                    "st.json.modules/modules%2Fa%2Fmodules%2Fb"
-                ),
-                ("modules/p%2Fq", "st.json.modules/modules%2Fp%252Fq"),
-                ("modules/x/y", "st.json.modules/modules%2Fx%2Fy"),
-                (
-                    "worktrees/w1/modules/c",
-                    "st.json.modules/worktrees%2Fw1%2Fmodules%2Fc"
-                ),
-            ]
-            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+            rest, want,
+            "a nested git dir once, one below the common dir not again"
         );
+        for s in &all[1..] {
+            assert_eq!(
+                s.records,
+                t.path()
+                    .join("st.json.modules")
+                    .join(crate::integrity::state::blob_id(s.rel.as_bytes()))
+            );
+        }
         // No submodule: the repository's store alone, no records folder made.
         let lone = t.path().join("lone.git");
         std::fs::create_dir_all(lone.join("objects")).unwrap();
         let st2 = t.path().join("lone.json");
-        let all = stores(&lone, &st2).unwrap();
+        let all = stores(&lone, &st2, &[]).unwrap();
         assert_eq!(all.len(), 1);
         make_records_dir(&st2, &all).unwrap();
         assert!(!records_dir(&st2).exists());

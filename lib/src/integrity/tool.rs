@@ -74,7 +74,7 @@ pub fn pin_state(a: &PinArgs) -> Result<super::Pinned, IntegrityError> {
     // files not in the previous record verified against the commits, pack identities (a pack
     // new since the previous pin of this state path verified). What fails is not recorded, and
     // refuses the pin unless the owner accepts it.
-    let found = super::stores::pin(&pinned.state.common_dir, &pinned.path)
+    let found = super::stores::pin(&pinned.state, &pinned.path)
         .map_err(|reason| IntegrityError::StateWrite(pinned.path.clone(), reason))?;
     // The index entries the pin cannot vouch for (`indexstat::pin`): what the check looks at
     // in an index not written during the turn.
@@ -82,6 +82,7 @@ pub fn pin_state(a: &PinArgs) -> Result<super::Pinned, IntegrityError> {
         &super::compare::index_work_trees(&pinned.state, &pinned.state.entries),
         &pinned.state.common_dir,
         &pinned.path,
+        pinned.state.stat_relaxed,
     )
     .map_err(|reason| IntegrityError::StateWrite(pinned.path.clone(), reason))?;
     if !found.is_empty() && !a.accept_armed {
