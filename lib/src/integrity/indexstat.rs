@@ -780,18 +780,36 @@ fn settled(top: &Top, rel: &[u8], st: &FileStat) -> bool {
 
 /// The indexes [`check`] and [`pin`] look at: those given, the submodules' below the common
 /// dir's `modules/`, and every repository git enters below them ([`nested_indexes`]).
+///
+/// Kept for the process (the index check and the object stores' walk ask for the same list in
+/// one check; the agent's processes are stopped meanwhile, as the threat model has it), keyed
+/// by the arguments: another list given is walked again.
 pub(super) fn all_indexes(
     indexes: &[(PathBuf, PathBuf)],
     common_dir: &Path,
 ) -> Result<Vec<(PathBuf, PathBuf)>, (PathBuf, String)> {
-    let mut all = indexes.to_vec();
-    all.extend(submodule_indexes(common_dir)?);
-    let more = nested_indexes(&all)?;
-    all.extend(more);
-    all.sort();
-    all.dedup();
-    Ok(all)
+    type Memo = (Vec<(PathBuf, PathBuf)>, PathBuf, AllIndexes);
+    static MEMO: std::sync::Mutex<Option<Memo>> = std::sync::Mutex::new(None);
+    let mut memo = MEMO.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((i, c, r)) = memo.as_ref() {
+        if i.as_slice() == indexes && c == common_dir {
+            return r.clone();
+        }
+    }
+    let r = (|| {
+        let mut all = indexes.to_vec();
+        all.extend(submodule_indexes(common_dir)?);
+        let more = nested_indexes(&all)?;
+        all.extend(more);
+        all.sort();
+        all.dedup();
+        Ok(all)
+    })();
+    *memo = Some((indexes.to_vec(), common_dir.to_path_buf(), r.clone()));
+    r
 }
+
+type AllIndexes = Result<Vec<(PathBuf, PathBuf)>, (PathBuf, String)>;
 
 /// The tree ids git would write for the entries of `index`, by folder (`""` the top), as
 /// `cache-tree.c` makes them: stage-0 entries less intent-to-add ones, each folder's items
@@ -1044,41 +1062,75 @@ fn nested_indexes(
         .collect();
     let mut seen: std::collections::BTreeSet<(PathBuf, PathBuf)> = tops.iter().cloned().collect();
     while let Some((index, top, depth, given)) = work.pop() {
-        let mut subs: Vec<PathBuf> = match super::embedded::gitlink_paths(&index) {
-            Ok(p) => p.into_iter().map(|r| top.join(r)).collect(),
-            // The indexes given are `embedded::armed`'s too, which reports them unreadable.
-            Err(_) if given => Vec::new(),
-            Err(why) => return Err((index, why)),
-        };
+        // The repositories' paths relative to `top`, each once (a gitlink and its
+        // `.gitmodules` entry name the same one).
+        let mut subs: std::collections::BTreeSet<Vec<u8>> =
+            match super::embedded::gitlink_paths(&index) {
+                Ok(p) => p
+                    .into_iter()
+                    .map(|r| r.into_os_string().into_vec())
+                    .collect(),
+                // The indexes given are `embedded::armed`'s too, which reports them unreadable.
+                Err(_) if given => Default::default(),
+                Err(why) => return Err((index, why)),
+            };
         if let Ok(b) = crate::audit::special::read_regular(&top.join(".gitmodules"), 1 << 20) {
             for l in String::from_utf8_lossy(&b).lines() {
                 let Some((k, v)) = l.trim().split_once('=') else {
                     continue;
                 };
-                if k.trim().eq_ignore_ascii_case("path") {
-                    subs.push(super::normalize(&top.join(v.trim().trim_matches('"'))));
+                if !k.trim().eq_ignore_ascii_case("path") {
+                    continue;
+                }
+                let v = v.trim().trim_matches('"');
+                // Plain relative paths as they are; anything else normalised and kept only
+                // inside `top`.
+                let plain = !v.is_empty()
+                    && !v.starts_with('/')
+                    && v.split('/').all(|c| !c.is_empty() && c != "." && c != "..");
+                if plain {
+                    subs.insert(v.as_bytes().to_vec());
+                } else if let Ok(r) = super::normalize(&top.join(v)).strip_prefix(&top) {
+                    if !r.as_os_str().is_empty() {
+                        subs.insert(r.as_os_str().as_bytes().to_vec());
+                    }
                 }
             }
         }
-        for sub in subs {
-            if !sub.starts_with(&top) || sub == top {
-                continue;
+        let top_fd = if subs.is_empty() {
+            None
+        } else {
+            match Top::open(&top) {
+                Ok(t) => t,
+                Err(e) => return Err((top.clone(), e)),
             }
+        };
+        for rel in subs {
+            let Some(t) = &top_fd else { break };
+            let sub = top.join(std::ffi::OsStr::from_bytes(&rel));
             let dot_git = sub.join(".git");
-            // `stat`, as git's: a `.git` link to a folder is a git dir to git.
-            let m = match std::fs::metadata(&dot_git) {
-                Ok(m) => m,
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::NotFound
-                        || e.raw_os_error() == Some(nix::libc::ENOTDIR) =>
-                {
+            let mut rel_git = rel.clone();
+            rel_git.extend_from_slice(b"/.git");
+            // `stat` (links followed), as git's: a `.git` link to a folder is a git dir to
+            // git. Relative to the work tree held open, as git reaches it.
+            let st = match nix::sys::stat::fstatat(
+                &t.fd,
+                std::ffi::OsStr::from_bytes(&rel_git),
+                nix::fcntl::AtFlags::empty(),
+            ) {
+                Ok(st) => st,
+                Err(nix::errno::Errno::ENOENT) | Err(nix::errno::Errno::ENOTDIR) => {
                     continue; // not populated: git does not enter it
                 }
-                // A path too long once made absolute, a folder that cannot be searched, a
-                // link loop: not known, so not clean (R22-3).
+                // A folder that cannot be searched, a link loop: not known, so not clean
+                // (R22-3).
                 Err(e) => return Err((dot_git, format!("cannot stat: {e}"))),
             };
-            let git_dir = if m.is_dir() {
+            use nix::sys::stat::SFlag;
+            let kind = st.st_mode & SFlag::S_IFMT.bits();
+            let m_is_dir = kind == SFlag::S_IFDIR.bits();
+            let m_is_file = kind == SFlag::S_IFREG.bits();
+            let git_dir = if m_is_dir {
                 // A `.git` link to a folder: its index read where the link leads (the index
                 // reads refuse links on the way).
                 match std::fs::symlink_metadata(&dot_git) {
@@ -1088,7 +1140,7 @@ fn nested_indexes(
                     },
                     _ => dot_git,
                 }
-            } else if m.is_file() {
+            } else if m_is_file {
                 match super::embedded::gitfile_target(&dot_git, &sub) {
                     Some(g) => g,
                     None => continue, // not a gitfile: git does not enter it either
