@@ -551,6 +551,43 @@ pub static WORKTREE_CONFIG_VERBS: &[(&str, &str)] = &[
     ("sparse-checkout", "disable"),
 ];
 
+/// Commands git-shim refuses whatever their arguments (rule `command`), with what each runs:
+/// a child git or a program named on the command line itself, which the shim never sees.
+pub static REFUSED_COMMANDS: &[(&str, &str)] = &[
+    ("for-each-repo", "runs `git -C <each repository> <its arguments>` as a child git from git's exec path, never through git-shim, so none of its rules apply to those arguments (rt24 W4)"),
+    ("remote-ext", "runs the command line it is given (the ext:: transport's helper, typed as a command; rt24 W5)"),
+];
+
+/// Commands (and `remote` verbs; `""`: every call) whose operands git hands on, with no `--`
+/// before them, to a child `git fetch` or `git push` (pull's repository and refspecs, each
+/// member of `fetch --multiple` and `remote update`, the remote named by `remote add`/`rename`,
+/// which maintenance's prefetch task, `fetch --all` and `remote update` pass later): an
+/// operand starting with `-` (typed after `--`) is an option there (`--upload-pack=<prog>`).
+/// git-shim refuses such operands (rule `dash-operand`; rt24 W7, W8).
+pub static OPERANDS_TO_CHILD: &[(&str, &str)] = &[
+    ("pull", ""),
+    ("fetch", ""),
+    ("push", ""),
+    ("remote", "add"),
+    ("remote", "rename"),
+    ("remote", "update"),
+    ("remote", "set-url"),
+    ("remote", "set-head"),
+    ("remote", "set-branches"),
+    ("remote", "prune"),
+    ("remote", "show"),
+];
+
+/// Config sections whose subsection is a remote's name (`remote.<name>.url`): git passes the
+/// name to a child `git fetch` as an argument (maintenance's prefetch, `fetch --all`,
+/// `remote update`), so a name starting with `-` is refused in every write (rt24 W8).
+pub static REMOTE_NAME_SECTIONS: &[&str] = &["remote"];
+
+/// Keys whose value is a list of remote names (`remotes.<group>`, split at whitespace): each
+/// word reaches a child `git fetch` as an argument (`fetch --multiple <group>`, `remote update
+/// <group>`), so a word starting with `-` is refused (rt24 W6).
+pub static REMOTE_GROUP_KEYS: &[KeyPattern] = &[KeyPattern::Section { section: "remotes" }];
+
 /// Keys git reads as one setting under two names (lower-cased). `gpg.program` is the legacy
 /// name of `gpg.openpgp.program`: gpg-interface.c's `git_gpg_config` stores either into the
 /// same field, so the one read last wins. An owner's value under either name is the owner's
@@ -689,6 +726,12 @@ pub static ENV: &[EnvEntry] = &[
     rm("PERL5OPT", "code loading for Perl commands", "§2b"),
     rm("PYTHONPATH", "code loading for Python commands", "§2b"),
     rm("PYTHONSTARTUP", "code loading for Python", "§2b"),
+    rm("PYTHONHOME", "the standard library Python commands (git-p4) load", "§2b"),
+    rm("PYTHONUSERBASE", "user site-packages: their .pth files run at Python's start", "§2b"),
+    rm("PYTHONWARNINGS", "a warning category names a module, which Python imports", "§2b"),
+    rm("TCLLIBPATH", "package loading for Tcl commands (gitk, git gui)", "§2b"),
+    rm("TCL_LIBRARY", "the Tcl library gitk and git gui load", "§2b"),
+    rm("TK_LIBRARY", "the Tk library gitk and git gui load", "§2b"),
     rm("LD_*", "loader code injection (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, …)", "§2b"),
     rm("GCONV_PATH", "glibc's iconv loads modules from it (git re-encodes commit messages)", "§2b"),
     rm("LOCPATH", "glibc locale data location", "§2b"),
@@ -703,6 +746,12 @@ pub static ENV: &[EnvEntry] = &[
     rm("ENV", "sourced by POSIX sh", "§2b"),
     rm("OPENSSL_CONF", "OpenSSL engine loading", "§2b"),
     rm("BROWSER", "browser for web--browse", "§2b"),
+    rm("MANPAGER", "man's pager (git help runs man: man.viewer=man): a program run as given (rt24 W1)", "§2b"),
+    rm("MANOPT", "man's default options (-P<pager>, -H<browser>, --html=<browser> name programs; rt24 W1)", "§2b"),
+    rm("MANROFFOPT", "options man passes to groff (-U: unsafe mode, .sy runs a command)", "§2b"),
+    rm("MANPATH", "where man finds pages (agent-written pages for git help)", "§2b"),
+    rm("GROFF_*", "GROFF_BIN_PATH, GROFF_COMMAND_PREFIX: where groff finds troff and its postprocessors", "§2b"),
+    rm("INFO_PRINT_COMMAND", "info's print program (git help -i)", "§2b"),
     setenv("GIT_EDITOR", ":", "beats core.editor; ':' means do not launch", "§2b"),
     setenv("GIT_SEQUENCE_EDITOR", ":", "beats sequence.editor (GIT_EDITOR alone does not)", "§2b"),
     setenv("GIT_PAGER", "cat", "beats core.pager and pager.<cmd>", "§2b"),

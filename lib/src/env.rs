@@ -184,14 +184,33 @@ pub fn system_config_for(exec_path: &Path) -> PathBuf {
 /// `read` until end of file, `close`. std's `read` first `fstat`s the file (and `lseek`s) for
 /// a size hint; the files the shim reads on each call (the pin, the validated policy, git's
 /// probe) are a few hundred bytes, read in one `read` plus the one that sees the end.
+///
+/// The file is opened without blocking (`O_NONBLOCK`: a FIFO or a device in its place opens at
+/// once instead of waiting for a writer) and refused unless `fstat` says it is a regular file
+/// (`InvalidData`, "not a regular file"): a FIFO at the pin made every call hang (rt24). The
+/// `fstat` is the one system call this adds.
 pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)?;
+    let m = f.metadata()?;
+    if !m.is_file() {
+        return Err(std::io::Error::new(
+            if m.is_dir() {
+                std::io::ErrorKind::IsADirectory
+            } else {
+                std::io::ErrorKind::InvalidData
+            },
+            "not a regular file",
+        ));
+    }
     // `File`'s own `read_to_end` asks for the size; through `Take` it is std's generic one,
     // which reads into the vector's spare capacity (not zeroed first) until a read returns 0.
     let mut out = Vec::with_capacity(4096);
-    std::fs::File::open(path)?
-        .take(u64::MAX)
-        .read_to_end(&mut out)?;
+    f.take(u64::MAX).read_to_end(&mut out)?;
     Ok(out)
 }
 
@@ -1220,6 +1239,41 @@ mod tests {
     /// `read_small` (no `fstat` for a size hint) returns what `std::fs::read` returns: the
     /// same bytes for an empty file, a one-read file and one longer than its buffer (several
     /// reads), and an error of the same kind where `fs::read` fails.
+    #[test]
+    fn read_small_refuses_a_fifo_without_blocking() {
+        let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("pin");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        // Positive control: a plain open of the FIFO blocks (no writer), so the test would
+        // catch a blocking read; it is run on a thread that is left behind.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let f2 = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = std::fs::File::open(&f2);
+            let _ = tx.send(());
+        });
+        assert!(rx
+            .recv_timeout(std::time::Duration::from_millis(300))
+            .is_err());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let f3 = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(read_small(&f3).map_err(|e| e.kind()));
+        });
+        let r = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("read_small blocked on a FIFO");
+        assert_eq!(r, Err(std::io::ErrorKind::InvalidData));
+        // A folder is not a regular file either.
+        assert!(read_small(t.path()).is_err());
+        // Unblock the left-behind plain open.
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+            .open(&fifo);
+    }
+
     #[test]
     fn read_small_reads_what_fs_read_reads() {
         let t = tempfile::tempdir().unwrap();

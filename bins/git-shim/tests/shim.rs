@@ -1382,3 +1382,420 @@ fn duplicate_environment_entries_meet_the_rules_of_the_first() {
         );
     }
 }
+
+/// A payload that records that it ran (and fails, so a transport stops there).
+fn payload(w: &World) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let canary = w.home.join("FIRED");
+    let pay = w.home.join("pay.sh");
+    std::fs::write(
+        &pay,
+        format!(
+            "#!/bin/sh\necho ran >> {}\ncat >/dev/null 2>&1 </dev/null\nexit 1\n",
+            canary.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&pay, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (pay, canary)
+}
+
+/// Did the canary fire? Removes it.
+fn fired(canary: &Path) -> bool {
+    let f = canary.exists();
+    let _ = std::fs::remove_file(canary);
+    f
+}
+
+#[test]
+fn rt24_for_each_repo_and_remote_ext_are_refused() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        let (pay, canary) = payload(&w);
+        std::fs::write(w.repo.join("a.txt"), "changed\n").unwrap();
+        let r = format!("x.r={}", w.repo.display());
+        let diff_ext = format!("diff.external={}", pay.display());
+        let w4 = [
+            "-c",
+            &r,
+            "for-each-repo",
+            "--config=x.r",
+            "--",
+            "-c",
+            &diff_ext,
+            "diff",
+        ];
+        // Positive control: plain git's child runs the program.
+        let _ = w.plain_out(&w.repo, &w4);
+        assert!(fired(&canary), "{}: W4 control did not fire", g.display());
+        w.refused(&w.repo, &w4, "command");
+        assert!(!fired(&canary));
+        // The persistent form: plain git writes core.hooksPath, the shim refuses.
+        let hooks = w.home.join("hooks");
+        let hooks = hooks.to_str().unwrap();
+        let w4c = [
+            "-c",
+            &r,
+            "for-each-repo",
+            "--config=x.r",
+            "--",
+            "config",
+            "core.hooksPath",
+            hooks,
+        ];
+        let config = w.repo.join(".git/config");
+        let before = std::fs::read(&config).unwrap();
+        w.refused(&w.repo, &w4c, "command");
+        assert_eq!(std::fs::read(&config).unwrap(), before);
+        let _ = w.plain_out(&w.repo, &w4c);
+        assert_ne!(std::fs::read(&config).unwrap(), before, "W4 control");
+        std::fs::write(&config, &before).unwrap();
+        // An alias to it (in the global config the agent may choose) meets the same rule.
+        let mut cfg = std::fs::read_to_string(w.home.join("gitconfig")).unwrap();
+        cfg.push_str("[alias]\n\tfe = for-each-repo\n");
+        std::fs::write(w.home.join("gitconfig"), cfg).unwrap();
+        w.refused(
+            &w.repo,
+            &["-c", &r, "fe", "--config=x.r", "--", "status"],
+            "command",
+        );
+        // W5: remote-ext runs the command it is given.
+        let cmd = format!("sh -c {}", pay.display());
+        let ext = |c: &mut Command| {
+            use std::io::Write;
+            let mut child = c
+                .args(["remote-ext", "x", &cmd])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let _ = child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"connect git-upload-pack\n");
+            child.wait_with_output().unwrap()
+        };
+        let mut c = Command::new(&w.git);
+        w.env(&mut c);
+        c.current_dir(&w.repo);
+        let _ = ext(&mut c);
+        assert!(fired(&canary), "{}: W5 control did not fire", g.display());
+        let o = ext(&mut w.shim_cmd(&w.repo));
+        assert_eq!(o.status.code(), Some(121));
+        assert!(String::from_utf8_lossy(&o.stderr).starts_with("git-shim: refused (command): "));
+        assert!(!fired(&canary));
+    }
+}
+
+/// A world whose `origin` is a local path (its upload-pack runs here, so `--upload-pack`
+/// matters).
+fn with_local_origin(g: &Path) -> World {
+    let w = World::new(g, "");
+    let up = w.home.join("up.git");
+    w.plain(
+        &w.home,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            w.repo.to_str().unwrap(),
+            up.to_str().unwrap(),
+        ],
+    );
+    w.plain(&w.repo, &["remote", "add", "origin", up.to_str().unwrap()]);
+    w.plain(&w.repo, &["fetch", "-q", "origin"]);
+    w.plain(&w.repo, &["branch", "-q", "--set-upstream-to=origin/main"]);
+    w
+}
+
+#[test]
+fn rt24_options_passed_to_child_fetch_as_operands_are_refused() {
+    for g in gits() {
+        let w = with_local_origin(&g);
+        let (pay, canary) = payload(&w);
+        let up = format!("--upload-pack={}", pay.display());
+        // W7: `--` before an option the child fetch reads as one.
+        for line in [
+            vec!["pull", "--", up.as_str()],
+            vec!["remote", "update", "--", up.as_str()],
+        ] {
+            let _ = w.plain_out(&w.repo, &line);
+            assert!(
+                fired(&canary),
+                "{}: control {line:?} did not fire",
+                g.display()
+            );
+            w.refused(&w.repo, &line, "dash-operand");
+            assert!(!fired(&canary));
+        }
+        // The same through fetch --multiple (its members go to child fetches as they are).
+        w.refused(
+            &w.repo,
+            &["fetch", "--multiple", "--", up.as_str()],
+            "dash-operand",
+        );
+        // W6: a remote group whose member is an option.
+        let grp = format!("remotes.g={up}");
+        for line in [
+            vec!["-c", grp.as_str(), "fetch", "--multiple", "g"],
+            vec!["-c", grp.as_str(), "remote", "update", "g"],
+        ] {
+            let _ = w.plain_out(&w.repo, &line);
+            assert!(
+                fired(&canary),
+                "{}: control {line:?} did not fire",
+                g.display()
+            );
+            w.refused(&w.repo, &line, "transient-config");
+            assert!(!fired(&canary));
+        }
+        w.refused(&w.repo, &["config", "remotes.g", &up], "config-key");
+        w.refused(
+            &w.repo,
+            &["config", "remotes.g", &format!("origin {up}")],
+            "config-key",
+        );
+        // W8: a remote named as an option, fetched later by `fetch --all` (and maintenance's
+        // prefetch, `remote update`).
+        let add = [
+            "remote",
+            "add",
+            "--",
+            up.as_str(),
+            "https://example.invalid/x",
+        ];
+        let config = w.repo.join(".git/config");
+        let before = std::fs::read(&config).unwrap();
+        w.refused(&w.repo, &add, "dash-operand");
+        w.refused(
+            &w.repo,
+            &[
+                "config",
+                &format!("remote.{up}.url"),
+                "https://example.invalid/x",
+            ],
+            "config-key",
+        );
+        assert_eq!(std::fs::read(&config).unwrap(), before);
+        assert!(!fired(&canary));
+        // (git's `remote add` refuses this name only because the temporary folder's name
+        // starts with '.', an invalid ref component; the config write is what it stores.)
+        w.plain(
+            &w.repo,
+            &[
+                "config",
+                &format!("remote.{up}.url"),
+                "https://example.invalid/x",
+            ],
+        );
+        let _ = w.plain_out(&w.repo, &["fetch", "--all"]);
+        assert!(fired(&canary), "{}: W8 control did not fire", g.display());
+        std::fs::write(&config, &before).unwrap();
+        // The ordinary forms work.
+        w.ok(&w.repo, &["pull", "-q", "--", "origin", "main"]);
+        w.ok(
+            &w.repo,
+            &["-c", "remotes.g=origin", "fetch", "-q", "--multiple", "g"],
+        );
+        w.ok(&w.repo, &["config", "remotes.g", "origin"]);
+        w.ok(&w.repo, &["remote", "update", "g"]);
+        assert!(!fired(&canary));
+    }
+}
+
+#[test]
+fn rt24_aliases_as_git_finds_them() {
+    use std::os::unix::fs::PermissionsExt;
+    for g in gits() {
+        let w = World::new(&g, "");
+        let (pay, canary) = payload(&w);
+        let mut cfg = std::fs::read_to_string(w.home.join("gitconfig")).unwrap();
+        cfg.push_str(&format!(
+            "[alias \"zz\"]\n\tx = !{p}\n[alias]\n\tzz = !{p}\n",
+            p = pay.display()
+        ));
+        std::fs::write(w.home.join("gitconfig"), cfg).unwrap();
+        // W3: the name after `alias.` is compared case-insensitively, subsection included.
+        for word in ["ZZ.x", "Zz.X", "zz.x"] {
+            let _ = w.plain_out(&w.repo, &[word]);
+            assert!(
+                fired(&canary),
+                "{}: control `git {word}` did not fire",
+                g.display()
+            );
+            w.refused(&w.repo, &[word], "alias");
+            assert!(!fired(&canary));
+        }
+        // W2: an executable git-zz whose `#!` interpreter is missing: git falls back to the
+        // alias.
+        let agentbin = w.home.join("agentbin");
+        std::fs::create_dir_all(&agentbin).unwrap();
+        let zz = agentbin.join("git-zz");
+        std::fs::write(&zz, "#!/nonexistent/interpreter\n").unwrap();
+        std::fs::set_permissions(&zz, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}:/usr/bin:/bin", w.bin.display(), agentbin.display());
+        let mut c = Command::new(&w.git);
+        w.env(&mut c);
+        let _ = c
+            .env("PATH", &path)
+            .current_dir(&w.repo)
+            .arg("zz")
+            .output()
+            .unwrap();
+        assert!(fired(&canary), "{}: W2 control did not fire", g.display());
+        let o = w
+            .shim_cmd(&w.repo)
+            .env("PATH", &path)
+            .arg("zz")
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(121),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(String::from_utf8_lossy(&o.stderr).starts_with("git-shim: refused (alias): "));
+        assert!(!fired(&canary));
+    }
+}
+
+#[test]
+fn rt24_man_variables_do_not_reach_git_help() {
+    if !Path::new("/usr/bin/script").exists() || !Path::new("/usr/bin/man").exists() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "script and man are needed"
+        );
+        eprintln!("SKIPPED: script or man missing");
+        return;
+    }
+    for g in gits() {
+        let w = World::new(&g, "");
+        let (pay, canary) = payload(&w);
+        for var in [
+            format!("MANPAGER={}", pay.display()),
+            format!("MANOPT=-P{}", pay.display()),
+        ] {
+            let (k, v) = var.split_once('=').unwrap();
+            // `git help log` on a terminal (script gives it one): man runs the pager.
+            let help = |git: &Path| {
+                let mut c = Command::new("/usr/bin/script");
+                w.env(&mut c);
+                c.env("GITWARD_POLICY", &w.policy)
+                    .env(k, v)
+                    .current_dir(&w.repo)
+                    .args(["-qec", &format!("{} help log", git.display()), "/dev/null"])
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .unwrap()
+            };
+            let _ = help(&w.git);
+            if !fired(&canary) {
+                // No manual page for git on this machine: nothing to control against.
+                eprintln!(
+                    "SKIPPED {var} for {}: plain git help log ran no pager",
+                    g.display()
+                );
+                continue;
+            }
+            let _ = help(&w.bin.join("git"));
+            assert!(
+                !fired(&canary),
+                "{}: {var} ran through the shim",
+                g.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn rt24_a_fifo_in_place_of_the_pin_or_a_cache_does_not_hang() {
+    use std::time::{Duration, Instant};
+    let g = &gits()[0];
+    let w = World::new(g, "");
+    let dir = w.home.join("pinned");
+    let out = Command::new(env!("CARGO_BIN_EXE_git-shim"))
+        .arg("--install")
+        .arg(&dir)
+        .arg("--policy")
+        .arg(&w.policy)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Run the pinned shim with a deadline; Some(code) when it ended in time.
+    let run = || {
+        let mut c = Command::new(dir.join("git"));
+        w.env(&mut c);
+        let mut child = c
+            .current_dir(&w.repo)
+            .args(["rev-parse", "--git-dir"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                return Some(s.code());
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    assert_eq!(run(), Some(Some(0)));
+    let mkfifo = |p: &Path| {
+        let _ = std::fs::remove_file(p);
+        nix::unistd::mkfifo(p, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    };
+    // The cached policy and the probe caches as FIFOs: read as missing, git still runs.
+    mkfifo(&dir.join("git-shim.policy.json"));
+    let probes: Vec<PathBuf> = walk_files(&w.home)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("probe-"))
+        })
+        .collect();
+    assert!(!probes.is_empty(), "no probe cache was written");
+    for p in &probes {
+        mkfifo(p);
+    }
+    assert_eq!(
+        run(),
+        Some(Some(0)),
+        "a cache FIFO blocked or failed the call"
+    );
+    // The pin as a FIFO: the documented setup failure, at once.
+    mkfifo(&dir.join("git-shim.policy"));
+    assert_eq!(
+        run(),
+        Some(Some(124)),
+        "a FIFO pin blocked the call or was used"
+    );
+}
+
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => out.extend(walk_files(&p)),
+                Ok(_) => out.push(p),
+                Err(_) => {}
+            }
+        }
+    }
+    out
+}

@@ -585,9 +585,17 @@ impl Repository for GitRepo<'_> {
         }
     }
 
+    /// git's `alias_lookup`: every `alias.*` key whose whole name after `alias.` equals the
+    /// word case-insensitively, subsection included (`git ZZ.x` finds `[alias "zz"] x`; rt24
+    /// W3); the last one read wins.
     fn alias(&self, name: &str) -> Option<String> {
-        match self.ask(&["config", "--get", &format!("alias.{name}")]) {
-            Some((true, out)) => Some(out.strip_suffix('\n').unwrap_or(&out).to_owned()),
+        match self.ask(&["config", "--null", "--get-regexp", r"^alias\."]) {
+            Some((true, out)) => out
+                .split('\0')
+                .filter_map(|e| e.split_once('\n'))
+                .filter(|(k, _)| k.get(6..).is_some_and(|n| n.eq_ignore_ascii_case(name)))
+                .map(|(_, v)| v.to_owned())
+                .next_back(),
             _ => None,
         }
     }
@@ -658,21 +666,6 @@ impl Repository for GitRepo<'_> {
             }
         }
         Ok(Vec::new())
-    }
-
-    fn is_external(&self, name: &str) -> bool {
-        use std::os::unix::fs::PermissionsExt;
-        if name.contains('/') || name.is_empty() {
-            return false;
-        }
-        let file = format!("git-{name}");
-        let path_var = std::env::var_os("PATH").unwrap_or_default();
-        std::iter::once(self.session.probe.exec_path.clone())
-            .chain(std::env::split_paths(&path_var).filter(|p| p.is_absolute()))
-            .any(|d| {
-                std::fs::metadata(d.join(&file))
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            })
     }
 }
 

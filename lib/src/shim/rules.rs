@@ -61,8 +61,6 @@ pub trait Repository {
     fn effective(&self) -> Effective;
     /// The value of `alias.<name>`, if set.
     fn alias(&self, name: &str) -> Option<String>;
-    /// Is `git-<name>` an external command git would run before looking for an alias?
-    fn is_external(&self, name: &str) -> bool;
     /// The repository's worktree paths (`git worktree list --porcelain`).
     fn worktrees(&self) -> Vec<PathBuf>;
     /// The worktree entries git would prune now (`git worktree list --porcelain -z`, the
@@ -301,7 +299,9 @@ impl Rules<'_> {
         };
         let mut args = inv.args.clone();
         let mut depth = 0;
-        while !BUILTIN_WORDS.contains(cmd.as_bytes()) && !repo.is_external(&cmd) {
+        // An executable `git-<word>` does not skip the lookup: git falls back to the alias when
+        // that program fails to start (a `#!` interpreter that does not exist; rt24 W2).
+        while !BUILTIN_WORDS.contains(cmd.as_bytes()) {
             let Some(value) = repo.alias(&cmd) else {
                 break;
             };
@@ -431,6 +431,13 @@ impl Rules<'_> {
         inv: &Invocation,
         repo: &dyn Repository,
     ) -> Result<Plan, Refusal> {
+        if let Some((_, what)) = catalogue::REFUSED_COMMANDS.iter().find(|(c, _)| *c == cmd) {
+            return Err(refuse(
+                "command",
+                format!("git {cmd} {what}; run the git commands it would run one by one"),
+            ));
+        }
+        dash_operands(cmd, args)?;
         if TRANSPORT_COMMANDS.contains(&cmd) {
             transport_programs(cmd, args)?;
         }
@@ -637,6 +644,25 @@ impl Rules<'_> {
 /// Why a config key (with the value it would get) is refused, if it is.
 pub fn key_danger(key: &str, value: Option<&str>) -> Option<String> {
     let parsed = ConfigKey::parse(key)?;
+    if let Some(sub) = parsed.subsection.filter(|s| s.starts_with('-')) {
+        if catalogue::REMOTE_NAME_SECTIONS
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case(parsed.section))
+        {
+            return Some(format!("{key} names a remote `{sub}`, which git passes to a child git fetch, where it is read as an option"));
+        }
+    }
+    if catalogue::REMOTE_GROUP_KEYS
+        .iter()
+        .any(|p| p.matches(&parsed))
+    {
+        if let Some(w) = value.and_then(|v| v.split([' ', '\t', '\n']).find(|w| w.starts_with('-')))
+        {
+            return Some(format!(
+                "{key} lists `{w}`, which git passes to a child git fetch as an option"
+            ));
+        }
+    }
     for (pattern, at) in catalogue::URL_KEYS {
         if pattern.matches(&parsed) {
             let url = match at {
@@ -711,6 +737,21 @@ struct Opt<'a> {
 /// Split a subcommand's arguments into options and positionals the way parse-options does
 /// (stuck and separate values, short bundles, `--` and `--end-of-options`).
 fn walk<'a>(args: &'a [OsString], spec: &Spec) -> (Vec<Opt<'a>>, Vec<&'a OsStr>) {
+    walk_mode(args, spec, false)
+}
+
+/// [`walk`] for a command parsed with `PARSE_OPT_STOP_AT_NON_OPTION` (`git config`, old and
+/// new syntax): from the first positional on, every word is one (`git config core.hooksPath
+/// --x` stores `--x`; `git config a.b -- x` stores `--`).
+fn walk_stop<'a>(args: &'a [OsString], spec: &Spec) -> (Vec<Opt<'a>>, Vec<&'a OsStr>) {
+    walk_mode(args, spec, true)
+}
+
+fn walk_mode<'a>(
+    args: &'a [OsString],
+    spec: &Spec,
+    stop_at_non_option: bool,
+) -> (Vec<Opt<'a>>, Vec<&'a OsStr>) {
     let mut opts = Vec::new();
     let mut pos = Vec::new();
     let mut i = 0;
@@ -772,6 +813,10 @@ fn walk<'a>(args: &'a [OsString], spec: &Spec) -> (Vec<Opt<'a>>, Vec<&'a OsStr>)
             continue;
         }
         pos.push(a);
+        if stop_at_non_option {
+            pos.extend(args[i..].iter().map(OsString::as_os_str));
+            break;
+        }
     }
     (opts, pos)
 }
@@ -783,6 +828,46 @@ fn lossy(s: &OsStr) -> String {
 
 fn is_long(o: &Opt<'_>, full: &str, min: usize) -> bool {
     o.short.is_none() && long_opt(o.arg, full, min).is_some()
+}
+
+/// Operands starting with `-` (typed after `--` or `--end-of-options`) of the commands that
+/// hand their operands on to a child `git fetch`/`git push` with no `--` before them
+/// ([`catalogue::OPERANDS_TO_CHILD`]): the child reads them as options.
+fn dash_operands(cmd: &str, args: &[OsString]) -> Result<(), Refusal> {
+    let (verb, rest) = if cmd == "remote" {
+        match args.split_first() {
+            Some((v, rest)) => (lossy(v), rest),
+            None => return Ok(()),
+        }
+    } else {
+        (String::new(), args)
+    };
+    if !catalogue::OPERANDS_TO_CHILD
+        .iter()
+        .any(|(c, v)| *c == cmd && *v == verb)
+    {
+        return Ok(());
+    }
+    let spec = Spec {
+        short_value: "",
+        long_value: &[],
+    };
+    let (_, pos) = walk(rest, &spec);
+    if let Some(p) = pos.iter().find(|p| p.as_bytes().starts_with(b"-")) {
+        let shown = if verb.is_empty() {
+            cmd.to_owned()
+        } else {
+            format!("{cmd} {verb}")
+        };
+        return Err(refuse(
+            "dash-operand",
+            format!(
+                "git {shown}: the operand `{}` starts with '-'; git passes it to a child git fetch or push, which reads it as an option; name remotes and refspecs without a leading '-'",
+                lossy(p)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `--upload-pack`, `--receive-pack`, `--exec` (and clone's `-u`) name the program run at the
@@ -956,7 +1041,7 @@ fn config(args: &[OsString]) -> Result<(), Refusal> {
             "--url",
         ],
     };
-    let (opts, pos) = walk(args, &spec);
+    let (opts, pos) = walk_stop(args, &spec);
     let mut act: Option<Act> = None;
     for o in &opts {
         match o.short {
@@ -989,6 +1074,15 @@ fn config(args: &[OsString]) -> Result<(), Refusal> {
             }
         }
     }
+    // A write to a config file other than the repository's own (`--global`, `--system`,
+    // `--file`): read by every repository of the owner.
+    let is_shared = |o: &Opt<'_>| {
+        o.short == Some('f')
+            || ["--global", "--system", "--file"]
+                .iter()
+                .any(|full| is_long(o, full, ABBREV))
+    };
+    let mut shared_file = opts.iter().any(is_shared);
     let mut pos: Vec<String> = pos.iter().map(|p| lossy(p)).collect();
     if act.is_none() {
         if let Some((_, a)) = pos
@@ -999,7 +1093,8 @@ fn config(args: &[OsString]) -> Result<(), Refusal> {
             pos.remove(0);
             // New syntax: `set --append`, `unset --all`… may follow the word.
             let rest: Vec<OsString> = pos.iter().map(OsString::from).collect();
-            let (_, p) = walk(&rest, &spec);
+            let (o, p) = walk_stop(&rest, &spec);
+            shared_file |= o.iter().any(is_shared);
             pos = p.iter().map(|p| lossy(p)).collect();
         }
     }
@@ -1009,14 +1104,6 @@ fn config(args: &[OsString]) -> Result<(), Refusal> {
         Act::Read
     });
     let alt = "the agent's git does not store program-running keys; ask the owner to set it outside the sandbox";
-    // A write to a config file other than the repository's own (`--global`, `--system`,
-    // `--file`): read by every repository of the owner.
-    let shared_file = opts.iter().any(|o| {
-        o.short == Some('f')
-            || ["--global", "--system", "--file"]
-                .iter()
-                .any(|full| is_long(o, full, ABBREV))
-    });
     match act {
         Act::Read => Ok(()),
         Act::Edit => Err(refuse(

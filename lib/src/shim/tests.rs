@@ -29,9 +29,6 @@ impl Repository for Fake {
     fn alias(&self, name: &str) -> Option<String> {
         self.aliases.get(name).cloned()
     }
-    fn is_external(&self, name: &str) -> bool {
-        name == "lfs"
-    }
     fn local_bool(&self, key: &str) -> Option<bool> {
         (key == "extensions.worktreeConfig")
             .then_some(self.worktree_config)
@@ -455,8 +452,9 @@ fn aliases_are_expanded_and_checked() {
     e.refused(&["wa", "/tmp/x"], "worktree-location");
     e.refused(&["sh"], "alias");
     e.refused(&["loop"], "alias");
-    // External commands and builtins are never aliases.
-    e.allowed(&["lfs"]);
+    // Builtins are never aliases. An external command (`git-lfs`) may be one: git falls back
+    // to the alias when the program fails to start (rt24 W2), so its alias is checked too.
+    e.refused(&["lfs"], "alias");
     e.allowed(&["status"]);
     // Unknown and not an alias: git says so itself.
     e.allowed(&["nosuchcommand"]);
@@ -1165,4 +1163,87 @@ fn builtin_words_are_the_builtin_list() {
         !words.contains(b"add\nam"),
         "control: two words are not one"
     );
+}
+
+#[test]
+fn rt24_commands_and_dash_operands() {
+    let e = env("");
+    e.refused(
+        &["for-each-repo", "--config=x.r", "--", "status"],
+        "command",
+    );
+    e.refused(&["remote-ext", "x", "sh -c id"], "command");
+    // W7: operands after `--` that the child fetch reads as options.
+    e.refused(&["pull", "--", "--upload-pack=/tmp/p"], "dash-operand");
+    e.refused(&["pull", "--end-of-options", "-x"], "dash-operand");
+    e.refused(
+        &["fetch", "--multiple", "--", "--upload-pack=/tmp/p"],
+        "dash-operand",
+    );
+    e.refused(
+        &["remote", "update", "--", "--upload-pack=/tmp/p"],
+        "dash-operand",
+    );
+    e.refused(&["push", "--", "-oProxyCommand=x"], "dash-operand");
+    // W8: a remote named as an option.
+    e.refused(
+        &[
+            "remote",
+            "add",
+            "--",
+            "--upload-pack=/tmp/p",
+            "https://example.com/x",
+        ],
+        "dash-operand",
+    );
+    e.refused(&["remote", "rename", "origin", "--", "-x"], "dash-operand");
+    e.refused(
+        &[
+            "config",
+            "remote.--upload-pack=/tmp/p.url",
+            "https://example.com/x",
+        ],
+        "config-key",
+    );
+    // W6: a remote group member read as an option.
+    e.refused(
+        &["config", "remotes.g", "origin --upload-pack=/tmp/p"],
+        "config-key",
+    );
+    e.refused(
+        &[
+            "-c",
+            "remotes.g=--upload-pack=/tmp/p",
+            "fetch",
+            "--multiple",
+            "g",
+        ],
+        "transient-config",
+    );
+    e.refused(
+        &[
+            "-c",
+            "remote.-x.url=https://example.com/x",
+            "fetch",
+            "--all",
+        ],
+        "transient-config",
+    );
+    // git config stops at the first operand: a value starting with '-' is a value.
+    e.refused(&["config", "core.hooksPath", "--x"], "config-key");
+    e.refused(&["config", "set", "core.hooksPath", "-x"], "config-key");
+    e.refused(
+        &["config", "--add", "core.fsmonitor", "--", "x"],
+        "config-key",
+    );
+    e.allowed(&["config", "user.name", "--x"]);
+    // The ordinary forms stay allowed.
+    e.allowed(&["pull", "--", "origin", "main"]);
+    e.allowed(&["fetch", "--multiple", "origin", "up"]);
+    e.allowed(&["remote", "update", "g"]);
+    e.allowed(&["remote", "add", "--", "up", "https://example.com/x"]);
+    e.allowed(&["remote", "remove", "--", "-x"]);
+    e.allowed(&["config", "remotes.g", "origin up\tother"]);
+    e.allowed(&["-c", "remotes.g=origin up", "fetch", "--multiple", "g"]);
+    e.allowed(&["log", "--", "-weird-path"]);
 }
