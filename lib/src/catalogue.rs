@@ -583,6 +583,34 @@ pub static OPERANDS_TO_CHILD: &[(&str, &str)] = &[
 /// `remote update`), so a name starting with `-` is refused in every write (rt24 W8).
 pub static REMOTE_NAME_SECTIONS: &[&str] = &["remote"];
 
+/// Keys whose value is one remote's name, which git passes to a child `git fetch` or `git
+/// push` as an argument (`clone.defaultRemoteName` names the remote of every clone, a
+/// submodule's child clone too; `branch.<name>.remote`/`.pushRemote`, `remote.pushDefault`
+/// and `checkout.defaultRemote` name the remote `pull`, `push` and `checkout` use): a value
+/// starting with `-` is refused in every write (rt25 W3b, W6).
+pub static REMOTE_NAME_KEYS: &[KeyPattern] = &[
+    KeyPattern::Key {
+        section: "clone",
+        name: "defaultRemoteName",
+    },
+    KeyPattern::Key {
+        section: "remote",
+        name: "pushDefault",
+    },
+    KeyPattern::Key {
+        section: "checkout",
+        name: "defaultRemote",
+    },
+    KeyPattern::PerName {
+        section: "branch",
+        name: "remote",
+    },
+    KeyPattern::PerName {
+        section: "branch",
+        name: "pushRemote",
+    },
+];
+
 /// Keys whose value is a list of remote names (`remotes.<group>`, split at whitespace): each
 /// word reaches a child `git fetch` as an argument (`fetch --multiple <group>`, `remote update
 /// <group>`), so a word starting with `-` is refused (rt24 W6).

@@ -264,6 +264,8 @@ static TRANSPORT_COMMANDS: &[&str] = &[
     "archive",
     "fetch-pack",
     "send-pack",
+    // Runs `git ls-remote "$url"` with the URL operand as it is (rt25 W7).
+    "request-pull",
 ];
 
 /// The shortest abbreviation of a long option that git's parse-options accepts: any prefix
@@ -652,6 +654,16 @@ pub fn key_danger(key: &str, value: Option<&str>) -> Option<String> {
             return Some(format!("{key} names a remote `{sub}`, which git passes to a child git fetch, where it is read as an option"));
         }
     }
+    if catalogue::REMOTE_NAME_KEYS
+        .iter()
+        .any(|p| p.matches(&parsed))
+    {
+        if let Some(v) = value.filter(|v| v.starts_with('-')) {
+            return Some(format!(
+                "{key} names a remote `{v}`, which git passes to a child git fetch or push, where it is read as an option"
+            ));
+        }
+    }
     if catalogue::REMOTE_GROUP_KEYS
         .iter()
         .any(|p| p.matches(&parsed))
@@ -877,6 +889,50 @@ fn transport_programs(cmd: &str, args: &[OsString]) -> Result<(), Refusal> {
         short_value: if cmd == "clone" { "obucj" } else { "" },
         long_value: &[],
     };
+    // Every word, not only those the walk takes for options: an option whose separate value
+    // is `--` or `--end-of-options` (`ls-remote -o --`, `archive -o --`, `send-pack
+    // --push-option --`) made the walk read the end of options early, and git then read the
+    // next word as an option (twenty-fifth red-team pass, rt25 W1/W2/W4); a script's operand
+    // reaches a child git as an option (`request-pull`, W7). A word spelled as one of these
+    // options is refused wherever it stands.
+    for a in args {
+        if let Some(full) = ["--upload-pack", "--receive-pack", "--exec"]
+            .into_iter()
+            .find(|full| long_opt(a, full, ABBREV).is_some())
+        {
+            return Err(refuse(
+                "transport-program",
+                format!("git {cmd}: the word `{}` is git's {full} option, which names a program to run for the transport, wherever it stands; drop it", lossy(a)),
+            ));
+        }
+    }
+    // clone's remote name (`-o`/`--origin`) is passed to later child fetches as an argument:
+    // one starting with `-` is an option there (rt25 W3).
+    if cmd == "clone" {
+        let mut it = args.iter().map(|a| a.as_bytes()).peekable();
+        while let Some(b) = it.next() {
+            let value: Option<&[u8]> = if b == b"--" || b == b"--end-of-options" {
+                break;
+            } else if b == b"-o" {
+                it.next()
+            } else if let Some(rest) = b.strip_prefix(b"-o").filter(|_| !b.starts_with(b"--")) {
+                Some(rest)
+            } else if let Some(v) = long_opt(OsStr::from_bytes(b), "--origin", 3) {
+                match v {
+                    Some(v) => Some(v.as_bytes()),
+                    None => it.next(),
+                }
+            } else {
+                None
+            };
+            if value.is_some_and(|v| v.starts_with(b"-")) {
+                return Err(refuse(
+                    "dash-operand",
+                    "git clone: a remote name starting with '-' is passed to later child fetches, which read it as an option".to_owned(),
+                ));
+            }
+        }
+    }
     let (opts, _) = walk(args, &spec);
     for o in &opts {
         let named = ["--upload-pack", "--receive-pack", "--exec"]

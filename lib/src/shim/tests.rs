@@ -1247,3 +1247,68 @@ fn rt24_commands_and_dash_operands() {
     e.allowed(&["-c", "remotes.g=origin up", "fetch", "--multiple", "g"]);
     e.allowed(&["log", "--", "-weird-path"]);
 }
+
+/// The twenty-fifth red-team pass: a word spelled as a transport-program option anywhere on
+/// a transport command's line (behind an option whose separate value is `--`, or an operand a
+/// script hands on), a clone remote named as an option, and keys whose value is a remote name.
+#[test]
+fn rt25_option_words_anywhere_and_remote_name_keys() {
+    let e = env("");
+    for args in [
+        &["ls-remote", "-o", "--", "--upload-pack=/tmp/p", "/tmp/r"][..],
+        &[
+            "ls-remote",
+            "--server-option",
+            "--end-of-options",
+            "--upload-p=/tmp/p",
+            "/tmp/r",
+        ],
+        &[
+            "archive",
+            "--remote=/tmp/r",
+            "-o",
+            "--",
+            "--exec=/tmp/p",
+            "HEAD",
+        ],
+        &[
+            "send-pack",
+            "--push-option",
+            "--",
+            "--receive-pack=/tmp/p",
+            "/tmp/r",
+            "master",
+        ],
+        &["request-pull", "HEAD", "--", "--upload-pack=/tmp/p"],
+    ] {
+        e.refused(args, "transport-program");
+    }
+    e.refused(
+        &["clone", "-o", "--upload-pack=x", "/tmp/r", "d"],
+        "transport-program",
+    );
+    for args in [
+        &["clone", "--origin", "-x", "/tmp/r", "d"][..],
+        &["clone", "--origin=-x", "/tmp/r", "d"],
+        &["clone", "-o-x", "/tmp/r", "d"],
+    ] {
+        e.refused(args, "dash-operand");
+    }
+    e.allowed(&["clone", "-o", "upstream", "/tmp/r", "d"]);
+    e.allowed(&["ls-remote", "-o", "x", "/tmp/r"]);
+    for (k, v) in [
+        ("clone.defaultRemoteName", "--upload-pack=/tmp/p"),
+        ("Clone.DefaultRemoteName", "-x"),
+        ("branch.main.remote", "--upload-pack=/tmp/p"),
+        ("branch.main.pushRemote", "-x"),
+        ("remote.pushDefault", "-x"),
+        ("checkout.defaultRemote", "-x"),
+    ] {
+        assert!(
+            crate::shim::rules::key_danger(k, Some(v)).is_some(),
+            "{k}={v}"
+        );
+    }
+    assert!(crate::shim::rules::key_danger("clone.defaultRemoteName", Some("upstream")).is_none());
+    assert!(crate::shim::rules::key_danger("branch.main.remote", Some("origin")).is_none());
+}
