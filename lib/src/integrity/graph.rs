@@ -1512,26 +1512,8 @@ pub fn describe(f: &Forged) -> String {
     )
 }
 
-/// Check the graphs of the pinned common dir against the record beside `state`; with
-/// `restore`, move each forged graph (the single file; the chain file and every graph file
-/// it names) into the quarantine.
-pub fn check(
-    st: &super::state::State,
-    state: &Path,
-    restore: bool,
-    emit: &mut dyn FnMut(Event),
-) -> Outcome {
-    check_at(
-        &st.common_dir,
-        &st.repo,
-        st.session.as_deref(),
-        state,
-        restore,
-        Budget::default(),
-        emit,
-    )
-}
-
+/// Check the commit-graphs of the object store in `common` against the records named after `state`;
+/// with `restore`, set aside what fails. `integrity::stores` calls it for every store.
 // Not inlined: its cost is measured on its own (docs/perf-wt-check.md).
 #[inline(never)]
 pub(crate) fn check_at(

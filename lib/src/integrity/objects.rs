@@ -482,25 +482,8 @@ struct Finding {
     why: String,
 }
 
-/// Check every loose object of the pinned common dir against the record beside `state`;
-/// with `restore`, move each reported file into the quarantine. Emits one event per finding
-/// (and per reason the check is incomplete).
-pub fn check(
-    st: &super::state::State,
-    state: &Path,
-    restore: bool,
-    emit: &mut dyn FnMut(Event),
-) -> Outcome {
-    check_at(
-        &st.common_dir,
-        &st.repo,
-        st.session.as_deref(),
-        state,
-        restore,
-        emit,
-    )
-}
-
+/// Check every loose object of the object store in `common` against the records named after `state`;
+/// with `restore`, set aside what fails. `integrity::stores` calls it for every store.
 pub(super) fn check_at(
     common: &Path,
     repo: &Path,

@@ -945,24 +945,8 @@ pub fn pin(common_dir: &Path, state: &Path) -> Result<(usize, Vec<(String, Strin
     ))
 }
 
-/// Check the packs of the pinned common dir against the record beside `state`; with
-/// `restore`, move each reported pack's files into the quarantine.
-pub fn check(
-    st: &super::state::State,
-    state: &Path,
-    restore: bool,
-    emit: &mut dyn FnMut(Event),
-) -> Outcome {
-    check_at(
-        &st.common_dir,
-        &st.repo,
-        st.session.as_deref(),
-        state,
-        restore,
-        emit,
-    )
-}
-
+/// Check the packs of the object store in `common` against the records named after `state`;
+/// with `restore`, set aside what fails. `integrity::stores` calls it for every store.
 pub(super) fn check_at(
     common: &Path,
     repo: &Path,
