@@ -211,3 +211,51 @@ fn a_planted_merge_rr_is_reported_and_set_aside() {
         assert!(text.contains("<<<<<<<"), "{}: {text}", g.display());
     }
 }
+
+/// Honest work with the owner's `rerere.enabled` (found on the real pre-commit clone): the
+/// session's first commit makes `rr-cache/` and writes an empty `MERGE_RR`; neither names a
+/// conflict or a resolution, so nothing is reported. The same empty `rr-cache/` without the
+/// owner's setting (rerere switched on by the agent) and a `MERGE_RR` naming a conflict still
+/// are.
+#[test]
+fn an_honest_commit_with_rerere_enabled_is_clean() {
+    for g in common::gits() {
+        let w = common::world();
+        let m = w.main();
+        let gc = w.home().join(".gitconfig");
+        let mut t = std::fs::read_to_string(&gc).unwrap_or_default();
+        t.push_str("[rerere]\n\tenabled = true\n");
+        std::fs::write(&gc, t).unwrap();
+        assert!(!w.git_dir().join("rr-cache").exists());
+        w.pin();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(m.join("note.txt"), "a note\n").unwrap();
+        let out = git(&w, &g, &m, &["add", "note.txt"]);
+        assert!(out.status.success());
+        let out = git(&w, &g, &m, &["commit", "-qm", "note"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            w.git_dir().join("rr-cache").is_dir(),
+            "{}: git made rr-cache",
+            g.display()
+        );
+        let (_, ev) = w.check(false);
+        assert!(
+            !ev.iter().any(|e| e["event"] == "resolution_recorded"),
+            "{}: {ev:#?}",
+            g.display()
+        );
+        // Without the owner's setting, the same folder is the agent switching rerere on.
+        std::fs::write(&gc, "").unwrap();
+        let (_, ev) = w.check(false);
+        assert!(
+            ev.iter().any(|e| e["event"] == "resolution_recorded"
+                && e["path"] == w.git_dir().join("rr-cache").to_str().unwrap()),
+            "{ev:#?}"
+        );
+    }
+}

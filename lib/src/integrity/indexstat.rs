@@ -927,6 +927,31 @@ pub fn owner_relaxes_stat_check(
     git_dir: &Path,
     common_dir: &Path,
 ) -> bool {
+    let relaxing = |v: &crate::config::Value| {
+        crate::catalogue::STAT_CHECK_RELAXING
+            .iter()
+            .any(|(k, val)| {
+                v.is(k)
+                    && if *val == "false" {
+                        v.as_bool() == Some(false)
+                    } else {
+                        v.text().eq_ignore_ascii_case(val)
+                    }
+            })
+    };
+    // A config that cannot be enumerated counts as relaxing (more files hashed, none missed).
+    owner_config_any(work_tree, git_dir, common_dir, &relaxing).unwrap_or(true)
+}
+
+/// Whether any value of the config files the owner's git may read for this repository (as
+/// [`owner_relaxes_stat_check`] lists them) satisfies `pred`; `None` when the config cannot
+/// be enumerated (each caller picks its safe answer).
+pub(super) fn owner_config_any(
+    work_tree: Option<&Path>,
+    git_dir: &Path,
+    common_dir: &Path,
+    pred: &dyn Fn(&crate::config::Value) -> bool,
+) -> Option<bool> {
     let env_path = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
@@ -954,30 +979,18 @@ pub fn owner_relaxes_stat_check(
             systems.push(Some(p));
         }
     }
-    let relaxing = |v: &crate::config::Value| {
-        crate::catalogue::STAT_CHECK_RELAXING
-            .iter()
-            .any(|(k, val)| {
-                v.is(k)
-                    && if *val == "false" {
-                        v.as_bool() == Some(false)
-                    } else {
-                        v.text().eq_ignore_ascii_case(val)
-                    }
-            })
-    };
     for system in systems {
         o.system = system;
         match crate::config::enumerate(&o) {
             Ok(en) => {
-                if en.values().iter().any(relaxing) {
-                    return true;
+                if en.values().iter().any(pred) {
+                    return Some(true);
                 }
             }
-            Err(_) => return true,
+            Err(_) => return None,
         }
     }
-    false
+    Some(false)
 }
 
 /// Set `path`'s `mtime` to now (not following a link; its content untouched): git's stat

@@ -88,7 +88,11 @@ pub fn scan(common: &Path, since: (i64, i64)) -> Found {
     for d in &merge_rr_dirs {
         let p = d.join("MERGE_RR");
         if let Ok(m) = std::fs::symlink_metadata(&p) {
-            if not_older(m.ctime(), m.ctime_nsec(), since) {
+            // An empty `MERGE_RR` names no conflict, so rerere records and replays nothing
+            // from it: git's own `commit` writes one wherever rerere is on (seen on the real
+            // pre-commit clone with `rerere.enabled`). Anything else is reported.
+            let names_nothing = m.is_file() && m.len() == 0;
+            if not_older(m.ctime(), m.ctime_nsec(), since) && !names_nothing {
                 out.merge_rr.push(p);
             }
         }
@@ -248,7 +252,20 @@ pub fn check(
         ));
         return Outcome::Incomplete;
     };
-    let found = scan(&st.common_dir, since);
+    let mut found = scan(&st.common_dir, since);
+    // An rr-cache made with no entry switches rerere on only where the owner's config does
+    // not: git's own first `commit` with `rerere.enabled` makes it (seen on the real
+    // pre-commit clone), which is no finding.
+    if !found.emptied_or_made.is_empty()
+        && super::indexstat::owner_config_any(
+            st.work_tree.as_deref(),
+            &st.git_dir,
+            &st.common_dir,
+            &|v| v.is("rerere.enabled") && v.as_bool() == Some(true),
+        ) == Some(true)
+    {
+        found.emptied_or_made.clear();
+    }
     let mut outcome = Outcome::Clean;
     let mut q = Quarantine::new(state);
     for p in &found.not_folder {
@@ -438,6 +455,9 @@ mod tests {
             .recorded
             .iter()
             .any(|r| r.path == g.join("rr-cache/old")));
+        // An empty MERGE_RR (git's own commit writes one) names nothing: not reported.
+        std::fs::write(g.join("MERGE_RR"), "").unwrap();
+        assert!(scan(&g, since).merge_rr.is_empty());
         // MERGE_RR written since the pin, in the common dir and a worktree entry.
         std::fs::write(g.join("MERGE_RR"), "x").unwrap();
         std::fs::create_dir_all(g.join("worktrees/w")).unwrap();
