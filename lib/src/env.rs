@@ -101,7 +101,10 @@ impl GitProbe {
         cache_dir: Option<&Path>,
     ) -> Result<Self, GitError> {
         use std::os::unix::fs::MetadataExt;
-        let (Some(dir), Some(md)) = (cache_dir, md) else {
+        let Some(dir) = cache_dir else {
+            return Self::probe(git);
+        };
+        let Some(md) = md else {
             return Self::probe_cached(git, cache_dir);
         };
         let key = format!(
@@ -125,29 +128,13 @@ impl GitProbe {
     /// Like [`GitProbe::probe`], with the result cached under `cache_dir`, keyed by the binary's
     /// device, inode, size and mtime (so an upgraded git is probed again).
     pub fn probe_cached(git: &Path, cache_dir: Option<&Path>) -> Result<Self, GitError> {
-        use std::os::unix::fs::MetadataExt;
-        let Some(dir) = cache_dir else {
+        if cache_dir.is_none() {
             return Self::probe(git);
-        };
-        let Ok(md) = std::fs::metadata(git) else {
-            return Self::probe(git);
-        };
-        let key = format!(
-            "probe-{:x}-{:x}-{:x}-{:x}.json",
-            md.dev(),
-            md.ino(),
-            md.size(),
-            md.mtime()
-        );
-        let file = dir.join(key);
-        if let Ok(bytes) = read_small(&file) {
-            if let Ok(p) = serde_json::from_slice::<GitProbe>(&bytes) {
-                if p.path == git {
-                    return Ok(p);
-                }
-            }
         }
-        Self::probe_and_store(git, dir, &file)
+        match std::fs::metadata(git) {
+            Ok(md) => Self::probe_cached_with(git, Some(&md), cache_dir),
+            Err(_) => Self::probe(git),
+        }
     }
 
     /// Probe `git` and write the result to `file` in `dir` (best effort).

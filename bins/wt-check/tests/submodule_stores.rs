@@ -35,16 +35,41 @@ fn git(w: &common::World, g: &Path, dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// A world with an empty home and a state folder, no repository yet.
+fn empty_world() -> common::World {
+    let w = common::World {
+        tmp: tempfile::tempdir().unwrap(),
+    };
+    std::fs::create_dir_all(w.home()).unwrap();
+    std::fs::write(w.home().join(".gitconfig"), "").unwrap();
+    std::fs::create_dir_all(w.root().join("state")).unwrap();
+    w
+}
+
+/// The agent's turn: the loose object file `p` rewritten in place with the bytes of another
+/// blob ("evil\n", made by git in a scratch repository), its mode put back.
+fn substitute(w: &common::World, g: &Path, p: &Path) {
+    let root = w.root();
+    git(w, g, &root, &["init", "-q", "scratch"]);
+    std::fs::write(root.join("scratch/e"), "evil\n").unwrap();
+    let e = git(w, g, &root.join("scratch"), &["hash-object", "-w", "e"]);
+    let e = e.trim();
+    let evil = std::fs::read(
+        root.join("scratch/.git/objects")
+            .join(&e[..2])
+            .join(&e[2..]),
+    )
+    .unwrap();
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::write(p, &evil).unwrap();
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o444)).unwrap();
+}
+
 #[test]
 fn a_loose_object_substituted_in_a_submodule_store_is_reported_and_set_aside() {
     for g in common::gits() {
-        let w = common::World {
-            tmp: tempfile::tempdir().unwrap(),
-        };
+        let w = empty_world();
         let root = w.root();
-        std::fs::create_dir_all(w.home()).unwrap();
-        std::fs::write(w.home().join(".gitconfig"), "").unwrap();
-        std::fs::create_dir_all(root.join("state")).unwrap();
         // The submodule's source: `side` holds f = "hello\n", main has moved on.
         git(&w, &g, &root, &["init", "-q", "subsrc"]);
         let src = root.join("subsrc");
@@ -76,19 +101,7 @@ fn a_loose_object_substituted_in_a_submodule_store_is_reported_and_set_aside() {
         );
         w.pin();
         // The agent's turn: the owner's blob rewritten in place with another blob's bytes.
-        git(&w, &g, &root, &["init", "-q", "scratch"]);
-        std::fs::write(root.join("scratch/e"), "evil\n").unwrap();
-        let e = git(&w, &g, &root.join("scratch"), &["hash-object", "-w", "e"]);
-        let e = e.trim();
-        let evil = std::fs::read(
-            root.join("scratch/.git/objects")
-                .join(&e[..2])
-                .join(&e[2..]),
-        )
-        .unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
-        std::fs::write(&p, &evil).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
+        substitute(&w, &g, &p);
         // Positive control: the owner's git reads the agent's content under its own id.
         assert_eq!(
             git(&w, &g, &sub, &["cat-file", "blob", &id]),
@@ -119,13 +132,8 @@ fn a_loose_object_substituted_in_a_submodule_store_is_reported_and_set_aside() {
 #[test]
 fn a_loose_object_substituted_in_a_nested_repository_store_is_reported() {
     for g in common::gits() {
-        let w = common::World {
-            tmp: tempfile::tempdir().unwrap(),
-        };
+        let w = empty_world();
         let root = w.root();
-        std::fs::create_dir_all(w.home()).unwrap();
-        std::fs::write(w.home().join(".gitconfig"), "").unwrap();
-        std::fs::create_dir_all(root.join("state")).unwrap();
         git(&w, &g, &root, &["init", "-q", "proj"]);
         let m = w.main();
         std::fs::write(m.join("r"), "r\n").unwrap();
@@ -142,19 +150,7 @@ fn a_loose_object_substituted_in_a_nested_repository_store_is_reported() {
         let p = v.join(".git/objects").join(&id[..2]).join(&id[2..]);
         assert!(p.exists());
         w.pin();
-        git(&w, &g, &root, &["init", "-q", "scratch"]);
-        std::fs::write(root.join("scratch/e"), "evil\n").unwrap();
-        let e = git(&w, &g, &root.join("scratch"), &["hash-object", "-w", "e"]);
-        let e = e.trim();
-        let evil = std::fs::read(
-            root.join("scratch/.git/objects")
-                .join(&e[..2])
-                .join(&e[2..]),
-        )
-        .unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
-        std::fs::write(&p, &evil).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
+        substitute(&w, &g, &p);
         // Positive control: the owner's git reads the agent's content under its own id.
         assert_eq!(git(&w, &g, &v, &["cat-file", "blob", &id]), "evil\n");
         let (code, ev) = w.check(false);

@@ -257,7 +257,7 @@ fn crlf_converted(top: &Path, index: &gix::index::File, git_dir: &Path, common: 
     if let Some(g) = std::env::var_os("GIT_CONFIG_GLOBAL") {
         configs.push(PathBuf::from(g));
     }
-    configs.push(PathBuf::from("/etc/gitconfig"));
+    configs.extend(crate::named_paths::SYSTEM_CONFIGS.iter().map(PathBuf::from));
     configs.iter().any(|p| {
         crate::audit::special::read_regular(p, 1 << 20).is_ok_and(|b| {
             let l = b.to_ascii_lowercase();
@@ -967,13 +967,9 @@ pub(super) fn owner_config_any(
     o.linked_worktrees = true;
     o.submodules = crate::config::Submodules::Walk;
     let mut systems: Vec<Option<PathBuf>> = vec![None];
-    for p in [
-        env_path("GIT_CONFIG_SYSTEM"),
-        Some(PathBuf::from("/etc/gitconfig")),
-        Some(PathBuf::from("/usr/local/etc/gitconfig")),
-    ]
-    .into_iter()
-    .flatten()
+    for p in env_path("GIT_CONFIG_SYSTEM")
+        .into_iter()
+        .chain(crate::named_paths::SYSTEM_CONFIGS.iter().map(PathBuf::from))
     {
         if std::fs::symlink_metadata(&p).is_ok() {
             systems.push(Some(p));

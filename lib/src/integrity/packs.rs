@@ -359,17 +359,7 @@ enum Fail {
 /// The identity of `rel` below `dir` after its dirty pages were written back (opened without
 /// following a link, non-blocking); `None` when it cannot be opened as a regular file.
 fn settle(dir: &Root, rel: &str) -> Option<Stamp> {
-    let fd = openat(
-        dir.as_fd(),
-        OsStr::new(rel),
-        OFlag::O_RDONLY
-            | OFlag::O_NOFOLLOW
-            | OFlag::O_NONBLOCK
-            | OFlag::O_NOCTTY
-            | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
+    let fd = open_nofollow(dir, rel).ok()?;
     let st = fstat(&fd).ok()?;
     if !matches!(seen_of(&st), Seen::File { .. }) {
         return None;
@@ -378,9 +368,9 @@ fn settle(dir: &Root, rel: &str) -> Option<Stamp> {
     fstat(&fd).ok().map(|st| Stamp::of(&st))
 }
 
-fn open_file(dir: &Root, rel: &str) -> Result<Opened, Fail> {
-    let full = dir.path().join(rel);
-    let fd = openat(
+/// `rel` below `dir` opened read-only, never following a link at its name, never blocking.
+fn open_nofollow(dir: &Root, rel: &str) -> nix::Result<OwnedFd> {
+    openat(
         dir.as_fd(),
         OsStr::new(rel),
         OFlag::O_RDONLY
@@ -390,7 +380,11 @@ fn open_file(dir: &Root, rel: &str) -> Result<Opened, Fail> {
             | OFlag::O_CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| match e {
+}
+
+fn open_file(dir: &Root, rel: &str) -> Result<Opened, Fail> {
+    let full = dir.path().join(rel);
+    let fd = open_nofollow(dir, rel).map_err(|e| match e {
         nix::errno::Errno::ELOOP => Fail::Bad("is a symbolic link (git follows it)".into()),
         nix::errno::Errno::ENOENT => Fail::Io(None),
         e => Fail::Io(Some(io_err(full.clone(), "open", e))),
