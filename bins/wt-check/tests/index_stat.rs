@@ -23,39 +23,39 @@ fn git(w: &common::World, g: &Path, dir: &Path, args: &[&str]) -> String {
 /// `index`, and rewrite the trailing checksum (SHA-1 of everything before it).
 fn patch_entry_id(index: &Path, name: &str, honest: &str) {
     let mut b = std::fs::read(index).unwrap();
-    let mut key = name.as_bytes().to_vec();
-    key.push(0);
-    let at = b
-        .windows(key.len())
-        .position(|w| w == key.as_slice())
-        .expect("entry in the index");
-    // ctime, mtime (16), dev, ino, mode, uid, gid, size (24), id (20), flags (2), name.
-    let id_at = at - 22;
+    let id_at = entry_at(&b, name) + 40;
     let id: Vec<u8> = (0..20)
         .map(|i| u8::from_str_radix(&honest[2 * i..2 * i + 2], 16).unwrap())
         .collect();
     b[id_at..id_at + 20].copy_from_slice(&id);
-    let body = b.len() - 20;
-    let tmp = index.with_extension("body");
-    std::fs::write(&tmp, &b[..body]).unwrap();
-    let sum = Command::new("sha1sum").arg(&tmp).output().unwrap();
-    std::fs::remove_file(&tmp).unwrap();
-    let hex = String::from_utf8(sum.stdout).unwrap();
-    for i in 0..20 {
-        b[body + i] = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
-    }
+    fix_checksum(index, &mut b);
     std::fs::write(index, &b).unwrap();
 }
 
-/// The entry named `name`'s offset in the v2 index bytes `b` (its first byte: ctime).
+/// The entry named `name`'s offset in the version 2 or 3 index bytes `b` (its first byte:
+/// ctime). The entries are walked as git lays them out (62 bytes of stat data, id and flags,
+/// 2 more with the extended flag, the name, NUL padding to a multiple of 8), not searched
+/// for: the name's bytes can stand inside another entry's stat data or id.
 fn entry_at(b: &[u8], name: &str) -> usize {
-    let mut key = name.as_bytes().to_vec();
-    key.push(0);
-    let at = b
-        .windows(key.len())
-        .position(|w| w == key.as_slice())
-        .expect("entry in the index");
-    at - 62
+    assert_eq!(&b[..4], b"DIRC", "an index");
+    let version = u32::from_be_bytes(b[4..8].try_into().unwrap());
+    assert!(version == 2 || version == 3, "index version {version}");
+    let count = u32::from_be_bytes(b[8..12].try_into().unwrap());
+    let mut at = 12;
+    for _ in 0..count {
+        let flags = u16::from_be_bytes(b[at + 60..at + 62].try_into().unwrap());
+        let fixed = if flags & 0x4000 != 0 { 64 } else { 62 };
+        let start = at + fixed;
+        let len = b[start..]
+            .iter()
+            .position(|&c| c == 0)
+            .expect("NUL-ended name");
+        if &b[start..start + len] == name.as_bytes() {
+            return at;
+        }
+        at += (fixed + len + 8) & !7;
+    }
+    panic!("no entry {name} in the index");
 }
 
 /// Rewrite the trailing checksum of the index bytes `b` (SHA-1 of everything before it).
