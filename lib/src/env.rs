@@ -167,15 +167,21 @@ pub fn system_config_for(exec_path: &Path) -> PathBuf {
     }
 }
 
-/// A small file's bytes, as [`std::fs::read`] returns them, in one system call fewer: `open`,
-/// `read` until end of file, `close`. std's `read` first `fstat`s the file (and `lseek`s) for
-/// a size hint; the files the shim reads on each call (the pin, the validated policy, git's
-/// probe) are a few hundred bytes, read in one `read` plus the one that sees the end.
+/// A small file's bytes, as [`std::fs::read`] returns them: `open`, `fstat`, `read`, `close`.
+/// The files the shim reads on each call (the pin, the validated policy, git's probe) are a
+/// few hundred bytes.
 ///
 /// The file is opened without blocking (`O_NONBLOCK`: a FIFO or a device in its place opens at
 /// once instead of waiting for a writer) and refused unless `fstat` says it is a regular file
-/// (`InvalidData`, "not a regular file"): a FIFO at the pin made every call hang (rt24). The
-/// `fstat` is the one system call this adds.
+/// (`InvalidData`, "not a regular file"): a FIFO at the pin made every call hang (rt24).
+///
+/// The buffer is the size `fstat` gave plus one byte (at most 64 KiB), and reading stops once
+/// a read has brought the file to exactly that size without filling the buffer: the `read`
+/// that would see the end of the file (and the buffer `fs::read` would size for a longer one)
+/// is skipped. Bytes appended after the `fstat` are a write racing the read, which `fs::read`
+/// also sees or misses by timing; a file that grew past its size (the buffer filled), shrank
+/// (a read returned 0 first) or came in short reads is read on until a read returns 0, as
+/// `fs::read` reads it.
 pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
@@ -194,10 +200,33 @@ pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
             "not a regular file",
         ));
     }
-    // `File`'s own `read_to_end` asks for the size; through `Take` it is std's generic one,
-    // which reads into the vector's spare capacity (not zeroed first) until a read returns 0.
-    let mut out = Vec::with_capacity(4096);
-    f.take(u64::MAX).read_to_end(&mut out)?;
+    const MAX_BUFFER: u64 = 64 * 1024;
+    let size = m.len();
+    let cap = size.saturating_add(1).min(MAX_BUFFER) as usize;
+    let mut out = vec![0u8; cap];
+    let mut f = f;
+    let mut n = 0usize;
+    loop {
+        match f.read(&mut out[n..]) {
+            Ok(0) => break,
+            Ok(k) => {
+                n += k;
+                if n as u64 == size && n < cap {
+                    break;
+                }
+                if n == cap {
+                    // Longer than the `fstat` said, or than the buffer: read on to the end
+                    // (through `Take`, std's generic `read_to_end`, which asks for no size).
+                    out.truncate(n);
+                    f.take(u64::MAX).read_to_end(&mut out)?;
+                    return Ok(out);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    out.truncate(n);
     Ok(out)
 }
 
@@ -1269,6 +1298,8 @@ mod tests {
             ("pin", 29),
             ("buffer", 4096),
             ("long", 10_007),
+            ("past the buffer cap", 64 * 1024),
+            ("far past the buffer cap", 200_003),
         ] {
             let f = t.path().join(name);
             let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
@@ -1280,6 +1311,12 @@ mod tests {
                 "{name}"
             );
         }
+        // A regular file whose `fstat` size is not its length (procfs says 0): read to its
+        // end, not stopped at the size.
+        let proc_version = Path::new("/proc/version");
+        let whole = std::fs::read(proc_version).unwrap();
+        assert!(!whole.is_empty() && proc_version.metadata().unwrap().len() == 0);
+        assert_eq!(read_small(proc_version).unwrap(), whole);
         for bad in [t.path().join("missing"), t.path().to_path_buf()] {
             let ours = read_small(&bad).unwrap_err().kind();
             let std = std::fs::read(&bad).unwrap_err().kind();
