@@ -303,7 +303,20 @@ impl Session {
         // Each set variable replaces every inherited one of its name (dropped here), and a
         // later one of the set an earlier: what a `retain` then `push` per set variable does.
         let set = self.defused.set_vars();
-        let is_set = |k: &[u8]| set.iter().any(|(s, _)| s.as_bytes() == k);
+        // The set's first bytes (a few `GIT_…` and `PAGER`): most inherited names start
+        // otherwise and are ruled out with one test instead of a scan of the set.
+        let mut first = [0u64; 4];
+        for (s, _) in set {
+            match s.as_bytes().first() {
+                Some(&b) => first[usize::from(b >> 6)] |= 1 << (b & 63),
+                None => first = [u64::MAX; 4],
+            }
+        }
+        let is_set = |k: &[u8]| {
+            k.first()
+                .is_none_or(|&b| first[usize::from(b >> 6)] >> (b & 63) & 1 == 1)
+                && set.iter().any(|(s, _)| s.as_bytes() == k)
+        };
         for kv in inherited {
             let Some((k, v)) = split_entry(kv) else {
                 continue;
@@ -386,19 +399,19 @@ impl Session {
         let inherited = unsafe { environ_entries() };
         let entries = self.env_entries(keep_config_env, inherited);
         // The entries the shim made, NUL-terminated; a NUL inside one is refused as std does.
-        let mut owned: Vec<CString> = Vec::with_capacity(entries.len());
         let mut envp: Vec<*const c_char> = Vec::with_capacity(entries.len() + 1);
         for e in &entries {
             match e {
                 // SAFETY: a borrowed entry is a whole `environ` string, followed by its NUL.
                 EnvEntry::Borrowed(b) => envp.push(b.as_ptr().cast()),
-                EnvEntry::Owned { kv, .. } => match CString::new(kv.as_slice()) {
-                    Ok(s) => {
-                        envp.push(s.as_ptr());
-                        owned.push(s);
+                // An owned entry ends with its NUL (`EnvEntry::owned`); one inside it is refused
+                // as std's `Command` refuses it.
+                EnvEntry::Owned { kv, .. } => {
+                    if kv[..kv.len() - 1].contains(&0) {
+                        return std::io::ErrorKind::InvalidInput.into();
                     }
-                    Err(_) => return std::io::ErrorKind::InvalidInput.into(),
-                },
+                    envp.push(kv.as_ptr().cast());
+                }
             }
         }
         envp.push(std::ptr::null());
@@ -413,14 +426,15 @@ impl Session {
             let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
         }
         // SAFETY: `path`, `argvp` and `envp` are NULL-terminated arrays of NUL-terminated
-        // strings that outlive the call (`argv`, `owned` and `environ` are alive here).
+        // strings that outlive the call (`argv`, `entries` and `environ` are alive here).
         unsafe { execve(path.as_ptr(), argvp.as_ptr(), envp.as_ptr()) };
         std::io::Error::last_os_error()
     }
 }
 
 /// One variable of git's environment as `name=value` bytes: borrowed from the inherited
-/// environment, or made by the shim.
+/// environment (an `environ` string, its NUL after the slice), or made by the shim (`kv` is
+/// `name=value` and a NUL, so `execve` takes it as it is).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EnvEntry<'a> {
     Borrowed(&'a [u8]),
@@ -440,6 +454,7 @@ impl EnvEntry<'_> {
         kv.extend_from_slice(name);
         kv.push(b'=');
         kv.extend_from_slice(value);
+        kv.push(0);
         EnvEntry::Owned {
             kv,
             name_len: name.len(),
@@ -451,7 +466,7 @@ impl EnvEntry<'_> {
         match self {
             // Only entries `split_entry` accepted are borrowed.
             EnvEntry::Borrowed(kv) => split_entry(kv).unwrap_or((kv, b"")),
-            EnvEntry::Owned { kv, name_len } => (&kv[..*name_len], &kv[name_len + 1..]),
+            EnvEntry::Owned { kv, name_len } => (&kv[..*name_len], &kv[name_len + 1..kv.len() - 1]),
         }
     }
 

@@ -1312,3 +1312,21 @@ fn rt25_option_words_anywhere_and_remote_name_keys() {
     assert!(crate::shim::rules::key_danger("clone.defaultRemoteName", Some("upstream")).is_none());
     assert!(crate::shim::rules::key_danger("branch.main.remote", Some("origin")).is_none());
 }
+
+/// An entry the shim makes is `name=value` and its NUL, so `exec` hands it to `execve` as it
+/// is; its name and value are read without the NUL.
+#[test]
+fn an_owned_entry_ends_with_its_nul_and_splits_without_it() {
+    use crate::shim::EnvEntry;
+    let e = EnvEntry::owned(b"GIT_PAGER", b"cat");
+    let EnvEntry::Owned { kv, .. } = &e else {
+        panic!("owned");
+    };
+    assert_eq!(kv.as_slice(), b"GIT_PAGER=cat\0");
+    assert_eq!(e.split(), (&b"GIT_PAGER"[..], &b"cat"[..]));
+    assert_eq!(e.name(), b"GIT_PAGER");
+    let empty = EnvEntry::owned(b"GIT_ASKPASS", b"");
+    assert_eq!(empty.split(), (&b"GIT_ASKPASS"[..], &b""[..]));
+    // Control: a borrowed entry (an `environ` string, its NUL outside the slice) splits the same.
+    assert_eq!(EnvEntry::Borrowed(b"GIT_PAGER=cat").split(), e.split());
+}
