@@ -341,6 +341,36 @@ pub struct Defused {
     /// an argument or `GIT_CONFIG_PARAMETERS` carries them unchanged.
     config: Vec<(BString, String)>,
     set_env: Vec<(String, OsString)>,
+    /// The first bytes of `opts.keep`'s names: an inherited name starting otherwise is none of
+    /// them (one test instead of a scan of the list, for each inherited variable of a call).
+    keep_first: FirstBytes,
+}
+
+/// A set of first bytes (256 bits); an empty name stands for every byte.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct FirstBytes([u64; 4]);
+
+impl FirstBytes {
+    fn of<'a>(names: impl IntoIterator<Item = &'a [u8]>) -> Self {
+        let mut f = FirstBytes::default();
+        for n in names {
+            f.add(n);
+        }
+        f
+    }
+
+    fn add(&mut self, name: &[u8]) {
+        match name.first() {
+            Some(&b) => self.0[usize::from(b >> 6)] |= 1 << (b & 63),
+            None => self.0 = [u64::MAX; 4],
+        }
+    }
+
+    /// Could `name` be one of the names added? (An empty `name` always could.)
+    fn may_hold(&self, name: &[u8]) -> bool {
+        name.first()
+            .is_none_or(|&b| self.0[usize::from(b >> 6)] >> (b & 63) & 1 == 1)
+    }
 }
 
 impl Defused {
@@ -384,6 +414,7 @@ impl Defused {
             set_env.push(("GIT_CONFIG_SYSTEM".into(), sys.clone().into_os_string()));
         }
         Defused {
+            keep_first: FirstBytes::of(opts.keep.iter().map(|k| k.as_bytes())),
             opts,
             config,
             set_env,
@@ -537,6 +568,9 @@ impl Defused {
     pub fn pass_through(&mut self, names: &[&str]) {
         self.set_env.retain(|(k, _)| !names.contains(&k.as_str()));
         self.opts.keep.extend(names.iter().map(|n| (*n).to_owned()));
+        for n in names {
+            self.keep_first.add(n.as_bytes());
+        }
     }
 
     /// Drop the command-scope config entirely (for `git config` reads, which would list it).
@@ -663,7 +697,7 @@ impl Defused {
             return !name.starts_with(b"GIT_");
         }
         // The lists below are compared as bytes: the same as comparing the UTF-8 name.
-        if self.opts.keep.iter().any(|k| k.as_bytes() == name) {
+        if self.keep_first.may_hold(name) && self.opts.keep.iter().any(|k| k.as_bytes() == name) {
             return true;
         }
         if env_row_matches(name) {
@@ -824,62 +858,69 @@ mod tests {
     fn keeps_shortcut_agrees_with_the_lists() {
         let mut opts = DefuseOptions::new(v("2.47.3"));
         opts.keep = vec!["GIT_DIR".into(), "PAGER".into()];
-        let d = Defused::new(opts);
-        let full = |name: &str| {
-            d.opts.keep.iter().any(|k| k == name)
-                || (!catalogue::ENV
+        // Also after `pass_through` (which adds kept names after `new`): names of a first byte
+        // the construction's list did not have.
+        let mut passed = Defused::new(opts.clone());
+        passed.pass_through(&["VISUAL", "EDITOR", "MANPAGER"]);
+        for d in [Defused::new(opts), passed] {
+            let full = |name: &str| {
+                d.opts.keep.iter().any(|k| k == name)
+                    || (!catalogue::ENV
+                        .iter()
+                        .any(|e| catalogue::env_name_matches(e.name, name))
+                        && (!(name.starts_with("GIT_")
+                            || name.starts_with("GITWARD_CONFIG_VALUE_"))
+                            || catalogue::ENV_GIT_HARMLESS.contains(&name)))
+            };
+            let mut names: Vec<String> = [
+                "PATH",
+                "HOME",
+                "TERM",
+                "USER",
+                "LANG",
+                "LC_ALL",
+                "PWD",
+                "SHELL",
+                "PAGER",
+                "EDITOR",
+                "VISUAL",
+                "LESS",
+                "LESSOPEN",
+                "LD_PRELOAD",
+                "GCONV_PATH",
+                "GIT_DIR",
+                "GIT_AUTHOR_NAME",
+                "GITWARD_CONFIG_VALUE_0",
+                "GIT_TRACE2_EVENT",
+                "XDG_CONFIG_HOME",
+                "_",
+                "G",
+                "",
+            ]
+            .map(String::from)
+            .to_vec();
+            names.extend(catalogue::ENV.iter().map(|e| e.name.replace('*', "X")));
+            // The per-first-byte rows: every row's own text, its prefix, a longer name, another
+            // first byte (each may fall on a different row or none).
+            names.extend(catalogue::ENV.iter().map(|e| e.name.to_owned()));
+            names.extend(
+                catalogue::ENV
                     .iter()
-                    .any(|e| catalogue::env_name_matches(e.name, name))
-                    && (!(name.starts_with("GIT_") || name.starts_with("GITWARD_CONFIG_VALUE_"))
-                        || catalogue::ENV_GIT_HARMLESS.contains(&name)))
-        };
-        let mut names: Vec<String> = [
-            "PATH",
-            "HOME",
-            "TERM",
-            "USER",
-            "LANG",
-            "LC_ALL",
-            "PWD",
-            "SHELL",
-            "PAGER",
-            "EDITOR",
-            "LESS",
-            "LESSOPEN",
-            "LD_PRELOAD",
-            "GCONV_PATH",
-            "GIT_DIR",
-            "GIT_AUTHOR_NAME",
-            "GITWARD_CONFIG_VALUE_0",
-            "GIT_TRACE2_EVENT",
-            "XDG_CONFIG_HOME",
-            "_",
-            "G",
-            "",
-        ]
-        .map(String::from)
-        .to_vec();
-        names.extend(catalogue::ENV.iter().map(|e| e.name.replace('*', "X")));
-        // The per-first-byte rows: every row's own text, its prefix, a longer name, another
-        // first byte (each may fall on a different row or none).
-        names.extend(catalogue::ENV.iter().map(|e| e.name.to_owned()));
-        names.extend(
-            catalogue::ENV
-                .iter()
-                .map(|e| e.name.trim_end_matches('*').to_owned()),
-        );
-        names.extend(catalogue::ENV.iter().map(|e| format!("{}Z", e.name)));
-        names.extend(catalogue::ENV.iter().map(|e| format!("X{}", e.name)));
-        names.extend(catalogue::ENV.iter().map(|e| e.name.to_ascii_lowercase()));
-        names.extend(catalogue::ENV_GIT_HARMLESS.iter().map(|n| (*n).to_owned()));
-        for name in &names {
-            assert_eq!(d.keeps(OsStr::new(name)), full(name), "{name}");
+                    .map(|e| e.name.trim_end_matches('*').to_owned()),
+            );
+            names.extend(catalogue::ENV.iter().map(|e| format!("{}Z", e.name)));
+            names.extend(catalogue::ENV.iter().map(|e| format!("X{}", e.name)));
+            names.extend(catalogue::ENV.iter().map(|e| e.name.to_ascii_lowercase()));
+            names.extend(catalogue::ENV_GIT_HARMLESS.iter().map(|n| (*n).to_owned()));
+            for name in &names {
+                assert_eq!(d.keeps(OsStr::new(name)), full(name), "{name}");
+            }
+            // Positive control: the table does rule names out (a name of each row is dropped).
+            assert!(!d.keeps(OsStr::new("LD_PRELOAD")) && !d.keeps(OsStr::new("PYTHONPATH")));
+            // Non-UTF-8 names: kept unless `GIT_`-prefixed, as before the byte comparison.
+            assert!(d.keeps(OsStr::from_bytes(b"LD_\xff")));
+            assert!(!d.keeps(OsStr::from_bytes(b"GIT_\xff")));
         }
-        // Positive control: the table does rule names out (a name of each row is dropped).
-        assert!(!d.keeps(OsStr::new("LD_PRELOAD")) && !d.keeps(OsStr::new("PYTHONPATH")));
-        // Non-UTF-8 names: kept unless `GIT_`-prefixed, as before the byte comparison.
-        assert!(d.keeps(OsStr::from_bytes(b"LD_\xff")));
-        assert!(!d.keeps(OsStr::from_bytes(b"GIT_\xff")));
     }
 
     #[test]
