@@ -778,14 +778,40 @@ static ENV_ROWS_BY_FIRST: [u128; 256] = {
     t
 };
 
-/// Does a row of [`catalogue::ENV`] match `name`? The rows of `name`'s first byte only.
+/// For each name length (63: 63 or more), the rows of [`catalogue::ENV`] a name of that length
+/// can match: a name row of exactly that length, a prefix row (`…*`) no longer than it; a
+/// superset, like [`ENV_ROWS_BY_FIRST`], and ANDed with it, so a name is compared with the
+/// few rows of both its first byte and its length (most names: none).
+static ENV_ROWS_BY_LEN: [u128; 64] = {
+    let env = catalogue::ENV;
+    let mut t = [0u128; 64];
+    let mut i = 0;
+    while i < env.len() && env.len() <= 128 {
+        let name = env[i].name.as_bytes();
+        let prefix = !name.is_empty() && name[name.len() - 1] == b'*';
+        let len = if prefix { name.len() - 1 } else { name.len() };
+        let from = if len < 63 { len } else { 63 };
+        let mut l = from;
+        while l < 64 {
+            if prefix || l == from {
+                t[l] |= 1 << i;
+            }
+            l += 1;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// Does a row of [`catalogue::ENV`] match `name`? The rows of `name`'s first byte and length
+/// only.
 fn env_row_matches(name: &[u8]) -> bool {
     // The rows' names through their copy without pointers (`shim::packed`), same order.
     use crate::shim::packed::{env_name_bytes, env_rows};
     let (Some(&first), true) = (name.first(), env_rows() <= 128) else {
         return (0..env_rows()).any(|i| env_name_matches(env_name_bytes(i), name));
     };
-    let mut rows = ENV_ROWS_BY_FIRST[usize::from(first)];
+    let mut rows = ENV_ROWS_BY_FIRST[usize::from(first)] & ENV_ROWS_BY_LEN[name.len().min(63)];
     while rows != 0 {
         let i = rows.trailing_zeros() as usize;
         rows &= rows - 1;
@@ -910,6 +936,12 @@ mod tests {
             );
             names.extend(catalogue::ENV.iter().map(|e| format!("{}Z", e.name)));
             names.extend(catalogue::ENV.iter().map(|e| format!("X{}", e.name)));
+            // Past the length table's last entry (63 and more bytes).
+            names.extend(
+                catalogue::ENV
+                    .iter()
+                    .map(|e| format!("{}{}", e.name.trim_end_matches('*'), "X".repeat(70))),
+            );
             names.extend(catalogue::ENV.iter().map(|e| e.name.to_ascii_lowercase()));
             names.extend(catalogue::ENV_GIT_HARMLESS.iter().map(|n| (*n).to_owned()));
             for name in &names {
