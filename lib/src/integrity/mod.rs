@@ -534,22 +534,33 @@ mod tests {
     }
 
     #[test]
-    fn a_submodule_worktree_entry_whose_name_is_not_utf8_makes_the_walk_incomplete() {
+    fn a_submodule_or_worktree_entry_git_enters_by_a_name_that_is_not_utf8_makes_the_walk_incomplete(
+    ) {
+        // git enters `modules/<name>` and `worktrees/<id>` by whatever bytes the name has;
+        // the state file holds UTF-8 keys only, so such a git dir cannot be compared.
         use std::os::unix::ffi::OsStrExt;
-        let t = tempfile::tempdir().unwrap();
-        let common = std::fs::canonicalize(t.path()).unwrap().join("proj/.git");
-        std::fs::create_dir_all(&common).unwrap();
-        std::fs::write(common.join("HEAD"), "ref: refs/heads/main\n").unwrap();
-        sub_worktree_chain(&common, 1);
-        let root = Dir::open_abs(&common).unwrap();
-        assert!(collect(&root, &common, None, &BTreeMap::new())
-            .problems
-            .is_empty());
-        let wts = common.join("modules/s/worktrees");
-        std::fs::create_dir(wts.join(OsStr::from_bytes(b"bad\xffid"))).unwrap();
-        let snap = collect(&root, &common, None, &BTreeMap::new());
-        assert_eq!(snap.problems.len(), 1, "{:?}", snap.problems);
-        assert!(snap.problems[0].reason.contains("not UTF-8"));
+        for parent in [
+            "modules",
+            "worktrees",
+            "modules/s/worktrees",
+            "modules/s/worktrees/w/modules",
+        ] {
+            let t = tempfile::tempdir().unwrap();
+            let common = std::fs::canonicalize(t.path()).unwrap().join("proj/.git");
+            std::fs::create_dir_all(&common).unwrap();
+            std::fs::write(common.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+            sub_worktree_chain(&common, 1);
+            let root = Dir::open_abs(&common).unwrap();
+            let clean = collect(&root, &common, None, &BTreeMap::new());
+            assert!(clean.problems.is_empty(), "{parent}: {:?}", clean.problems);
+            let g = common.join(parent).join(OsStr::from_bytes(b"bad\xffname"));
+            std::fs::create_dir_all(&g).unwrap();
+            std::fs::write(g.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+            std::fs::write(g.join("config"), "[core]\n").unwrap();
+            let snap = collect(&root, &common, None, &BTreeMap::new());
+            assert_eq!(snap.problems.len(), 1, "{parent}: {:?}", snap.problems);
+            assert!(snap.problems[0].reason.contains("not UTF-8"), "{parent}");
+        }
     }
 
     #[test]
