@@ -408,8 +408,9 @@ fn new_entries_of_a_submodules_linked_worktrees_are_judged_like_the_common_dirs(
         assert!(!subs.join("elsewhere").exists(), "{ev:#?}");
         let (code, ev) = w.check(false);
         assert_eq!(code, 0, "{ev:#?}");
-        // The session's own entry, pinned, then removed by `git worktree remove`: clean; the
-        // owner's entry removed: reported and restored.
+        // The session's own entry, pinned: its commondir pointed at the agent's git dir is
+        // reported and restored; removed by `git worktree remove`, clean. The owner's entry
+        // removed: reported and restored.
         let own2 = root.join("proj-worktrees/s1/own2");
         git(
             &w,
@@ -418,6 +419,20 @@ fn new_entries_of_a_submodules_linked_worktrees_are_judged_like_the_common_dirs(
             &["worktree", "add", "-q", "-b", "s2", own2.to_str().unwrap()],
         );
         w.pin();
+        // Its commondir pointed at the agent's git dir: compared like the owner's.
+        let c2 = subs.join("own2/commondir");
+        std::fs::write(&c2, format!("{}\n", evil.display())).unwrap();
+        run(&w, &g, &own2, &["status", "--short"]);
+        assert!(marker.exists(), "{}: positive control", g.display());
+        std::fs::remove_file(&marker).unwrap();
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 1, "{ev:#?}");
+        let c = at(&ev, &c2);
+        assert_eq!(c.len(), 1, "{ev:#?}");
+        assert_eq!(c[0]["event"], "worktree_entry_changed", "{ev:#?}");
+        let (code, ev) = w.check(true);
+        assert_eq!(code, 1, "{ev:#?}");
+        assert_eq!(std::fs::read(&c2).unwrap(), b"../..\n", "{ev:#?}");
         git(
             &w,
             &g,
