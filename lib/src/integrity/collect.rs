@@ -272,6 +272,71 @@ impl<'a> Collector<'a> {
             self.tree(&j(t), 1);
         }
         self.modules(&j("modules"), module_depth);
+        if !base.is_empty() {
+            // A submodule's own linked worktrees (`git -C <sub> worktree add`): git enters
+            // each entry from its worktree's `.git` file and reads `commondir`,
+            // `config.worktree` and `HEAD` there, then config and hooks from the git dir
+            // `commondir` names (R23-5, R23-8).
+            self.sub_worktrees(&j("worktrees"), module_depth);
+        }
+    }
+
+    /// Every `worktrees/<id>/` entry of a submodule git dir (`rel` is its `worktrees`), as
+    /// [`Collector::worktrees`] records the common dir's: the files git reads there
+    /// (`catalogue::WORKTREE_ADMIN_FILES`), any name git does not keep there as a whole tree,
+    /// and the submodule git dirs under the entry's `modules/` at the nesting `depth` of the
+    /// submodule git dir that holds the entry (the walk stays within [`MODULE_DEPTH`]).
+    pub(super) fn sub_worktrees(&mut self, rel: &str, depth: usize) {
+        self.file(rel);
+        if !matches!(self.entries.get(rel), Some(Node::Dir { .. })) {
+            return;
+        }
+        let ids = match self.dir(rel).and_then(|d| d.list()) {
+            Ok(n) => n,
+            Err(e) => {
+                self.problem(&e);
+                return;
+            }
+        };
+        for id in ids {
+            let Some(id) = id.to_str() else {
+                // git enters an entry of any name: one that cannot be recorded is not
+                // compared, so the check is incomplete.
+                self.problems.push(Problem {
+                    path: self.root.path().join(rel).join(&id),
+                    reason: "name is not UTF-8; not recorded".into(),
+                    link: false,
+                });
+                continue;
+            };
+            let base = format!("{rel}/{id}");
+            let Some(Shape::Dir) = self.node(&base) else {
+                continue;
+            };
+            for f in WORKTREE_FILES {
+                self.file(&format!("{base}/{f}"));
+            }
+            let names = match self.dir(&base).and_then(|d| d.list()) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.problem(&e);
+                    continue;
+                }
+            };
+            for n in names {
+                // git reads only names of its own in an entry: one that is not UTF-8 arms
+                // nothing (as in the common dir's entries).
+                let Some(n) = n.to_str() else { continue };
+                if n == "modules" {
+                    self.modules(&format!("{base}/modules"), depth);
+                    continue;
+                }
+                if WORKTREE_FILES.contains(&n) || is_worktree_state_name(n) {
+                    continue;
+                }
+                self.tree(&format!("{base}/{n}"), 1);
+            }
+        }
     }
 
     /// Submodule git dirs below `rel` (`modules/`), at any nesting of names and submodules.
@@ -288,7 +353,16 @@ impl<'a> Collector<'a> {
             }
         };
         for n in names {
-            let Some(n) = n.to_str() else { continue };
+            let Some(n) = n.to_str() else {
+                // A submodule git dir (or a folder of names) git enters by a name that the
+                // state file cannot hold: not compared, so the check is incomplete.
+                self.problems.push(Problem {
+                    path: self.root.path().join(rel).join(&n),
+                    reason: "name is not UTF-8; not recorded".into(),
+                    link: false,
+                });
+                continue;
+            };
             let child = format!("{rel}/{n}");
             let Some(Shape::Dir) = self.node(&child) else {
                 continue;
@@ -335,7 +409,16 @@ impl<'a> Collector<'a> {
             }
         };
         for id in ids {
-            let Some(id) = id.to_str() else { continue };
+            let Some(id) = id.to_str() else {
+                // An entry git enters (from its worktree's `.git` file) that the state file
+                // cannot hold: not compared, so the check is incomplete.
+                self.problems.push(Problem {
+                    path: self.root.path().join("worktrees").join(&id),
+                    reason: "name is not UTF-8; not recorded".into(),
+                    link: false,
+                });
+                continue;
+            };
             let base = format!("worktrees/{id}");
             let names = if let Some(names) = self.shared_entry(id, &base) {
                 names
@@ -636,6 +719,12 @@ pub(super) fn collect(
 /// The worktree path named by a `gitdir` file: trailing whitespace and `/.git` stripped,
 /// relative paths resolved against `worktrees/<id>/` (git ≥ 2.48), lexically normalised.
 pub(super) fn gitdir_path(common_dir: &Path, id: &str, node: Option<&Node>) -> Option<PathBuf> {
+    entry_gitdir_path(&common_dir.join("worktrees").join(id), node)
+}
+
+/// [`gitdir_path`] of the worktree entry (admin dir) `admin`, wherever it lies (a submodule
+/// git dir's `worktrees/<id>` too).
+pub(super) fn entry_gitdir_path(admin: &Path, node: Option<&Node>) -> Option<PathBuf> {
     let Some(Node::File { content, .. }) = node else {
         return None;
     };
@@ -649,7 +738,7 @@ pub(super) fn gitdir_path(common_dir: &Path, id: &str, node: Option<&Node>) -> O
     let p = if p.is_absolute() {
         p.to_path_buf()
     } else {
-        common_dir.join("worktrees").join(id).join(p)
+        admin.join(p)
     };
     let p = normalize(&p);
     Some(if p.file_name() == Some(OsStr::new(".git")) {

@@ -949,6 +949,59 @@ pub(super) fn merged<'a>(
     out
 }
 
+/// The submodule git dirs of a snapshot (a folder below a `modules` folder that holds `HEAD`
+/// or `config`), less the linked worktree entries of one of them (`<sub>/worktrees/<id>`
+/// holds `HEAD` too, but is an entry: [`sub_worktree_entry`]).
+pub(super) fn module_git_dirs(entries: &BTreeMap<String, Node>) -> BTreeSet<String> {
+    let cand: BTreeSet<String> = git_dir_bases(entries)
+        .into_iter()
+        .filter(|b| b.starts_with("modules/") || b.contains("/modules/"))
+        .collect();
+    cand.iter()
+        .filter(|b| {
+            let (p, _) = split(b);
+            let (pp, w) = split(p);
+            !(w == "worktrees" && cand.contains(pp))
+        })
+        .cloned()
+        .collect()
+}
+
+/// The linked worktree entry of a submodule git dir (`<sub>/worktrees/<id>`, `<sub>` one of
+/// `subs`) that `rel` is or lies in, the innermost one, and the rest of `rel` below it
+/// (`""` for the entry itself).
+pub(super) fn sub_worktree_entry<'k>(
+    rel: &'k str,
+    subs: &BTreeSet<String>,
+) -> Option<(&'k str, &'k str)> {
+    const W: &str = "/worktrees/";
+    let mut found = None;
+    for (i, _) in rel.match_indices(W) {
+        if !subs.contains(&rel[..i]) {
+            continue;
+        }
+        let after = &rel[i + W.len()..];
+        let id = after.split('/').next().unwrap_or(after);
+        if id.is_empty() {
+            continue;
+        }
+        let end = i + W.len() + id.len();
+        found = Some((&rel[..end], rel[end..].trim_start_matches('/')));
+    }
+    found
+}
+
+/// Is `node` the `commondir` git's `worktree add` writes (`../..`, the entry's submodule git
+/// dir; git strips the trailing newline when it reads it, `setup.c:get_common_dir_noenv`)?
+pub(super) fn commondir_is_gits(node: Option<&Node>) -> bool {
+    let Some(Node::File { content, .. }) = node else {
+        return false;
+    };
+    content
+        .bytes()
+        .is_some_and(|b| b.strip_suffix(b"\n").unwrap_or(&b) == b"../..")
+}
+
 /// The id of the worktree entry a key belongs to.
 pub(super) fn worktree_id(rel: &str) -> Option<&str> {
     rel.strip_prefix("worktrees/")
@@ -973,11 +1026,64 @@ pub(super) fn compare(
             None => has_session && now_wt.get(id).is_some_and(|w| w.own),
         }
     };
+    // The linked worktree entries of submodule git dirs (`<sub>/worktrees/<id>`): the
+    // session's own are those whose `gitdir` names a worktree inside the session folder (the
+    // baseline's `gitdir` for an entry of the baseline; for a new one, its `gitdir` now, and
+    // its `commondir` git's `../..`, so that it names its submodule git dir and nothing the
+    // agent built, R23-8).
+    let pinned_subs = module_git_dirs(&state.entries);
+    let mut subs = pinned_subs.clone();
+    subs.extend(module_git_dirs(&snap.entries));
+    // A submodule git dir of the baseline without its `worktrees` key: pinned by a build
+    // that did not walk the submodules' linked worktree entries (each submodule git dir's
+    // `worktrees` is recorded, absent or not, since).
+    let unrecorded = |sub: &str| {
+        pinned_subs.contains(sub) && !state.entries.contains_key(&format!("{sub}/worktrees"))
+    };
+    let in_session = |p: &Path| sd.is_some_and(|sd| p.starts_with(sd) && p != sd);
+    let gitdir_of = |entries: &BTreeMap<String, Node>, e: &str| {
+        entry_gitdir_path(&common.join(e), entries.get(&format!("{e}/gitdir")))
+    };
+    let sub_own = |e: &str| -> bool {
+        match state.entries.get(e) {
+            Some(n) if n.is_dir() => gitdir_of(&state.entries, e).is_some_and(|p| in_session(&p)),
+            _ => {
+                has_session
+                    && gitdir_of(&snap.entries, e).is_some_and(|p| in_session(&p))
+                    && commondir_is_gits(snap.entries.get(&format!("{e}/commondir")))
+            }
+        }
+    };
     let absent = Node::Absent;
     // Every key of the baseline and of now, in order: one merge of the two sorted maps.
     for (k, before, now) in merged(&state.entries, &snap.entries) {
         if git_written_unreported(k) {
             continue; // recorded by an older pin; git writes it on its own
+        }
+        let sub_entry = sub_worktree_entry(k, &subs);
+        // In an entry of a submodule git dir whose `worktrees` the baseline lacks (the
+        // outermost such): nothing to compare with. The entry is reported (the owner's
+        // entries may be among them), never moved; a new pin records it.
+        let unrecorded_at = k
+            .match_indices("/worktrees/")
+            .map(|(i, _)| i)
+            .find(|&i| unrecorded(&k[..i]));
+        if let Some(i) = unrecorded_at {
+            let id = &k[i + "/worktrees/".len()..];
+            if let (false, Some(n)) = (id.contains('/'), now) {
+                diffs.push(Diff {
+                    key: Key::Rel(k.clone()),
+                    kind: EventKind::WorktreeEntryChanged,
+                    change: "unrecorded",
+                    before: Node::Absent,
+                    after: Some(n.clone()),
+                    why: Some(
+                        "a linked worktree entry of a submodule git dir, not in the state file (pinned by a build that did not record them): not compared; pin again".into(),
+                    ),
+                    plan: Plan::Report,
+                });
+            }
+            continue;
         }
         let before: &Node = before.unwrap_or(&absent);
         // Not recorded now: removed when its folder was listed, else hidden (a parent is not
@@ -1005,6 +1111,36 @@ pub(super) fn compare(
         if own_skip {
             // The session's own entry: its files may change; its layout is checked below.
             // Extra names (hooks/, config) are still planted.
+            continue;
+        }
+        // The session's own entry of a submodule git dir: its per-worktree state may change
+        // and it may be added or removed; its `gitdir` must keep naming a worktree in the
+        // session folder and its `commondir` stay git's `../..`; `config.worktree`, `modules/`
+        // and any name git does not keep there are compared as everywhere.
+        let sub_own_skip = !not_plain
+            && sub_entry.is_some_and(|(e, rest)| {
+                let top = rest.split('/').next().unwrap_or("");
+                let gone = !snap.entries.get(e).is_some_and(Node::is_dir);
+                sub_own(e)
+                    && (gone
+                        || match top {
+                            "" => true,
+                            "config.worktree" => false,
+                            "commondir" => commondir_is_gits(now),
+                            "gitdir" => gitdir_of(&snap.entries, e).is_some_and(|p| in_session(&p)),
+                            t => WORKTREE_FILES.contains(&t) || is_worktree_state_name(t),
+                        })
+            });
+        if sub_own_skip {
+            continue;
+        }
+        // A submodule git dir's `worktrees` folder made during the turn (`git worktree add`
+        // in the submodule): each entry in it is judged on its own.
+        if matches!(before, Node::Absent)
+            && now.is_some_and(Node::is_dir)
+            && split(k).1 == "worktrees"
+            && subs.contains(split(k).0)
+        {
             continue;
         }
         let Some(after_n) = after else {
@@ -1046,6 +1182,34 @@ pub(super) fn compare(
                 continue;
             }
         }
+        if let Some((e, "")) = sub_entry {
+            if matches!(before, Node::Absent) {
+                // A new entry that is not the session's, as a new `worktrees/<id>` above.
+                if !same(k, before, after_n) {
+                    diffs.push(Diff {
+                        key: Key::Rel(k.clone()),
+                        kind: EventKind::WorktreeEntryPlanted,
+                        change: "created",
+                        before: before.clone(),
+                        after: Some(after_n.clone()),
+                        why: Some(format!(
+                            "new worktree entry `{}` of the submodule git dir {} that is not the session's (its gitdir names {}; its commondir {})",
+                            split(e).1,
+                            common.join(split(split(e).0).0).display(),
+                            gitdir_of(&snap.entries, e)
+                                .map_or("nothing".into(), |p| p.display().to_string()),
+                            if commondir_is_gits(snap.entries.get(&format!("{e}/commondir"))) {
+                                "is git's `../..`"
+                            } else {
+                                "is not git's `../..`"
+                            }
+                        )),
+                        plan: Plan::Quarantine,
+                    });
+                }
+                continue;
+            }
+        }
         if (k == "worktrees" || k == "modules")
             && matches!(before, Node::Absent)
             && after_n.is_dir()
@@ -1056,9 +1220,23 @@ pub(super) fn compare(
             continue;
         }
         let created_dir = matches!(before, Node::Absent) && after_n.is_dir();
+        // In a submodule's linked worktree entry (not below its `modules/`): reported as the
+        // common dir's entries are.
+        let entry_kind = sub_entry.and_then(|(_, rest)| {
+            let mut parts = rest.split('/');
+            let top = parts.next().unwrap_or("");
+            let below_modules = top == "modules" && parts.next().is_some();
+            (!below_modules).then(|| {
+                if rest == "config.worktree" {
+                    EventKind::ConfigChanged
+                } else {
+                    EventKind::WorktreeEntryChanged
+                }
+            })
+        });
         diffs.push(Diff {
             key: Key::Rel(k.clone()),
-            kind: event_kinds(k, change_word(before, after_n)),
+            kind: entry_kind.unwrap_or_else(|| event_kinds(k, change_word(before, after_n))),
             change: change_word(before, after_n),
             before: before.clone(),
             after: Some(after_n.clone()),

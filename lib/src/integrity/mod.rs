@@ -4,11 +4,11 @@
 //! At sandbox build, [`pin`] records every protected entry of the repository's common dir
 //! (hooks folder, `config` and its include targets, `config.worktree`, `commondir`,
 //! `info/attributes`, `objects/info/alternates`, `HEAD` form, every `worktrees/<id>/` entry,
-//! every submodule git dir under `modules/`) into a state file outside the repository. At
-//! turn end, [`check`] reads them again and reports each difference as an event; with
-//! `restore` it puts them back: what the agent created or changed is moved into a quarantine
-//! folder beside the state file (never deleted), then the baseline bytes are written
-//! atomically.
+//! every submodule git dir under `modules/` and its own `worktrees/<id>/` entries) into a
+//! state file outside the repository. At turn end, [`check`] reads them again and reports
+//! each difference as an event; with `restore` it puts them back: what the agent created or
+//! changed is moved into a quarantine folder beside the state file (never deleted), then the
+//! baseline bytes are written atomically.
 //!
 //! Invariants:
 //! - Every read and write below the common dir walks component by component without
@@ -432,6 +432,135 @@ mod tests {
             read_node_known(&dir, OsStr::new("p"), None, true).unwrap(),
             Node::Special { kind: Kind::Fifo }
         ));
+    }
+
+    /// A chain of `levels` submodule git dirs, each one the submodule `s` of the previous
+    /// one's linked worktree `w` (`modules/s/worktrees/w/modules/s/…`), each holding `HEAD`,
+    /// `config` and an entry `w` with git's files; the deepest git dir's `config` path.
+    fn sub_worktree_chain(common: &Path, levels: usize) -> String {
+        let mut rel = String::from("modules/s");
+        let mut deepest = String::new();
+        for i in 0..levels {
+            let d = common.join(&rel);
+            std::fs::create_dir_all(d.join("hooks")).unwrap();
+            std::fs::write(d.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+            std::fs::write(d.join("config"), format!("[core]\n\tlevel = {i}\n")).unwrap();
+            deepest = format!("{rel}/config");
+            let e = d.join("worktrees/w");
+            std::fs::create_dir_all(&e).unwrap();
+            std::fs::write(e.join("HEAD"), "ref: refs/heads/w\n").unwrap();
+            std::fs::write(e.join("commondir"), "../..\n").unwrap();
+            std::fs::write(e.join("gitdir"), "/nowhere/w/.git\n").unwrap();
+            std::fs::write(e.join("index"), "state, not recorded").unwrap();
+            rel = format!("{rel}/worktrees/w/modules/s");
+        }
+        deepest
+    }
+
+    #[test]
+    fn submodule_linked_worktree_entries_are_recorded_at_any_nesting_within_the_bound() {
+        let t = tempfile::tempdir().unwrap();
+        let common = std::fs::canonicalize(t.path()).unwrap().join("proj/.git");
+        std::fs::create_dir_all(&common).unwrap();
+        std::fs::write(common.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        let deepest = sub_worktree_chain(&common, MODULE_DEPTH);
+        let root = Dir::open_abs(&common).unwrap();
+        let snap = collect(&root, &common, None, &BTreeMap::new());
+        assert!(snap.problems.is_empty(), "{:?}", snap.problems);
+        let e = &snap.entries;
+        assert!(matches!(e[&deepest], Node::File { .. }), "{deepest}");
+        for k in [
+            "modules/s/worktrees/w/commondir",
+            "modules/s/worktrees/w/gitdir",
+            "modules/s/worktrees/w/HEAD",
+            "modules/s/worktrees/w/modules/s/config",
+            "modules/s/worktrees/w/modules/s/worktrees/w/commondir",
+        ] {
+            assert!(matches!(e[k], Node::File { .. }), "{k}");
+        }
+        assert!(matches!(e["modules/s/worktrees/w/locked"], Node::Absent));
+        assert!(!e.contains_key("modules/s/worktrees/w/index"));
+        // Each entry is a git dir of the snapshot (in-progress operations, index paths) but
+        // not a submodule git dir: its `worktrees` is not an entry's.
+        let bases = git_dir_bases(e);
+        assert!(bases.contains("modules/s/worktrees/w"));
+        let subs = module_git_dirs(e);
+        assert!(subs.contains("modules/s"));
+        assert!(subs.contains("modules/s/worktrees/w/modules/s"));
+        assert!(!subs.contains("modules/s/worktrees/w"));
+        assert_eq!(
+            sub_worktree_entry("modules/s/worktrees/w/modules/s/worktrees/w/HEAD", &subs),
+            Some(("modules/s/worktrees/w/modules/s/worktrees/w", "HEAD"))
+        );
+        assert_eq!(
+            sub_worktree_entry("modules/s/worktrees/w/modules/s/config", &subs),
+            Some(("modules/s/worktrees/w", "modules/s/config"))
+        );
+        assert_eq!(sub_worktree_entry("modules/s/config", &subs), None);
+
+        // One level more: the walk is cut short and says so (check: exit 2).
+        let t = tempfile::tempdir().unwrap();
+        let common = std::fs::canonicalize(t.path()).unwrap().join("proj/.git");
+        std::fs::create_dir_all(&common).unwrap();
+        std::fs::write(common.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        let deepest = sub_worktree_chain(&common, MODULE_DEPTH + 1);
+        let root = Dir::open_abs(&common).unwrap();
+        let snap = collect(&root, &common, None, &BTreeMap::new());
+        assert!(!snap.entries.contains_key(&deepest));
+        assert_eq!(snap.problems.len(), 1, "{:?}", snap.problems);
+        assert!(snap.problems[0].reason.contains("nested deeper"));
+    }
+
+    #[test]
+    fn a_submodule_named_like_a_worktree_entry_is_not_taken_for_one() {
+        // `modules/a` is a folder of names (no HEAD, no config): `modules/a/worktrees/b` is the
+        // submodule `a/worktrees/b`, its files compared as a git dir's.
+        let t = tempfile::tempdir().unwrap();
+        let common = std::fs::canonicalize(t.path()).unwrap().join("proj/.git");
+        let g = common.join("modules/a/worktrees/b");
+        std::fs::create_dir_all(g.join("hooks")).unwrap();
+        std::fs::write(common.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(g.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(g.join("config"), "[core]\n").unwrap();
+        let root = Dir::open_abs(&common).unwrap();
+        let snap = collect(&root, &common, None, &BTreeMap::new());
+        assert!(snap.problems.is_empty(), "{:?}", snap.problems);
+        let subs = module_git_dirs(&snap.entries);
+        assert!(subs.contains("modules/a/worktrees/b"), "{subs:?}");
+        assert_eq!(
+            sub_worktree_entry("modules/a/worktrees/b/config", &subs),
+            None
+        );
+    }
+
+    #[test]
+    fn a_submodule_or_worktree_entry_git_enters_by_a_name_that_is_not_utf8_makes_the_walk_incomplete(
+    ) {
+        // git enters `modules/<name>` and `worktrees/<id>` by whatever bytes the name has;
+        // the state file holds UTF-8 keys only, so such a git dir cannot be compared.
+        use std::os::unix::ffi::OsStrExt;
+        for parent in [
+            "modules",
+            "worktrees",
+            "modules/s/worktrees",
+            "modules/s/worktrees/w/modules",
+        ] {
+            let t = tempfile::tempdir().unwrap();
+            let common = std::fs::canonicalize(t.path()).unwrap().join("proj/.git");
+            std::fs::create_dir_all(&common).unwrap();
+            std::fs::write(common.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+            sub_worktree_chain(&common, 1);
+            let root = Dir::open_abs(&common).unwrap();
+            let clean = collect(&root, &common, None, &BTreeMap::new());
+            assert!(clean.problems.is_empty(), "{parent}: {:?}", clean.problems);
+            let g = common.join(parent).join(OsStr::from_bytes(b"bad\xffname"));
+            std::fs::create_dir_all(&g).unwrap();
+            std::fs::write(g.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+            std::fs::write(g.join("config"), "[core]\n").unwrap();
+            let snap = collect(&root, &common, None, &BTreeMap::new());
+            assert_eq!(snap.problems.len(), 1, "{parent}: {:?}", snap.problems);
+            assert!(snap.problems[0].reason.contains("not UTF-8"), "{parent}");
+        }
     }
 
     #[test]
