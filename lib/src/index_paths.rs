@@ -1232,7 +1232,14 @@ mod tests {
     fn an_index_changed_within_the_racy_margin_is_not_recorded() {
         let t = tempfile::tempdir().unwrap();
         write_index(t.path(), &["a", "b"]);
-        let mut v = Verdicts::empty();
+        // The check starts at the last instant within the margin of the index's `ctime` (not
+        // at the clock's now, which a stalled machine can take past the margin).
+        let m = std::fs::metadata(t.path().join("index")).unwrap();
+        let ctime = {
+            use std::os::unix::fs::MetadataExt;
+            i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec())
+        };
+        let mut v = Verdicts::starting_at(ctime + crate::layout::walk_cache::RACY_MARGIN_NS);
         let (found, read) = judge_with(t.path(), &mut v);
         assert!(found.is_empty() && read);
         assert!(v.kept.is_empty());
