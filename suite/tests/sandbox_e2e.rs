@@ -2172,6 +2172,7 @@ fn no_unix_socket_of_the_owner_is_reachable_wherever_it_lies() {
         // git's credential-cache daemon, started by the owner's git, holding a token.
         let host_git = |args: &[&str], input: &str| {
             let mut c = Command::new(&s.git)
+                .current_dir(&s.home)
                 .env_clear()
                 .env("HOME", &s.home)
                 .env("PATH", "/usr/bin:/bin")

@@ -360,6 +360,7 @@ fn mtime_rollback_crlf_and_submodule_indexes_do_not_hide_content() {
                     .success());
                 // Its `core.worktree` (if git wrote one) names the old place: dropped.
                 let _ = Command::new(&g)
+                    .current_dir(w.root())
                     .arg("config")
                     .arg("-f")
                     .arg(sub.join(".git/config"))
@@ -481,6 +482,7 @@ fn gitlinks_lead_to_the_indexes_git_enters_whatever_gitmodules_says() {
             };
             cp_a(&gd, &own_git_dir);
             let _ = Command::new(&g)
+                .current_dir(w.root())
                 .arg("config")
                 .arg("-f")
                 .arg(own_git_dir.join("config"))
