@@ -1350,7 +1350,7 @@ mod tests {
             let _ = tx.send(read_small(&f3).map_err(|e| e.kind()));
         });
         let r = rx
-            .recv_timeout(std::time::Duration::from_secs(5))
+            .recv_timeout(std::time::Duration::from_secs(30))
             .expect("read_small blocked on a FIFO");
         assert_eq!(r, Err(std::io::ErrorKind::InvalidData));
         // A folder is not a regular file either.

@@ -1232,7 +1232,14 @@ mod tests {
     fn an_index_changed_within_the_racy_margin_is_not_recorded() {
         let t = tempfile::tempdir().unwrap();
         write_index(t.path(), &["a", "b"]);
-        let mut v = Verdicts::empty();
+        // The check starts at the last instant within the margin of the index's `ctime` (not
+        // at the clock's now, which a stalled machine can take past the margin).
+        let m = std::fs::metadata(t.path().join("index")).unwrap();
+        let ctime = {
+            use std::os::unix::fs::MetadataExt;
+            i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec())
+        };
+        let mut v = Verdicts::starting_at(ctime + crate::layout::walk_cache::RACY_MARGIN_NS);
         let (found, read) = judge_with(t.path(), &mut v);
         assert!(found.is_empty() && read);
         assert!(v.kept.is_empty());
@@ -1273,7 +1280,10 @@ mod tests {
         ));
         let before = std::fs::metadata(base.join("index")).unwrap();
 
-        // Same size, same inode, mtime and atime put back.
+        // Same size, same inode, mtime and atime put back. Past the file clock's tick first:
+        // a kernel without fine-grained timestamps (before 6.13) stamps a rewrite within the
+        // same tick (a few ms) with the same `ctime`, and the rewrite would be the same file.
+        std::thread::sleep(std::time::Duration::from_millis(30));
         write_index(&base, &["a/b.txt", "c/.GIT"]);
         let times = |m: &std::fs::Metadata| {
             use std::os::unix::fs::MetadataExt;
@@ -1294,6 +1304,11 @@ mod tests {
         let after = std::fs::metadata(base.join("index")).unwrap();
         {
             use std::os::unix::fs::MetadataExt;
+            assert_ne!(
+                (after.ctime(), after.ctime_nsec()),
+                (before.ctime(), before.ctime_nsec()),
+                "the rewrite's ctime is the first write's"
+            );
             assert_eq!(
                 (after.ino(), after.size(), after.mtime(), after.mtime_nsec()),
                 (

@@ -82,6 +82,9 @@ pub struct PlanOptions {
     pub allow_unresolved: bool,
     /// The policy's `landlock` value ([`landlock::Policy`]).
     pub landlock: landlock::Policy,
+    /// The owner's runtime dir, in place of `$XDG_RUNTIME_DIR` (then `/run/user/<uid>`):
+    /// for tests, which must not change the environment other tests' threads read.
+    pub runtime_dir: Option<PathBuf>,
 }
 
 /// What stands at `path` (a program or a file the config names), for [`guard`]: nothing, a
@@ -497,7 +500,10 @@ pub fn plan(opts: &PlanOptions) -> Result<Plan, PlanError> {
             }
         }
     }
-    let rt = std::env::var_os("XDG_RUNTIME_DIR");
+    let rt = match &opts.runtime_dir {
+        Some(r) => Some(r.clone().into_os_string()),
+        None => std::env::var_os("XDG_RUNTIME_DIR"),
+    };
     let home = std::env::var_os("HOME");
     let host = HostPaths {
         runtime_dir: rt.as_deref(),

@@ -464,6 +464,7 @@ fn bwrap_sandbox(policy: &Policy, me: &Path) -> Result<Sandboxed, ShellError> {
         read_back: vec![shim_dir(policy), policy.file.clone(), me.to_path_buf()],
         allow_unresolved: policy.allow_unresolved_programs,
         landlock: policy.landlock,
+        runtime_dir: None,
     })?;
     let inner_step = match plan.landlock.decision() {
         crate::plan::landlock::Decision::Apply => Some(me.to_path_buf()),

@@ -844,7 +844,7 @@ fn settings_guard_judges_writes_made_between_commands() {
     );
     assert!(o.status.success());
     assert!(
-        (0..100).any(|_| {
+        (0..1200).any(|_| {
             std::thread::sleep(std::time::Duration::from_millis(50));
             std::fs::read_to_string(&settings).unwrap().contains("true")
         }),
@@ -900,12 +900,24 @@ fn the_last_sandbox_out_removes_the_placeholders() {
         .env("HOME", &s.home)
         .env("PATH", "/usr/bin:/bin")
         .args(["--sandbox", "bwrap", "--policy", s.policy.to_str().unwrap()])
-        .args(["-c", "sleep 3; mkdir -p .git/modules/x; echo first=$?"])
+        // In, then out only once the second has run (signal files in the work tree, which
+        // both sides see; a fixed `sleep 3` and a 1.2 s wait for the first to be in failed
+        // either way on a loaded machine).
+        .args([
+            "-c",
+            "touch .first-in; for i in $(seq 1200); do [ -e .first-go ] && break; sleep 0.05; done; \
+             mkdir -p .git/modules/x; echo first=$?",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let first_in = s.repo.join(".first-in");
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !first_in.exists() && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(first_in.exists(), "the first sandbox's command never ran");
     assert!(modules.is_dir(), "the first sandbox's mount point stands");
     let o = Command::new(shell)
         .current_dir(&s.repo)
@@ -927,6 +939,7 @@ fn the_last_sandbox_out_removes_the_placeholders() {
         modules.is_dir(),
         "the second sandbox left the first one's placeholder"
     );
+    std::fs::write(s.repo.join(".first-go"), "").unwrap();
     let o = first.wait_with_output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -1254,9 +1267,17 @@ fn the_owners_session_sockets_are_hidden() {
     );
     // Positive control: without the hidden folders and trees (the runtime dir is a hidden
     // tree of its own, fifth red-team pass).
-    std::env::set_var("XDG_RUNTIME_DIR", &rt);
-    let mut p = session_plan(&s, vec![]);
-    std::env::remove_var("XDG_RUNTIME_DIR");
+    // The runtime dir given in the options, not by `set_var`: the other tests' threads read
+    // the process environment (and the plan reads `$XDG_RUNTIME_DIR` from it).
+    std::fs::create_dir_all(&s.wt).unwrap();
+    let mut p = gitward::plan::plan(&gitward::plan::PlanOptions {
+        repo: s.repo.clone(),
+        session: Some("s1".into()),
+        session_dir: Some(s.wt.clone()),
+        runtime_dir: Some(rt.clone()),
+        ..gitward::plan::PlanOptions::default()
+    })
+    .unwrap();
     assert!(
         p.hide_trees
             .iter()
@@ -1277,7 +1298,11 @@ fn the_owners_session_sockets_are_hidden() {
     assert_eq!(status_of(&out, "bus"), 0, "control: {out}");
     assert_eq!(status_of(&out, "mgr"), 0, "control: {out}");
     if tmux {
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        // `run-shell` runs in the server, after the client returned: waited for, bounded.
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !mark.exists() && std::time::Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         assert!(mark.exists(), "control: tmux run-shell did not fire: {out}");
         std::fs::remove_file(&mark).unwrap();
     }
@@ -2147,6 +2172,7 @@ fn no_unix_socket_of_the_owner_is_reachable_wherever_it_lies() {
         // git's credential-cache daemon, started by the owner's git, holding a token.
         let host_git = |args: &[&str], input: &str| {
             let mut c = Command::new(&s.git)
+                .current_dir(&s.home)
                 .env_clear()
                 .env("HOME", &s.home)
                 .env("PATH", "/usr/bin:/bin")

@@ -25,9 +25,14 @@ fn repo(git: &Path) -> (tempfile::TempDir, PathBuf) {
     .unwrap();
     let r = t.path().join("repo");
     let run = |args: &[&str]| {
+        // Nothing from the caller's environment (a GIT_DIR or GIT_CONFIG_* of a CI job or
+        // a hook would point git elsewhere).
         let st = std::process::Command::new(git)
             .args(args)
             .current_dir(t.path())
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("LC_ALL", "C")
             .env("HOME", &home)
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .status()
@@ -336,6 +341,9 @@ fn a_fifo_git_would_open_is_refused_in_one_line_instead_of_hanging() {
             let mut c = std::process::Command::new(&git);
             c.args(args)
                 .current_dir(&r)
+                .env_clear()
+                .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+                .env("LC_ALL", "C")
                 .env("HOME", &home)
                 .env("GIT_CONFIG_NOSYSTEM", "1")
                 .stdin(std::process::Stdio::null())

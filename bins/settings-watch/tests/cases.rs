@@ -28,7 +28,7 @@ struct Cases {
     case: Vec<Case>,
 }
 
-const T: Duration = Duration::from_secs(15);
+const T: Duration = Duration::from_secs(30);
 const BURST: usize = 50;
 
 fn cases() -> Vec<Case> {

@@ -186,7 +186,7 @@ fn worktrees_and_extra_roots_are_guarded() {
         "approval_policy = \"never\"\n",
     )
     .unwrap();
-    let t = std::time::Duration::from_secs(10);
+    let t = std::time::Duration::from_secs(30);
     for path in [
         wt.join(".vscode/settings.json"),
         extra.join(".codex/config.toml"),
@@ -239,7 +239,7 @@ fn a_worktree_created_while_running_is_guarded_from_its_first_file() {
     )
     .unwrap();
     let shown = wt.join(".claude/settings.json").display().to_string();
-    let t = std::time::Duration::from_secs(10);
+    let t = std::time::Duration::from_secs(30);
     assert!(
         w.wait_for(
             |e| e["event"] == "settings_write_held" && e["path"] == shown.as_str(),

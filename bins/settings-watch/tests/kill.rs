@@ -67,20 +67,14 @@ fn sigkill_at_each_step_of_a_hold() {
             let env = Env::new();
             initialise(&env);
             let path = env.repo.join(FILE);
-            let mut child = env
-                .cmd()
-                .env("GITWARD_CRASH_AT", step)
-                .args(["run", "--policy"])
-                .arg(&env.policy)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            // Wait until it watches (the initial pass makes no record: nothing changed).
-            std::thread::sleep(Duration::from_millis(300));
+            // Returns once it watches (the initial pass makes no record: nothing changed); a
+            // fixed 300 ms wait let the write come before the watches under load.
+            let mut w = env.start_with(|c| {
+                c.env("GITWARD_CRASH_AT", step).stderr(Stdio::null());
+            });
             let p = widening(k * 10 + round);
             std::fs::write(&path, &p).unwrap();
-            let st = child.wait().unwrap();
+            let st = w.child.wait().unwrap();
             use std::os::unix::process::ExitStatusExt;
             assert_eq!(
                 st.signal(),
@@ -161,7 +155,7 @@ fn sigkill_at_random_moments() {
     }
     // A final restart settles everything.
     let w = env.start();
-    assert!(eventually(Duration::from_secs(10), || std::fs::read(&path)
+    assert!(eventually(Duration::from_secs(30), || std::fs::read(&path)
         .unwrap()
         == BEFORE.as_bytes()));
     let (code, _) = w.stop();

@@ -52,7 +52,7 @@ fn a_second_writer_truncating_after_a_close_is_waited_for() {
         f.write_all(second.as_bytes()).unwrap();
         drop(f);
         assert!(
-            eventually(Duration::from_secs(10), || {
+            eventually(Duration::from_secs(30), || {
                 std::fs::read(&path).ok().as_deref() == Some(BEFORE.as_bytes())
                     && held_has(&env, second.as_bytes())
             }),
@@ -89,7 +89,7 @@ fn writes_into_the_reverted_inode_are_held() {
     drop(f);
     let whole = br#"{"permissions":{"allow":["Bash(late)"]}}"#;
     assert!(
-        eventually(Duration::from_secs(10), || std::fs::read(&path)
+        eventually(Duration::from_secs(30), || std::fs::read(&path)
             .ok()
             .as_deref()
             == Some(BEFORE.as_bytes())
@@ -124,7 +124,7 @@ fn oversized_files_are_kept_whole_each_under_its_own_name() {
         std::fs::write(&tmp, content).unwrap();
         std::fs::rename(&tmp, &path).unwrap();
         assert!(
-            eventually(Duration::from_secs(15), || std::fs::read(&path)
+            eventually(Duration::from_secs(30), || std::fs::read(&path)
                 .ok()
                 .as_deref()
                 == Some(BEFORE.as_bytes())
@@ -166,7 +166,7 @@ fn folders_set_aside_never_share_a_name() {
         )
         .unwrap();
         assert!(
-            eventually(Duration::from_secs(10), || std::fs::read(&path)
+            eventually(Duration::from_secs(30), || std::fs::read(&path)
                 .ok()
                 .as_deref()
                 == Some(BEFORE.as_bytes())),

@@ -8,6 +8,10 @@ use std::num::NonZeroUsize;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
+/// How long a test waits for what the watcher must do (was 3 to 6 s). Each wait ends as soon
+/// as it holds; the bound only has to outlast a loaded 2-core machine.
+const T: Duration = Duration::from_secs(30);
+
 #[test]
 fn write_through_a_shared_mapping_is_held() {
     let env = Env::new();
@@ -48,11 +52,9 @@ fn write_through_a_shared_mapping_is_held() {
     // While the mapping is still held, the write is held and the file put back.
     let held = w.wait_for(
         |e| e["event"] == "settings_write_held" && e["rel"] == ".vscode/settings.json",
-        Duration::from_secs(5),
+        T,
     );
-    let back = eventually(Duration::from_secs(5), || {
-        state(&path).as_deref() == Some(&approved[..])
-    });
+    let back = eventually(T, || state(&path).as_deref() == Some(&approved[..]));
     // SAFETY: unmapping the mapping made above.
     unsafe { nix::sys::mman::munmap(map, len.get()).unwrap() };
     assert!(
@@ -81,16 +83,44 @@ fn worktree_folder_replaced_under_the_same_name() {
     std::fs::write(&file, br#"{"chat.tools.autoApprove": true}"#).unwrap();
     let held = w.wait_for(
         |e| e["event"] == "settings_write_held" && e["path"].as_str() == file.to_str(),
-        Duration::from_secs(6),
+        T,
     );
-    assert!(
-        held.is_some(),
-        "the new folder's settings were not judged: {:?}",
+    let Some(held) = held else {
+        panic!("the new folder's settings were not judged: {:?}", w.seen)
+    };
+    // What the file is put back to is the approved state when the write was judged. The
+    // watcher may look at the new folder between its `mkdir` and the write (the scheduler
+    // decides): the file is absent then, and its removal (of a `false`) is neutral, accepted
+    // — the approved state becomes "absent" and the widening write is reverted to that.
+    // Both orders are sound; each must show in the events and end as its order says.
+    let removal_accepted = w.seen.iter().any(|e| {
+        e["event"] == "settings_write_accepted"
+            && e["path"].as_str() == file.to_str()
+            && e["diff"]
+                .as_str()
+                .is_some_and(|d| d.ends_with("+ <absent>\n"))
+    });
+    let reverted_to_absent = held["diff"]
+        .as_str()
+        .is_some_and(|d| d.starts_with("- <absent>\n"));
+    assert_eq!(
+        removal_accepted, reverted_to_absent,
+        "the approved state the write was reverted to is not the one the events give: {:#?}",
         w.seen
     );
-    assert!(eventually(Duration::from_secs(3), || {
-        state(&file).as_deref() == Some(&approved[..])
-    }));
+    let want: Option<&[u8]> = if reverted_to_absent {
+        None
+    } else {
+        Some(&approved[..])
+    };
+    let back = eventually(T, || state(&file).as_deref() == want);
+    assert!(
+        back,
+        "not put back to {:?}: {:?}, events {:#?}",
+        want.map(String::from_utf8_lossy),
+        state(&file).map(|b| String::from_utf8_lossy(&b).into_owned()),
+        w.seen
+    );
     w.stop();
 }
 
@@ -120,7 +150,7 @@ fn worktree_folder_replaced_by_a_link_is_reported() {
             e["event"] == "check_incomplete"
                 && e["message"].as_str().is_some_and(|m| m.contains("link"))
         },
-        Duration::from_secs(6),
+        T,
     );
     assert!(seen.is_some(), "the link was not reported: {:?}", w.seen);
     w.stop();
@@ -141,10 +171,7 @@ fn settings_in_a_subfolder_are_guarded() {
         "packages/app/.claude/settings.json",
         br#"{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/x"}]}]}}"#,
     );
-    let held = w.wait_for(
-        |e| e["event"] == "settings_write_held",
-        Duration::from_secs(5),
-    );
+    let held = w.wait_for(|e| e["event"] == "settings_write_held", T);
     assert!(held.is_some(), "not held: {:?}", w.seen);
     w.stop();
 }
@@ -169,15 +196,13 @@ fn a_subfolder_named_in_the_policy_is_guarded() {
     let path = env.repo.join("packages/app/.claude/settings.json");
     let held = w.wait_for(
         |e| e["event"] == "settings_write_held" && e["path"].as_str() == path.to_str(),
-        Duration::from_secs(6),
+        T,
     );
     assert!(held.is_some(), "not held: {:?}", w.seen);
-    assert!(eventually(Duration::from_secs(3), || state(&path).is_none()));
+    assert!(eventually(T, || state(&path).is_none()));
     // A narrowing write there (an empty object) is accepted.
     env.write("packages/app/.claude/settings.json", b"{}");
-    assert!(eventually(Duration::from_secs(3), || state(&path)
-        .as_deref()
-        == Some(&b"{}"[..])));
+    assert!(eventually(T, || state(&path).as_deref() == Some(&b"{}"[..])));
     w.stop();
 }
 
@@ -197,9 +222,9 @@ fn worktree_in_an_extra_root_is_watched() {
     std::fs::write(&file, br#"{"chat.tools.autoApprove": true}"#).unwrap();
     let held = w.wait_for(
         |e| e["event"] == "settings_write_held" && e["path"].as_str() == file.to_str(),
-        Duration::from_secs(6),
+        T,
     );
     assert!(held.is_some(), "not held: {:?}", w.seen);
-    assert!(eventually(Duration::from_secs(3), || state(&file).is_none()));
+    assert!(eventually(T, || state(&file).is_none()));
     w.stop();
 }

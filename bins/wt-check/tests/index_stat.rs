@@ -360,6 +360,7 @@ fn mtime_rollback_crlf_and_submodule_indexes_do_not_hide_content() {
                     .success());
                 // Its `core.worktree` (if git wrote one) names the old place: dropped.
                 let _ = Command::new(&g)
+                    .current_dir(w.root())
                     .arg("config")
                     .arg("-f")
                     .arg(sub.join(".git/config"))
@@ -481,6 +482,7 @@ fn gitlinks_lead_to_the_indexes_git_enters_whatever_gitmodules_says() {
             };
             cp_a(&gd, &own_git_dir);
             let _ = Command::new(&g)
+                .current_dir(w.root())
                 .arg("config")
                 .arg("-f")
                 .arg(own_git_dir.join("config"))
@@ -704,72 +706,96 @@ fn forged_error(ev: &[serde_json::Value], path: &Path) -> bool {
 /// vouch for (`<state>.watch`); the check looks at those. Positive control on both gits.
 #[test]
 fn entries_primed_before_the_pin_do_not_hide_a_later_write() {
-    use std::os::unix::fs::MetadataExt;
     for g in common::gits() {
         for variant in ["skip-worktree", "predicted-stat"] {
-            let w = common::world();
-            let m = w.main();
-            let path = m.join("README");
-            let honest = std::fs::read(&path).unwrap();
-            let evil = evil_like(&honest);
-            let before = std::fs::metadata(&path).unwrap();
-            let index = w.git_dir().join("index");
-            // An earlier session: the index primed.
-            std::thread::sleep(std::time::Duration::from_millis(1100));
-            git(&w, &g, &m, &["status", "--porcelain"]);
-            let target = if variant == "skip-worktree" {
-                git(&w, &g, &m, &["update-index", "--skip-worktree", "README"]);
-                None
-            } else {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_secs();
-                let t2 = now + 4;
-                set_entry_stat(
-                    &index,
-                    "README",
-                    t2 as u32,
-                    before.mtime() as u32,
-                    before.ino() as u32,
-                    evil.len() as u32,
-                    true,
-                );
-                Some(t2)
-            };
-            std::thread::sleep(std::time::Duration::from_millis(1100));
-            w.pin();
-            // The turn: the file rewritten, the index untouched.
-            if let Some(t2) = target {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap();
-                let wait =
-                    std::time::Duration::from_secs(t2) + std::time::Duration::from_millis(100);
-                if wait > now {
-                    std::thread::sleep(wait - now);
-                }
+            // The predicted-stat variant needs the turn's write to land in the `ctime` second
+            // chosen before the pin; a loaded machine can oversleep past it. Such a miss is
+            // not judged but tried again, a bounded number of times (a new world each); one
+            // that never lands fails under `CI=true`.
+            let tries = 5;
+            let landed = (1..=tries).any(|n| primed_entry_case(&g, variant, n));
+            if !landed {
+                common::timing_miss(&format!(
+                    "{} {variant}: the write missed its predicted second {tries} times",
+                    g.display()
+                ));
             }
-            rewrite_in_place(&path, &evil, before.modified().unwrap());
-            if let Some(t2) = target {
-                let c = std::fs::metadata(&path).unwrap().ctime() as u64;
-                if c != t2 {
-                    eprintln!("{variant}: the write missed its second ({c} != {t2}); not judged");
-                    continue;
-                }
-            }
-            // Positive control: git shows nothing.
-            assert_eq!(
-                git(&w, &g, &m, &["status", "--porcelain", "-uno"]),
-                "",
-                "{} {variant}",
-                g.display()
-            );
-            let (code, ev) = w.check(false);
-            assert_eq!(code, 1, "{} {variant}: {ev:#?}", g.display());
-            assert!(forged_error(&ev, &path), "{variant}: {ev:#?}");
         }
     }
+}
+
+/// One try of `entries_primed_before_the_pin_do_not_hide_a_later_write`: false (nothing
+/// judged) when the predicted-stat write missed its second.
+fn primed_entry_case(g: &Path, variant: &str, attempt: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let w = common::world();
+    let m = w.main();
+    let path = m.join("README");
+    let honest = std::fs::read(&path).unwrap();
+    let evil = evil_like(&honest);
+    let before = std::fs::metadata(&path).unwrap();
+    let index = w.git_dir().join("index");
+    let now_secs = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+    };
+    // An earlier session: the index primed.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    git(&w, g, &m, &["status", "--porcelain"]);
+    let target = if variant == "skip-worktree" {
+        git(&w, g, &m, &["update-index", "--skip-worktree", "README"]);
+        None
+    } else {
+        let t2 = now_secs().as_secs() + 4;
+        set_entry_stat(
+            &index,
+            "README",
+            t2 as u32,
+            before.mtime() as u32,
+            before.ino() as u32,
+            evil.len() as u32,
+            true,
+        );
+        Some(t2)
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    w.pin();
+    // The turn: the file rewritten, the index untouched.
+    if let Some(t2) = target {
+        let wait = std::time::Duration::from_secs(t2) + std::time::Duration::from_millis(100);
+        let now = now_secs();
+        if wait > now {
+            std::thread::sleep(wait - now);
+        }
+        // Already too late for the second (the pin or the sleep overran): not written.
+        if now_secs() >= std::time::Duration::from_secs(t2) + std::time::Duration::from_millis(900)
+        {
+            eprintln!("{variant} (try {attempt}): past the predicted second {t2}; tried again");
+            return false;
+        }
+    }
+    rewrite_in_place(&path, &evil, before.modified().unwrap());
+    if let Some(t2) = target {
+        let c = std::fs::metadata(&path).unwrap().ctime() as u64;
+        if c != t2 {
+            eprintln!(
+                "{variant} (try {attempt}): the write missed its second ({c} != {t2}); tried again"
+            );
+            return false;
+        }
+    }
+    // Positive control: git shows nothing.
+    assert_eq!(
+        git(&w, g, &m, &["status", "--porcelain", "-uno"]),
+        "",
+        "{} {variant}",
+        g.display()
+    );
+    let (code, ev) = w.check(false);
+    assert_eq!(code, 1, "{} {variant}: {ev:#?}", g.display());
+    assert!(forged_error(&ev, &path), "{variant}: {ev:#?}");
+    true
 }
 
 /// R22-2: the owner's index is split (`core.splitIndex`); the agent patches the entry in the

@@ -671,13 +671,23 @@ fn a_pack_rewritten_under_an_unchanged_multi_pack_index_is_reported() {
         let pack_p = w.with_ext("pack").remove(0);
         let pack = std::fs::read(&pack_p).unwrap();
         // `git show-index`: "<offset> <id> (<crc>)" per object.
+        // Run in the test's repository: from the test's own working folder git would find
+        // the checkout of this project (another owner's under CI: "dubious ownership", an
+        // empty listing; or another object format) and read the index by its rules.
         let mut c = Command::new(&w.git);
         w.w.env(&mut c);
         let out = c
+            .arg("-C")
+            .arg(w.w.main())
             .arg("show-index")
             .stdin(std::fs::File::open(&idx_p).unwrap())
             .output()
             .unwrap();
+        assert!(
+            out.status.success(),
+            "git show-index: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let mut offs: Vec<(usize, String)> = String::from_utf8(out.stdout)
             .unwrap()
             .lines()

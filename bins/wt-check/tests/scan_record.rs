@@ -376,13 +376,31 @@ fn a_ref_written_within_the_racy_margin_is_not_recorded() {
     assert!(c.record().exists());
     let p = c.common().join("refs/heads/o");
     let same = std::fs::read(&p).unwrap();
-    std::fs::write(&p, &same).unwrap();
-    let (code, ev) = c.w.check(false);
-    assert_eq!(code, 0, "refs as pinned: {ev:?}");
-    assert!(
-        !c.record().exists(),
-        "a stamp within the margin is not recorded"
-    );
+    // The check must start within the margin (1 s) of the write; a check that took longer
+    // (a loaded machine) may have started past it and rightly recorded, so it is not judged
+    // but tried again (a new write), a bounded number of times.
+    let tries = 5;
+    let judged = (1..=tries).any(|n| {
+        let written = std::time::Instant::now();
+        std::fs::write(&p, &same).unwrap();
+        let (code, ev) = c.w.check(false);
+        assert_eq!(code, 0, "refs as pinned: {ev:?}");
+        let took = written.elapsed();
+        if took >= Duration::from_millis(900) {
+            eprintln!("try {n}: write to check's end {took:?}, past the margin; tried again");
+            return false;
+        }
+        assert!(
+            !c.record().exists(),
+            "a stamp within the margin is not recorded"
+        );
+        true
+    });
+    if !judged {
+        common::timing_miss(&format!(
+            "a_ref_written_within_the_racy_margin_is_not_recorded: the check ended past the margin {tries} times"
+        ));
+    }
     // Positive control: past the margin, the next check records the same sources.
     std::thread::sleep(Duration::from_millis(1200));
     assert_eq!(c.w.check(false).0, 0);

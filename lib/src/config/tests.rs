@@ -219,20 +219,28 @@ fn include_without_value_is_an_error_and_empty_is_ignored() {
 #[test]
 fn prefix_and_other_users_home() {
     let s = Scratch::new();
+    // `~<name>/` as getpwnam gives it: root's when the tests run as root (CI), else this
+    // user's — another user's home is commonly closed (root's is 0700), and an include git
+    // cannot open is an error (git dies on EACCES), so `~root` failed under any other user.
+    let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .unwrap()
+        .expect("the current user in the password database");
     w(
         &s.git.join("config"),
-        "[include]\n\tpath = %(prefix)/etc/extra\n\tpath = ~root/.gitconfig-gitward-test\n",
+        &format!(
+            "[include]\n\tpath = %(prefix)/etc/extra\n\tpath = ~{}/.gitconfig-gitward-test\n",
+            me.name
+        ),
     );
     let mut o = s.opts();
     o.git_prefix = Some(s.root.join("prefix"));
     w(&s.root.join("prefix/etc/extra"), "[x]\n\ty = 1\n");
     let e = enumerate(&o).unwrap();
     assert!(e.get_last("x.y").is_some());
-    let root_home = nix::unistd::User::from_name("root").unwrap().unwrap().dir;
     assert!(e
         .files()
         .iter()
-        .any(|f| f.origin.file == root_home.join(".gitconfig-gitward-test")));
+        .any(|f| f.origin.file == me.dir.join(".gitconfig-gitward-test")));
     // Without a prefix, `%(prefix)/` cannot be resolved: an error, not a silent skip.
     o.git_prefix = None;
     assert!(matches!(

@@ -398,8 +398,10 @@ fn race_swapping_a_folder_for_a_link_never_escapes() {
             swaps
         })
     };
-    // Generous: on a loaded machine the swapper's renames wait behind the writer's fsyncs.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // Generous: on a loaded machine the swapper's renames wait behind the writer's fsyncs
+    // (the loop ends as soon as both outcomes were seen; 10 s could pass on a loaded 2-core
+    // machine before the swapper thread ran enough).
+    let deadline = Instant::now() + Duration::from_secs(60);
     let (mut ok_w, mut err_w, mut ok_r, mut err_r, mut iters) = (0, 0, 0, 0, 0);
     // At least 5000 rounds, and on until both outcomes have been seen (or the deadline).
     while (iters < 5000 || ok_w + ok_r == 0 || err_w + err_r == 0) && Instant::now() < deadline {

@@ -1482,24 +1482,52 @@ mod tests {
         let (_t, common, state) = setup();
         let repo = common.parent().unwrap();
         let rec = record_path(&state).unwrap();
-        std::fs::write(repo.join("c"), "three\n").unwrap();
-        git(repo, &["add", "c"]);
-        git(repo, &["commit", "-qm", "c"]);
-        git(repo, &["repack", "-q", "-d"]);
-        let newest = packs(&common, "pack")
-            .into_iter()
-            .find(|p| {
-                !std::fs::read_to_string(&rec)
-                    .unwrap()
-                    .contains(p.file_name().unwrap().to_str().unwrap())
-            })
-            .expect("a new pack");
-        let name = newest.file_name().unwrap().to_str().unwrap().to_owned();
-        // Within the racy margin: verified, not recorded.
-        assert_eq!(run_check(&common, &state).0, Outcome::Clean);
-        assert!(!std::fs::read_to_string(&rec)
-            .unwrap()
-            .contains(&format!("{name} ")));
+        // Within the racy margin: verified, not recorded. The check must start within the
+        // margin of the new pack's files; one that ended later (a stalled machine) may have
+        // started past it and rightly recorded: not judged, tried again with a new pack.
+        let tries = 5;
+        let mut name = String::new();
+        let mut judged = false;
+        for n in 1..=tries {
+            let old = packs(&common, "pack");
+            std::fs::write(repo.join("c"), format!("three {n}\n")).unwrap();
+            git(repo, &["add", "c"]);
+            git(repo, &["commit", "-qm", "c"]);
+            git(repo, &["repack", "-q", "-d"]);
+            let newest = packs(&common, "pack")
+                .into_iter()
+                .find(|p| !old.contains(p))
+                .expect("a new pack");
+            name = newest.file_name().unwrap().to_str().unwrap().to_owned();
+            let oldest_ctime = ["pack", "idx"]
+                .iter()
+                .map(|ext| {
+                    use std::os::unix::fs::MetadataExt;
+                    let m = std::fs::metadata(newest.with_extension(ext)).unwrap();
+                    i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec())
+                })
+                .min()
+                .unwrap();
+            assert_eq!(run_check(&common, &state).0, Outcome::Clean);
+            let ended = crate::layout::walk_cache::now_ns();
+            if ended - oldest_ctime >= crate::layout::walk_cache::RACY_MARGIN_NS {
+                eprintln!("try {n}: the check ended past the racy margin; tried again");
+                continue;
+            }
+            assert!(!std::fs::read_to_string(&rec)
+                .unwrap()
+                .contains(&format!("{name} ")));
+            judged = true;
+            break;
+        }
+        if !judged {
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "the check ended past the racy margin {tries} times (CI=true: not judged fails)"
+            );
+            eprintln!("not judged: the check ended past the racy margin {tries} times");
+        }
         past_racy_margin();
         assert_eq!(run_check(&common, &state).0, Outcome::Clean);
         let text = std::fs::read_to_string(&rec).unwrap();

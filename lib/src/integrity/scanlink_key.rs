@@ -668,9 +668,20 @@ mod tests {
             );
             return;
         }
+        let before = crate::layout::walk_cache::now_ns();
         let k = Key::take(&state, &common).expect("a key");
-        let now = crate::layout::walk_cache::now_ns();
-        assert!(!k.recordable(now), "just written: within the margin");
+        // The newest stamp is the files just written (not a time read by chance later than
+        // the margin, which a stalled machine passes: a check starting at it is judged
+        // below by its distance from the stamp, not by the clock).
+        assert!(
+            k.newest_ctime_ns <= before && before - k.newest_ctime_ns < 600 * 1_000_000_000,
+            "{} {before}",
+            k.newest_ctime_ns
+        );
+        assert!(
+            !k.recordable(k.newest_ctime_ns),
+            "just written: within the margin"
+        );
         assert!(!k.recordable(k.newest_ctime_ns + crate::layout::walk_cache::RACY_MARGIN_NS));
         // Positive control: the same key past the margin.
         assert!(k.recordable(k.newest_ctime_ns + crate::layout::walk_cache::RACY_MARGIN_NS + 1));
@@ -1042,11 +1053,13 @@ mod tests {
         // from that record.
         let ghost = b"ghost";
         let mut forged = b.to_vec();
+        // The name as the key puts it (its length, 8 bytes little-endian, then its bytes):
+        // the four bytes `main` alone can stand in a stamp or the temporary folder's name.
+        let name = [&4u64.to_le_bytes()[..], b"main"].concat();
         let at = forged
-            .windows(4)
-            .position(|w| w == b"main")
-            .expect("the ref's name")
-            - 8;
+            .windows(name.len())
+            .position(|w| w == name)
+            .expect("the ref's name");
         forged.splice(
             at..at,
             [&(ghost.len() as u64).to_le_bytes()[..], ghost, b"-"].concat(),

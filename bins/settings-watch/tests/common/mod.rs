@@ -67,14 +67,19 @@ impl Env {
     }
 
     pub fn start(&self) -> Watch {
-        let mut child = self
-            .cmd()
-            .args(["run", "--policy"])
+        self.start_with(|_| {})
+    }
+
+    /// `start` with the command amended by `f` first (an environment variable); returns once
+    /// the watcher says `watch_started` (its watches are in place and its first pass done).
+    pub fn start_with(&self, f: impl FnOnce(&mut Command)) -> Watch {
+        let mut c = self.cmd();
+        c.args(["run", "--policy"])
             .arg(&self.policy)
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::piped());
+        f(&mut c);
+        let mut child = c.spawn().unwrap();
         let out = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -144,7 +149,10 @@ impl Watch {
         )
         .unwrap();
         let st = self.child.wait().unwrap();
-        self.settle(Duration::from_millis(100));
+        // Every line the watcher wrote before it exited: the reader thread ends at the pipe's
+        // end and drops its sender, which ends `settle` (a fixed 100 ms drain lost the last
+        // events, `watch_stopped` among them, when the reader was not scheduled in time).
+        self.settle(Duration::from_secs(30));
         (st.code().unwrap_or(-1), std::mem::take(&mut self.seen))
     }
 
