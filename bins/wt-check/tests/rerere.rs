@@ -259,3 +259,182 @@ fn an_honest_commit_with_rerere_enabled_is_clean() {
         );
     }
 }
+
+// Twenty-sixth red-team pass (W1, W2, W4, W5): every git dir git can enter for this work
+// tree gets the same judgement, and every name under `rr-cache/` is judged by `lstat`. Each
+// case is built twice on each git: once left alone, where the owner's git replays the
+// agent's text (positive control), once checked, where `check` reports it (exit 1) and
+// `--restore` sets it aside, after which the owner's merge stops at the conflict.
+
+/// A repository at `dir` whose branches `main` and `side` conflict on `f`.
+fn conflicting(w: &common::World, dir: &Path) {
+    w.git(
+        dir.parent().unwrap(),
+        &["init", "-q", dir.to_str().unwrap()],
+    );
+    add_conflict(w, dir);
+}
+
+/// Commits on `main` (checked out) and a new `side` that conflict on `f`.
+fn add_conflict(w: &common::World, dir: &Path) {
+    std::fs::write(dir.join("f"), "l1\nbase\nl3\n").unwrap();
+    w.git(dir, &["add", "f"]);
+    w.git(dir, &["commit", "-qm", "base"]);
+    w.git(dir, &["checkout", "-qb", "side"]);
+    std::fs::write(dir.join("f"), "l1\nside\nl3\n").unwrap();
+    w.git(dir, &["commit", "-qam", "side"]);
+    w.git(dir, &["checkout", "-q", "main"]);
+    std::fs::write(dir.join("f"), "l1\nmain\nl3\n").unwrap();
+    w.git(dir, &["commit", "-qam", "main"]);
+}
+
+/// What the agent computes in a scratch clone of `up`: the conflict's rerere id, its
+/// preimage, and the conflicted file as the merge leaves it.
+fn conflict_of(w: &common::World, g: &Path, up: &Path) -> (String, Vec<u8>, Vec<u8>) {
+    let s = w.root().join("scratch");
+    let _ = std::fs::remove_dir_all(&s);
+    w.git(
+        &w.root(),
+        &["clone", "-q", up.to_str().unwrap(), s.to_str().unwrap()],
+    );
+    w.git(&s, &["branch", "-q", "side", "origin/side"]);
+    let _ = git(w, g, &s, &["-c", "rerere.enabled=true", "merge", "side"]);
+    let rr = std::fs::read(s.join(".git/MERGE_RR")).unwrap();
+    let id = String::from_utf8(rr[..40].to_vec()).unwrap();
+    let pre = std::fs::read(s.join(".git/rr-cache").join(&id).join("preimage")).unwrap();
+    let conflicted = std::fs::read(s.join("f")).unwrap();
+    std::fs::remove_dir_all(&s).unwrap();
+    (id, pre, conflicted)
+}
+
+/// The owner's global config sets `rerere.enabled` (before the pin), so the `rr-cache`
+/// made during the turn is excused and only the judgement of the planted state can catch it.
+fn owner_enables_rerere(w: &common::World) {
+    std::fs::write(w.home().join(".gitconfig"), "[rerere]\n\tenabled = true\n").unwrap();
+}
+
+const AGENT: &str = "l1\nAGENT-CHOSEN RESOLUTION\nl3\n";
+
+/// `check` exits 1 with a `resolution_recorded` event of `change` at `path`; `--restore`
+/// moves `path` aside (into the quarantine: nothing deleted).
+fn reported_and_set_aside(w: &common::World, g: &Path, path: &Path, change: &str, level: &str) {
+    let (code, ev) = w.check(false);
+    assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+    assert!(
+        ev.iter().any(|e| e["event"] == "resolution_recorded"
+            && e["change"] == change
+            && e["level"] == level
+            && e["path"] == path.to_str().unwrap()),
+        "{}: {change} at {} not reported: {ev:#?}",
+        g.display(),
+        path.display()
+    );
+    let (_, ev) = w.check(true);
+    let moved = ev
+        .iter()
+        .find(|e| e["event"] == "quarantined" && e["path"] == path.to_str().unwrap())
+        .unwrap_or_else(|| panic!("{} not set aside: {ev:#?}", path.display()));
+    assert!(
+        std::fs::symlink_metadata(path).is_err(),
+        "{}",
+        path.display()
+    );
+    let to = Path::new(moved["quarantined_to"].as_str().unwrap());
+    assert!(
+        std::fs::symlink_metadata(to).is_ok(),
+        "kept in the quarantine"
+    );
+}
+
+/// W1: a resolution planted in the rr-cache of a repository nested in the work tree (a
+/// submodule whose git dir is `inner/.git`, a folder in its checkout).
+#[test]
+fn w1_a_resolution_planted_in_a_nested_repository_is_reported() {
+    for g in common::gits() {
+        for checked in [false, true] {
+            let w = common::world();
+            owner_enables_rerere(&w);
+            let m = w.main();
+            let up = w.root().join("up");
+            conflicting(&w, &up);
+            let inner = m.join("inner");
+            w.git(&m, &["clone", "-q", up.to_str().unwrap(), "inner"]);
+            w.git(&inner, &["branch", "-q", "side", "origin/side"]);
+            w.git(
+                &m,
+                &["submodule", "add", "-q", up.to_str().unwrap(), "inner"],
+            );
+            w.git(&m, &["commit", "-qm", "inner"]);
+            assert!(inner.join(".git").is_dir(), "git dir in the work tree");
+            if checked {
+                w.pin();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let (id, pre, _) = conflict_of(&w, &g, &up);
+            let entry = inner.join(".git/rr-cache").join(&id);
+            std::fs::create_dir_all(&entry).unwrap();
+            std::fs::write(entry.join("preimage"), pre).unwrap();
+            std::fs::write(entry.join("postimage"), AGENT).unwrap();
+            if checked {
+                reported_and_set_aside(&w, &g, &entry, "recorded", "warning");
+            }
+            let _ = git(&w, &g, &inner, &["merge", "side"]);
+            let f = std::fs::read_to_string(inner.join("f")).unwrap();
+            if checked {
+                assert!(f.contains("<<<<<<<"), "{}: {f}", g.display());
+            } else {
+                assert_eq!(f, AGENT, "{}: control did not fire", g.display());
+            }
+        }
+    }
+}
+
+/// W2: `rr-cache/<id>` a symbolic link to a folder the agent writes (in the work tree) holding
+/// a preimage and a postimage. A plain file there (git ignores it) is reported too, as a
+/// warning.
+#[test]
+fn w2_an_rr_cache_entry_that_is_a_link_is_reported() {
+    for g in common::gits() {
+        for checked in [false, true] {
+            let w = common::world();
+            owner_enables_rerere(&w);
+            let m = w.main();
+            add_conflict(&w, &m);
+            if checked {
+                w.pin();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let (id, pre, _) = conflict_of(&w, &g, &m);
+            std::fs::create_dir(m.join(".stash")).unwrap();
+            std::fs::write(m.join(".stash/preimage"), pre).unwrap();
+            std::fs::write(m.join(".stash/postimage"), AGENT).unwrap();
+            std::fs::create_dir_all(w.git_dir().join("rr-cache")).unwrap();
+            let entry = w.git_dir().join("rr-cache").join(&id);
+            std::os::unix::fs::symlink("../../.stash", &entry).unwrap();
+            let stray = w
+                .git_dir()
+                .join("rr-cache/0123456789abcdef0123456789abcdef01234567");
+            std::fs::write(&stray, "x").unwrap();
+            if checked {
+                let (code, ev) = w.check(false);
+                assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+                assert!(
+                    ev.iter().any(|e| e["change"] == "stray"
+                        && e["level"] == "warning"
+                        && e["path"] == stray.to_str().unwrap()),
+                    "{}: {ev:#?}",
+                    g.display()
+                );
+                reported_and_set_aside(&w, &g, &entry, "entry-not-a-folder", "error");
+                assert!(m.join(".stash/postimage").exists(), "nothing deleted");
+            }
+            let _ = git(&w, &g, &m, &["merge", "side"]);
+            let f = std::fs::read_to_string(m.join("f")).unwrap();
+            if checked {
+                assert!(f.contains("<<<<<<<"), "{}: {f}", g.display());
+            } else {
+                assert_eq!(f, AGENT, "{}: control did not fire", g.display());
+            }
+        }
+    }
+}
