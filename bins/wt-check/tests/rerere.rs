@@ -438,3 +438,169 @@ fn w2_an_rr_cache_entry_that_is_a_link_is_reported() {
         }
     }
 }
+
+/// The owner's merge of `side`, resolution committed, then the same merge again: `f` as it
+/// is after the second merge (the owner's resolution replayed where rerere is on).
+fn merge_resolve_and_redo(w: &common::World, g: &Path, m: &Path) -> String {
+    let _ = git(w, g, m, &["merge", "side"]);
+    std::fs::write(m.join("f"), "l1\nowner-fix\nl3\n").unwrap();
+    assert!(git(w, g, m, &["add", "f"]).status.success());
+    assert!(git(w, g, m, &["commit", "-qm", "merged"]).status.success());
+    assert!(git(w, g, m, &["reset", "-q", "--hard", "HEAD~1"])
+        .status
+        .success());
+    let _ = git(w, g, m, &["merge", "side"]);
+    std::fs::read_to_string(m.join("f")).unwrap()
+}
+
+/// W4: rerere switched on silently — an `rr-cache` made during the turn holding one empty
+/// `<id>` folder (no owner setting), or an empty one where the owner's `rerere.enabled` sits
+/// behind an `includeIf` whose condition does not hold for this repository. git then records
+/// the owner's resolutions and replays them. An unconditional include of the same file,
+/// written before the pin, excuses it (honest: git's own commit makes `rr-cache`).
+#[test]
+fn w4_rerere_switched_on_during_the_turn_is_reported() {
+    for g in common::gits() {
+        for variant in ["dir", "includeIf"] {
+            for checked in [false, true] {
+                let w = common::world();
+                let home = w.home();
+                if variant == "includeIf" {
+                    std::fs::write(
+                        home.join(".gitconfig"),
+                        "[includeIf \"gitdir:~/work/\"]\n\tpath = ~/.gitconfig-work\n",
+                    )
+                    .unwrap();
+                    std::fs::write(home.join(".gitconfig-work"), "[rerere]\n\tenabled = true\n")
+                        .unwrap();
+                }
+                let m = w.main();
+                add_conflict(&w, &m);
+                if checked {
+                    w.pin();
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                let rr = w.git_dir().join("rr-cache");
+                if variant == "dir" {
+                    std::fs::create_dir_all(rr.join("0123456789abcdef0123456789abcdef01234567"))
+                        .unwrap();
+                } else {
+                    std::fs::create_dir(&rr).unwrap();
+                }
+                if checked {
+                    reported_and_set_aside(&w, &g, &rr, "rr_cache_made", "warning");
+                }
+                let f = merge_resolve_and_redo(&w, &g, &m);
+                if checked {
+                    assert!(f.contains("<<<<<<<"), "{} {variant}: {f}", g.display());
+                } else {
+                    assert_eq!(
+                        f,
+                        "l1\nowner-fix\nl3\n",
+                        "{} {variant}: control did not fire",
+                        g.display()
+                    );
+                }
+                if checked && variant == "includeIf" {
+                    // Honest control: the owner's include unconditional, before a new pin.
+                    assert!(git(&w, &g, &m, &["merge", "--abort"]).status.success());
+                    std::fs::write(
+                        home.join(".gitconfig"),
+                        "[include]\n\tpath = ~/.gitconfig-work\n",
+                    )
+                    .unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    w.pin();
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    let _ = std::fs::remove_dir_all(&rr);
+                    std::fs::create_dir(&rr).unwrap();
+                    let (_, ev) = w.check(false);
+                    assert!(
+                        !ev.iter().any(|e| e["event"] == "resolution_recorded"),
+                        "{}: {ev:#?}",
+                        g.display()
+                    );
+                    // The same include file changed during the turn does not count.
+                    std::fs::write(home.join(".gitconfig-work"), "[rerere]\n\tenabled = true\n")
+                        .unwrap();
+                    let (_, ev) = w.check(false);
+                    assert!(
+                        ev.iter().any(|e| e["change"] == "rr_cache_made"),
+                        "{}: {ev:#?}",
+                        g.display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// W5: a planted `MERGE_RR` in the per-worktree folder of a submodule's own linked worktree
+/// (`modules/<name>/worktrees/<id>/`), naming two files the agent wrote by absolute path (the
+/// conflict text, recorded as the preimage, and its text, recorded as the resolution). The
+/// owner's rerere is on (its config), so only the `MERGE_RR` judgement can catch it.
+#[test]
+fn w5_merge_rr_in_a_submodule_worktree_is_reported() {
+    for g in common::gits() {
+        for checked in [false, true] {
+            let w = common::world();
+            owner_enables_rerere(&w);
+            let m = w.main();
+            let up = w.root().join("up");
+            conflicting(&w, &up);
+            w.git(&m, &["submodule", "add", "-q", up.to_str().unwrap(), "s2"]);
+            w.git(&m, &["commit", "-qm", "s2"]);
+            let s2 = m.join("s2");
+            w.git(&s2, &["branch", "-q", "side", "origin/side"]);
+            let subwt = w.root().join("subwt");
+            w.git(
+                &s2,
+                &[
+                    "worktree",
+                    "add",
+                    "-q",
+                    "-b",
+                    "wtmain",
+                    subwt.to_str().unwrap(),
+                    "origin/main",
+                ],
+            );
+            let entries = w.git_dir().join("modules/s2/worktrees");
+            let entry = std::fs::read_dir(&entries)
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .path();
+            if checked {
+                w.pin();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let (id, _, conflicted) = conflict_of(&w, &g, &up);
+            let stash = m.join(".stash");
+            std::fs::create_dir(&stash).unwrap();
+            std::fs::write(stash.join("a0"), conflicted).unwrap();
+            std::fs::write(stash.join("a1"), AGENT).unwrap();
+            let merge_rr = entry.join("MERGE_RR");
+            std::fs::write(
+                &merge_rr,
+                format!(
+                    "{id}\t{}\0{id}\t{}\0",
+                    stash.join("a0").display(),
+                    stash.join("a1").display()
+                ),
+            )
+            .unwrap();
+            if checked {
+                reported_and_set_aside(&w, &g, &merge_rr, "merge_rr", "warning");
+            }
+            let _ = git(&w, &g, &subwt, &["merge", "side"]);
+            let f = std::fs::read_to_string(subwt.join("f")).unwrap();
+            if checked {
+                assert!(f.contains("<<<<<<<"), "{}: {f}", g.display());
+            } else {
+                assert_eq!(f, AGENT, "{}: control did not fire", g.display());
+            }
+        }
+    }
+}

@@ -248,10 +248,15 @@ pub fn scan(git_dirs: &[PathBuf], since: (i64, i64)) -> Found {
 /// file of its include chain changed since `since` (the agent may write the local config
 /// and whatever else it can reach; a changed file is reported or restored elsewhere, and
 /// the setting must not outlive it). With every system file candidate (which git the owner
-/// runs is not known). When unsure — a config that cannot be read — `false`: not excused.
+/// runs is not known: a setting in a system file alone does not count). When unsure — a
+/// config that cannot be read — `false`: not excused.
 fn owner_sets_rerere(common: &Path, since: (i64, i64)) -> bool {
     use crate::config::Scope;
-    let o = super::indexstat::owner_options(None, common, common);
+    let mut o = super::indexstat::owner_options(None, common, common);
+    // With `GIT_CONFIG_GLOBAL` set, git reads that file as the global config and no other.
+    if let Some(g) = std::env::var_os("GIT_CONFIG_GLOBAL").filter(|v| !v.is_empty()) {
+        o.global = vec![PathBuf::from(g)];
+    }
     let Some(all) = super::indexstat::owner_enumerations(o) else {
         return false;
     };
