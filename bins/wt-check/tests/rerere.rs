@@ -604,3 +604,52 @@ fn w5_merge_rr_in_a_submodule_worktree_is_reported() {
         }
     }
 }
+
+/// Found while closing W5: a `MERGE_RR` made before the pin as a link to a file in the work
+/// tree (an earlier turn's), which the agent fills during this one — the link's `ctime` does
+/// not move. git reads through it. Reported whatever its times (git never makes a link).
+#[test]
+fn a_merge_rr_link_from_before_the_pin_is_reported() {
+    for g in common::gits() {
+        for checked in [false, true] {
+            let w = common::world();
+            owner_enables_rerere(&w);
+            let m = w.main();
+            add_conflict(&w, &m);
+            let stash = m.join(".stash");
+            std::fs::create_dir(&stash).unwrap();
+            std::fs::write(stash.join("rr"), "").unwrap();
+            let merge_rr = w.git_dir().join("MERGE_RR");
+            // (git's commits with rerere on left an empty one.)
+            let _ = std::fs::remove_file(&merge_rr);
+            std::os::unix::fs::symlink("../.stash/rr", &merge_rr).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            if checked {
+                w.pin();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let (id, _, conflicted) = conflict_of(&w, &g, &m);
+            std::fs::write(stash.join("a0"), conflicted).unwrap();
+            std::fs::write(stash.join("a1"), AGENT).unwrap();
+            std::fs::write(
+                stash.join("rr"),
+                format!(
+                    "{id}\t{}\0{id}\t{}\0",
+                    stash.join("a0").display(),
+                    stash.join("a1").display()
+                ),
+            )
+            .unwrap();
+            if checked {
+                reported_and_set_aside(&w, &g, &merge_rr, "merge_rr-not-a-file", "error");
+            }
+            let _ = git(&w, &g, &m, &["merge", "side"]);
+            let f = std::fs::read_to_string(m.join("f")).unwrap();
+            if checked {
+                assert!(f.contains("<<<<<<<"), "{}: {f}", g.display());
+            } else {
+                assert_eq!(f, AGENT, "{}: control did not fire", g.display());
+            }
+        }
+    }
+}

@@ -70,6 +70,8 @@ pub struct Found {
     /// name inside an entry that is not a regular file (a link, a FIFO, a folder): git never
     /// makes either. Reported whenever seen, whatever their times.
     pub odd_entries: Vec<PathBuf>,
+    /// `MERGE_RR` that is not a regular file of one link (a link to a file the agent writes).
+    pub odd_merge_rr: Vec<PathBuf>,
     /// `rr-cache/<id>` that is a regular file or another non-folder, not a link: git ignores
     /// it (rerere opens `<id>/preimage`), but never makes one.
     pub stray: Vec<PathBuf>,
@@ -133,6 +135,13 @@ pub fn scan(git_dirs: &[PathBuf], since: (i64, i64)) -> Found {
     for d in &merge_rr_dirs {
         let p = d.join("MERGE_RR");
         if let Ok(m) = std::fs::symlink_metadata(&p) {
+            // git writes `MERGE_RR` anew as a regular file of one link; a link (git reads
+            // wherever it points, whose `ctime` moves with neither), a second name for a
+            // work-tree file, or anything else, is reported whatever its times.
+            if !m.is_file() || m.nlink() > 1 {
+                out.odd_merge_rr.push(p);
+                continue;
+            }
             // An empty `MERGE_RR` names no conflict, so rerere records and replays nothing
             // from it: git's own `commit` writes one wherever rerere is on (seen on the real
             // pre-commit clone with `rerere.enabled`). Anything else is reported.
@@ -143,6 +152,7 @@ pub fn scan(git_dirs: &[PathBuf], since: (i64, i64)) -> Found {
         }
     }
     out.merge_rr.sort();
+    out.odd_merge_rr.sort();
     let mut ids = 0usize;
     for g in git_dirs {
         let rr = g.join("rr-cache");
@@ -210,9 +220,10 @@ pub fn scan(git_dirs: &[PathBuf], since: (i64, i64)) -> Found {
                 match std::fs::symlink_metadata(f.path()) {
                     Ok(fm) => {
                         new |= not_older(fm.ctime(), fm.ctime_nsec(), since);
-                        // git writes regular files only here; a link is read where it
-                        // points, a FIFO blocks the owner's merge.
-                        odd |= !fm.is_file();
+                        // git writes regular files of one link only here; a link is read
+                        // where it points (its `ctime` stays as the target changes), a second
+                        // name for a file elsewhere too, a FIFO blocks the owner's merge.
+                        odd |= !fm.is_file() || fm.nlink() > 1;
                     }
                     Err(_) => continue, // gone since the listing
                 }
@@ -422,6 +433,18 @@ pub fn check(
             &none,
         );
     }
+    for p in &found.odd_merge_rr {
+        let why = "MERGE_RR that is a link, a second name of another file, or not a file: git never makes one, and reads the conflicts to record (and the files they name) wherever it points";
+        report(
+            &mut outcome,
+            &mut q,
+            p,
+            "merge_rr-not-a-file",
+            "error",
+            why,
+            &none,
+        );
+    }
     for p in &found.stray {
         let why = "an rr-cache entry that is not a folder: git ignores it but never makes one";
         report(&mut outcome, &mut q, p, "stray", "warning", why, &none);
@@ -606,6 +629,25 @@ mod tests {
         let f = scan(&[e.clone()], later);
         assert!(f.made.is_empty() && f.recorded.is_empty());
         assert_eq!(f.odd_entries.len(), 2);
+        // A MERGE_RR that is a link (to a file the agent keeps writing) or a second name
+        // of one, even from before the pin: reported whatever its times.
+        std::fs::write(t.path().join("agent/rr"), "x").unwrap();
+        std::fs::create_dir_all(e.join("worktrees/l")).unwrap();
+        std::os::unix::fs::symlink(t.path().join("agent/rr"), e.join("worktrees/l/MERGE_RR"))
+            .unwrap();
+        std::fs::hard_link(t.path().join("agent/rr"), e.join("MERGE_RR")).unwrap();
+        std::fs::create_dir_all(e.join("rr-cache/hard")).unwrap();
+        std::fs::hard_link(t.path().join("agent/rr"), e.join("rr-cache/hard/postimage")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&state, "{}").unwrap();
+        let latest = pinned_since(&state).unwrap();
+        let f = scan(&[e.clone()], latest);
+        assert_eq!(
+            f.odd_merge_rr,
+            vec![e.join("MERGE_RR"), e.join("worktrees/l/MERGE_RR")]
+        );
+        assert!(f.merge_rr.is_empty());
+        assert!(f.odd_entries.contains(&e.join("rr-cache/hard")));
         // MERGE_RR of a submodule's own worktree entry (W5).
         std::fs::create_dir_all(g.join("modules/s/worktrees/w2")).unwrap();
         std::fs::write(g.join("modules/s/worktrees/w2/MERGE_RR"), "x").unwrap();
