@@ -653,3 +653,76 @@ fn a_merge_rr_link_from_before_the_pin_is_reported() {
         }
     }
 }
+
+/// `wt-check audit` on rerere's state at rest (GW023): a repository already holding a
+/// planted resolution and a `MERGE_RR` naming conflicts (which `pin` then takes as its normal
+/// state) shows each as a warning; a link entry is an error, which refuses the pin. The
+/// standard repository with no rerere state has no GW023 finding; an honest resolution the
+/// owner recorded with `rerere.enabled` is a warning, never an error.
+#[test]
+fn audit_reports_rerere_state_at_rest() {
+    let audit = |w: &common::World| -> Vec<serde_json::Value> {
+        let out = w.wt_check(&["audit", "--format", "json", w.main().to_str().unwrap()]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["rule"] == "GW023")
+            .cloned()
+            .collect()
+    };
+    let w = common::world();
+    assert!(audit(&w).is_empty(), "{:#?}", audit(&w));
+    // Honest: the owner resolves a conflict with rerere on.
+    owner_enables_rerere(&w);
+    let m = w.main();
+    add_conflict(&w, &m);
+    let _ = w.git(&m, &["checkout", "-q", "main"]);
+    let mut c = Command::new(common::git_bin());
+    w.env(&mut c);
+    let _ = c
+        .arg("-C")
+        .arg(&m)
+        .args(["merge", "side"])
+        .output()
+        .unwrap();
+    std::fs::write(m.join("f"), "l1\nowner\nl3\n").unwrap();
+    w.git(&m, &["add", "f"]);
+    w.git(&m, &["commit", "-qm", "merged"]);
+    let f = audit(&w);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0]["level"], "warning");
+    assert_eq!(f[0]["path"], w.git_dir().join("rr-cache").to_str().unwrap());
+    // Planted: a MERGE_RR naming conflicts (a warning), an entry that is a link (an error).
+    std::fs::write(w.git_dir().join("MERGE_RR"), "x\tf\0").unwrap();
+    std::os::unix::fs::symlink(
+        "../../elsewhere",
+        w.git_dir()
+            .join("rr-cache/0123456789abcdef0123456789abcdef01234567"),
+    )
+    .unwrap();
+    let f = audit(&w);
+    let at = |p: &Path, level: &str| {
+        f.iter()
+            .any(|x| x["path"] == p.to_str().unwrap() && x["level"] == level)
+    };
+    assert!(at(&w.git_dir().join("MERGE_RR"), "warning"), "{f:#?}");
+    assert!(
+        at(
+            &w.git_dir()
+                .join("rr-cache/0123456789abcdef0123456789abcdef01234567"),
+            "error"
+        ),
+        "{f:#?}"
+    );
+    // The error refuses the pin (the owner may accept it).
+    let st = w.state();
+    let out = w.wt_check(&["pin", "--state", st.to_str().unwrap(), m.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("rr-cache"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1210,6 +1210,7 @@ fn audit_repository_in(
         }
         index_entries(r, &common_dir, repo);
     }
+    rerere_state(r, &common_dir, repo);
     // Submodule git dirs: their hooks and state (their config is enumerated above).
     for m in module_dirs(r, &common_dir.join("modules"), repo, 0) {
         if std::fs::symlink_metadata(m.join("commondir")).is_ok() {
@@ -1224,6 +1225,7 @@ fn audit_repository_in(
         if let Ok(d) = Dir::open_abs(&m) {
             state_files(r, &d, &m, repo);
         }
+        rerere_state(r, &m, repo);
     }
     // Worktree entries against git's layout (crate::layout: gitdir backlink, commondir,
     // HEAD, unexpected names, links, duplicates).
@@ -2095,6 +2097,92 @@ fn state_files(r: &mut Report, d: &Dir, git_dir: &Path, repo: Option<&Path>) {
         }
         Ok(None) => {}
         Err(e) => r.incomplete_at(&p, repo, e),
+    }
+}
+
+/// rerere's state in the common dir (or submodule git dir) `common`: its recorded
+/// resolutions, a `MERGE_RR` naming conflicts (its own and each `worktrees/<id>/`'s), and any
+/// name there git would not make (`integrity::rerere::scan` with no pin: everything counts
+/// as new). One finding per `rr-cache` (a warning: an owner with `rerere.enabled` has them),
+/// one per `MERGE_RR`, one per odd name (an error).
+fn rerere_state(r: &mut Report, common: &Path, repo: Option<&Path>) {
+    let f = crate::integrity::rerere::scan(&[common.to_path_buf()], (i64::MIN, 0));
+    let rule = &rules::RERERE_STATE;
+    if !f.recorded.is_empty() {
+        let rr = common.join("rr-cache");
+        let ids: Vec<String> = f
+            .recorded
+            .iter()
+            .filter_map(|e| e.path.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect();
+        r.add(
+            rule,
+            &rr,
+            repo,
+            format!(
+                "{}: {} recorded conflict resolution(s): git replays each into the owner's next merge, rebase or cherry-pick of the same conflict",
+                rr.display(),
+                ids.len()
+            ),
+            details!("ids" => ids.iter().take(20).collect::<Vec<_>>(), "count" => ids.len()),
+        );
+    }
+    for p in &f.merge_rr {
+        r.add(
+            rule,
+            p,
+            repo,
+            format!(
+                "{}: conflicts being recorded: the owner's next merge, cherry-pick or rebase records the files it names as a preimage and a resolution, and replays them",
+                p.display()
+            ),
+            Map::new(),
+        );
+    }
+    let odd = f
+        .not_folder
+        .iter()
+        .map(|p| (p, "rr-cache that is a link or not a folder"))
+        .chain(f.odd_entries.iter().map(|p| {
+            (
+                p,
+                "an rr-cache entry that is a link, or holds a link, a second name of another file or something else than a file",
+            )
+        }))
+        .chain(f.odd_merge_rr.iter().map(|p| {
+            (
+                p,
+                "MERGE_RR that is a link, a second name of another file, or not a file",
+            )
+        }));
+    for (p, what) in odd {
+        r.add_level(
+            rule,
+            Severity::Error,
+            p,
+            repo,
+            format!(
+                "{}: {what}: git never makes one, and reads resolutions wherever it points",
+                p.display()
+            ),
+            Map::new(),
+        );
+    }
+    for p in &f.stray {
+        r.add(
+            rule,
+            p,
+            repo,
+            format!(
+                "{}: an rr-cache entry that is not a folder (git ignores it, but never makes one)",
+                p.display()
+            ),
+            Map::new(),
+        );
+    }
+    if let Some((p, why)) = f.incomplete {
+        r.incomplete_at(&p, repo, why);
     }
 }
 
