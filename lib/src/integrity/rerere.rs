@@ -601,11 +601,14 @@ mod tests {
         // An empty rr-cache made since the pin (rerere switched on).
         let e = t.path().join("e");
         std::fs::create_dir_all(e.join("rr-cache")).unwrap();
-        assert_eq!(scan(&[e.clone()], since).made, vec![e.join("rr-cache")]);
+        assert_eq!(
+            scan(std::slice::from_ref(&e), since).made,
+            vec![e.join("rr-cache")]
+        );
         // … and one holding an empty entry folder, or a preimage alone, is made too (W4).
         std::fs::create_dir(e.join("rr-cache/0123")).unwrap();
         std::fs::write(e.join("rr-cache/0123/preimage"), "x").unwrap();
-        let f = scan(&[e.clone()], since);
+        let f = scan(std::slice::from_ref(&e), since);
         assert_eq!(f.made, vec![e.join("rr-cache")]);
         assert!(f.recorded.is_empty());
         // An entry that is a link (W2), or that holds a link, is odd whatever its times;
@@ -616,7 +619,7 @@ mod tests {
         std::os::unix::fs::symlink(t.path().join("agent/x"), e.join("rr-cache/holds/postimage"))
             .unwrap();
         std::fs::write(e.join("rr-cache/file"), "x").unwrap();
-        let f = scan(&[e.clone()], since);
+        let f = scan(std::slice::from_ref(&e), since);
         assert_eq!(
             f.odd_entries,
             vec![e.join("rr-cache/holds"), e.join("rr-cache/link")]
@@ -626,7 +629,7 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(&state, "{}").unwrap();
         let later = pinned_since(&state).unwrap();
-        let f = scan(&[e.clone()], later);
+        let f = scan(std::slice::from_ref(&e), later);
         assert!(f.made.is_empty() && f.recorded.is_empty());
         assert_eq!(f.odd_entries.len(), 2);
         // A MERGE_RR that is a link (to a file the agent keeps writing) or a second name
@@ -641,7 +644,7 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(&state, "{}").unwrap();
         let latest = pinned_since(&state).unwrap();
-        let f = scan(&[e.clone()], latest);
+        let f = scan(std::slice::from_ref(&e), latest);
         assert_eq!(
             f.odd_merge_rr,
             vec![e.join("MERGE_RR"), e.join("worktrees/l/MERGE_RR")]
@@ -659,7 +662,7 @@ mod tests {
         std::fs::create_dir_all(&h).unwrap();
         std::os::unix::fs::symlink(t.path().join("elsewhere"), h.join("rr-cache")).unwrap();
         assert_eq!(
-            scan(&[h.clone()], since).not_folder,
+            scan(std::slice::from_ref(&h), since).not_folder,
             vec![h.join("rr-cache")]
         );
     }
