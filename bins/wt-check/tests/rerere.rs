@@ -625,7 +625,15 @@ fn a_merge_rr_link_from_before_the_pin_is_reported() {
             std::os::unix::fs::symlink("../.stash/rr", &merge_rr).unwrap();
             std::thread::sleep(std::time::Duration::from_millis(20));
             if checked {
-                w.pin();
+                // The audit's GW023 error refuses the pin; the owner accepts it, and `check`
+                // still reports the link (the rerere judgement does not take acceptance).
+                let st = w.state();
+                let (st, mm) = (st.to_str().unwrap(), m.to_str().unwrap());
+                let out = w.wt_check(&["pin", "--state", st, mm]);
+                assert!(!out.status.success());
+                assert!(String::from_utf8_lossy(&out.stderr).contains("MERGE_RR"));
+                let out = w.wt_check(&["pin", "--accept-armed", "--state", st, mm]);
+                assert!(out.status.success());
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
             let (id, _, conflicted) = conflict_of(&w, &g, &m);
@@ -725,4 +733,62 @@ fn audit_reports_rerere_state_at_rest() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// W1's variant in a repository nested in the work tree that no gitlink or `.gitmodules`
+/// names (untracked: the owner's `git add -A` stages it, and a merge run there replays),
+/// holding a resolution the owner recorded before the pin (the audit's GW023 warning, accepted
+/// by the pin): the agent rewrites that resolution. The nested-repository audit's finding
+/// names the newest `ctime`, so it is no longer the accepted one: `check` exits 1
+/// (`embedded_repository_armed`, GW023). Unchanged, the same repository checks clean.
+#[test]
+fn a_resolution_rewritten_in_an_untracked_nested_repository_is_reported() {
+    for g in common::gits() {
+        for checked in [false, true] {
+            let w = common::world();
+            owner_enables_rerere(&w);
+            let m = w.main();
+            let up = w.root().join("up");
+            conflicting(&w, &up);
+            let inner = m.join("inner");
+            w.git(&m, &["clone", "-q", up.to_str().unwrap(), "inner"]);
+            w.git(&inner, &["branch", "-q", "side", "origin/side"]);
+            // The owner's own resolution, recorded before the pin, then the merge undone.
+            let _ = git(&w, &g, &inner, &["merge", "side"]);
+            std::fs::write(inner.join("f"), "l1\nowner\nl3\n").unwrap();
+            w.git(&inner, &["add", "f"]);
+            w.git(&inner, &["commit", "-qm", "merged"]);
+            w.git(&inner, &["reset", "-q", "--hard", "HEAD~1"]);
+            let rr = inner.join(".git/rr-cache");
+            let id = std::fs::read_dir(&rr)
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .file_name();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            if checked {
+                w.pin();
+                let (code, ev) = w.check(false);
+                assert_eq!(code, 0, "{}: honest, unchanged: {ev:#?}", g.display());
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            std::fs::write(rr.join(&id).join("postimage"), AGENT).unwrap();
+            if checked {
+                let (code, ev) = w.check(false);
+                assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+                assert!(
+                    ev.iter().any(|e| e["event"] == "embedded_repository_armed"
+                        && e["rule"] == "GW023"
+                        && e["path"] == rr.to_str().unwrap()),
+                    "{}: {ev:#?}",
+                    g.display()
+                );
+            } else {
+                let _ = git(&w, &g, &inner, &["merge", "side"]);
+                let f = std::fs::read_to_string(inner.join("f")).unwrap();
+                assert_eq!(f, AGENT, "{}: control did not fire", g.display());
+            }
+        }
+    }
 }

@@ -2116,28 +2116,35 @@ fn rerere_state(r: &mut Report, common: &Path, repo: Option<&Path>) {
             .filter_map(|e| e.path.file_name())
             .map(|n| n.to_string_lossy().into_owned())
             .collect();
+        let mut paths: Vec<PathBuf> = vec![rr.clone()];
+        for e in &f.recorded {
+            paths.push(e.path.clone());
+            paths.extend(e.files.iter().map(|n| e.path.join(n)));
+        }
+        let changed = last_changed(&paths);
         r.add(
             rule,
             &rr,
             repo,
             format!(
-                "{}: {} recorded conflict resolution(s): git replays each into the owner's next merge, rebase or cherry-pick of the same conflict",
+                "{}: {} recorded conflict resolution(s), last changed {changed}: git replays each into the owner's next merge, rebase or cherry-pick of the same conflict",
                 rr.display(),
                 ids.len()
             ),
-            details!("ids" => ids.iter().take(20).collect::<Vec<_>>(), "count" => ids.len()),
+            details!("ids" => ids.iter().take(20).collect::<Vec<_>>(), "count" => ids.len(), "last_changed" => changed),
         );
     }
     for p in &f.merge_rr {
+        let changed = last_changed(std::slice::from_ref(p));
         r.add(
             rule,
             p,
             repo,
             format!(
-                "{}: conflicts being recorded: the owner's next merge, cherry-pick or rebase records the files it names as a preimage and a resolution, and replays them",
+                "{}: conflicts being recorded, last changed {changed}: the owner's next merge, cherry-pick or rebase records the files it names as a preimage and a resolution, and replays them",
                 p.display()
             ),
-            Map::new(),
+            details!("last_changed" => changed),
         );
     }
     let odd = f
@@ -2184,6 +2191,26 @@ fn rerere_state(r: &mut Report, common: &Path, repo: Option<&Path>) {
     if let Some((p, why)) = f.incomplete {
         r.incomplete_at(&p, repo, why);
     }
+}
+
+/// The newest `ctime` of `paths` (`lstat`), RFC 3339 to the nanosecond. In a finding's
+/// message it makes the finding new whenever one of them changes: `pin` accepts findings
+/// below error level by their message, and `check` reports a nested repository's finding
+/// that is not accepted (a resolution rewritten in an accepted `rr-cache` moves it).
+fn last_changed(paths: &[PathBuf]) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let newest = paths
+        .iter()
+        .filter_map(|p| std::fs::symlink_metadata(p).ok())
+        .map(|m| (m.ctime(), m.ctime_nsec()))
+        .max()
+        .unwrap_or((0, 0));
+    let at = crate::events::rfc3339(newest.0, 0);
+    format!(
+        "{}.{:09}Z",
+        at.trim_end_matches(".000Z"),
+        newest.1.clamp(0, 999_999_999)
+    )
 }
 
 /// Print the report in `format` and return the exit code.
