@@ -11,25 +11,31 @@
 //! resolution the agent recorded honestly is replayed the same way. Neither names a program;
 //! both put text the agent chose into the owner's work tree without a commit to review.
 //!
-//! [`check`] reports each `rr-cache/<id>` (of the common dir and of every submodule git dir
-//! below `modules/`) whose folder or any file in it has a `ctime` not older than the pin: any
-//! write, rename into place, `chmod` or `touch` moves `ctime` to now, and no unprivileged
-//! process can set it back. The pin's instant is the state file's modification time (`pin`
-//! writes a new file). A warning, not an error: the owner may have resolved a conflict in
-//! another worktree during the turn, and an agent that merges with rerere on records its own.
-//! With `--restore` the `<id>` folder is moved aside into the quarantine (never deleted) and
-//! git no longer replays it. `rr-cache` itself a link, or not a folder, is reported as an
-//! error (git never makes one; the special-file sweep also follows the link for FIFOs).
-//! `rr-cache` whose own `ctime` moved since the pin is read as made anew: a folder of
-//! resolutions prepared before the pin and renamed into place keeps its entries' old
-//! `ctime`s, so then every entry is reported (the owner's `git rerere gc` or `forget` during
-//! the turn also moves it: a warning for each entry, which `--restore` would set aside).
-//! `MERGE_RR` written since the pin (in any git dir: it is per worktree) is reported too: the
-//! owner's next `git rerere` reads it and records a preimage and resolution from the files it
-//! names, then replays them in the same merge (seventeenth pass, R17-1); and so is an
-//! `rr-cache` made or emptied since the pin that holds no entry (rerere switched on). Each a
-//! warning, moved aside with `--restore`. Bounds: [`MAX_IDS`] entries, [`MAX_MODULES`]
-//! submodule git dirs; past them the check is incomplete.
+//! [`check`] judges every git dir git can enter for this work tree ([`git_dirs`]: the common
+//! dir, every submodule git dir below `modules/` and each `worktrees/<id>/modules/`, the git
+//! dir of every repository nested in a work tree that the owner's git enters, each nested
+//! one's `modules/` and the common dir its `commondir` names; twenty-sixth red-team pass W1,
+//! W5). In each it reports every `rr-cache/<id>` holding a resolution whose folder or any
+//! file in it has a `ctime` not older than the pin: any write, rename into place, `chmod` or
+//! `touch` moves `ctime` to now, and no unprivileged process can set it back. The pin's
+//! instant is the state file's modification time (`pin` writes a new file). A warning, not an
+//! error: the owner may have resolved a conflict in another worktree during the turn, and an
+//! agent that merges with rerere on records its own. `rr-cache` whose own `ctime` moved since
+//! the pin is read as made anew: a folder of resolutions prepared before the pin and renamed
+//! into place keeps its entries' old `ctime`s, so then every entry is reported. Every name
+//! under `rr-cache/` is judged by `lstat`: `rr-cache` itself, or an entry, a link, or an entry
+//! holding anything but regular files of one link, is an error whatever its times (git never
+//! makes one; rerere reads through a link, whose `ctime` does not move as its target changes:
+//! W2); an entry that is a plain file is a warning (git ignores it). An `rr-cache` made or
+//! changed since the pin, whatever it holds, is a warning where the owner's config does not
+//! surely set `rerere.enabled` (rerere switched on: W4; `owner_sets_rerere`). `MERGE_RR`
+//! (per worktree: each git dir's and each `worktrees/<id>/`'s) written since the pin that
+//! names something is a warning (the owner's next `git rerere` records a preimage and
+//! resolution from the files it names, absolute paths too, and replays them: R17-1); one that
+//! is a link, a second name or not a file is an error whatever its times. With `--restore`
+//! each is moved aside into the quarantine (never deleted), `rr-cache` itself last. Bounds:
+//! [`MAX_IDS`] entries, [`MAX_MODULES`] submodule git dirs; past them the check is
+//! incomplete.
 
 use super::restore::Quarantine;
 use super::Outcome;
