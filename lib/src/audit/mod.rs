@@ -1210,6 +1210,7 @@ fn audit_repository_in(
         }
         index_entries(r, &common_dir, repo);
     }
+    rerere_state(r, &common_dir, repo);
     // Submodule git dirs: their hooks and state (their config is enumerated above).
     for m in module_dirs(r, &common_dir.join("modules"), repo, 0) {
         if std::fs::symlink_metadata(m.join("commondir")).is_ok() {
@@ -1224,6 +1225,7 @@ fn audit_repository_in(
         if let Ok(d) = Dir::open_abs(&m) {
             state_files(r, &d, &m, repo);
         }
+        rerere_state(r, &m, repo);
     }
     // Worktree entries against git's layout (crate::layout: gitdir backlink, commondir,
     // HEAD, unexpected names, links, duplicates).
@@ -2096,6 +2098,119 @@ fn state_files(r: &mut Report, d: &Dir, git_dir: &Path, repo: Option<&Path>) {
         Ok(None) => {}
         Err(e) => r.incomplete_at(&p, repo, e),
     }
+}
+
+/// rerere's state in the common dir (or submodule git dir) `common`: its recorded
+/// resolutions, a `MERGE_RR` naming conflicts (its own and each `worktrees/<id>/`'s), and any
+/// name there git would not make (`integrity::rerere::scan` with no pin: everything counts
+/// as new). One finding per `rr-cache` (a warning: an owner with `rerere.enabled` has them),
+/// one per `MERGE_RR`, one per odd name (an error).
+fn rerere_state(r: &mut Report, common: &Path, repo: Option<&Path>) {
+    let f = crate::integrity::rerere::scan(&[common.to_path_buf()], (i64::MIN, 0));
+    let rule = &rules::RERERE_STATE;
+    if !f.recorded.is_empty() {
+        let rr = common.join("rr-cache");
+        let ids: Vec<String> = f
+            .recorded
+            .iter()
+            .filter_map(|e| e.path.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect();
+        let mut paths: Vec<PathBuf> = vec![rr.clone()];
+        for e in &f.recorded {
+            paths.push(e.path.clone());
+            paths.extend(e.files.iter().map(|n| e.path.join(n)));
+        }
+        let changed = last_changed(&paths);
+        r.add(
+            rule,
+            &rr,
+            repo,
+            format!(
+                "{}: {} recorded conflict resolution(s), last changed {changed}: git replays each into the owner's next merge, rebase or cherry-pick of the same conflict",
+                rr.display(),
+                ids.len()
+            ),
+            details!("ids" => ids.iter().take(20).collect::<Vec<_>>(), "count" => ids.len(), "last_changed" => changed),
+        );
+    }
+    for p in &f.merge_rr {
+        let changed = last_changed(std::slice::from_ref(p));
+        r.add(
+            rule,
+            p,
+            repo,
+            format!(
+                "{}: conflicts being recorded, last changed {changed}: the owner's next merge, cherry-pick or rebase records the files it names as a preimage and a resolution, and replays them",
+                p.display()
+            ),
+            details!("last_changed" => changed),
+        );
+    }
+    let odd = f
+        .not_folder
+        .iter()
+        .map(|p| (p, "rr-cache that is a link or not a folder"))
+        .chain(f.odd_entries.iter().map(|p| {
+            (
+                p,
+                "an rr-cache entry that is a link, or holds a link, a second name of another file or something else than a file",
+            )
+        }))
+        .chain(f.odd_merge_rr.iter().map(|p| {
+            (
+                p,
+                "MERGE_RR that is a link, a second name of another file, or not a file",
+            )
+        }));
+    for (p, what) in odd {
+        r.add_level(
+            rule,
+            Severity::Error,
+            p,
+            repo,
+            format!(
+                "{}: {what}: git never makes one, and reads resolutions wherever it points",
+                p.display()
+            ),
+            Map::new(),
+        );
+    }
+    for p in &f.stray {
+        r.add(
+            rule,
+            p,
+            repo,
+            format!(
+                "{}: an rr-cache entry that is not a folder (git ignores it, but never makes one)",
+                p.display()
+            ),
+            Map::new(),
+        );
+    }
+    if let Some((p, why)) = f.incomplete {
+        r.incomplete_at(&p, repo, why);
+    }
+}
+
+/// The newest `ctime` of `paths` (`lstat`), RFC 3339 to the nanosecond. In a finding's
+/// message it makes the finding new whenever one of them changes: `pin` accepts findings
+/// below error level by their message, and `check` reports a nested repository's finding
+/// that is not accepted (a resolution rewritten in an accepted `rr-cache` moves it).
+fn last_changed(paths: &[PathBuf]) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let newest = paths
+        .iter()
+        .filter_map(|p| std::fs::symlink_metadata(p).ok())
+        .map(|m| (m.ctime(), m.ctime_nsec()))
+        .max()
+        .unwrap_or((0, 0));
+    let at = crate::events::rfc3339(newest.0, 0);
+    format!(
+        "{}.{:09}Z",
+        at.trim_end_matches(".000Z"),
+        newest.1.clamp(0, 999_999_999)
+    )
 }
 
 /// Print the report in `format` and return the exit code.

@@ -199,6 +199,16 @@ rule!(
     "§3.3"
 );
 
+rule!(
+    RERERE_STATE,
+    "GW023",
+    "rerere-state",
+    Warning,
+    "Recorded conflict resolutions (`rr-cache/<id>/postimage`) or a `MERGE_RR` that names conflicts being recorded, in a git dir; an error when a name there is a link or not what git makes.",
+    "rerere replays a recorded resolution as file content into the owner's next merge, rebase or cherry-pick of the same conflict (\"Resolved 'f' using previous resolution\"), and records a `MERGE_RR`'s files as a preimage and resolution in the owner's next merge; no commit shows it. Honest repositories with `rerere.enabled` hold resolutions the owner made: check that these are the owner's (`git rerere status`, `git rerere diff`), or move `rr-cache/` and `MERGE_RR` aside. git never makes a link there (it reads a resolution wherever one points).",
+    "§3.3"
+);
+
 /// Every rule, in id order. The SARIF `rules` array and the docs table come from here.
 pub static RULES: &[Rule] = &[
     HOOK_PLANTED,
@@ -223,6 +233,7 @@ pub static RULES: &[Rule] = &[
     INDEX_ENTRY_PATH,
     SPECIAL_FILE,
     REF_LINK,
+    RERERE_STATE,
 ];
 
 #[cfg(test)]

@@ -952,11 +952,21 @@ pub(super) fn owner_config_any(
     common_dir: &Path,
     pred: &dyn Fn(&crate::config::Value) -> bool,
 ) -> Option<bool> {
-    let env_path = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    let mut o = owner_options(work_tree, git_dir, common_dir);
+    o.linked_worktrees = true;
+    o.submodules = crate::config::Submodules::Walk;
+    let all = owner_enumerations(o)?;
+    Some(all.iter().any(|en| en.values().iter().any(pred)))
+}
+
+/// The owner's config files for a repository (system, global from `HOME`, `XDG_CONFIG_HOME`
+/// and `GIT_CONFIG_GLOBAL`, local, worktree), with no system file yet
+/// ([`owner_enumerations`] adds each candidate).
+pub(super) fn owner_options(
+    work_tree: Option<&Path>,
+    git_dir: &Path,
+    common_dir: &Path,
+) -> crate::config::Options {
     let home = env_path("HOME");
     let mut o = crate::config::Options::for_repository(work_tree, git_dir, common_dir).with_owner(
         None,
@@ -964,8 +974,21 @@ pub(super) fn owner_config_any(
         env_path("XDG_CONFIG_HOME").as_deref(),
     );
     o.global.extend(env_path("GIT_CONFIG_GLOBAL"));
-    o.linked_worktrees = true;
-    o.submodules = crate::config::Submodules::Walk;
+    o
+}
+
+fn env_path(k: &str) -> Option<PathBuf> {
+    std::env::var_os(k)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `o` enumerated once with no system file and once with each system file that exists (of
+/// `GIT_CONFIG_SYSTEM` and both install prefixes: which git the owner runs is not known);
+/// `None` when one of them cannot be enumerated.
+pub(super) fn owner_enumerations(
+    mut o: crate::config::Options,
+) -> Option<Vec<crate::config::Enumeration>> {
     let mut systems: Vec<Option<PathBuf>> = vec![None];
     for p in env_path("GIT_CONFIG_SYSTEM")
         .into_iter()
@@ -975,18 +998,12 @@ pub(super) fn owner_config_any(
             systems.push(Some(p));
         }
     }
+    let mut out = Vec::new();
     for system in systems {
         o.system = system;
-        match crate::config::enumerate(&o) {
-            Ok(en) => {
-                if en.values().iter().any(pred) {
-                    return Some(true);
-                }
-            }
-            Err(_) => return None,
-        }
+        out.push(crate::config::enumerate(&o).ok()?);
     }
-    Some(false)
+    Some(out)
 }
 
 /// Set `path`'s `mtime` to now (not following a link; its content untouched): git's stat

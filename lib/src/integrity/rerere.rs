@@ -11,25 +11,31 @@
 //! resolution the agent recorded honestly is replayed the same way. Neither names a program;
 //! both put text the agent chose into the owner's work tree without a commit to review.
 //!
-//! [`check`] reports each `rr-cache/<id>` (of the common dir and of every submodule git dir
-//! below `modules/`) whose folder or any file in it has a `ctime` not older than the pin: any
-//! write, rename into place, `chmod` or `touch` moves `ctime` to now, and no unprivileged
-//! process can set it back. The pin's instant is the state file's modification time (`pin`
-//! writes a new file). A warning, not an error: the owner may have resolved a conflict in
-//! another worktree during the turn, and an agent that merges with rerere on records its own.
-//! With `--restore` the `<id>` folder is moved aside into the quarantine (never deleted) and
-//! git no longer replays it. `rr-cache` itself a link, or not a folder, is reported as an
-//! error (git never makes one; the special-file sweep also follows the link for FIFOs).
-//! `rr-cache` whose own `ctime` moved since the pin is read as made anew: a folder of
-//! resolutions prepared before the pin and renamed into place keeps its entries' old
-//! `ctime`s, so then every entry is reported (the owner's `git rerere gc` or `forget` during
-//! the turn also moves it: a warning for each entry, which `--restore` would set aside).
-//! `MERGE_RR` written since the pin (in any git dir: it is per worktree) is reported too: the
-//! owner's next `git rerere` reads it and records a preimage and resolution from the files it
-//! names, then replays them in the same merge (seventeenth pass, R17-1); and so is an
-//! `rr-cache` made or emptied since the pin that holds no entry (rerere switched on). Each a
-//! warning, moved aside with `--restore`. Bounds: [`MAX_IDS`] entries, [`MAX_MODULES`]
-//! submodule git dirs; past them the check is incomplete.
+//! [`check`] judges every git dir git can enter for this work tree ([`git_dirs`]: the common
+//! dir, every submodule git dir below `modules/` and each `worktrees/<id>/modules/`, the git
+//! dir of every repository nested in a work tree that the owner's git enters, each nested
+//! one's `modules/` and the common dir its `commondir` names; twenty-sixth red-team pass W1,
+//! W5). In each it reports every `rr-cache/<id>` holding a resolution whose folder or any
+//! file in it has a `ctime` not older than the pin: any write, rename into place, `chmod` or
+//! `touch` moves `ctime` to now, and no unprivileged process can set it back. The pin's
+//! instant is the state file's modification time (`pin` writes a new file). A warning, not an
+//! error: the owner may have resolved a conflict in another worktree during the turn, and an
+//! agent that merges with rerere on records its own. `rr-cache` whose own `ctime` moved since
+//! the pin is read as made anew: a folder of resolutions prepared before the pin and renamed
+//! into place keeps its entries' old `ctime`s, so then every entry is reported. Every name
+//! under `rr-cache/` is judged by `lstat`: `rr-cache` itself, or an entry, a link, or an entry
+//! holding anything but regular files of one link, is an error whatever its times (git never
+//! makes one; rerere reads through a link, whose `ctime` does not move as its target changes:
+//! W2); an entry that is a plain file is a warning (git ignores it). An `rr-cache` made or
+//! changed since the pin, whatever it holds, is a warning where the owner's config does not
+//! surely set `rerere.enabled` (rerere switched on: W4; `owner_sets_rerere`). `MERGE_RR`
+//! (per worktree: each git dir's and each `worktrees/<id>/`'s) written since the pin that
+//! names something is a warning (the owner's next `git rerere` records a preimage and
+//! resolution from the files it names, absolute paths too, and replays them: R17-1); one that
+//! is a link, a second name or not a file is an error whatever its times. With `--restore`
+//! each is moved aside into the quarantine (never deleted), `rr-cache` itself last. Bounds:
+//! [`MAX_IDS`] entries, [`MAX_MODULES`] submodule git dirs; past them the check is
+//! incomplete.
 
 use super::restore::Quarantine;
 use super::Outcome;
@@ -60,11 +66,21 @@ pub struct Found {
     /// `cherry-pick`, …) reads and records from — a planted one names work-tree or git-dir
     /// files as the preimage and resolution of a conflict to come (R17-1).
     pub merge_rr: Vec<PathBuf>,
-    /// `rr-cache` folders changed since the pin that hold no entry: rerere switched on (git
-    /// records and replays wherever `rr-cache/` exists), or emptied.
-    pub emptied_or_made: Vec<PathBuf>,
+    /// `rr-cache` folders made or changed since the pin (rerere switched on: git records and
+    /// replays wherever `rr-cache/` exists and `rerere.enabled` is unset), whatever they hold.
+    /// [`check`] keeps those where the owner's config does not set `rerere.enabled`.
+    pub made: Vec<PathBuf>,
     /// `rr-cache` paths that are a link or not a folder.
     pub not_folder: Vec<PathBuf>,
+    /// `rr-cache/<id>` that is a link (git reads the resolution wherever it points), or a
+    /// name inside an entry that is not a regular file (a link, a FIFO, a folder): git never
+    /// makes either. Reported whenever seen, whatever their times.
+    pub odd_entries: Vec<PathBuf>,
+    /// `MERGE_RR` that is not a regular file of one link (a link to a file the agent writes).
+    pub odd_merge_rr: Vec<PathBuf>,
+    /// `rr-cache/<id>` that is a regular file or another non-folder, not a link: git ignores
+    /// it (rerere opens `<id>/preimage`), but never makes one.
+    pub stray: Vec<PathBuf>,
     pub incomplete: Option<(PathBuf, String)>,
 }
 
@@ -73,21 +89,65 @@ fn not_older(secs: i64, nsecs: i64, since: (i64, i64)) -> bool {
     (secs, nsecs) >= since
 }
 
-/// Every `rr-cache/<id>` below `common` (and its submodule git dirs) with a `ctime` at or
-/// after `since` (seconds, nanoseconds), on the folder or any file in it.
-pub fn scan(common: &Path, since: (i64, i64)) -> Found {
-    let mut out = Found::default();
-    let mut git_dirs = vec![common.to_path_buf()];
-    collect_modules(&common.join("modules"), &mut git_dirs, &mut out, 0);
-    // `MERGE_RR` is per worktree (`git_path`): the common dir's, each worktree entry's, each
-    // submodule git dir's.
-    let mut merge_rr_dirs = git_dirs.clone();
-    if let Ok(rd) = std::fs::read_dir(common.join("worktrees")) {
-        merge_rr_dirs.extend(rd.flatten().map(|e| e.path()));
+/// Every git dir rerere may work in for the repository pinned in `st`: the common dir, every
+/// submodule git dir below `modules/` and below each `worktrees/<id>/modules/`, and the git
+/// dir of every repository nested in a work tree that the owner's git enters (the object
+/// stores' list, [`super::stores::stores`]), with each one's own `modules/` and the common
+/// dir its `commondir` names. [`scan`] reads `rr-cache/` in each (git's `rr-cache` is a
+/// common-dir path), and `MERGE_RR` in each and in each one's `worktrees/<id>/` (per
+/// worktree). `Err` names a walk cut short.
+pub fn git_dirs(st: &super::state::State, state: &Path) -> Result<Vec<PathBuf>, (PathBuf, String)> {
+    let nested = super::stores::nested_of(st)?;
+    let stores = super::stores::stores(&st.common_dir, state, &nested)?;
+    let mut out: Vec<PathBuf> = Vec::new();
+    for s in stores {
+        let g = s.git_dir;
+        if !g.starts_with(&st.common_dir) {
+            // A nested repository's own submodules (not populated ones too: the owner may
+            // enter them).
+            out.extend(module_git_dirs(&g.join("modules"))?);
+        }
+        if let Ok(b) = crate::audit::special::read_regular(&g.join("commondir"), 1 << 16) {
+            let text = String::from_utf8_lossy(&b);
+            let rel = text.trim_end_matches(['\n', '\r']);
+            if !rel.is_empty() {
+                out.push(super::normalize(&g.join(rel)));
+            }
+        }
+        out.push(g);
     }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// In each of `git_dirs` ([`git_dirs`]): every `rr-cache/<id>` with a resolution whose
+/// folder or any file in it has a `ctime` at or after `since` (seconds, nanoseconds), every
+/// `rr-cache` made or changed since then, every name under `rr-cache/` that git would not
+/// have made, and every `MERGE_RR` (of the git dir and of each `worktrees/<id>/`) written
+/// since then that names something.
+pub fn scan(git_dirs: &[PathBuf], since: (i64, i64)) -> Found {
+    let mut out = Found::default();
+    // `MERGE_RR` is per worktree (`git_path`): each git dir's, each worktree entry's.
+    let mut merge_rr_dirs = Vec::new();
+    for g in git_dirs {
+        merge_rr_dirs.push(g.clone());
+        if let Ok(rd) = std::fs::read_dir(g.join("worktrees")) {
+            merge_rr_dirs.extend(rd.flatten().map(|e| e.path()));
+        }
+    }
+    merge_rr_dirs.sort();
+    merge_rr_dirs.dedup();
     for d in &merge_rr_dirs {
         let p = d.join("MERGE_RR");
         if let Ok(m) = std::fs::symlink_metadata(&p) {
+            // git writes `MERGE_RR` anew as a regular file of one link; a link (git reads
+            // wherever it points, whose `ctime` moves with neither), a second name for a
+            // work-tree file, or anything else, is reported whatever its times.
+            if !m.is_file() || m.nlink() > 1 {
+                out.odd_merge_rr.push(p);
+                continue;
+            }
             // An empty `MERGE_RR` names no conflict, so rerere records and replays nothing
             // from it: git's own `commit` writes one wherever rerere is on (seen on the real
             // pre-commit clone with `rerere.enabled`). Anything else is reported.
@@ -98,12 +158,18 @@ pub fn scan(common: &Path, since: (i64, i64)) -> Found {
         }
     }
     out.merge_rr.sort();
+    out.odd_merge_rr.sort();
     let mut ids = 0usize;
     for g in git_dirs {
         let rr = g.join("rr-cache");
         let md = match std::fs::symlink_metadata(&rr) {
             Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    || e.raw_os_error() == Some(nix::libc::ENOTDIR) =>
+            {
+                continue
+            }
             Err(e) => {
                 out.incomplete = Some((rr, format!("cannot lstat: {e}")));
                 return out;
@@ -114,8 +180,9 @@ pub fn scan(common: &Path, since: (i64, i64)) -> Found {
             continue;
         }
         let folder_new = not_older(md.ctime(), md.ctime_nsec(), since);
-        let before = out.recorded.len();
-        let mut any_entry = false;
+        if folder_new {
+            out.made.push(rr.clone());
+        }
         let entries = match std::fs::read_dir(&rr) {
             Ok(e) => e,
             Err(e) => {
@@ -129,7 +196,6 @@ pub fn scan(common: &Path, since: (i64, i64)) -> Found {
                 return out;
             };
             ids += 1;
-            any_entry = true;
             if ids > MAX_IDS {
                 out.incomplete = Some((rr, format!("more than {MAX_IDS} entries")));
                 return out;
@@ -138,34 +204,92 @@ pub fn scan(common: &Path, since: (i64, i64)) -> Found {
             let Ok(m) = std::fs::symlink_metadata(&p) else {
                 continue; // gone since the listing
             };
+            if m.file_type().is_symlink() {
+                out.odd_entries.push(p);
+                continue;
+            }
+            if !m.is_dir() {
+                out.stray.push(p);
+                continue;
+            }
             let mut new = folder_new || not_older(m.ctime(), m.ctime_nsec(), since);
             let mut files = Vec::new();
-            if m.is_dir() {
-                if let Ok(inner) = std::fs::read_dir(&p) {
-                    for f in inner.flatten() {
-                        if let Ok(fm) = std::fs::symlink_metadata(f.path()) {
-                            new |= not_older(fm.ctime(), fm.ctime_nsec(), since);
-                        }
-                        files.push(f.file_name().to_string_lossy().into_owned());
-                    }
+            let inner = match std::fs::read_dir(&p) {
+                Ok(i) => i,
+                Err(e) => {
+                    out.incomplete = Some((p, format!("cannot list: {e}")));
+                    return out;
                 }
+            };
+            let mut odd = false;
+            for f in inner.flatten() {
+                match std::fs::symlink_metadata(f.path()) {
+                    Ok(fm) => {
+                        new |= not_older(fm.ctime(), fm.ctime_nsec(), since);
+                        // git writes regular files of one link only here; a link is read
+                        // where it points (its `ctime` stays as the target changes), a second
+                        // name for a file elsewhere too, a FIFO blocks the owner's merge.
+                        odd |= !fm.is_file() || fm.nlink() > 1;
+                    }
+                    Err(_) => continue, // gone since the listing
+                }
+                files.push(f.file_name().to_string_lossy().into_owned());
+            }
+            if odd {
+                out.odd_entries.push(p);
+                continue;
             }
             // Only a resolution is replayed: an entry with a preimage alone (what rerere
             // leaves of a conflict merged and aborted, or not resolved yet) writes nothing.
             // Seen on the real ripgrep and pre-commit clones: a conflicted merge with
-            // `rerere.enabled` left one, and it was reported.
+            // `rerere.enabled` left one, and it was reported. (An entry without one made
+            // during the turn changed `rr-cache` too: `made` judges that.)
             let resolved = files.iter().any(|f| f.starts_with("postimage"));
             if new && resolved {
                 files.sort();
                 out.recorded.push(Recorded { path: p, files });
             }
         }
-        if folder_new && !any_entry && out.recorded.len() == before {
-            out.emptied_or_made.push(rr);
-        }
     }
     out.recorded.sort_by(|a, b| a.path.cmp(&b.path));
+    out.odd_entries.sort();
+    out.stray.sort();
     out
+}
+
+/// Whether the owner's config surely sets `rerere.enabled` (to either value) for the
+/// repository whose common dir is `common`, as git run there reads it: a value counts only
+/// when it is in the system, global or local file or an unconditional include of one (a
+/// value behind an `includeIf` may not hold for this repository: W4 of the twenty-sixth
+/// red-team pass; `config.worktree` is read only with `extensions.worktreeConfig`), and no
+/// file of its include chain changed since `since` (the agent may write the local config
+/// and whatever else it can reach; a changed file is reported or restored elsewhere, and
+/// the setting must not outlive it). With every system file candidate (which git the owner
+/// runs is not known: a setting in a system file alone does not count). When unsure — a
+/// config that cannot be read — `false`: not excused.
+fn owner_sets_rerere(common: &Path, since: (i64, i64)) -> bool {
+    use crate::config::Scope;
+    let mut o = super::indexstat::owner_options(None, common, common);
+    // With `GIT_CONFIG_GLOBAL` set, git reads that file as the global config and no other.
+    if let Some(g) = std::env::var_os("GIT_CONFIG_GLOBAL").filter(|v| !v.is_empty()) {
+        o.global = vec![PathBuf::from(g)];
+    }
+    let Some(all) = super::indexstat::owner_enumerations(o) else {
+        return false;
+    };
+    let unchanged = |f: &Path| {
+        let old = |m: std::fs::Metadata| !not_older(m.ctime(), m.ctime_nsec(), since);
+        std::fs::symlink_metadata(f).is_ok_and(old) && std::fs::metadata(f).is_ok_and(old)
+    };
+    all.iter().all(|en| {
+        en.values().iter().any(|v| {
+            v.is("rerere.enabled")
+                && v.as_bool().is_some()
+                && !v.origin.conditional
+                && matches!(v.origin.scope, Scope::System | Scope::Global | Scope::Local)
+                && v.origin.include_chain.iter().all(|f| unchanged(f))
+        })
+    })
 }
 
 /// The submodule git dirs below `modules` (a git dir's `modules/`; names with slashes
@@ -252,106 +376,119 @@ pub fn check(
         ));
         return Outcome::Incomplete;
     };
-    let mut found = scan(&st.common_dir, since);
-    // An rr-cache made with no entry switches rerere on only where the owner's config does
-    // not: git's own first `commit` with `rerere.enabled` makes it (seen on the real
-    // pre-commit clone), which is no finding.
-    if !found.emptied_or_made.is_empty()
-        && super::indexstat::owner_config_any(
-            st.work_tree.as_deref(),
-            &st.git_dir,
-            &st.common_dir,
-            &|v| v.is("rerere.enabled") && v.as_bool() == Some(true),
-        ) == Some(true)
-    {
-        found.emptied_or_made.clear();
-    }
+    let dirs = match git_dirs(st, state) {
+        Ok(d) => d,
+        Err((p, why)) => {
+            emit(mk(
+                EventKind::CheckIncomplete,
+                format!("{}: {why}", p.display()),
+                &p,
+            ));
+            return Outcome::Incomplete;
+        }
+    };
+    let mut found = scan(&dirs, since);
+    // An rr-cache made or changed switches rerere on only where the owner's config does not
+    // set `rerere.enabled`: git's own first `commit` with `rerere.enabled` makes it (seen on
+    // the real pre-commit clone), and an honest merge then records in it; neither is a
+    // finding. Judged per repository, as git run there reads its config.
+    found.made.retain(|rr| {
+        let common = rr.parent().unwrap_or(rr);
+        !owner_sets_rerere(common, since)
+    });
     let mut outcome = Outcome::Clean;
     let mut q = Quarantine::new(state);
-    for p in &found.not_folder {
-        outcome = outcome.and(Outcome::Found);
-        let why = "rr-cache is not a folder (a link: git reads and writes resolutions wherever it points); git never makes one";
-        emit(
+    let action = if restore { "quarantined" } else { "reported" };
+    let mut report = |outcome: &mut Outcome,
+                      q: &mut Quarantine,
+                      p: &Path,
+                      change: &str,
+                      level: &str,
+                      why: &str,
+                      extra: &dyn Fn(Event) -> Event| {
+        *outcome = outcome.and(Outcome::Found);
+        emit(extra(
             mk(
                 EventKind::ResolutionRecorded,
                 format!("{}: {why}", p.display()),
                 p,
             )
-            .with("change", "not-a-folder")
-            .with("level", "error")
+            .with("change", change)
+            .with("level", level)
             .with("why", why)
-            .with("action", if restore { "quarantined" } else { "reported" }),
-        );
+            .with("action", action),
+        ));
         if restore {
-            outcome = outcome.and(move_aside(&mut q, p, &mk, emit));
+            *outcome = outcome.and(move_aside(q, p, &mk, emit));
         }
+    };
+    let none = |e: Event| e;
+    for p in &found.not_folder {
+        let why = "rr-cache is not a folder (a link: git reads and writes resolutions wherever it points); git never makes one";
+        report(&mut outcome, &mut q, p, "not-a-folder", "error", why, &none);
+    }
+    for p in &found.odd_entries {
+        let why = "an rr-cache entry that is a link, or holds a name that is not a regular file: git never makes one, and rerere reads (and replays) a resolution wherever a link points";
+        report(
+            &mut outcome,
+            &mut q,
+            p,
+            "entry-not-a-folder",
+            "error",
+            why,
+            &none,
+        );
+    }
+    for p in &found.odd_merge_rr {
+        let why = "MERGE_RR that is a link, a second name of another file, or not a file: git never makes one, and reads the conflicts to record (and the files they name) wherever it points";
+        report(
+            &mut outcome,
+            &mut q,
+            p,
+            "merge_rr-not-a-file",
+            "error",
+            why,
+            &none,
+        );
+    }
+    for p in &found.stray {
+        let why = "an rr-cache entry that is not a folder: git ignores it but never makes one";
+        report(&mut outcome, &mut q, p, "stray", "warning", why, &none);
     }
     for p in &found.merge_rr {
-        if outcome == Outcome::Clean {
-            outcome = Outcome::Found;
-        }
         let why = "MERGE_RR written during the turn: rerere's list of conflicts being recorded, from which the owner's next merge, cherry-pick or rebase records a preimage and a resolution and replays them (a planted one names the agent's files)";
-        emit(
-            mk(
-                EventKind::ResolutionRecorded,
-                format!("{}: {why}", p.display()),
-                p,
-            )
-            .with("change", "merge_rr")
-            .with("level", "warning")
-            .with("why", why)
-            .with("action", if restore { "quarantined" } else { "reported" }),
-        );
-        if restore {
-            outcome = outcome.and(move_aside(&mut q, p, &mk, emit));
-        }
-    }
-    for p in &found.emptied_or_made {
-        if outcome == Outcome::Clean {
-            outcome = Outcome::Found;
-        }
-        let why = "rr-cache made (or emptied) during the turn: git records and replays conflict resolutions wherever rr-cache exists and rerere.enabled is unset";
-        emit(
-            mk(
-                EventKind::ResolutionRecorded,
-                format!("{}: {why}", p.display()),
-                p,
-            )
-            .with("change", "rr_cache_made")
-            .with("level", "warning")
-            .with("why", why)
-            .with("action", if restore { "quarantined" } else { "reported" }),
-        );
-        if restore {
-            outcome = outcome.and(move_aside(&mut q, p, &mk, emit));
-        }
+        report(&mut outcome, &mut q, p, "merge_rr", "warning", why, &none);
     }
     for r in &found.recorded {
-        if outcome == Outcome::Clean {
-            outcome = Outcome::Found;
-        }
         let id = r
             .path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let why = "a conflict resolution recorded during the turn: the owner's git writes it into the work tree when it meets the same conflict (merge, rebase, cherry-pick), without a commit to review";
-        emit(
-            mk(
-                EventKind::ResolutionRecorded,
-                format!("{}: {why}", r.path.display()),
-                &r.path,
-            )
-            .with("change", "recorded")
-            .with("id", id)
-            .with("files", r.files.clone())
-            .with("level", "warning")
-            .with("why", why)
-            .with("action", if restore { "quarantined" } else { "reported" }),
+        let add = |e: Event| e.with("id", id.clone()).with("files", r.files.clone());
+        report(
+            &mut outcome,
+            &mut q,
+            &r.path,
+            "recorded",
+            "warning",
+            why,
+            &add,
         );
-        if restore {
-            outcome = outcome.and(move_aside(&mut q, &r.path, &mk, emit));
-        }
+    }
+    // Last: moving `rr-cache` aside takes its entries with it.
+    for p in &found.made {
+        let why = "rr-cache made or changed during the turn where the owner's config does not set rerere.enabled: git records and replays conflict resolutions wherever rr-cache exists and rerere.enabled is unset (rerere switched on)";
+        report(
+            &mut outcome,
+            &mut q,
+            p,
+            "rr_cache_made",
+            "warning",
+            why,
+            &none,
+        );
     }
     if let Some((p, why)) = found.incomplete {
         outcome = outcome.and(Outcome::Incomplete);
@@ -412,14 +549,15 @@ mod tests {
         let state = t.path().join("state.json");
         std::fs::write(&state, "{}").unwrap();
         let since = pinned_since(&state).unwrap();
+        let dirs = vec![g.clone(), g.join("modules/s")];
         std::thread::sleep(std::time::Duration::from_millis(20));
-        assert!(scan(&g, since).recorded.is_empty(), "as pinned");
+        assert!(scan(&dirs, since).recorded.is_empty(), "as pinned");
         // A resolution written after the pin, in the common dir and in a submodule git dir.
         std::fs::create_dir_all(g.join("rr-cache/new")).unwrap();
         std::fs::write(g.join("rr-cache/new/postimage"), "evil").unwrap();
         std::fs::create_dir_all(g.join("modules/s/rr-cache/sub")).unwrap();
         std::fs::write(g.join("modules/s/rr-cache/sub/postimage"), "r").unwrap();
-        let f = scan(&g, since);
+        let f = scan(&dirs, since);
         let paths = f
             .recorded
             .iter()
@@ -438,42 +576,100 @@ mod tests {
         // A preimage alone (a conflict not resolved) is no resolution: not reported.
         std::fs::create_dir_all(g.join("rr-cache/open")).unwrap();
         std::fs::write(g.join("rr-cache/open/preimage"), "conflict").unwrap();
-        assert!(!scan(&g, since)
+        assert!(!scan(&dirs, since)
             .recorded
             .iter()
             .any(|r| r.path == g.join("rr-cache/open")));
         // rr-cache renamed into place (or changed) since the pin: every entry.
         std::fs::rename(g.join("rr-cache"), t.path().join("prepared")).unwrap();
         std::fs::rename(t.path().join("prepared"), g.join("rr-cache")).unwrap();
-        assert!(scan(&g, since)
+        assert!(scan(&dirs, since)
             .recorded
             .iter()
             .any(|r| r.path == g.join("rr-cache/old")));
         // A file rewritten in an old entry moves its ctime: found.
         std::fs::write(g.join("rr-cache/old/postimage"), "x").unwrap();
-        assert!(scan(&g, since)
+        assert!(scan(&dirs, since)
             .recorded
             .iter()
             .any(|r| r.path == g.join("rr-cache/old")));
         // An empty MERGE_RR (git's own commit writes one) names nothing: not reported.
         std::fs::write(g.join("MERGE_RR"), "").unwrap();
-        assert!(scan(&g, since).merge_rr.is_empty());
+        assert!(scan(&dirs, since).merge_rr.is_empty());
         // MERGE_RR written since the pin, in the common dir and a worktree entry.
         std::fs::write(g.join("MERGE_RR"), "x").unwrap();
         std::fs::create_dir_all(g.join("worktrees/w")).unwrap();
         std::fs::write(g.join("worktrees/w/MERGE_RR"), "x").unwrap();
         assert_eq!(
-            scan(&g, since).merge_rr,
+            scan(&dirs, since).merge_rr,
             vec![g.join("MERGE_RR"), g.join("worktrees/w/MERGE_RR")]
         );
         // An empty rr-cache made since the pin (rerere switched on).
         let e = t.path().join("e");
         std::fs::create_dir_all(e.join("rr-cache")).unwrap();
-        assert_eq!(scan(&e, since).emptied_or_made, vec![e.join("rr-cache")]);
+        assert_eq!(
+            scan(std::slice::from_ref(&e), since).made,
+            vec![e.join("rr-cache")]
+        );
+        // … and one holding an empty entry folder, or a preimage alone, is made too (W4).
+        std::fs::create_dir(e.join("rr-cache/0123")).unwrap();
+        std::fs::write(e.join("rr-cache/0123/preimage"), "x").unwrap();
+        let f = scan(std::slice::from_ref(&e), since);
+        assert_eq!(f.made, vec![e.join("rr-cache")]);
+        assert!(f.recorded.is_empty());
+        // An entry that is a link (W2), or that holds a link, is odd whatever its times;
+        // one that is a plain file is stray.
+        std::fs::create_dir_all(t.path().join("agent")).unwrap();
+        std::os::unix::fs::symlink(t.path().join("agent"), e.join("rr-cache/link")).unwrap();
+        std::fs::create_dir(e.join("rr-cache/holds")).unwrap();
+        std::os::unix::fs::symlink(t.path().join("agent/x"), e.join("rr-cache/holds/postimage"))
+            .unwrap();
+        std::fs::write(e.join("rr-cache/file"), "x").unwrap();
+        let f = scan(std::slice::from_ref(&e), since);
+        assert_eq!(
+            f.odd_entries,
+            vec![e.join("rr-cache/holds"), e.join("rr-cache/link")]
+        );
+        assert_eq!(f.stray, vec![e.join("rr-cache/file")]);
+        // A later pin: the link is still odd (git never makes one), the rest is old.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&state, "{}").unwrap();
+        let later = pinned_since(&state).unwrap();
+        let f = scan(std::slice::from_ref(&e), later);
+        assert!(f.made.is_empty() && f.recorded.is_empty());
+        assert_eq!(f.odd_entries.len(), 2);
+        // A MERGE_RR that is a link (to a file the agent keeps writing) or a second name
+        // of one, even from before the pin: reported whatever its times.
+        std::fs::write(t.path().join("agent/rr"), "x").unwrap();
+        std::fs::create_dir_all(e.join("worktrees/l")).unwrap();
+        std::os::unix::fs::symlink(t.path().join("agent/rr"), e.join("worktrees/l/MERGE_RR"))
+            .unwrap();
+        std::fs::hard_link(t.path().join("agent/rr"), e.join("MERGE_RR")).unwrap();
+        std::fs::create_dir_all(e.join("rr-cache/hard")).unwrap();
+        std::fs::hard_link(t.path().join("agent/rr"), e.join("rr-cache/hard/postimage")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&state, "{}").unwrap();
+        let latest = pinned_since(&state).unwrap();
+        let f = scan(std::slice::from_ref(&e), latest);
+        assert_eq!(
+            f.odd_merge_rr,
+            vec![e.join("MERGE_RR"), e.join("worktrees/l/MERGE_RR")]
+        );
+        assert!(f.merge_rr.is_empty());
+        assert!(f.odd_entries.contains(&e.join("rr-cache/hard")));
+        // MERGE_RR of a submodule's own worktree entry (W5).
+        std::fs::create_dir_all(g.join("modules/s/worktrees/w2")).unwrap();
+        std::fs::write(g.join("modules/s/worktrees/w2/MERGE_RR"), "x").unwrap();
+        assert!(scan(&dirs, since)
+            .merge_rr
+            .contains(&g.join("modules/s/worktrees/w2/MERGE_RR")));
         // rr-cache a link: reported as such.
         let h = t.path().join("h");
         std::fs::create_dir_all(&h).unwrap();
         std::os::unix::fs::symlink(t.path().join("elsewhere"), h.join("rr-cache")).unwrap();
-        assert_eq!(scan(&h, since).not_folder, vec![h.join("rr-cache")]);
+        assert_eq!(
+            scan(std::slice::from_ref(&h), since).not_folder,
+            vec![h.join("rr-cache")]
+        );
     }
 }

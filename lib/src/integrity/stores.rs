@@ -108,7 +108,7 @@ pub fn stores(
 /// The git dirs of the repositories nested in the work trees of `st` (git dir outside the
 /// common dir) that the owner's git enters (`indexstat`'s walk of gitlinks and
 /// `.gitmodules`).
-fn nested_of(st: &super::state::State) -> Result<Vec<PathBuf>, (PathBuf, String)> {
+pub(super) fn nested_of(st: &super::state::State) -> Result<Vec<PathBuf>, (PathBuf, String)> {
     let indexes = super::compare::index_work_trees(st, &st.entries);
     Ok(super::indexstat::all_indexes(&indexes, &st.common_dir)?
         .into_iter()
