@@ -47,7 +47,7 @@ fn plant_copy(w: &common::World, g: &Path, rel: &str) -> std::path::PathBuf {
     }
     std::fs::create_dir_all(t.join("refs/heads")).unwrap();
     let head = ok(w, g, &m.join("sub"), &["rev-parse", "HEAD"]);
-    std::fs::write(t.join("HEAD"), format!("{}", head)).unwrap();
+    std::fs::write(t.join("HEAD"), &head).unwrap();
     let _ = git(
         w,
         g,
