@@ -592,7 +592,7 @@ fn w5_merge_rr_in_a_submodule_worktree_is_reported() {
             )
             .unwrap();
             if checked {
-                reported_and_set_aside(&w, &g, &merge_rr, "merge_rr", "warning");
+                reported_and_set_aside(&w, &g, &merge_rr, "merge_rr-not-a-file", "error");
             }
             let _ = git(&w, &g, &subwt, &["merge", "side"]);
             let f = std::fs::read_to_string(subwt.join("f")).unwrap();
@@ -787,6 +787,62 @@ fn a_resolution_rewritten_in_an_untracked_nested_repository_is_reported() {
             } else {
                 let _ = git(&w, &g, &inner, &["merge", "side"]);
                 let f = std::fs::read_to_string(inner.join("f")).unwrap();
+                assert_eq!(f, AGENT, "{}: control did not fire", g.display());
+            }
+        }
+    }
+}
+
+/// Twenty-seventh pass, W3: a `MERGE_RR` already there at the pin names two files by absolute
+/// path that do not exist yet (inert then); in the turn the agent writes only those files (the
+/// conflict text and its own), and the owner's next merge records and replays its text while
+/// the `MERGE_RR` itself is older than the pin. git writes a record's path relative to the
+/// work tree, never absolute or through `..`: such a record is an error at the audit (the pin
+/// refuses it unless accepted) and at every check, whatever its times.
+#[test]
+fn a_merge_rr_naming_paths_git_never_writes_is_refused_and_reported() {
+    for g in common::gits() {
+        for checked in [false, true] {
+            let w = common::world();
+            owner_enables_rerere(&w);
+            let m = w.main();
+            add_conflict(&w, &m);
+            let (id, _, conflicted) = conflict_of(&w, &g, &m);
+            let (a0, a1) = (w.git_dir().join("logs/a0"), w.git_dir().join("logs/a1"));
+            let merge_rr = w.git_dir().join("MERGE_RR");
+            std::fs::write(
+                &merge_rr,
+                format!("{id}\t{}\0{id}\t{}\0", a0.display(), a1.display()),
+            )
+            .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            if checked {
+                let st = w.state();
+                let args = ["pin", "--state", st.to_str().unwrap(), "--session", "s1"];
+                let refused = w.wt_check(&[&args[..], &[m.to_str().unwrap()]].concat());
+                assert!(
+                    !refused.status.success(),
+                    "{}: pin accepted it",
+                    g.display()
+                );
+                let said = String::from_utf8_lossy(&refused.stderr).into_owned()
+                    + &String::from_utf8_lossy(&refused.stdout);
+                assert!(said.contains("GW023"), "{}: {said}", g.display());
+                let out =
+                    w.wt_check(&[&args[..], &["--accept-armed", m.to_str().unwrap()]].concat());
+                assert!(out.status.success(), "{}: {out:?}", g.display());
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            std::fs::write(&a0, &conflicted).unwrap();
+            std::fs::write(&a1, AGENT).unwrap();
+            if checked {
+                reported_and_set_aside(&w, &g, &merge_rr, "merge_rr-not-a-file", "error");
+            }
+            let _ = git(&w, &g, &m, &["merge", "side"]);
+            let f = std::fs::read_to_string(m.join("f")).unwrap();
+            if checked {
+                assert!(f.contains("<<<<<<<"), "{}: {f}", g.display());
+            } else {
                 assert_eq!(f, AGENT, "{}: control did not fire", g.display());
             }
         }

@@ -2160,7 +2160,7 @@ fn rerere_state(r: &mut Report, common: &Path, repo: Option<&Path>) {
         .chain(f.odd_merge_rr.iter().map(|p| {
             (
                 p,
-                "MERGE_RR that is a link, a second name of another file, or not a file",
+                "MERGE_RR that is a link, a second name of another file, not a file, or names a path git never writes (absolute, through `..`)",
             )
         }));
     for (p, what) in odd {

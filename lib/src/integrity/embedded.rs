@@ -36,6 +36,15 @@ pub struct Embedded {
 /// `cache`: folder listings recorded by the last check (`crate::layout::walk_cache`).
 pub fn armed(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, cache: &mut WalkCache) -> Embedded {
     let mut out = Embedded::default();
+    let common = std::fs::canonicalize(common_dir).unwrap_or_else(|_| common_dir.to_path_buf());
+    let baseline = match super::stores::baseline_git_dirs(&common) {
+        Ok(b) => b,
+        Err((p, why)) => {
+            // Unknown is not clean: every gitlink is then audited, and the check incomplete.
+            out.problems.push((p, why));
+            Vec::new()
+        }
+    };
     for (index, work_tree) in indexes {
         let paths = match gitlink_paths(index) {
             Ok(p) => p,
@@ -65,7 +74,7 @@ pub fn armed(indexes: &[(PathBuf, PathBuf)], common_dir: &Path, cache: &mut Walk
             let Some(is_file) = dot_git_lstat(wt_fd.as_ref(), &rel, &dot_git) else {
                 continue; // not populated: git does not enter it
             };
-            if is_file && gitfile_into_modules(&dot_git, &sub, common_dir) {
+            if is_file && gitfile_into_modules(&dot_git, &sub, &common, &baseline) {
                 continue;
             }
             let report = crate::audit::audit_cached(std::slice::from_ref(&sub), cache);
@@ -144,6 +153,27 @@ pub fn nested(
     // targets and armed values in the agent's reach — is kept whatever root would have met it
     // (the per-root audits kept it only under a root other than the main work tree: with no
     // session folder it was lost, eleventh red-team pass).
+    // The baseline's git dirs (`stores::baseline_git_dirs`): a repository whose git dir is one
+    // of them is compared with the pin; any other, even inside the common dir, is audited.
+    let baseline = match super::stores::baseline_git_dirs(&common) {
+        Ok(b) => b,
+        Err((p, why)) => {
+            out.problems.push((p, why));
+            vec![common.clone()]
+        }
+    };
+    let is_baseline = |g: &Path| baseline.binary_search_by(|b| b.as_path().cmp(g)).is_ok();
+    // The git dir a finding's repository uses (its `.git` folder, the dir its `.git` file
+    // names, or itself when bare), resolved as git's `stat` resolves it.
+    let git_dir_of = |r: &Path| -> Option<PathBuf> {
+        let dot = r.join(".git");
+        let g = match std::fs::symlink_metadata(&dot) {
+            Ok(m) if m.is_file() => gitfile_target(&dot, r)?,
+            Ok(_) => dot,
+            Err(_) => r.to_path_buf(),
+        };
+        Some(canon(&g))
+    };
     let shared = crate::audit::audit_baseline(&common, main.as_deref(), &present);
     let known = shared.audited().to_vec();
     for f in shared.findings {
@@ -159,19 +189,30 @@ pub fn nested(
         let report = crate::audit::audit_cached_beside(std::slice::from_ref(root), cache, &known);
         for f in report.findings {
             // The main repository, and what lies in the common dir (worktree entries and
-            // submodule git dirs, `worktrees/<id>/modules/` included): the baseline's.
+            // submodule git dirs, `worktrees/<id>/modules/` included): the baseline's — unless
+            // the finding's repository uses a git dir built inside the common dir that is none
+            // of the baseline's (under a submodule git dir's `logs/`, `refs/`, …: twenty-
+            // seventh red-team pass, W4), which nothing compares.
+            let planted = f.repo.as_deref().is_some_and(|r| {
+                git_dir_of(r).is_some_and(|g| {
+                    g.starts_with(&common)
+                        && !is_baseline(&g)
+                        && std::fs::symlink_metadata(&g).is_ok()
+                })
+            });
             if (main.is_some() && f.repo == main)
-                || f.path.starts_with(&common)
-                || f.repo.as_deref().is_some_and(|r| r.starts_with(&common))
+                || (!planted
+                    && (f.path.starts_with(&common)
+                        || f.repo.as_deref().is_some_and(|r| r.starts_with(&common))))
             {
                 continue;
             }
-            // A submodule checkout whose `.git` leads into the common dir's `modules/`: its
-            // git dir is compared with the baseline (a planted `commondir` there is reported
-            // as such), so what its audit says, even that it cannot be read, is not repeated.
+            // A submodule checkout whose `.git` leads to a submodule git dir of the baseline:
+            // that git dir is compared with the pin (a planted `commondir` there is reported as
+            // such), so what its audit says, even that it cannot be read, is not repeated.
             if f.repo
                 .as_deref()
-                .is_some_and(|r| gitfile_into_modules(&r.join(".git"), r, &common))
+                .is_some_and(|r| gitfile_into_modules(&r.join(".git"), r, &common, &baseline))
             {
                 continue;
             }
@@ -179,7 +220,13 @@ pub fn nested(
                 .details
                 .get("target")
                 .and_then(|t| t.as_str())
-                .is_some_and(|t| Path::new(t).starts_with(&common));
+                .is_some_and(|t| {
+                    // One of the baseline's git dirs, or a path in the common dir that is not
+                    // there (git enters nothing; the comparison reports what went missing).
+                    let t = Path::new(t);
+                    t.starts_with(&common)
+                        && (is_baseline(&canon(t)) || std::fs::symlink_metadata(t).is_err())
+                });
             // …but a `.git` file that makes a folder a second work tree of this very
             // repository outside git's layout is the agent's (R6-3), not the baseline's.
             let second_work_tree =
@@ -220,21 +267,27 @@ fn keep(out: &mut Embedded, findings: Vec<Finding>) {
     }
 }
 
-/// Does the gitfile at `dot_git` name a submodule git dir of `common_dir` (under its
-/// `modules/`, or a linked worktree's `worktrees/<id>/modules/`)?
-fn gitfile_into_modules(dot_git: &Path, sub: &Path, common_dir: &Path) -> bool {
+/// Does the gitfile at `dot_git` name a submodule git dir of the baseline (one of `baseline`,
+/// sorted: [`super::stores::baseline_git_dirs`], under the common dir's `modules/` or a linked
+/// worktree's `worktrees/<id>/modules/`)? Its git dir is compared with the pin. A git dir
+/// built anywhere else under `modules/` — under a submodule git dir's `logs/` or `refs/`
+/// (twenty-seventh red-team pass, W4) — is none of them, and its repository is audited.
+fn gitfile_into_modules(dot_git: &Path, sub: &Path, common: &Path, baseline: &[PathBuf]) -> bool {
     let Some(abs) = gitfile_target(dot_git, sub) else {
         return false;
     };
-    if abs.starts_with(common_dir.join("modules")) {
-        return true;
-    }
-    // A linked worktree's submodules: `<common>/worktrees/<id>/modules/…`.
-    let Ok(rest) = abs.strip_prefix(common_dir.join("worktrees")) else {
-        return false;
-    };
-    let mut c = rest.components();
-    c.next().is_some() && c.next().is_some_and(|m| m.as_os_str() == "modules")
+    let abs = std::fs::canonicalize(&abs).unwrap_or(abs);
+    let under_modules = abs.starts_with(common.join("modules"))
+        || abs
+            .strip_prefix(common.join("worktrees"))
+            .is_ok_and(|rest| {
+                let mut c = rest.components();
+                c.next().is_some() && c.next().is_some_and(|m| m.as_os_str() == "modules")
+            });
+    // A target that is not there is no git dir git can enter (git stops: "not a git
+    // repository"); it is the baseline comparison's to report what was moved or removed.
+    under_modules
+        && (baseline.binary_search(&abs).is_ok() || std::fs::symlink_metadata(&abs).is_err())
 }
 
 /// The git dir a `.git` file names, as git's `read_gitfile_gently` reads it: the whole text

@@ -102,7 +102,9 @@ pub fn git_dirs(st: &super::state::State, state: &Path) -> Result<Vec<PathBuf>, 
     let mut out: Vec<PathBuf> = Vec::new();
     for s in stores {
         let g = s.git_dir;
-        if !g.starts_with(&st.common_dir) {
+        // A nested repository's store is keyed by its absolute git dir (also one built
+        // inside the common dir that is none of the baseline's: `stores::baseline_git_dirs`).
+        if Path::new(&s.rel).is_absolute() {
             // A nested repository's own submodules (not populated ones too: the owner may
             // enter them).
             out.extend(module_git_dirs(&g.join("modules"))?);
@@ -144,7 +146,7 @@ pub fn scan(git_dirs: &[PathBuf], since: (i64, i64)) -> Found {
             // git writes `MERGE_RR` anew as a regular file of one link; a link (git reads
             // wherever it points, whose `ctime` moves with neither), a second name for a
             // work-tree file, or anything else, is reported whatever its times.
-            if !m.is_file() || m.nlink() > 1 {
+            if !m.is_file() || m.nlink() > 1 || !merge_rr_paths_are_gits(&p) {
                 out.odd_merge_rr.push(p);
                 continue;
             }
@@ -349,6 +351,30 @@ fn collect_modules(dir: &Path, out: &mut Vec<PathBuf>, found: &mut Found, depth:
     }
 }
 
+/// Does every record of the `MERGE_RR` at `p` name a path as git writes one? git writes
+/// `<conflict id>[.<n>]\t<path>\0` with the path of an index entry: relative to the work tree,
+/// never absolute, never through `..`. A record naming any other path makes rerere record
+/// whatever file lies there as a preimage and a resolution — files the agent writes outside
+/// the work tree, into a `MERGE_RR` the pin accepted (twenty-seventh red-team pass, W3) — so
+/// it is judged whatever its times. A file that cannot be read whole (over 1 MiB, or gone) is
+/// not vouched for either.
+fn merge_rr_paths_are_gits(p: &Path) -> bool {
+    let Ok(bytes) = crate::audit::special::read_regular(p, 1 << 20) else {
+        return false;
+    };
+    bytes.split(|&b| b == 0).filter(|r| !r.is_empty()).all(|r| {
+        match r.iter().position(|&b| b == b'\t') {
+            Some(at) => {
+                let path = &r[at + 1..];
+                !path.is_empty()
+                    && path[0] != b'/'
+                    && !path.split(|&b| b == b'/').any(|c| c == b"..")
+            }
+            None => false,
+        }
+    })
+}
+
 /// The pin's instant: the state file's modification time (`pin` writes it anew).
 fn pinned_since(state: &Path) -> Option<(i64, i64)> {
     let m = std::fs::metadata(state).ok()?;
@@ -440,7 +466,7 @@ pub fn check(
         );
     }
     for p in &found.odd_merge_rr {
-        let why = "MERGE_RR that is a link, a second name of another file, or not a file: git never makes one, and reads the conflicts to record (and the files they name) wherever it points";
+        let why = "MERGE_RR that is a link, a second name of another file, not a file, or names a path git never writes (absolute, through `..`, unreadable records): git never makes one, and records as a resolution whatever file each record names";
         report(
             &mut outcome,
             &mut q,

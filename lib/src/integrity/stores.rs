@@ -56,6 +56,41 @@ fn make_records_dir(state: &Path, all: &[Store]) -> Result<(), String> {
     }
 }
 
+/// The git dirs of the baseline: the common dir, each linked worktree entry
+/// (`worktrees/<id>`), every submodule git dir below `modules/` and each
+/// `worktrees/<id>/modules/` (nested ones too, and those of a submodule's own linked worktrees),
+/// and each submodule git dir's own `worktrees/<id>` entries. Their protected entries are
+/// compared with the pin; what lies *inside* the common dir but is none of them — a git dir
+/// built under `logs/`, `refs/`, `objects/`, `rebase-merge/` of one of them, which a `.git`
+/// file or a gitlink can name — is not, and is judged like a repository nested in a work tree
+/// (twenty-seventh red-team pass, W4/W5). `Err` names a walk cut short.
+pub fn baseline_git_dirs(common: &Path) -> Result<Vec<PathBuf>, (PathBuf, String)> {
+    let entries = |g: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(g.join("worktrees"))
+            .map(|rd| {
+                rd.flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut out = vec![common.to_path_buf()];
+    let own = entries(common);
+    let mut module_roots = vec![common.join("modules")];
+    module_roots.extend(own.iter().map(|e| e.join("modules")));
+    out.extend(own);
+    for root in module_roots {
+        for g in super::rerere::module_git_dirs(&root)? {
+            out.extend(entries(&g));
+            out.push(g);
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
 /// Every store of the repository whose common dir is `common`, the repository's first, then
 /// its submodules', then those of `nested`: the git dirs of repositories nested in a work
 /// tree (a submodule whose git dir is a folder there: the owner's checkout in it reads that
@@ -92,7 +127,7 @@ pub fn stores(
         }
     }
     for g in nested {
-        if g.starts_with(common) || out.iter().any(|s| &s.git_dir == g) {
+        if g == common || out.iter().any(|s| &s.git_dir == g) {
             continue;
         }
         let key = g.to_string_lossy().into_owned();
@@ -110,10 +145,11 @@ pub fn stores(
 /// `.gitmodules`).
 pub(super) fn nested_of(st: &super::state::State) -> Result<Vec<PathBuf>, (PathBuf, String)> {
     let indexes = super::compare::index_work_trees(st, &st.entries);
+    let baseline = baseline_git_dirs(&st.common_dir)?;
     Ok(super::indexstat::all_indexes(&indexes, &st.common_dir)?
         .into_iter()
         .filter_map(|(i, _)| i.parent().map(Path::to_path_buf))
-        .filter(|g| !g.starts_with(&st.common_dir))
+        .filter(|g| baseline.binary_search(g).is_err())
         .collect())
 }
 
