@@ -622,14 +622,33 @@ mod tests {
         // An empty MERGE_RR (git's own commit writes one) names nothing: not reported.
         std::fs::write(g.join("MERGE_RR"), "").unwrap();
         assert!(scan(&dirs, since).merge_rr.is_empty());
-        // MERGE_RR written since the pin, in the common dir and a worktree entry.
-        std::fs::write(g.join("MERGE_RR"), "x").unwrap();
+        // MERGE_RR written since the pin, in the common dir and a worktree entry (records as
+        // git writes them: an id, a tab, a path relative to the work tree).
+        let record = "0123456789abcdef0123456789abcdef01234567\tf\0";
+        std::fs::write(g.join("MERGE_RR"), record).unwrap();
         std::fs::create_dir_all(g.join("worktrees/w")).unwrap();
-        std::fs::write(g.join("worktrees/w/MERGE_RR"), "x").unwrap();
+        std::fs::write(g.join("worktrees/w/MERGE_RR"), record).unwrap();
         assert_eq!(
             scan(&dirs, since).merge_rr,
             vec![g.join("MERGE_RR"), g.join("worktrees/w/MERGE_RR")]
         );
+        // Records git never writes (twenty-seventh pass, W3): an absolute path, a path through
+        // `..`, a record without a path; each odd whatever its times.
+        for bad in [
+            "0123456789abcdef0123456789abcdef01234567\t/tmp/a1\0",
+            "0123456789abcdef0123456789abcdef01234567\tsub/../../a1\0",
+            "x",
+        ] {
+            std::fs::write(g.join("worktrees/w/MERGE_RR"), bad).unwrap();
+            let f = scan(&dirs, since);
+            assert_eq!(
+                f.odd_merge_rr,
+                vec![g.join("worktrees/w/MERGE_RR")],
+                "{bad:?}"
+            );
+            assert_eq!(f.merge_rr, vec![g.join("MERGE_RR")], "{bad:?}");
+        }
+        std::fs::write(g.join("worktrees/w/MERGE_RR"), record).unwrap();
         // An empty rr-cache made since the pin (rerere switched on).
         let e = t.path().join("e");
         std::fs::create_dir_all(e.join("rr-cache")).unwrap();
@@ -685,7 +704,7 @@ mod tests {
         assert!(f.odd_entries.contains(&e.join("rr-cache/hard")));
         // MERGE_RR of a submodule's own worktree entry (W5).
         std::fs::create_dir_all(g.join("modules/s/worktrees/w2")).unwrap();
-        std::fs::write(g.join("modules/s/worktrees/w2/MERGE_RR"), "x").unwrap();
+        std::fs::write(g.join("modules/s/worktrees/w2/MERGE_RR"), record).unwrap();
         assert!(scan(&dirs, since)
             .merge_rr
             .contains(&g.join("modules/s/worktrees/w2/MERGE_RR")));
