@@ -64,7 +64,27 @@ fn make_records_dir(state: &Path, all: &[Store]) -> Result<(), String> {
 /// built under `logs/`, `refs/`, `objects/`, `rebase-merge/` of one of them, which a `.git`
 /// file or a gitlink can name — is not, and is judged like a repository nested in a work tree
 /// (twenty-seventh red-team pass, W4/W5). `Err` names a walk cut short.
+///
+/// Kept for the process, keyed by `common` (the embedded-repository audit, the gitlinks' audit
+/// and the object stores' list each ask for it in one check, as `indexstat::all_indexes` is
+/// kept): a folder made under `modules/` later in the process is then not in the list, and is
+/// audited (the safe side); one removed stays in it, and is none to audit.
 pub fn baseline_git_dirs(common: &Path) -> Result<Vec<PathBuf>, (PathBuf, String)> {
+    type Listed = Result<Vec<PathBuf>, (PathBuf, String)>;
+    static MEMO: std::sync::Mutex<Option<(PathBuf, Listed)>> = std::sync::Mutex::new(None);
+    let mut memo = MEMO.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((c, r)) = memo.as_ref() {
+        if c == common {
+            return r.clone();
+        }
+    }
+    let r = walk_baseline_git_dirs(common);
+    *memo = Some((common.to_path_buf(), r.clone()));
+    r
+}
+
+/// [`baseline_git_dirs`], walked.
+fn walk_baseline_git_dirs(common: &Path) -> Result<Vec<PathBuf>, (PathBuf, String)> {
     let entries = |g: &Path| -> Vec<PathBuf> {
         std::fs::read_dir(g.join("worktrees"))
             .map(|rd| {
