@@ -1166,18 +1166,15 @@ pub(super) fn compare(
                     continue;
                 }
                 if !same(k, before, after_n) {
-                    diffs.push(Diff {
-                        key: Key::Rel(k.clone()),
-                        kind: EventKind::WorktreeEntryPlanted,
-                        change: "created",
-                        before: before.clone(),
-                        after: Some(after_n.clone()),
-                        why: Some(format!(
+                    diffs.push(planted_entry(
+                        k,
+                        before,
+                        after_n,
+                        format!(
                             "new worktree entry `{id}` that is not the session's (its gitdir names {})",
                             now_wt.get(id).and_then(|w| w.path.as_ref()).map_or("nothing".into(), |p| p.display().to_string())
-                        )),
-                        plan: Plan::Quarantine,
-                    });
+                        ),
+                    ));
                 }
                 continue;
             }
@@ -1186,13 +1183,11 @@ pub(super) fn compare(
             if matches!(before, Node::Absent) {
                 // A new entry that is not the session's, as a new `worktrees/<id>` above.
                 if !same(k, before, after_n) {
-                    diffs.push(Diff {
-                        key: Key::Rel(k.clone()),
-                        kind: EventKind::WorktreeEntryPlanted,
-                        change: "created",
-                        before: before.clone(),
-                        after: Some(after_n.clone()),
-                        why: Some(format!(
+                    diffs.push(planted_entry(
+                        k,
+                        before,
+                        after_n,
+                        format!(
                             "new worktree entry `{}` of the submodule git dir {} that is not the session's (its gitdir names {}; its commondir {})",
                             split(e).1,
                             common.join(split(split(e).0).0).display(),
@@ -1203,9 +1198,8 @@ pub(super) fn compare(
                             } else {
                                 "is not git's `../..`"
                             }
-                        )),
-                        plan: Plan::Quarantine,
-                    });
+                        ),
+                    ));
                 }
                 continue;
             }
@@ -1346,6 +1340,20 @@ pub(super) fn compare(
 
 /// Move `p` (a FIFO, socket or device) into the run's quarantine without opening it: a
 /// rename from its folder, opened without following links. Never deletes.
+/// A worktree entry made during the turn that is not the session's (of the common dir or of a
+/// submodule git dir): one `worktree_entry_planted` event, the entry moved aside whole.
+fn planted_entry(k: &str, before: &Node, after: &Node, why: String) -> Diff {
+    Diff {
+        key: Key::Rel(k.to_owned()),
+        kind: EventKind::WorktreeEntryPlanted,
+        change: "created",
+        before: before.clone(),
+        after: Some(after.clone()),
+        why: Some(why),
+        plan: Plan::Quarantine,
+    }
+}
+
 pub(super) fn set_aside(q: &mut Quarantine, p: &Path) -> Result<PathBuf, NfError> {
     let key = Key::Abs(p.to_path_buf());
     let (dest, name, dest_path) = q.slot(&key)?;
