@@ -369,12 +369,16 @@ impl Session {
         cmd
     }
 
-    /// Replace this process by the real git: what [`Session::command`]`.exec()` does (an
-    /// empty signal mask and `SIGPIPE` at its default, as std resets them, then `execve`),
-    /// without building std's environment map on the hot path. Returns only on failure.
+    /// Replace this process by the real git: what [`Session::command`]`.exec()` does, without
+    /// building std's environment map on the hot path. Returns only on failure.
+    ///
+    /// Unlike std's `exec`, the signal mask and dispositions are left as the shim found them
+    /// (no `sigprocmask`/`sigaction`: two system calls a call): git gets what it would get
+    /// without the shim. The shim itself changes neither (`no_main`: std's runtime never set
+    /// `SIGPIPE` to ignored), and git's own `main` unblocks `SIGPIPE` and restores its default
+    /// (`restore_sigpipe_to_default` in common-main.c), which is all std's reset was for.
     pub fn exec(&self, args: &[OsString], keep_config_env: bool) -> std::io::Error {
         use nix::libc::{c_char, execve};
-        use nix::sys::signal::{signal, sigprocmask, SigHandler, SigSet, SigmaskHow, Signal};
         use std::ffi::{CStr, CString};
         use std::os::unix::ffi::OsStrExt;
         if !self.git.is_absolute() {
@@ -420,11 +424,6 @@ impl Session {
             .map(|a| CStr::as_ptr(a))
             .chain(std::iter::once(std::ptr::null()))
             .collect();
-        let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
-        // SAFETY: restoring the default disposition runs no handler code.
-        unsafe {
-            let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
-        }
         // SAFETY: `path`, `argvp` and `envp` are NULL-terminated arrays of NUL-terminated
         // strings that outlive the call (`argv`, `entries` and `environ` are alive here).
         unsafe { execve(path.as_ptr(), argvp.as_ptr(), envp.as_ptr()) };
