@@ -24,7 +24,7 @@ fn main() {
     // one-worktree session: docs/perf-wt-check.md); the other packages' do not.
     println!("cargo:rerun-if-changed=build/static_pie.rs");
     if std::env::var("CARGO_PKG_NAME").is_ok_and(|n| n == "wt-check") {
-        static_pie::link();
+        static_pie::link(static_pie::Image::StaticPie);
     }
     println!("cargo::rustc-check-cfg=cfg(gitward_no_realrepos)");
     println!("cargo::rustc-check-cfg=cfg(gitward_no_bwrap)");

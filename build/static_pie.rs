@@ -1,7 +1,20 @@
-//! Static-PIE linking of a package's binaries on `*-linux-gnu`, for the build scripts of the
+//! Static linking of a package's binaries on `*-linux-gnu`, for the build scripts of the
 //! binaries whose process start is a large part of their cost: `git-shim` and `safe-git`
 //! (`bins/git-shim/build.rs`), `wt-check` (the workspace's `build.rs`). Included by each with
-//! `#[path] mod static_pie;` and called as `static_pie::link()`.
+//! `#[path] mod static_pie;` and called as `static_pie::link(Image::…)`: a static PIE for
+//! `safe-git` and `wt-check`, a static executable at a fixed address for `git-shim`.
+//!
+//! Why git-shim gives up the randomised image base (the stack, heap, `mmap` and vDSO stay
+//! randomised): a PIE relocates itself at every start — for git-shim ≈ 3,500 pointers,
+//! 37 k instructions and the copy-on-write faults of the pages holding them, a tenth of what
+//! the shim adds to each `git` call (docs/perf-shim.md). Randomisation makes a memory-safety
+//! bug harder to exploit *across a privilege boundary*, and git-shim crosses none: it runs
+//! inside the agent's sandbox, as the agent, started by the agent with the agent's
+//! arguments and environment, and the agent may run any program there, the real git
+//! included (docs/design.md: the shim is the policy, the OS sandbox the boundary). Whoever
+//! could turn a bug in it into code execution gains the rights they already had. `safe-git`
+//! and `wt-check` run on the owner's side, over folders the agent wrote, with the owner's
+//! rights: they keep the randomised image.
 //!
 //! Why: git-shim and safe-git start once per `git` call and then `exec` git, and `wt-check
 //! check` runs at every turn's end against a budget of 3× `git worktree list` (a few
@@ -47,7 +60,16 @@ const ARCHIVES: &[(&str, &str)] = &[
     ("libutil.a", "libutil.a"),
 ];
 
-pub fn link() {
+/// How a binary is linked when glibc's static libraries are there.
+#[allow(dead_code)] // each build script uses one
+pub enum Image {
+    /// `-static-pie`: a randomised base, relocated by glibc at every start.
+    StaticPie,
+    /// `-static -no-pie`: a fixed base, nothing to relocate (git-shim; see the module comment).
+    StaticFixed,
+}
+
+pub fn link(image: Image) {
     println!("cargo:rerun-if-env-changed=GITWARD_DYNAMIC");
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     let var = |k: &str| std::env::var(k).unwrap_or_default();
@@ -98,6 +120,14 @@ pub fn link() {
     // For the binary only (a `rustc-link-search` would reach the test executables too, which
     // link dynamically): `-L` applies to every `-l` of the link, wherever it stands.
     println!("cargo:rustc-link-arg-bins=-L{}", dir.display());
+    if let Image::StaticFixed = image {
+        // rustc asks the driver for a PIE (`-pie`); the later `-no-pie` wins, and `-static`
+        // makes the driver take `crt1.o` and no dynamic loader. Nothing is left to relocate
+        // but glibc's few `IRELATIVE` (ifunc) slots, so RELR has nothing to pack.
+        println!("cargo:rustc-link-arg-bins=-static");
+        println!("cargo:rustc-link-arg-bins=-no-pie");
+        return;
+    }
     println!("cargo:rustc-link-arg-bins=-static-pie");
     // RELR (`DT_RELR`): the image's ~4,300 relative relocations as a 1.2 KB bitmap instead of
     // a 105 KB table that is read at every start. A static PIE applies it itself, in glibc's
