@@ -47,6 +47,35 @@ impl<const N: usize> Bump<N> {
         }
     }
 
+    /// Asks the kernel to map the arena's first `bytes` (whole pages, the offset's included)
+    /// now, in one `madvise(MADV_POPULATE_WRITE)` (Linux 5.14), instead of one page fault per
+    /// page as the call first writes each: a call allocates ≈ 19 KB, and its first allocation
+    /// would take two faults on the offset's page (a read maps the zero page, the
+    /// compare-and-swap then copies it). Best effort: an older kernel answers `EINVAL`, and
+    /// the pages then fault in as before. Nothing is read or written.
+    pub fn prefault(&self, bytes: usize) {
+        const MADV_POPULATE_WRITE: std::ffi::c_int = 23;
+        extern "C" {
+            fn madvise(
+                addr: *mut std::ffi::c_void,
+                len: usize,
+                advice: std::ffi::c_int,
+            ) -> std::ffi::c_int;
+        }
+        let len = bytes
+            .min(std::mem::size_of::<Self>())
+            .next_multiple_of(PAGE);
+        // SAFETY: `self` is page-aligned (`align(4096)`) and at least `len` bytes long;
+        // populating changes no byte of it (the pages are the zero-filled `.bss` either way).
+        unsafe {
+            let _ = madvise(
+                (self as *const Self).cast_mut().cast(),
+                len,
+                MADV_POPULATE_WRITE,
+            );
+        }
+    }
+
     fn base(&self) -> *mut u8 {
         self.buf.get().cast()
     }
@@ -156,6 +185,39 @@ mod tests {
     fn arena() -> Box<Bump<8192>> {
         // Built in place on the heap (a `Bump<8192>` on the test thread's stack is fine too).
         Box::new(Bump::new())
+    }
+
+    /// `prefault` maps pages and changes nothing in them, however many bytes it is asked
+    /// for (clamped to the arena), before and after blocks were handed out; and the page
+    /// after the arena is left alone (a write there would be a write past the object).
+    #[test]
+    fn prefault_changes_no_byte_and_stays_inside() {
+        #[repr(C, align(4096))]
+        struct WithGuard {
+            arena: Bump<8192>,
+            guard: [u8; 4096],
+        }
+        let mut w = Box::new(WithGuard {
+            arena: Bump::new(),
+            guard: [0xa5; 4096],
+        });
+        w.arena.prefault(usize::MAX);
+        assert!(unsafe { &*w.arena.buf.get() }.iter().all(|&b| b == 0));
+        let p = unsafe { w.arena.alloc(layout(100, 8)) };
+        unsafe { std::ptr::write_bytes(p, 0x5a, 100) };
+        w.arena.prefault(8192 + 4096);
+        let bytes = unsafe { std::slice::from_raw_parts(p, 100) };
+        assert!(bytes.iter().all(|&b| b == 0x5a), "a block's bytes are kept");
+        assert_eq!(
+            w.arena.next.load(Ordering::Relaxed),
+            100,
+            "the offset is kept"
+        );
+        assert!(
+            w.guard.iter().all(|&b| b == 0xa5),
+            "nothing past the arena is touched"
+        );
+        w.guard[0] = 0;
     }
 
     #[test]

@@ -68,6 +68,9 @@ pub extern "C" fn main(
     _argc: std::ffi::c_int,
     _argv: *const *const std::ffi::c_char,
 ) -> std::ffi::c_int {
+    // The arena's pages a call writes (≈ 19 KB of allocations, then the offset's page), in
+    // one system call rather than six page faults.
+    ARENA.prefault(24 * 1024);
     // One entry per name before anything reads the environment (gitward::environ).
     gitward::environ::one_copy_per_name();
     std::process::exit(i32::from(shim_main()))
