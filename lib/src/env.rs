@@ -100,21 +100,13 @@ impl GitProbe {
         md: Option<&std::fs::Metadata>,
         cache_dir: Option<&Path>,
     ) -> Result<Self, GitError> {
-        use std::os::unix::fs::MetadataExt;
         let Some(dir) = cache_dir else {
             return Self::probe(git);
         };
         let Some(md) = md else {
             return Self::probe_cached(git, cache_dir);
         };
-        let key = format!(
-            "probe-{:x}-{:x}-{:x}-{:x}.json",
-            md.dev(),
-            md.ino(),
-            md.size(),
-            md.mtime()
-        );
-        let file = dir.join(key);
+        let file = dir.join(format!("probe-{}.json", Self::cache_key(md)));
         if let Ok(bytes) = read_small(&file) {
             if let Ok(p) = serde_json::from_slice::<GitProbe>(&bytes) {
                 if p.path == git {
@@ -123,6 +115,19 @@ impl GitProbe {
             }
         }
         Self::probe_and_store(git, dir, &file)
+    }
+
+    /// The key a probe of the binary `md` describes is kept under: its device, inode, size and
+    /// modification time (an upgraded or replaced git gets another key).
+    pub fn cache_key(md: &std::fs::Metadata) -> String {
+        use std::os::unix::fs::MetadataExt;
+        format!(
+            "{:x}-{:x}-{:x}-{:x}",
+            md.dev(),
+            md.ino(),
+            md.size(),
+            md.mtime()
+        )
     }
 
     /// Like [`GitProbe::probe`], with the result cached under `cache_dir`, keyed by the binary's

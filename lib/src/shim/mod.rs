@@ -141,6 +141,53 @@ struct CachedPolicy {
     /// The policy file's identity and change times, and the home folder it was checked with.
     key: String,
     policy: Policy,
+    /// The real git's probe, kept here too so that a call reads one file, not two (the probe
+    /// cache under the state folder stays the source: this is a copy of one of its entries).
+    /// Used only while its key still matches the git the call found (see [`CachedProbe`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    git: Option<CachedProbe>,
+}
+
+/// A [`GitProbe`] with the key of the binary it describes ([`GitProbe::cache_key`]: device,
+/// inode, size and modification time): an upgraded or replaced git no longer matches and is
+/// probed again. Whoever could write it could write the policy cache beside it, or the shim.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CachedProbe {
+    key: String,
+    probe: GitProbe,
+}
+
+impl CachedProbe {
+    /// The probe, if it describes the git at `path` as `md` shows it now.
+    fn for_git(&self, path: &Path, md: Option<&std::fs::Metadata>) -> Option<&GitProbe> {
+        let md = md?;
+        (self.probe.path == path && self.key == GitProbe::cache_key(md)).then_some(&self.probe)
+    }
+}
+
+/// Writes `c` to `cache` (a temporary file renamed over it; best effort: a cache that
+/// cannot be written only costs time).
+fn write_cache(cache: &Path, c: &CachedPolicy) {
+    let tmp = cache.with_extension(format!("{}.tmp", std::process::id()));
+    if let Ok(bytes) = serde_json::to_vec(c) {
+        if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, cache).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+}
+
+/// Adds `probe` to the policy cache at `cache` if that cache still holds the policy under
+/// `key` (a cache rewritten meanwhile for another version of the file is left alone; a
+/// stale one would not be used anyway: its key is checked against the file at every call).
+fn store_probe(cache: &Path, key: &str, probe: CachedProbe) {
+    let Ok(bytes) = read_small(cache) else { return };
+    let Ok(mut c) = serde_json::from_slice::<CachedPolicy>(&bytes) else {
+        return;
+    };
+    if c.key == key && c.git.as_ref() != Some(&probe) {
+        c.git = Some(probe);
+        write_cache(cache, &c);
+    }
 }
 
 /// The cache key: device, inode, size, modification and change times (nanoseconds) of the
@@ -165,30 +212,49 @@ fn cache_key(file: &Path, home: &Path) -> Option<String> {
 /// file is used as is; otherwise the file is loaded and validated in full and the cache
 /// rewritten (best effort: a cache that cannot be written only costs time).
 pub fn load_policy_from(src: &PolicySource, home: &Path) -> Result<Policy, ShimError> {
+    load_policy_cached(src, home).map(|l| l.policy)
+}
+
+/// A policy as [`load_policy_from`] loads it, with what its cache also held.
+pub struct LoadedPolicy {
+    pub policy: Policy,
+    /// The real git's probe from the policy cache (checked against the git found later).
+    git: Option<CachedProbe>,
+    /// The cache file and the key the policy is held under there, to add the probe to.
+    cache: Option<(PathBuf, String)>,
+}
+
+/// [`load_policy_from`], keeping the probe the cache holds and where to store one.
+pub fn load_policy_cached(src: &PolicySource, home: &Path) -> Result<LoadedPolicy, ShimError> {
     let key = src.cache.as_ref().and_then(|_| cache_key(&src.file, home));
     if let (Some(cache), Some(key)) = (&src.cache, &key) {
         if let Ok(bytes) = read_small(cache) {
             if let Ok(c) = serde_json::from_slice::<CachedPolicy>(&bytes) {
                 if &c.key == key && c.policy.file == src.file {
-                    return Ok(c.policy);
+                    return Ok(LoadedPolicy {
+                        policy: c.policy,
+                        git: c.git,
+                        cache: Some((cache.clone(), key.clone())),
+                    });
                 }
             }
         }
     }
     let policy = Policy::load(&src.file, home)?;
-    if let (Some(cache), Some(key)) = (&src.cache, key) {
+    let cache = src.cache.clone().zip(key);
+    if let Some((file, key)) = &cache {
         let c = CachedPolicy {
-            key,
+            key: key.clone(),
             policy: policy.clone(),
+            git: None,
         };
-        let tmp = cache.with_extension(format!("{}.tmp", std::process::id()));
-        if let Ok(bytes) = serde_json::to_vec(&c) {
-            if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, cache).is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
-        }
+        write_cache(file, &c);
     }
-    Ok(policy)
+    Ok(LoadedPolicy {
+        policy,
+        git: None,
+        cache,
+    })
 }
 
 /// The owner's home folder for policy validation.
@@ -203,6 +269,11 @@ pub fn load_policy() -> Result<Policy, ShimError> {
     load_policy_from(&policy_path()?, &home())
 }
 
+/// [`load_policy`] with what the policy cache also held (the real git's probe).
+fn load_policy_for_call() -> Result<LoadedPolicy, ShimError> {
+    load_policy_cached(&policy_path()?, &home())
+}
+
 /// Everything a call needs, set up once.
 pub struct Session {
     pub policy: Policy,
@@ -214,14 +285,46 @@ pub struct Session {
 impl Session {
     /// Policy, real git, version (cached) and the defused set for it.
     pub fn open(policy: Policy) -> Result<Session, ShimError> {
+        Self::open_loaded(LoadedPolicy {
+            policy,
+            git: None,
+            cache: None,
+        })
+    }
+
+    /// [`Session::open`] with the policy cache's probe: used when it describes the git found
+    /// (no probe file read); otherwise the probe cache under the state folder answers, and
+    /// its answer is added to the policy cache for the next call.
+    fn open_loaded(loaded: LoadedPolicy) -> Result<Session, ShimError> {
+        let LoadedPolicy {
+            policy,
+            git: held,
+            cache,
+        } = loaded;
         // The git found and its metadata from the same `stat` (one per call, not two).
         let (git, md) = find_real_git_with_metadata(
             current_exe(),
             policy.real_git.as_deref(),
             std::env::var_os("PATH").as_deref(),
         )?;
-        let probe =
-            GitProbe::probe_cached_with(&git, md.as_ref(), Some(&policy.state_dir.join("probe")))?;
+        let probe = match held.as_ref().and_then(|h| h.for_git(&git, md.as_ref())) {
+            Some(p) => p.clone(),
+            None => {
+                let p = GitProbe::probe_cached_with(
+                    &git,
+                    md.as_ref(),
+                    Some(&policy.state_dir.join("probe")),
+                )?;
+                if let (Some((file, key)), Some(md)) = (&cache, &md) {
+                    let entry = CachedProbe {
+                        key: GitProbe::cache_key(md),
+                        probe: p.clone(),
+                    };
+                    store_probe(file, key, entry);
+                }
+                p
+            }
+        };
         let mut opts = DefuseOptions::new(probe.version());
         opts.allow_protocols = policy.shim.allow_protocols.clone();
         opts.ceilings = ceilings(&policy);
@@ -740,8 +843,7 @@ pub fn run(args: Vec<OsString>) -> u8 {
 }
 
 fn run_inner(args: Vec<OsString>) -> Result<u8, ShimError> {
-    let policy = load_policy()?;
-    let session = Session::open(policy)?;
+    let session = Session::open_loaded(load_policy_for_call()?)?;
     let getenv = |k: &str| std::env::var_os(k);
     let inv = Invocation::parse(&args, getenv);
     let env_cfg = env_config(getenv);
@@ -936,7 +1038,17 @@ pub fn install_binary(
         dirs.extend(std::env::split_paths(&path_var));
         let joined = std::env::join_paths(dirs).unwrap_or_default();
         let git = find_real_git(loaded.real_git.as_deref(), Some(&joined))?;
-        GitProbe::probe_cached(&git, Some(&loaded.state_dir.join("probe")))?;
+        let md = std::fs::metadata(&git).ok();
+        let probe =
+            GitProbe::probe_cached_with(&git, md.as_ref(), Some(&loaded.state_dir.join("probe")))?;
+        // The installed shim's first call then reads one file: the policy and this probe.
+        if let (Some(md), Some(key)) = (&md, cache_key(&p, &home())) {
+            let entry = CachedProbe {
+                key: GitProbe::cache_key(md),
+                probe,
+            };
+            store_probe(&dir.join(POLICY_CACHE), &key, entry);
+        }
         out.pinned_policy = Some(p);
         out.real_git = Some(git);
     }

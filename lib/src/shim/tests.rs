@@ -1330,3 +1330,103 @@ fn an_owned_entry_ends_with_its_nul_and_splits_without_it() {
     // Control: a borrowed entry (an `environ` string, its NUL outside the slice) splits the same.
     assert_eq!(EnvEntry::Borrowed(b"GIT_PAGER=cat").split(), e.split());
 }
+
+/// The real git's probe rides in the policy cache (one file a call): it is stored there
+/// after the first call, used while it describes the git found — same path, same device,
+/// inode, size and modification time — and never for a git that changed or another path.
+#[test]
+fn the_policy_cache_holds_the_probe_of_the_git_it_found() {
+    use super::{load_policy_cached, PolicySource, Session};
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    let repo = home.join("src/proj");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::create_dir_all(home.join("etc")).unwrap();
+    std::fs::create_dir_all(home.join("bin")).unwrap();
+    // A stand-in git that answers the probe's two questions.
+    let git = home.join("bin/real-git");
+    let fake = |version: &str| {
+        std::fs::write(
+            &git,
+            format!(
+                "#!/bin/sh\ncase \"$1\" in version) echo 'git version {version}';; \
+                 --exec-path) echo /usr/lib/git-core;; esac\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    fake("2.40.1");
+    let file = home.join("etc/p.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "session = \"a\"\nrepo = \"{}\"\nreal_git = \"{}\"\nstate_dir = \"{}\"\n",
+            repo.display(),
+            git.display(),
+            home.join("state").display()
+        ),
+    )
+    .unwrap();
+    let cache = home.join("bin/cache.json");
+    let src = PolicySource {
+        file: file.clone(),
+        cache: Some(cache.clone()),
+    };
+    let held = |src: &PolicySource| {
+        let l = load_policy_cached(src, &home).unwrap();
+        l.git.map(|g| g.probe.version)
+    };
+    // First call: nothing held; the probe is made and stored beside the policy.
+    assert_eq!(held(&src), None);
+    let s = Session::open_loaded(load_policy_cached(&src, &home).unwrap()).unwrap();
+    assert_eq!(s.probe.version.0, 2);
+    assert_eq!(s.probe.version.1, 40);
+    assert_eq!(held(&src).map(|v| v.1), Some(40));
+    // Held and used: the next session gets it from the policy cache (the probe cache under
+    // the state folder is gone, and the stand-in git would now answer something else — but
+    // it has not changed, so its key still matches and the held probe is right).
+    std::fs::remove_dir_all(home.join("state")).unwrap();
+    let s = Session::open_loaded(load_policy_cached(&src, &home).unwrap()).unwrap();
+    assert_eq!(s.probe.version.1, 40);
+    assert!(
+        !home.join("state").exists(),
+        "no probe file was read or written"
+    );
+    // The git changes (size and modification time): the held probe no longer matches.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    fake("2.41.10");
+    let s = Session::open_loaded(load_policy_cached(&src, &home).unwrap()).unwrap();
+    assert_eq!(s.probe.version.1, 41, "a changed git is probed again");
+    assert_eq!(
+        held(&src).map(|v| v.1),
+        Some(41),
+        "and the new probe is stored"
+    );
+    // A held probe of another path (same key) is not taken for this git.
+    let text = std::fs::read_to_string(&cache).unwrap();
+    let other = text.replace(
+        &format!("\"path\":\"{}\"", git.display()),
+        "\"path\":\"/elsewhere/git\"",
+    );
+    assert_ne!(text, other);
+    std::fs::write(&cache, other).unwrap();
+    let l = load_policy_cached(&src, &home).unwrap();
+    let md = std::fs::metadata(&git).unwrap();
+    assert!(l.git.as_ref().unwrap().for_git(&git, Some(&md)).is_none());
+    let s = Session::open_loaded(l).unwrap();
+    assert_eq!(s.probe.path, git);
+    // An edit of the policy file drops what the cache held, the probe with it.
+    std::fs::write(
+        &file,
+        format!(
+            "session = \"bb\"\nrepo = \"{}\"\nreal_git = \"{}\"\nstate_dir = \"{}\"\n",
+            repo.display(),
+            git.display(),
+            home.join("state").display()
+        ),
+    )
+    .unwrap();
+    assert_eq!(held(&src), None);
+}
