@@ -6,7 +6,7 @@
 #   benches/shim.sh [GIT]          # GIT defaults to /usr/local/bin/git
 #
 # The shim measured is the one the README's build produces (`cargo build --release`:
-# target/release/git-shim, a static PIE where glibc's static libraries are installed, see
+# target/release/git-shim, a static executable at a fixed address where glibc's static libraries are installed, see
 # bins/git-shim/build.rs; the line below prints which); SHIM_BIN=<path> measures another build
 # (e.g. one made with GITWARD_DYNAMIC=1 in another CARGO_TARGET_DIR).
 # BEFORE=<binary> also installs that build (e.g. main's target/release/git-shim, copied aside)
