@@ -7,6 +7,8 @@
 //!    `GITWARD_POLICY`); no policy → exit 124, never a silent pass-through;
 //! 2. finds the real git (the policy's `real_git`, else the next `git` on `PATH` that is not
 //!    this binary, compared by device and inode) and its version (cached in the state dir);
+//!    a shim started as git by another copy of the shim found that way stops first
+//!    ([`EXEC_MARKER`], exit 124);
 //! 3. reads the command line like `git.c` ([`argv`]) and applies [`rules`];
 //! 4. refused → one line on stderr, a `git_refused` event, exit 121; allowed → a `git_allowed`
 //!    event (one `O_APPEND` write) and `exec` of git, so the pid, exit status, signals and
@@ -44,6 +46,17 @@ use std::process::{Command, Stdio};
 pub const POLICY_ENV: &str = "GITWARD_POLICY";
 /// The file beside an installed shim that pins its policy (one absolute path).
 pub const PINNED_POLICY: &str = "git-shim.policy";
+/// The variable a shim that found git on `PATH` sets for the git it runs: `<pid>:<path>` for
+/// the program it `exec`s (its own process id, which `execve` keeps, and its own path), and
+/// `^<pid>:<path>` for a git it starts as a child (a `worktree remove`, a question to git). A
+/// shim that starts with this variable naming its own process (or, after `^`, its parent) was
+/// run as "git" by another shim — a second copy of git-shim (a copy, not a link, so not
+/// recognised by device and inode) on `PATH` before the real git — and stops
+/// ([`ShimError::ExecdByShim`], exit 124) instead of looping or running under the other's
+/// policy. Any other value (git's children, hooks and aliases calling `git` again run in other
+/// processes) is ignored, and dropped from what git gets; the real git sees the value set for
+/// it and passes it on to its children (harmless: their pids and parents differ).
+pub const EXEC_MARKER: &str = "GITWARD_SHIM_EXEC";
 
 /// Why the shim cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +72,8 @@ pub enum ShimError {
     Policy(#[from] PolicyError),
     #[error("{0}")]
     Git(#[from] GitError),
+    #[error("{me}: started as the real git by the git-shim {by} (it found this copy first on PATH and ran it): two copies of git-shim are on PATH before the real git; set real_git in the policy to the real git's absolute path")]
+    ExecdByShim { me: PathBuf, by: String },
     #[error("{path}: cannot start git: {source}")]
     Exec {
         path: PathBuf,
@@ -434,7 +449,9 @@ impl Session {
             } else {
                 self.defused.keeps_bytes(k)
             };
-            if kept && !is_set(k) {
+            // An inherited marker is never passed on: the one git gets, if any, is this
+            // process's own (`Session::exec`).
+            if kept && !is_set(k) && k != EXEC_MARKER.as_bytes() {
                 out.push(EnvEntry::Borrowed(kv));
             }
         }
@@ -467,6 +484,12 @@ impl Session {
         let mut cmd = Command::new(&self.git);
         cmd.env_clear();
         cmd.envs(self.child_env(keep_config_env));
+        if self.policy.real_git.is_none() {
+            // Found on PATH, git may be another copy of the shim: tell it that its parent is
+            // this shim (`EXEC_MARKER`).
+            use std::os::unix::ffi::OsStringExt;
+            cmd.env(EXEC_MARKER, OsString::from_vec(marker("^")));
+        }
         cmd.args(self.config_args());
         cmd.args(args);
         cmd
@@ -520,6 +543,13 @@ impl Session {
                     envp.push(kv.as_ptr().cast());
                 }
             }
+        }
+        // Found on PATH, git may be another copy of the shim: tell it that it runs in this
+        // process (`EXEC_MARKER`). A path the policy names is the real git.
+        let marker = self.policy.real_git.is_none().then(exec_marker);
+        if let Some(m) = &marker {
+            // NUL-terminated, and no NUL inside (a pid, and a path from the kernel).
+            envp.push(m.as_ptr().cast());
         }
         envp.push(std::ptr::null());
         let argvp: Vec<*const c_char> = argv
@@ -843,6 +873,9 @@ pub fn run(args: Vec<OsString>) -> u8 {
 }
 
 fn run_inner(args: Vec<OsString>) -> Result<u8, ShimError> {
+    if let Some(e) = execd_by_a_shim() {
+        return Err(e);
+    }
     let session = Session::open_loaded(load_policy_for_call()?)?;
     let getenv = |k: &str| std::env::var_os(k);
     let inv = Invocation::parse(&args, getenv);
@@ -912,6 +945,80 @@ fn run_inner(args: Vec<OsString>) -> Result<u8, ShimError> {
         path: session.git.clone(),
         source,
     })
+}
+
+/// [`ShimError::ExecdByShim`] when [`EXEC_MARKER`] names this process: another shim `exec`'d
+/// this one as git. The marker's path is the agent's to set, so it is quoted on one line.
+fn execd_by_a_shim() -> Option<ShimError> {
+    // SAFETY: single-threaded, and nothing has changed the environment since
+    // `one_copy_per_name` (so the first entry of the name is the only one).
+    let v = unsafe { marker_value() }?;
+    let (child, v) = match v.split_first() {
+        Some((b'^', rest)) => (true, rest),
+        _ => (false, v),
+    };
+    let (pid, by) = match v.iter().position(|&b| b == b':') {
+        Some(at) => (&v[..at], &v[at + 1..]),
+        None => (v, &b""[..]),
+    };
+    let ours = if child {
+        std::os::unix::process::parent_id()
+    } else {
+        std::process::id()
+    };
+    if pid != ours.to_string().as_bytes() {
+        return None;
+    }
+    Some(ShimError::ExecdByShim {
+        me: current_exe().map(Path::to_path_buf).unwrap_or_default(),
+        by: one_line(&String::from_utf8_lossy(by)),
+    })
+}
+
+/// The value of [`EXEC_MARKER`] in `environ`, found as `getenv` finds it, but by comparing
+/// only each entry's first bytes with the name (most differ at the first): every git call
+/// pays for this scan, and the variable is almost never there.
+///
+/// # Safety
+/// As [`environ_entries`].
+unsafe fn marker_value() -> Option<&'static [u8]> {
+    extern "C" {
+        static environ: *const *const std::ffi::c_char;
+    }
+    let name = EXEC_MARKER.as_bytes();
+    let mut p = environ;
+    while !p.is_null() && !(*p).is_null() {
+        let e = (*p).cast::<u8>();
+        let mut i = 0;
+        // The entry's NUL differs from every byte of the name: nothing past it is read.
+        while i < name.len() && *e.add(i) == name[i] {
+            i += 1;
+        }
+        if i == name.len() && *e.add(i) == b'=' {
+            return Some(std::ffi::CStr::from_ptr(e.add(i + 1).cast()).to_bytes());
+        }
+        p = p.add(1);
+    }
+    None
+}
+
+/// `EXEC_MARKER=<this pid>:<this binary>` and its NUL, as `execve` takes it.
+fn exec_marker() -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let exe = current_exe().map_or(&b""[..], |p| p.as_os_str().as_bytes());
+    let mut kv = format!("{EXEC_MARKER}={}:", std::process::id()).into_bytes();
+    kv.extend_from_slice(exe);
+    kv.push(0);
+    kv
+}
+
+/// The value of [`EXEC_MARKER`]: `prefix`, this process's id, `:`, this binary's path.
+fn marker(prefix: &str) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let exe = current_exe().map_or(&b""[..], |p| p.as_os_str().as_bytes());
+    let mut v = format!("{prefix}{}:", std::process::id()).into_bytes();
+    v.extend_from_slice(exe);
+    v
 }
 
 /// Run git as a child (for commands after which the session folder may be empty), remove the

@@ -1058,6 +1058,8 @@ fn env_entries_are_what_the_pair_filter_built() {
         b"HOME=/home/second",
         b"N\xffX=non-utf8",
         b"GIT_\xff=non-utf8",
+        // Another shim's marker (never passed on: `Session::exec` sets git's own).
+        b"GITWARD_SHIM_EXEC=1:/elsewhere/git",
     ];
     // The filter as it was, over `(name, value)` pairs split as `std::env::vars_os` splits.
     let reference = |keep_config_env: bool| -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -1071,6 +1073,9 @@ fn env_entries_are_what_the_pair_filter_built() {
         let mut inherited_params = None;
         let mut out: Vec<(OsString, OsString)> = Vec::new();
         for (k, v) in pairs {
+            if k == super::EXEC_MARKER {
+                continue;
+            }
             if keep_config_env && is_config_carrier(k.as_bytes()) {
                 if k == "GIT_CONFIG_PARAMETERS" {
                     inherited_params = Some(v);
@@ -1112,6 +1117,7 @@ fn env_entries_are_what_the_pair_filter_built() {
         assert!(!names.contains(&b"GIT_TRACE".as_slice()));
         assert!(!names.contains(&b"NOEQUALS".as_slice()));
         assert!(!names.contains(&b"GIT_\xff".as_slice()));
+        assert!(!names.contains(&super::EXEC_MARKER.as_bytes()));
         assert!(names.contains(&b"N\xffX".as_slice()));
         assert_eq!(value(b"GIT_PAGER"), Some(b"cat".as_slice()));
         assert_eq!(names.iter().filter(|n| **n == b"GIT_PAGER").count(), 1);
