@@ -2147,6 +2147,17 @@ fn rerere_state(r: &mut Report, common: &Path, repo: Option<&Path>) {
             details!("last_changed" => changed),
         );
     }
+    // Each record judged against its work tree and index (twenty-eighth red-team pass, W1):
+    // an error refuses the pin as the lexical rule does.
+    for rec in &f.records {
+        let msg = format!("{}: {}", rec.merge_rr.display(), rec.why);
+        let d = details!("change" => rec.change, "id" => rec.id.clone(), "record" => rec.record.clone());
+        if rec.error {
+            r.add_level(rule, Severity::Error, &rec.merge_rr, repo, msg, d);
+        } else {
+            r.add(rule, &rec.merge_rr, repo, msg, d);
+        }
+    }
     let odd = f
         .not_folder
         .iter()
