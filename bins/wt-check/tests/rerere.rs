@@ -998,3 +998,58 @@ fn w28_a_preimage_planted_for_a_pinned_merge_rr_is_reported() {
 fn w28_a_merge_rr_record_naming_an_untracked_file_is_reported() {
     a_merge_rr_record_naming(Named::PlainPreimageBeforePin);
 }
+
+/// Twenty-seventh pass W1/W2, the dangerous part: a repository nested in the work tree that
+/// no gitlink names (the audit's alone) holds a `MERGE_RR` from before the pin naming one of
+/// its tracked files (`a`: rerere takes records in path order, and it must come before the
+/// conflicted `f`); during the turn the agent plants a preimage for the conflict to come
+/// and writes the named file. The owner's merge there records the file as the resolution and
+/// replays it. The audit's `MERGE_RR` finding names the newest `ctime` of what its records
+/// make rerere read, so the planted state is a new finding of the nested-repository audit.
+#[test]
+fn a_preimage_planted_for_a_pinned_merge_rr_in_an_untracked_nested_repository_is_reported() {
+    for g in common::gits() {
+        for checked in [false, true] {
+            let w = common::world();
+            owner_enables_rerere(&w);
+            let m = w.main();
+            let up = w.root().join("up");
+            conflicting(&w, &up);
+            let (id, pre, _) = conflict_of(&w, &g, &up);
+            let inner = m.join("inner");
+            w.git(&m, &["clone", "-q", up.to_str().unwrap(), "inner"]);
+            w.git(&inner, &["branch", "-q", "side", "origin/side"]);
+            std::fs::write(inner.join("a"), "owner's\n").unwrap();
+            w.git(&inner, &["add", "a"]);
+            w.git(&inner, &["commit", "-qm", "a"]);
+            let merge_rr = inner.join(".git/MERGE_RR");
+            std::fs::write(&merge_rr, format!("{id}\ta\0")).unwrap();
+            std::fs::create_dir_all(inner.join(".git/rr-cache")).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            if checked {
+                w.pin();
+                let (code, ev) = w.check(false);
+                assert_eq!(code, 0, "{}: unchanged: {ev:#?}", g.display());
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let entry = inner.join(".git/rr-cache").join(&id);
+            std::fs::create_dir_all(&entry).unwrap();
+            std::fs::write(entry.join("preimage"), &pre).unwrap();
+            std::fs::write(inner.join("a"), AGENT).unwrap();
+            if checked {
+                let (code, ev) = w.check(false);
+                assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+                assert!(
+                    ev.iter()
+                        .any(|e| e["rule"] == "GW023" && e["path"] == merge_rr.to_str().unwrap()),
+                    "{}: {ev:#?}",
+                    g.display()
+                );
+            } else {
+                let _ = git(&w, &g, &inner, &["merge", "side"]);
+                let f = std::fs::read_to_string(inner.join("f")).unwrap();
+                assert_eq!(f, AGENT, "{}: control did not fire", g.display());
+            }
+        }
+    }
+}

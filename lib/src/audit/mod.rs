@@ -2135,7 +2135,14 @@ fn rerere_state(r: &mut Report, common: &Path, repo: Option<&Path>) {
         );
     }
     for p in &f.merge_rr {
-        let changed = last_changed(std::slice::from_ref(p));
+        // With what its records make rerere read: a preimage planted or a named file written
+        // since changes the finding (twenty-seventh red-team pass, W1/W2).
+        let mut inputs = vec![p.clone()];
+        inputs.extend(crate::integrity::rerere::merge_rr_inputs(
+            p.parent().unwrap_or(p),
+            p,
+        ));
+        let changed = last_changed(&inputs);
         r.add(
             rule,
             p,

@@ -649,6 +649,47 @@ fn judge_records(
     }
 }
 
+/// What the records of the `MERGE_RR` at `merge_rr` (of the git dir or worktree entry `dir`)
+/// make the owner's next rerere read: each record's `rr-cache/<id>/` files and the file it
+/// names (relative to the work tree). The audit's `MERGE_RR` finding names their newest
+/// `ctime`, so a preimage planted or a named file written since is a new finding where
+/// only the audit looks (a repository nested in the work tree that no gitlink names:
+/// twenty-seventh red-team pass, W1/W2).
+pub fn merge_rr_inputs(dir: &Path, merge_rr: &Path) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(bytes) = crate::audit::special::read_regular(merge_rr, 1 << 20) else {
+        return Vec::new();
+    };
+    let wt = work_tree_of(dir);
+    let common = common_of(dir);
+    let mut out = Vec::new();
+    for r in bytes
+        .split(|&b| b == 0)
+        .filter(|r| !r.is_empty())
+        .take(10_000)
+    {
+        let Some(at) = r.iter().position(|&b| b == b'\t') else {
+            continue;
+        };
+        let head = &r[..at];
+        let id = &head[..head.iter().position(|&b| b == b'.').unwrap_or(head.len())];
+        if !id.is_empty() && !id.contains(&b'/') && id != b".." {
+            let e = common
+                .join("rr-cache")
+                .join(std::ffi::OsStr::from_bytes(id));
+            out.push(e.clone());
+            if let Ok(rd) = std::fs::read_dir(&e) {
+                out.extend(rd.flatten().map(|f| f.path()));
+            }
+        }
+        let path = &r[at + 1..];
+        if let (Some(wt), Ok(())) = (&wt, crate::index_paths::verify_path(path, 0o100_644)) {
+            out.push(wt.join(std::ffi::OsStr::from_bytes(path)));
+        }
+    }
+    out
+}
+
 /// The pin's instant: the state file's modification time (`pin` writes it anew).
 fn pinned_since(state: &Path) -> Option<(i64, i64)> {
     let m = std::fs::metadata(state).ok()?;
