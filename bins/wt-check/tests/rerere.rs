@@ -848,3 +848,208 @@ fn a_merge_rr_naming_paths_git_never_writes_is_refused_and_reported() {
         }
     }
 }
+
+// Twenty-eighth red-team pass, W1: a `MERGE_RR` there at the pin (GW023 warning, accepted)
+// whose record is relative and without `..` but names a file git never gives an index entry
+// of: inside the git folder (`.git/logs/x`), through a work-tree link (`.lnk/x`), or a
+// work-tree file git never indexed (`.p`). The agent plants a preimage and writes the named
+// file; the owner's next merge records the file as the resolution and replays it. Each on
+// both gits: left alone (positive control: the merge writes the agent's text) and checked
+// (`check` exits 1 with the record's event, `--restore` sets the state aside, the merge
+// stops at the conflict).
+
+/// How the agent names its file in the record, and what `check` reports.
+#[derive(Clone, Copy, Debug)]
+enum Named {
+    GitLogs,
+    Link,
+    Plain,
+    /// `.p`, with the preimage planted before the pin: only the file is written in the turn.
+    PlainPreimageBeforePin,
+}
+
+fn a_merge_rr_record_naming(named: Named) {
+    for g in common::gits() {
+        for checked in [false, true] {
+            let w = common::world();
+            owner_enables_rerere(&w);
+            let m = w.main();
+            add_conflict(&w, &m);
+            let (id, pre, _) = conflict_of(&w, &g, &m);
+            let out = w.root().join("out");
+            std::fs::create_dir_all(&out).unwrap();
+            let record = match named {
+                Named::GitLogs => ".git/logs/x",
+                Named::Link => ".lnk/x",
+                Named::Plain | Named::PlainPreimageBeforePin => ".p",
+            };
+            let merge_rr = w.git_dir().join("MERGE_RR");
+            std::fs::write(&merge_rr, format!("{id}\t{record}\0")).unwrap();
+            let entry = w.git_dir().join("rr-cache").join(&id);
+            std::fs::create_dir_all(w.git_dir().join("rr-cache")).unwrap();
+            let plant = || {
+                std::fs::create_dir_all(&entry).unwrap();
+                std::fs::write(entry.join("preimage"), &pre).unwrap();
+            };
+            if matches!(named, Named::PlainPreimageBeforePin) {
+                plant();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            if checked {
+                let st = w.state();
+                let args = ["pin", "--state", st.to_str().unwrap(), "--session", "s1"];
+                if matches!(named, Named::GitLogs) {
+                    // A record through `.git` is refused at the pin (an error of GW023).
+                    let refused = w.wt_check(&[&args[..], &[m.to_str().unwrap()]].concat());
+                    assert!(
+                        !refused.status.success(),
+                        "{}: pin accepted it",
+                        g.display()
+                    );
+                    let said = String::from_utf8_lossy(&refused.stderr).into_owned()
+                        + &String::from_utf8_lossy(&refused.stdout);
+                    assert!(said.contains("GW023") && said.contains(record), "{said}");
+                    let out =
+                        w.wt_check(&[&args[..], &["--accept-armed", m.to_str().unwrap()]].concat());
+                    assert!(out.status.success(), "{}: {out:?}", g.display());
+                } else {
+                    let out = w.wt_check(&[&args[..], &[m.to_str().unwrap()]].concat());
+                    assert!(out.status.success(), "{}: {out:?}", g.display());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            // The agent's turn: a preimage (unless there already) and the named file.
+            if !matches!(named, Named::PlainPreimageBeforePin) {
+                plant();
+            }
+            match named {
+                Named::GitLogs => std::fs::write(w.git_dir().join("logs/x"), AGENT).unwrap(),
+                Named::Link => {
+                    std::os::unix::fs::symlink(&out, m.join(".lnk")).unwrap();
+                    std::fs::write(out.join("x"), AGENT).unwrap();
+                }
+                Named::Plain | Named::PlainPreimageBeforePin => {
+                    std::fs::write(m.join(".p"), AGENT).unwrap()
+                }
+            }
+            if checked {
+                let (change, level) = match named {
+                    Named::GitLogs | Named::Link => ("merge_rr-record", "error"),
+                    Named::Plain => ("merge_rr-preimage-planted", "error"),
+                    Named::PlainPreimageBeforePin => ("merge_rr-untracked", "warning"),
+                };
+                let (code, ev) = w.check(false);
+                assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+                assert!(
+                    ev.iter().any(|e| e["change"] == change
+                        && e["level"] == level
+                        && e["record"] == record
+                        && e["path"] == merge_rr.to_str().unwrap()
+                        && e["message"].as_str().unwrap().contains(record)),
+                    "{}: {named:?}: {change} not reported: {ev:#?}",
+                    g.display()
+                );
+                if matches!(named, Named::PlainPreimageBeforePin) {
+                    assert!(
+                        ev.iter().any(|e| e["change"] == "merge_rr-file-changed"),
+                        "{ev:#?}"
+                    );
+                }
+                if matches!(named, Named::Plain) {
+                    // The planted entry is reported too, and goes aside with the MERGE_RR.
+                    assert!(
+                        ev.iter()
+                            .any(|e| e["change"] == change && e["path"] == entry.to_str().unwrap()),
+                        "{ev:#?}"
+                    );
+                }
+                reported_and_set_aside(&w, &g, &merge_rr, change, level);
+                if matches!(named, Named::Plain) {
+                    assert!(!entry.exists(), "the planted entry is set aside");
+                }
+            }
+            let _ = git(&w, &g, &m, &["merge", "side"]);
+            let f = std::fs::read_to_string(m.join("f")).unwrap();
+            if checked {
+                assert!(f.contains("<<<<<<<"), "{}: {named:?}: {f}", g.display());
+            } else {
+                assert_eq!(f, AGENT, "{}: {named:?}: control did not fire", g.display());
+            }
+        }
+    }
+}
+
+#[test]
+fn w28_a_merge_rr_record_through_the_git_folder_is_refused_and_reported() {
+    a_merge_rr_record_naming(Named::GitLogs);
+}
+
+#[test]
+fn w28_a_merge_rr_record_through_a_work_tree_link_is_reported() {
+    a_merge_rr_record_naming(Named::Link);
+}
+
+#[test]
+fn w28_a_preimage_planted_for_a_pinned_merge_rr_is_reported() {
+    a_merge_rr_record_naming(Named::Plain);
+}
+
+#[test]
+fn w28_a_merge_rr_record_naming_an_untracked_file_is_reported() {
+    a_merge_rr_record_naming(Named::PlainPreimageBeforePin);
+}
+
+/// Twenty-seventh pass W1/W2, the dangerous part: a repository nested in the work tree that
+/// no gitlink names (the audit's alone) holds a `MERGE_RR` from before the pin naming one of
+/// its tracked files (`a`: rerere takes records in path order, and it must come before the
+/// conflicted `f`); during the turn the agent plants a preimage for the conflict to come
+/// and writes the named file. The owner's merge there records the file as the resolution and
+/// replays it. The audit's `MERGE_RR` finding names the newest `ctime` of what its records
+/// make rerere read, so the planted state is a new finding of the nested-repository audit.
+#[test]
+fn a_preimage_planted_for_a_pinned_merge_rr_in_an_untracked_nested_repository_is_reported() {
+    for g in common::gits() {
+        for checked in [false, true] {
+            let w = common::world();
+            owner_enables_rerere(&w);
+            let m = w.main();
+            let up = w.root().join("up");
+            conflicting(&w, &up);
+            let (id, pre, _) = conflict_of(&w, &g, &up);
+            let inner = m.join("inner");
+            w.git(&m, &["clone", "-q", up.to_str().unwrap(), "inner"]);
+            w.git(&inner, &["branch", "-q", "side", "origin/side"]);
+            std::fs::write(inner.join("a"), "owner's\n").unwrap();
+            w.git(&inner, &["add", "a"]);
+            w.git(&inner, &["commit", "-qm", "a"]);
+            let merge_rr = inner.join(".git/MERGE_RR");
+            std::fs::write(&merge_rr, format!("{id}\ta\0")).unwrap();
+            std::fs::create_dir_all(inner.join(".git/rr-cache")).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            if checked {
+                w.pin();
+                let (code, ev) = w.check(false);
+                assert_eq!(code, 0, "{}: unchanged: {ev:#?}", g.display());
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let entry = inner.join(".git/rr-cache").join(&id);
+            std::fs::create_dir_all(&entry).unwrap();
+            std::fs::write(entry.join("preimage"), &pre).unwrap();
+            std::fs::write(inner.join("a"), AGENT).unwrap();
+            if checked {
+                let (code, ev) = w.check(false);
+                assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+                assert!(
+                    ev.iter()
+                        .any(|e| e["rule"] == "GW023" && e["path"] == merge_rr.to_str().unwrap()),
+                    "{}: {ev:#?}",
+                    g.display()
+                );
+            } else {
+                let _ = git(&w, &g, &inner, &["merge", "side"]);
+                let f = std::fs::read_to_string(inner.join("f")).unwrap();
+                assert_eq!(f, AGENT, "{}: control did not fire", g.display());
+            }
+        }
+    }
+}

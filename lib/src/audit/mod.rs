@@ -2135,7 +2135,14 @@ fn rerere_state(r: &mut Report, common: &Path, repo: Option<&Path>) {
         );
     }
     for p in &f.merge_rr {
-        let changed = last_changed(std::slice::from_ref(p));
+        // With what its records make rerere read: a preimage planted or a named file written
+        // since changes the finding (twenty-seventh red-team pass, W1/W2).
+        let mut inputs = vec![p.clone()];
+        inputs.extend(crate::integrity::rerere::merge_rr_inputs(
+            p.parent().unwrap_or(p),
+            p,
+        ));
+        let changed = last_changed(&inputs);
         r.add(
             rule,
             p,
@@ -2146,6 +2153,17 @@ fn rerere_state(r: &mut Report, common: &Path, repo: Option<&Path>) {
             ),
             details!("last_changed" => changed),
         );
+    }
+    // Each record judged against its work tree and index (twenty-eighth red-team pass, W1):
+    // an error refuses the pin as the lexical rule does.
+    for rec in &f.records {
+        let msg = format!("{}: {}", rec.merge_rr.display(), rec.why);
+        let d = details!("change" => rec.change, "id" => rec.id.clone(), "record" => rec.record.clone());
+        if rec.error {
+            r.add_level(rule, Severity::Error, &rec.merge_rr, repo, msg, d);
+        } else {
+            r.add(rule, &rec.merge_rr, repo, msg, d);
+        }
     }
     let odd = f
         .not_folder

@@ -204,8 +204,8 @@ rule!(
     "GW023",
     "rerere-state",
     Warning,
-    "Recorded conflict resolutions (`rr-cache/<id>/postimage`) or a `MERGE_RR` that names conflicts being recorded, in a git dir; an error when a name there is a link or not what git makes.",
-    "rerere replays a recorded resolution as file content into the owner's next merge, rebase or cherry-pick of the same conflict (\"Resolved 'f' using previous resolution\"), and records a `MERGE_RR`'s files as a preimage and resolution in the owner's next merge; no commit shows it. Honest repositories with `rerere.enabled` hold resolutions the owner made: check that these are the owner's (`git rerere status`, `git rerere diff`), or move `rr-cache/` and `MERGE_RR` aside. git never makes a link there (it reads a resolution wherever one points).",
+    "Recorded conflict resolutions (`rr-cache/<id>/postimage`) or a `MERGE_RR` that names conflicts being recorded, in a git dir; an error when a name there is a link or not what git makes, or a `MERGE_RR` record names a path git never records (one no index entry can have, or reached through a link, or not a regular file); a warning for a record naming an untracked file.",
+    "rerere replays a recorded resolution as file content into the owner's next merge, rebase or cherry-pick of the same conflict (\"Resolved 'f' using previous resolution\"), and records a `MERGE_RR`'s files as a preimage and resolution in the owner's next merge; no commit shows it. Honest repositories with `rerere.enabled` hold resolutions the owner made: check that these are the owner's (`git rerere status`, `git rerere diff`), or move `rr-cache/` and `MERGE_RR` aside. git never makes a link there (it reads a resolution wherever one points), and writes a `MERGE_RR` record only for a conflicted index entry: rerere copies whatever file a record names, links followed, as the resolution.",
     "§3.3"
 );
 

@@ -81,7 +81,29 @@ pub struct Found {
     /// `rr-cache/<id>` that is a regular file or another non-folder, not a link: git ignores
     /// it (rerere opens `<id>/preimage`), but never makes one.
     pub stray: Vec<PathBuf>,
+    /// Records of `MERGE_RR` files (not odd) judged against their work tree, index and
+    /// `rr-cache` ([`judge_records`]), whatever the `MERGE_RR`'s own times.
+    pub records: Vec<RecordFinding>,
     pub incomplete: Option<(PathBuf, String)>,
+}
+
+/// A `MERGE_RR` record that is not surely git's own (twenty-eighth red-team pass, W1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordFinding {
+    /// The `MERGE_RR` file.
+    pub merge_rr: PathBuf,
+    /// The record's path, as written (lossy).
+    pub record: String,
+    /// The record's conflict id (without the variant).
+    pub id: String,
+    /// An error (else a warning).
+    pub error: bool,
+    /// The event's `change`.
+    pub change: &'static str,
+    /// One line: the record and why (the event's message puts the `MERGE_RR`'s path first).
+    pub why: String,
+    /// A planted `rr-cache/<id>` to move aside with the `MERGE_RR`.
+    pub entry: Option<PathBuf>,
 }
 
 /// Whether a `ctime` of `(secs, nsecs)` is not older than `since`.
@@ -154,7 +176,11 @@ pub fn scan(git_dirs: &[PathBuf], since: (i64, i64)) -> Found {
             // from it: git's own `commit` writes one wherever rerere is on (seen on the real
             // pre-commit clone with `rerere.enabled`). Anything else is reported.
             let names_nothing = m.is_file() && m.len() == 0;
-            if not_older(m.ctime(), m.ctime_nsec(), since) && !names_nothing {
+            let new = not_older(m.ctime(), m.ctime_nsec(), since);
+            if !names_nothing {
+                judge_records(d, &p, new, since, &mut out.records);
+            }
+            if new && !names_nothing {
                 out.merge_rr.push(p);
             }
         }
@@ -375,6 +401,295 @@ fn merge_rr_paths_are_gits(p: &Path) -> bool {
     })
 }
 
+/// The work tree of the git dir (or worktree entry) `dir`, as git finds it: a worktree
+/// entry's `gitdir` names the work tree's `.git` file; else the config's `core.worktree`
+/// (relative to the git dir; git writes it for an absorbed submodule); else the folder
+/// holding a git dir named `.git`. `None` when none says (a bare repository: no merge runs
+/// there).
+fn work_tree_of(dir: &Path) -> Option<PathBuf> {
+    if let Ok(b) = crate::audit::special::read_regular(&dir.join("gitdir"), 1 << 16) {
+        let text = String::from_utf8_lossy(&b);
+        let dot_git = dir.join(text.trim_end_matches(['\n', '\r']));
+        return dot_git.parent().map(super::normalize);
+    }
+    let configured = crate::audit::special::read_regular(&dir.join("config"), 1 << 20)
+        .ok()
+        .and_then(|b| {
+            String::from_utf8_lossy(&b).lines().find_map(|l| {
+                let (k, v) = l.trim().split_once('=')?;
+                (k.trim().eq_ignore_ascii_case("worktree"))
+                    .then(|| v.trim().trim_matches('"').to_owned())
+            })
+        });
+    if let Some(w) = configured {
+        return Some(super::normalize(&dir.join(w)));
+    }
+    (dir.file_name()? == ".git").then(|| dir.parent().map(Path::to_path_buf))?
+}
+
+/// The common dir of the git dir (or worktree entry) `dir`: where its `commondir` points, or
+/// itself. rerere's `rr-cache` is a common-dir path.
+fn common_of(dir: &Path) -> PathBuf {
+    match crate::audit::special::read_regular(&dir.join("commondir"), 1 << 16) {
+        Ok(b) => {
+            let text = String::from_utf8_lossy(&b);
+            let rel = text.trim_end_matches(['\n', '\r']);
+            if rel.is_empty() {
+                dir.to_path_buf()
+            } else {
+                super::normalize(&dir.join(rel))
+            }
+        }
+        Err(_) => dir.to_path_buf(),
+    }
+}
+
+/// Every path of the index `index` (any stage; a sparse-directory entry as its folder, with
+/// its trailing `/`). `Err` says why it could not be read.
+fn index_names(index: &Path) -> Result<std::collections::HashSet<Vec<u8>>, String> {
+    let Some(file) = crate::index_paths::read_index(index, true)? else {
+        return Ok(Default::default());
+    };
+    Ok(file
+        .entries()
+        .iter()
+        .map(|e| e.path(&file).to_vec())
+        .collect())
+}
+
+/// Judge each record of the `MERGE_RR` at `merge_rr` (of the git dir or worktree entry
+/// `dir`), whatever the `MERGE_RR`'s own times. git's rerere (`read_rr`, then
+/// `do_rerere_one_path` at the owner's next `merge`, `commit`, `rerere`) opens each record's
+/// path relative to the work tree, following links, and when it holds no conflict markers
+/// copies it to `rr-cache/<id>/postimage`: the resolution replayed in every later conflict
+/// with that id. git writes a record only for a path that was a conflicted index entry (two
+/// regular-file stages), so:
+///
+/// - an error: a path git never gives an index entry (`index_paths::verify_path`: a `.git`
+///   component in any spelling, `..`, empty components), a path through a symbolic link in
+///   the work tree (each leading component `lstat`ed), a path that is a link or not a regular
+///   file (a FIFO blocks the owner's merge);
+/// - a warning: a regular file that is no entry of the worktree's index (any stage): git's
+///   own `git rm --cached` of a conflicted path leaves one, and so does an agent naming its
+///   own file;
+/// - nothing: a path that is not there (git's `git rm` or `git mv` of a conflicted path
+///   leaves one; git cannot open it), or a folder.
+///
+/// With a pin (`since` not `i64::MIN`) and a `MERGE_RR` not written since it: an error for a
+/// `preimage` of the record's `rr-cache/<id>/` made or changed since the pin (every honest
+/// rerere run that writes a preimage rewrites `MERGE_RR`), and a warning for a named file
+/// changed since the pin whose `rr-cache/<id>/` has no resolution for the record's variant:
+/// the owner's next rerere records the file as it is now. (A `MERGE_RR` written since the
+/// pin is reported as such, which covers both.)
+fn judge_records(
+    dir: &Path,
+    merge_rr: &Path,
+    merge_rr_new: bool,
+    since: (i64, i64),
+    out: &mut Vec<RecordFinding>,
+) {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(bytes) = crate::audit::special::read_regular(merge_rr, 1 << 20) else {
+        return; // judged odd by the caller
+    };
+    let pinned = since.0 > i64::MIN;
+    let wt = work_tree_of(dir);
+    let common = common_of(dir);
+    let mut index: Option<Result<std::collections::HashSet<Vec<u8>>, String>> = None;
+    for r in bytes.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+        let Some(at) = r.iter().position(|&b| b == b'\t') else {
+            continue; // judged odd by the caller
+        };
+        let (head, path) = (&r[..at], &r[at + 1..]);
+        let (id, variant) = match head.iter().position(|&b| b == b'.') {
+            Some(dot) => (&head[..dot], &head[dot + 1..]),
+            None => (head, &b""[..]),
+        };
+        let id = String::from_utf8_lossy(id).into_owned();
+        let suffix = if variant.is_empty() || variant == b"0" {
+            String::new()
+        } else {
+            format!(".{}", String::from_utf8_lossy(variant))
+        };
+        let record = String::from_utf8_lossy(path).into_owned();
+        let mut add = |error: bool, change: &'static str, why: String, entry: Option<PathBuf>| {
+            out.push(RecordFinding {
+                merge_rr: merge_rr.to_path_buf(),
+                record: record.clone(),
+                id: id.clone(),
+                error,
+                change,
+                why: format!("record '{record}': {why}"),
+                entry,
+            })
+        };
+        // An entry is a plain name: anything else is no conflict id of git's (and never a
+        // path to join).
+        let entry = (!id.is_empty() && !id.contains(['/', '\\']) && id != "..")
+            .then(|| common.join("rr-cache").join(&id));
+        if let (true, false, Some(e)) = (pinned, merge_rr_new, &entry) {
+            let planted = std::fs::read_dir(e)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|f| {
+                    f.file_name().to_string_lossy().starts_with("preimage")
+                        && std::fs::symlink_metadata(f.path())
+                            .is_ok_and(|m| not_older(m.ctime(), m.ctime_nsec(), since))
+                });
+            if planted {
+                add(
+                    true,
+                    "merge_rr-preimage-planted",
+                    format!("{} has a preimage made or changed during the turn while this MERGE_RR is as pinned (git rewrites MERGE_RR whenever it records a preimage): the owner's next rerere records the named file as the resolution and replays it", e.display()),
+                    Some(e.clone()),
+                );
+            }
+        }
+        if crate::index_paths::verify_path(path, 0o100_644).is_err() {
+            add(
+                true,
+                "merge_rr-record",
+                "names a path git never gives an index entry (a .git component, `..`, an empty component): git never writes such a record, and the owner's next rerere records whatever file lies there as a resolution".into(),
+                None,
+            );
+            continue;
+        }
+        let Some(wt) = &wt else {
+            add(
+                false,
+                "merge_rr-record",
+                format!(
+                    "the work tree of {} is not known: the record is not judged against it",
+                    dir.display()
+                ),
+                None,
+            );
+            continue;
+        };
+        // Each component by `lstat`, from the work tree down (git's `fopen` follows links).
+        let comps: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
+        let mut here = wt.clone();
+        let mut named = None;
+        for (i, c) in comps.iter().enumerate() {
+            here.push(std::ffi::OsStr::from_bytes(c));
+            let Ok(m) = std::fs::symlink_metadata(&here) else {
+                break; // not there: git cannot open it
+            };
+            let last = i + 1 == comps.len();
+            if m.file_type().is_symlink() {
+                let what = if last {
+                    "is a symbolic link"
+                } else {
+                    "goes through a symbolic link"
+                };
+                add(
+                    true,
+                    "merge_rr-record",
+                    format!("{what} ({}): git's rerere reads the file wherever the link points and records it as a resolution; a conflicted index entry it records is a regular file", here.display()),
+                    None,
+                );
+                break;
+            }
+            if !last {
+                if !m.is_dir() {
+                    break; // git cannot open it
+                }
+                continue;
+            }
+            if m.is_file() {
+                named = Some(m);
+            } else if !m.is_dir() {
+                add(
+                    true,
+                    "merge_rr-record",
+                    format!("names {}, which is not a regular file (a FIFO blocks the owner's merge): git records conflicts of regular files only", here.display()),
+                    None,
+                );
+            }
+        }
+        let Some(m) = named else { continue };
+        let names = index.get_or_insert_with(|| index_names(&dir.join("index")));
+        match names {
+            Ok(names) => {
+                let sparse = names
+                    .iter()
+                    .any(|n| n.ends_with(b"/") && path.starts_with(n));
+                if !names.contains(path) && !sparse {
+                    add(
+                        false,
+                        "merge_rr-untracked",
+                        format!("names {}, which is no entry of {}: the owner's next rerere records it as a resolution (git leaves such a record after `git rm --cached` of a conflicted path; an agent names its own file so)", here.display(), dir.join("index").display()),
+                        None,
+                    );
+                }
+            }
+            Err(e) => add(
+                false,
+                "merge_rr-untracked",
+                format!("the index is not read ({e}): the record is not judged against it"),
+                None,
+            ),
+        }
+        // A `MERGE_RR` written in the turn is reported as such (`merge_rr`), which says the
+        // same of every file it names.
+        if pinned && !merge_rr_new && not_older(m.ctime(), m.ctime_nsec(), since) {
+            let resolved = entry
+                .as_ref()
+                .is_some_and(|e| e.join(format!("postimage{suffix}")).exists());
+            if !resolved {
+                add(
+                    false,
+                    "merge_rr-file-changed",
+                    format!("names {}, changed during the turn, and rr-cache/{id} has no resolution for it: the owner's next rerere records the file as it is now as the resolution and replays it in later merges", here.display()),
+                    None,
+                );
+            }
+        }
+    }
+}
+
+/// What the records of the `MERGE_RR` at `merge_rr` (of the git dir or worktree entry `dir`)
+/// make the owner's next rerere read: each record's `rr-cache/<id>/` files and the file it
+/// names (relative to the work tree). The audit's `MERGE_RR` finding names their newest
+/// `ctime`, so a preimage planted or a named file written since is a new finding where
+/// only the audit looks (a repository nested in the work tree that no gitlink names:
+/// twenty-seventh red-team pass, W1/W2).
+pub fn merge_rr_inputs(dir: &Path, merge_rr: &Path) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(bytes) = crate::audit::special::read_regular(merge_rr, 1 << 20) else {
+        return Vec::new();
+    };
+    let wt = work_tree_of(dir);
+    let common = common_of(dir);
+    let mut out = Vec::new();
+    for r in bytes
+        .split(|&b| b == 0)
+        .filter(|r| !r.is_empty())
+        .take(10_000)
+    {
+        let Some(at) = r.iter().position(|&b| b == b'\t') else {
+            continue;
+        };
+        let head = &r[..at];
+        let id = &head[..head.iter().position(|&b| b == b'.').unwrap_or(head.len())];
+        if !id.is_empty() && !id.contains(&b'/') && id != b".." {
+            let e = common
+                .join("rr-cache")
+                .join(std::ffi::OsStr::from_bytes(id));
+            out.push(e.clone());
+            if let Ok(rd) = std::fs::read_dir(&e) {
+                out.extend(rd.flatten().map(|f| f.path()));
+            }
+        }
+        let path = &r[at + 1..];
+        if let (Some(wt), Ok(())) = (&wt, crate::index_paths::verify_path(path, 0o100_644)) {
+            out.push(wt.join(std::ffi::OsStr::from_bytes(path)));
+        }
+    }
+    out
+}
+
 /// The pin's instant: the state file's modification time (`pin` writes it anew).
 fn pinned_since(state: &Path) -> Option<(i64, i64)> {
     let m = std::fs::metadata(state).ok()?;
@@ -425,6 +740,9 @@ pub fn check(
     let mut outcome = Outcome::Clean;
     let mut q = Quarantine::new(state);
     let action = if restore { "quarantined" } else { "reported" };
+    // A `MERGE_RR` may be reported more than once (a warning for the file, one per record):
+    // moved aside once.
+    let mut moved: std::collections::HashSet<PathBuf> = Default::default();
     let mut report = |outcome: &mut Outcome,
                       q: &mut Quarantine,
                       p: &Path,
@@ -444,7 +762,7 @@ pub fn check(
             .with("why", why)
             .with("action", action),
         ));
-        if restore {
+        if restore && moved.insert(p.to_path_buf()) {
             *outcome = outcome.and(move_aside(q, p, &mk, emit));
         }
     };
@@ -476,6 +794,24 @@ pub fn check(
             why,
             &none,
         );
+    }
+    // Before the entries and `rr-cache` are moved: a planted entry goes aside with the
+    // `MERGE_RR` that names it.
+    for r in &found.records {
+        let level = if r.error { "error" } else { "warning" };
+        let add = |e: Event| e.with("id", r.id.clone()).with("record", r.record.clone());
+        report(
+            &mut outcome,
+            &mut q,
+            &r.merge_rr,
+            r.change,
+            level,
+            &r.why,
+            &add,
+        );
+        if let Some(entry) = &r.entry {
+            report(&mut outcome, &mut q, entry, r.change, level, &r.why, &add);
+        }
     }
     for p in &found.stray {
         let why = "an rr-cache entry that is not a folder: git ignores it but never makes one";
@@ -715,6 +1051,152 @@ mod tests {
         assert_eq!(
             scan(std::slice::from_ref(&h), since).not_folder,
             vec![h.join("rr-cache")]
+        );
+    }
+
+    /// Each record judged against the work tree, the index and `rr-cache` (twenty-eighth
+    /// red-team pass, W1), whatever the `MERGE_RR`'s times; each way of naming a file git
+    /// never records has its honest counterpart beside it.
+    #[test]
+    fn merge_rr_records_are_judged_against_the_work_tree_and_index() {
+        let t = tempfile::tempdir().unwrap();
+        let wt = t.path().join("w");
+        let run = |args: &[&str]| {
+            let o = std::process::Command::new("git")
+                .args(["-c", "user.name=o", "-c", "user.email=o@o", "-C"])
+                .arg(&wt)
+                .args(args)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{args:?}: {o:?}");
+        };
+        std::fs::create_dir_all(wt.join("s")).unwrap();
+        run(&["init", "-q"]);
+        std::fs::write(wt.join("f"), "x").unwrap();
+        std::fs::write(wt.join("s/e"), "x").unwrap();
+        run(&["add", "f", "s/e"]);
+        let g = wt.join(".git");
+        let id = "0123456789abcdef0123456789abcdef01234567";
+        std::fs::create_dir_all(g.join("rr-cache").join(id)).unwrap();
+        std::fs::write(g.join("rr-cache").join(id).join("preimage"), "p").unwrap();
+        std::fs::write(t.path().join("out"), "agent").unwrap();
+        std::os::unix::fs::symlink(t.path(), wt.join("lnk")).unwrap();
+        std::os::unix::fs::symlink(t.path().join("out"), wt.join("l")).unwrap();
+        nix::unistd::mkfifo(&wt.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::fs::write(wt.join("untracked"), "agent").unwrap();
+        std::fs::write(g.join("logs-x"), "agent").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let state = t.path().join("state.json");
+        std::fs::write(&state, "{}").unwrap();
+        let since = pinned_since(&state).unwrap();
+        let judge = |records: &[&str], since: (i64, i64)| {
+            let text: String = records.iter().map(|r| format!("{id}\t{r}\0")).collect();
+            std::fs::write(g.join("MERGE_RR"), text).unwrap();
+            let f = scan(std::slice::from_ref(&g), since);
+            assert!(f.odd_merge_rr.is_empty(), "{records:?}");
+            f.records
+                .iter()
+                .map(|r| (r.record.clone(), r.change, r.error))
+                .collect::<Vec<_>>()
+        };
+        // Honest: index entries (stage 0 here), and paths no longer there (`git rm`,
+        // `git mv` of a conflicted path), or a folder.
+        assert_eq!(
+            judge(&["f", "s/e", "gone", "s/gone", "f/x", "s"], since),
+            vec![]
+        );
+        // git's own rule for an index entry's name: any `.git` spelling.
+        for bad in [
+            ".git/logs-x",
+            ".GIT/logs-x",
+            "s/.git/x",
+            "git~1/logs-x",
+            ".git./logs-x",
+        ] {
+            assert_eq!(
+                judge(&[bad], since),
+                vec![(bad.to_owned(), "merge_rr-record", true)],
+                "{bad}"
+            );
+        }
+        // Through a link, a link, a FIFO: errors.
+        for bad in ["lnk/out", "l", "fifo"] {
+            assert_eq!(
+                judge(&[bad], since),
+                vec![(bad.to_owned(), "merge_rr-record", true)],
+                "{bad}"
+            );
+        }
+        // A regular file that is no index entry: a warning (git's `rm --cached` leaves one).
+        assert_eq!(
+            judge(&["untracked"], since),
+            vec![("untracked".to_owned(), "merge_rr-untracked", false)]
+        );
+        // Written in the turn after the pin of a MERGE_RR: the preimage, then a named file.
+        // Rewrite MERGE_RR before the new pin (else it is new: `merge_rr` covers it).
+        judge(&["f"], since);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&state, "{}").unwrap();
+        let later = pinned_since(&state).unwrap();
+        let f = scan(std::slice::from_ref(&g), later);
+        assert!(f.records.is_empty() && f.merge_rr.is_empty(), "{f:?}");
+        std::fs::write(g.join("rr-cache").join(id).join("preimage"), "planted").unwrap();
+        let f = scan(std::slice::from_ref(&g), later);
+        assert_eq!(f.records.len(), 1, "{f:?}");
+        assert_eq!(f.records[0].change, "merge_rr-preimage-planted");
+        assert!(f.records[0].error);
+        assert_eq!(f.records[0].entry, Some(g.join("rr-cache").join(id)));
+        // No pin (the audit): times are not judged.
+        assert!(scan(std::slice::from_ref(&g), (i64::MIN, 0))
+            .records
+            .is_empty());
+        // A later pin; the named file changed after it, no resolution for it: a warning;
+        // with a postimage for the variant, nothing (the resolution is `recorded`'s).
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&state, "{}").unwrap();
+        let latest = pinned_since(&state).unwrap();
+        std::fs::write(wt.join("f"), "agent").unwrap();
+        let f = scan(std::slice::from_ref(&g), latest);
+        assert_eq!(
+            f.records
+                .iter()
+                .map(|r| (r.change, r.error))
+                .collect::<Vec<_>>(),
+            vec![("merge_rr-file-changed", false)]
+        );
+        std::fs::write(g.join("rr-cache").join(id).join("postimage"), "r").unwrap();
+        assert!(scan(std::slice::from_ref(&g), latest).records.is_empty());
+        // A variant's resolution is `postimage.<n>`.
+        std::fs::write(g.join("MERGE_RR"), format!("{id}.1\tf\0")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&state, "{}").unwrap();
+        let last = pinned_since(&state).unwrap();
+        std::fs::write(wt.join("f"), "agent2").unwrap();
+        let f = scan(std::slice::from_ref(&g), last);
+        assert_eq!(f.records.len(), 1, "{f:?}");
+        assert_eq!(f.records[0].change, "merge_rr-file-changed");
+        // A worktree entry's records are judged against its own work tree and index.
+        let e = g.join("worktrees/w2");
+        let wt2 = t.path().join("w2");
+        std::fs::create_dir_all(&e).unwrap();
+        std::fs::create_dir_all(&wt2).unwrap();
+        std::fs::write(
+            e.join("gitdir"),
+            format!("{}\n", wt2.join(".git").display()),
+        )
+        .unwrap();
+        std::fs::write(e.join("commondir"), "../..\n").unwrap();
+        std::fs::write(wt2.join("f"), "not in w2's index").unwrap();
+        std::fs::write(e.join("MERGE_RR"), format!("{id}\tf\0")).unwrap();
+        std::fs::remove_file(g.join("MERGE_RR")).unwrap();
+        let f = scan(std::slice::from_ref(&g), (i64::MIN, 0));
+        assert_eq!(
+            f.records
+                .iter()
+                .map(|r| (r.merge_rr.clone(), r.change))
+                .collect::<Vec<_>>(),
+            vec![(e.join("MERGE_RR"), "merge_rr-untracked")]
         );
     }
 }
