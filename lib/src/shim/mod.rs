@@ -191,18 +191,19 @@ fn write_cache(cache: &Path, c: &CachedPolicy) {
     }
 }
 
-/// Adds `probe` to the policy cache at `cache` if that cache still holds the policy under
-/// `key` (a cache rewritten meanwhile for another version of the file is left alone; a
-/// stale one would not be used anyway: its key is checked against the file at every call).
-fn store_probe(cache: &Path, key: &str, probe: CachedProbe) {
-    let Ok(bytes) = read_small(cache) else { return };
-    let Ok(mut c) = serde_json::from_slice::<CachedPolicy>(&bytes) else {
-        return;
-    };
-    if c.key == key && c.git.as_ref() != Some(&probe) {
-        c.git = Some(probe);
-        write_cache(cache, &c);
-    }
+/// Rewrites the policy cache at `cache` with `policy` under `key` and `probe` beside it
+/// (best effort, as every write of the cache; no read first, so a cache folder the call cannot
+/// write costs one failed `open`). A policy written so is the one the call loaded under
+/// `key`: the cache is checked against the file at every call.
+fn store_probe(cache: &Path, key: &str, policy: &Policy, probe: CachedProbe) {
+    write_cache(
+        cache,
+        &CachedPolicy {
+            key: key.to_owned(),
+            policy: policy.clone(),
+            git: Some(probe),
+        },
+    );
 }
 
 /// The cache key: device, inode, size, modification and change times (nanoseconds) of the
@@ -335,7 +336,7 @@ impl Session {
                         key: GitProbe::cache_key(md),
                         probe: p.clone(),
                     };
-                    store_probe(file, key, entry);
+                    store_probe(file, key, &policy, entry);
                 }
                 p
             }
@@ -1154,7 +1155,7 @@ pub fn install_binary(
                 key: GitProbe::cache_key(md),
                 probe,
             };
-            store_probe(&dir.join(POLICY_CACHE), &key, entry);
+            store_probe(&dir.join(POLICY_CACHE), &key, &loaded, entry);
         }
         out.pinned_policy = Some(p);
         out.real_git = Some(git);
