@@ -487,6 +487,22 @@ pub static BUILTIN_MACROS: &[(&str, &str)] = &[("binary", "-diff -merge -text")]
 /// `-c protocol.allow=never` does not (research §1b).
 pub static ALWAYS_SET: &[(&str, &str)] = &[("protocol.ext.allow", "never")];
 
+/// Keys whose value git never reads while an environment variable is set, with that
+/// variable: git takes `GIT_PAGER` before `core.pager` (pager.c, `git_pager`), `GIT_ASKPASS`
+/// before `core.askPass` (prompt.c, `git_prompt`: set and empty, no program runs), and
+/// `GIT_ALLOW_PROTOCOL` before every `protocol.*` key (transport.c,
+/// `is_transport_allowed`: the list alone decides). A command-scope pair for such a key is
+/// dropped from `GIT_CONFIG_PARAMETERS` when the same defused set sets the variable (each
+/// pair costs git ≈ 3 k instructions to parse, on every call): the variable already does
+/// what the pair would. It stays in the defused set's pairs, so the rules still take an
+/// agent's `-c` of the same neutral value as neutral. Tested against each git
+/// (`env::tests::variables_beat_the_pairs_they_replace`).
+pub static BEATEN_BY_ENV: &[(&str, &str)] = &[
+    ("core.pager", "GIT_PAGER"),
+    ("core.askPass", "GIT_ASKPASS"),
+    ("protocol.ext.allow", "GIT_ALLOW_PROTOCOL"),
+];
+
 /// Config that makes `status` and `diff` show less than the work tree holds (wt-status.c,
 /// read-cache.c, diff-lib.c, submodule.c), with the value safe-git passes instead when an
 /// untrusted file sets it and the owner's config does not: git's default where `-c` can

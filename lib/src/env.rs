@@ -667,7 +667,10 @@ impl Defused {
         buf.extend_from_slice(inherited.map(OsStr::as_bytes).unwrap_or_default());
         let split = self.opts.version >= SPLIT_PARAMETERS_SINCE;
         // Keys are bytes: a subsection that is not UTF-8 reaches git as is.
-        for (k, v) in pairs.into_iter().filter(|(k, _)| !k.contains(&b'=')) {
+        for (k, v) in pairs
+            .into_iter()
+            .filter(|(k, _)| !k.contains(&b'=') && !self.beaten_by_env(k))
+        {
             if !buf.is_empty() {
                 buf.push(b' ');
             }
@@ -680,6 +683,14 @@ impl Defused {
             }
         }
         (!buf.is_empty() || inherited.is_some()).then(|| OsString::from_vec(buf))
+    }
+
+    /// Does this set give git a variable that git reads instead of `key`
+    /// ([`catalogue::BEATEN_BY_ENV`])? Then the pair for `key` need not travel.
+    pub fn beaten_by_env(&self, key: &[u8]) -> bool {
+        catalogue::BEATEN_BY_ENV.iter().any(|(k, var)| {
+            key.eq_ignore_ascii_case(k.as_bytes()) && self.set_env.iter().any(|(n, _)| n == var)
+        })
     }
 
     /// Is an inherited variable kept in the child's environment?
@@ -986,6 +997,123 @@ mod tests {
         assert_eq!(hooks, catalogue::HOOK_EVENTS.len());
     }
 
+    /// Each variable of [`catalogue::BEATEN_BY_ENV`] beats a repository's value of its key on
+    /// every git here, so dropping the pair changes nothing git does: with the variable the
+    /// repository's program does not run (or is not the pager); without it (the positive
+    /// control) it does. And the defused set drops exactly those pairs, only while it sets
+    /// the variable (`pass_through`, for `git var`, puts the pair back).
+    #[test]
+    fn variables_beat_the_pairs_they_replace() {
+        use std::os::unix::fs::PermissionsExt;
+        const GITS: [&str; 2] = ["/usr/bin/git", "/usr/local/bin/git"];
+        let mut d = Defused::new(DefuseOptions::new(GitVersion::new(2, 47, 0)));
+        for (k, var) in catalogue::BEATEN_BY_ENV {
+            assert!(d.beaten_by_env(k.as_bytes()), "{k}: {var} is set");
+            assert!(
+                d.set_vars().iter().any(|(n, _)| n == var),
+                "{var} is in the set"
+            );
+        }
+        let params = d.config_parameters(d.config_pairs(), None).unwrap();
+        let params = params.to_string_lossy();
+        assert!(!params.contains("core.pager") && !params.contains("protocol.ext.allow"));
+        assert!(params.contains("core.fsmonitor"), "other pairs travel");
+        d.pass_through(&["GIT_PAGER"]);
+        let params = d.config_parameters(d.config_pairs(), None).unwrap();
+        assert!(params.to_string_lossy().contains("'core.pager'='cat'"));
+        let mut ran = 0;
+        for g in GITS {
+            if !Path::new(g).exists() {
+                assert!(
+                    std::env::var("CI").as_deref() != Ok("true"),
+                    "{g} is missing (CI=true: every git must be tested)"
+                );
+                eprintln!("SKIPPED for {g}: not installed on this machine");
+                continue;
+            }
+            let t = tempfile::tempdir().unwrap();
+            let repo = t.path().join("r");
+            let marker = t.path().join("ran");
+            let prog = t.path().join("prog");
+            std::fs::write(
+                &prog,
+                format!(
+                    "#!/bin/sh
+touch '{}'
+echo x
+",
+                    marker.display()
+                ),
+            )
+            .unwrap();
+            std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let git = |env: &[(&str, &str)], args: &[&str], stdin: &str| {
+                use std::io::Write;
+                let mut cmd = Command::new(g);
+                cmd.env_clear()
+                    .env("PATH", "/usr/bin:/bin")
+                    .env("HOME", t.path())
+                    .env("GIT_CONFIG_NOSYSTEM", "1")
+                    .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                    .env("GIT_TERMINAL_PROMPT", "0")
+                    .current_dir(&repo)
+                    .args(args)
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped());
+                for (k, v) in env {
+                    cmd.env(k, v);
+                }
+                let mut child = cmd.spawn().unwrap();
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(stdin.as_bytes())
+                    .unwrap();
+                child.wait_with_output().unwrap()
+            };
+            std::fs::create_dir_all(&repo).unwrap();
+            assert!(git(&[], &["init", "-q"], "").status.success());
+            let p = prog.to_str().unwrap();
+            for (k, v) in [
+                ("core.pager", p),
+                ("core.askPass", p),
+                ("protocol.ext.allow", "always"),
+            ] {
+                assert!(git(&[], &["config", k, v], "").status.success());
+            }
+            // core.pager: the pager git would run is the variable's.
+            let pager = |env: &[(&str, &str)]| {
+                String::from_utf8(git(env, &["var", "GIT_PAGER"], "").stdout).unwrap()
+            };
+            assert_eq!(pager(&[("GIT_PAGER", "cat")]).trim(), "cat", "{g}");
+            assert_eq!(pager(&[]).trim(), p, "{g}: control, the repository's pager");
+            // core.askPass: a credential prompt runs no program with GIT_ASKPASS set empty.
+            let ask = "protocol=https\nhost=example.invalid\n\n";
+            let _ = git(&[("GIT_ASKPASS", "")], &["credential", "fill"], ask);
+            assert!(!marker.exists(), "{g}: core.askPass ran under GIT_ASKPASS=");
+            let _ = git(&[], &["credential", "fill"], ask);
+            assert!(
+                marker.exists(),
+                "{g}: control, core.askPass runs without it"
+            );
+            std::fs::remove_file(&marker).unwrap();
+            // protocol.ext.allow: the allow list alone decides.
+            let ext = format!("ext::{p} %S");
+            let _ = git(
+                &[("GIT_ALLOW_PROTOCOL", "https:ssh:file")],
+                &["ls-remote", &ext],
+                "",
+            );
+            assert!(!marker.exists(), "{g}: ext:: ran under GIT_ALLOW_PROTOCOL");
+            let _ = git(&[], &["ls-remote", &ext], "");
+            assert!(marker.exists(), "{g}: control, ext:: runs without it");
+            ran += 1;
+        }
+        assert!(ran > 0, "no git to test against");
+    }
+
     /// `config_parameters` is byte for byte what git itself leaves in `GIT_CONFIG_PARAMETERS`
     /// after reading the same pairs as `-c`, after an inherited value; checked against each
     /// real git (an alias prints the variable; its own pair, pushed last, is cut off).
@@ -1015,7 +1143,7 @@ mod tests {
                 .env("PATH", "/usr/bin:/bin")
                 .env("GIT_CONFIG_PARAMETERS", inherited)
                 .current_dir("/");
-            for (k, v) in d.config_pairs() {
+            for (k, v) in d.config_pairs().iter().filter(|(k, _)| !d.beaten_by_env(k)) {
                 cmd.arg("-c").arg(format!("{k}={v}"));
             }
             let alias = "!printf %s \"$GIT_CONFIG_PARAMETERS\"";
