@@ -321,3 +321,51 @@ fn a_submodule_git_dir_made_under_another_entry_or_the_common_modules_is_an_erro
         }
     }
 }
+
+/// A submodule git dir under the session's own entry that the baseline holds (initialised
+/// before the pin) is compared with the pin as before: a program-running key planted in it
+/// is an error (`worktree_entry_changed`, as before), put back with `--restore`, and never the info line. Positive control: plain
+/// git in the submodule runs it.
+#[test]
+fn a_pinned_submodule_git_dir_under_the_session_entry_is_still_compared() {
+    for g in common::gits() {
+        let w = common::world();
+        git(&w, &g, &w.own(), &["submodule", "update", "-q", "--init"]);
+        w.pin();
+        let (code, ev) = w.check(false);
+        assert_eq!(code, 0, "{}: {ev:#?}", g.display());
+        assert!(ev.is_empty(), "pinned: no info line: {ev:#?}");
+        let sub_wt = w.own().join("sub");
+        let marker = w.root().join("ran");
+        let prog = w.root().join("prog.sh");
+        program(&prog, &marker);
+        git(
+            &w,
+            &g,
+            &sub_wt,
+            &["config", "core.fsmonitor", prog.to_str().unwrap()],
+        );
+        run(&w, &g, &sub_wt, &["status", "--short"]);
+        assert!(marker.exists(), "{}: the fsmonitor ran", g.display());
+        let cfg = sub_git_dir(&w).join("config");
+        let (code, ev) = w.check(true);
+        assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+        assert!(
+            ev.iter()
+                .any(|e| e["event"] == "worktree_entry_changed"
+                    && e["path"] == cfg.to_str().unwrap()),
+            "{}: {ev:#?}",
+            g.display()
+        );
+        assert!(
+            !kinds(&ev).contains(&"session_submodule_git_dir"),
+            "{ev:#?}"
+        );
+        assert!(
+            !std::fs::read_to_string(&cfg)
+                .unwrap()
+                .contains(prog.to_str().unwrap()),
+            "restored from the pin"
+        );
+    }
+}

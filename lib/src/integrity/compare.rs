@@ -1098,7 +1098,8 @@ pub(super) fn compare(
     // agent built, R23-8).
     let pinned_subs = module_git_dirs(&state.entries);
     let mut subs = pinned_subs.clone();
-    subs.extend(module_git_dirs(&snap.entries));
+    let snap_subs = module_git_dirs(&snap.entries);
+    subs.extend(snap_subs.iter().cloned());
     // A submodule git dir of the baseline without its `worktrees` key: pinned by a build
     // that did not walk the submodules' linked worktree entries (each submodule git dir's
     // `worktrees` is recorded, absent or not, since).
@@ -1122,9 +1123,14 @@ pub(super) fn compare(
     // Submodule git dirs made during the turn under the session's own worktree entry
     // (`git submodule update --init` in the session's worktree): the agent's own
     // repositories, audited (`session_modules`), not compared.
-    let agent_subs =
-        session_module_git_dirs(common, &state.entries, &snap.entries, &pinned_subs, &own);
-    let snap_subs = module_git_dirs(&snap.entries);
+    let agent_subs = session_module_git_dirs(
+        common,
+        &state.entries,
+        &snap.entries,
+        &snap_subs,
+        &pinned_subs,
+        &own,
+    );
     let agents = |k: &str| -> bool {
         if agent_subs.is_empty() {
             return false;
@@ -1147,6 +1153,9 @@ pub(super) fn compare(
         // `modules/a` of a submodule named `a/b`); or the session's own entry's `modules`
         // folder made during the turn and empty (what is left when an armed one was moved
         // aside: nothing git reads).
+        if !(matches!(before, Node::Absent) && now.is_some_and(Node::is_dir)) {
+            return false;
+        }
         let Some(id) = worktree_id(k) else {
             return false;
         };
@@ -1158,9 +1167,7 @@ pub(super) fn compare(
                 .range::<str, _>((std::ops::Bound::Excluded(k), std::ops::Bound::Unbounded))
                 .next()
                 .is_none_or(|(n, _)| !n.starts_with(&format!("{m}/")));
-        matches!(before, Node::Absent)
-            && now.is_some_and(Node::is_dir)
-            && (k == m || k.starts_with(&format!("{m}/")))
+        (k == m || k.starts_with(&format!("{m}/")))
             && (empty_own_modules
                 || agent_subs
                     .iter()
@@ -1459,16 +1466,18 @@ pub(super) fn compare(
 /// `config`) that the baseline lacks, below no submodule git dir of the baseline, and that
 /// git would enter as one (`HEAD`, `objects/`, `refs/`: [`crate::audit::looks_like_git_dir`];
 /// a folder git would not enter is compared as every other new folder is). Relative to the
-/// common dir. Those nested in one another are all listed.
+/// common dir. Those nested in one another are all listed. `now_subs`: [`module_git_dirs`]
+/// of `now`.
 pub(super) fn session_module_git_dirs(
     common: &Path,
     before: &BTreeMap<String, Node>,
     now: &BTreeMap<String, Node>,
+    now_subs: &BTreeSet<String>,
     pinned: &BTreeSet<String>,
     own: &dyn Fn(&str) -> bool,
 ) -> BTreeSet<String> {
-    module_git_dirs(now)
-        .into_iter()
+    now_subs
+        .iter()
         .filter(|g| {
             let Some(id) = worktree_id(g) else {
                 return false;
@@ -1482,6 +1491,7 @@ pub(super) fn session_module_git_dirs(
                 && matches!(now.get(&format!("worktrees/{id}")), Some(Node::Dir { .. }))
                 && crate::audit::looks_like_git_dir(&common.join(g))
         })
+        .cloned()
         .collect()
 }
 
