@@ -92,6 +92,11 @@ pub enum EventKind {
     /// A repository behind a gitlink of the index (an embedded repository the owner's
     /// `git status` recurses into) is armed: a hook, a program-running key, a redirect.
     EmbeddedRepositoryArmed,
+    /// A submodule git dir made during the turn under the session's own worktree entry
+    /// (`worktrees/<id>/modules/<name>`: `git submodule update --init` in the session's
+    /// worktree): the agent's own repository, audited and found clean (info; an armed one is
+    /// `embedded_repository_armed`).
+    SessionSubmoduleGitDir,
     /// An index holds an entry whose path git's `verify_path` refuses (`..`, an absolute
     /// path, a `.git` component): the owner's `git checkout -- .` writes it outside the work
     /// tree or into the git dir, `git commit -a` hashes the file it names.

@@ -442,7 +442,7 @@ fn skipped_note(r: &mut Report, dot_git: &Path, why: &str) {
 /// git's `is_git_directory` (setup.c): a valid `HEAD` ([`valid_head`]) and `objects/` and
 /// `refs/` — in the common dir when a `commondir` file names one. git skips a `.git` folder
 /// that fails this and climbs to the parent folder.
-fn looks_like_git_dir(p: &Path) -> bool {
+pub(crate) fn looks_like_git_dir(p: &Path) -> bool {
     if !valid_head(&p.join("HEAD")) {
         return false;
     }

@@ -163,7 +163,7 @@ pub fn check_with_roots_swept(
             BTreeMap::new()
         }
     };
-    let mut diffs = compare(state, &snap, &layout, session.is_some());
+    let (mut diffs, agent_subs) = compare(state, &snap, &layout, session.is_some());
     // In-progress operations that name a program: reported and set aside whole.
     let (armed, problems) = in_progress_diffs(state, &root, &snap.entries);
     diffs.extend(armed);
@@ -315,6 +315,43 @@ pub fn check_with_roots_swept(
             emb.findings.push(f);
         }
     }
+    // The submodule git dirs made in the turn under the session's own worktree entry: the
+    // agent's own repositories, judged as nested ones are; clean, an info line each.
+    let agent_dirs: Vec<PathBuf> = agent_subs.iter().map(|r| common.join(r)).collect();
+    let mut armed_subs: Vec<PathBuf> = Vec::new();
+    if let (false, Some(sd)) = (agent_dirs.is_empty(), state.session_dir.as_deref()) {
+        let judged = super::session_modules::judge(&agent_dirs, sd, &mut cache);
+        emb.problems.extend(judged.problems);
+        for (g, f) in judged.findings {
+            if !armed_subs.contains(&g) {
+                armed_subs.push(g);
+            }
+            if !emb
+                .findings
+                .iter()
+                .any(|e| e.rule == f.rule && e.path == f.path && e.message == f.message)
+            {
+                emb.findings.push(f);
+            }
+        }
+        for g in &agent_dirs {
+            if armed_subs.iter().any(|a| g.starts_with(a)) {
+                continue;
+            }
+            emit(
+                mk(
+                    EventKind::SessionSubmoduleGitDir,
+                    format!(
+                        "{}: submodule git dir made in the session's worktree entry (the agent's own repository: audited, not compared)",
+                        g.display()
+                    ),
+                )
+                .path(g)
+                .with("level", "info")
+                .with("action", "none"),
+            );
+        }
+    }
     for (path, why) in &emb.problems {
         outcome = Outcome::Incomplete;
         emit(
@@ -360,6 +397,34 @@ pub fn check_with_roots_swept(
                             format!("{}: cannot move it aside: {e}", f.path.display()),
                         )
                         .path(&f.path),
+                    );
+                }
+            }
+        }
+    }
+    // An armed one, with `--restore`: moved aside whole (the outermost), never deleted.
+    if opts.restore {
+        for g in &armed_subs {
+            if armed_subs.iter().any(|a| a != g && g.starts_with(a)) {
+                continue; // moved aside with its parent
+            }
+            match set_aside(&mut q_special, g) {
+                Ok(to) => emit(
+                    mk(
+                        EventKind::Quarantined,
+                        format!("{}: moved aside to {}", g.display(), to.display()),
+                    )
+                    .path(g)
+                    .with("quarantined_to", to.display().to_string()),
+                ),
+                Err(e) => {
+                    outcome = Outcome::Incomplete;
+                    emit(
+                        mk(
+                            EventKind::RestoreFailed,
+                            format!("{}: cannot move it aside: {e}", g.display()),
+                        )
+                        .path(g),
                     );
                 }
             }
@@ -1013,7 +1078,7 @@ pub(super) fn compare(
     snap: &Snapshot,
     layout: &BTreeMap<String, WorktreeEntry>,
     has_session: bool,
-) -> Vec<Diff> {
+) -> (Vec<Diff>, BTreeSet<String>) {
     let common = &state.common_dir;
     let sd = state.session_dir.as_deref();
     let now_wt = worktree_baselines(common, &snap.entries, layout, sd);
@@ -1033,7 +1098,8 @@ pub(super) fn compare(
     // agent built, R23-8).
     let pinned_subs = module_git_dirs(&state.entries);
     let mut subs = pinned_subs.clone();
-    subs.extend(module_git_dirs(&snap.entries));
+    let snap_subs = module_git_dirs(&snap.entries);
+    subs.extend(snap_subs.iter().cloned());
     // A submodule git dir of the baseline without its `worktrees` key: pinned by a build
     // that did not walk the submodules' linked worktree entries (each submodule git dir's
     // `worktrees` is recorded, absent or not, since).
@@ -1053,6 +1119,59 @@ pub(super) fn compare(
                     && commondir_is_gits(snap.entries.get(&format!("{e}/commondir")))
             }
         }
+    };
+    // Submodule git dirs made during the turn under the session's own worktree entry
+    // (`git submodule update --init` in the session's worktree): the agent's own
+    // repositories, audited (`session_modules`), not compared.
+    let agent_subs = session_module_git_dirs(
+        common,
+        &state.entries,
+        &snap.entries,
+        &snap_subs,
+        &pinned_subs,
+        &own,
+    );
+    let agents = |k: &str| -> bool {
+        if agent_subs.is_empty() {
+            return false;
+        }
+        let below =
+            |m: &str| k == m || (k.starts_with(m) && k.as_bytes().get(m.len()) == Some(&b'/'));
+        // The innermost submodule git dir `k` is in must be one of the agent's: a git dir
+        // below one of them that git would not enter is compared as before.
+        match snap_subs
+            .iter()
+            .filter(|m| below(m))
+            .max_by_key(|m| m.len())
+        {
+            Some(m) => agent_subs.contains(m),
+            None => false,
+        }
+    };
+    let agents_parent = |k: &str, before: &Node, now: Option<&Node>| -> bool {
+        // A folder made during the turn on the way to one of them (`worktrees/<id>/modules`,
+        // `modules/a` of a submodule named `a/b`); or the session's own entry's `modules`
+        // folder made during the turn and empty (what is left when an armed one was moved
+        // aside: nothing git reads).
+        if !(matches!(before, Node::Absent) && now.is_some_and(Node::is_dir)) {
+            return false;
+        }
+        let Some(id) = worktree_id(k) else {
+            return false;
+        };
+        let m = format!("worktrees/{id}/modules");
+        let empty_own_modules = k == m
+            && own(id)
+            && snap
+                .entries
+                .range::<str, _>((std::ops::Bound::Excluded(k), std::ops::Bound::Unbounded))
+                .next()
+                .is_none_or(|(n, _)| !n.starts_with(&format!("{m}/")));
+        (k == m || k.starts_with(&format!("{m}/")))
+            && (empty_own_modules
+                || agent_subs
+                    .iter()
+                    .any(|c| c.starts_with(k) && c.as_bytes().get(k.len()) == Some(&b'/')))
     };
     let absent = Node::Absent;
     // Every key of the baseline and of now, in order: one merge of the two sorted maps.
@@ -1111,6 +1230,9 @@ pub(super) fn compare(
         if own_skip {
             // The session's own entry: its files may change; its layout is checked below.
             // Extra names (hooks/, config) are still planted.
+            continue;
+        }
+        if !not_plain && (agents(k) || agents_parent(k, before, now)) {
             continue;
         }
         // The session's own entry of a submodule git dir: its per-worktree state may change
@@ -1335,7 +1457,42 @@ pub(super) fn compare(
         });
     }
     diffs.sort_by(|a, b| a.key.cmp(&b.key));
-    diffs
+    (diffs, agent_subs)
+}
+
+/// The submodule git dirs made during the turn under the session's own worktree entry
+/// (`worktrees/<id>/modules/**`, `own(id)`: the entry whose `gitdir` names a worktree in the
+/// session folder, as the comparison decides it): a git dir of the snapshot (`HEAD` or
+/// `config`) that the baseline lacks, below no submodule git dir of the baseline, and that
+/// git would enter as one (`HEAD`, `objects/`, `refs/`: [`crate::audit::looks_like_git_dir`];
+/// a folder git would not enter is compared as every other new folder is). Relative to the
+/// common dir. Those nested in one another are all listed. `now_subs`: [`module_git_dirs`]
+/// of `now`.
+pub(super) fn session_module_git_dirs(
+    common: &Path,
+    before: &BTreeMap<String, Node>,
+    now: &BTreeMap<String, Node>,
+    now_subs: &BTreeSet<String>,
+    pinned: &BTreeSet<String>,
+    own: &dyn Fn(&str) -> bool,
+) -> BTreeSet<String> {
+    now_subs
+        .iter()
+        .filter(|g| {
+            let Some(id) = worktree_id(g) else {
+                return false;
+            };
+            g.starts_with(&format!("worktrees/{id}/modules/"))
+                && own(id)
+                && !before.contains_key(g.as_str())
+                && !pinned
+                    .iter()
+                    .any(|p| g.starts_with(p.as_str()) && g.as_bytes().get(p.len()) == Some(&b'/'))
+                && matches!(now.get(&format!("worktrees/{id}")), Some(Node::Dir { .. }))
+                && crate::audit::looks_like_git_dir(&common.join(g))
+        })
+        .cloned()
+        .collect()
 }
 
 /// Move `p` (a FIFO, socket or device) into the run's quarantine without opening it: a

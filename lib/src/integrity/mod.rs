@@ -35,6 +35,7 @@ pub mod packs;
 pub mod rerere;
 pub mod scanlink;
 pub mod scanlink_key;
+pub mod session_modules;
 pub mod state;
 pub mod stores;
 pub mod tool;
