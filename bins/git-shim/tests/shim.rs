@@ -1717,7 +1717,9 @@ fn rt24_a_fifo_in_place_of_the_pin_or_a_cache_does_not_hang() {
     let g = &gits()[0];
     let w = World::new(g, "");
     let dir = w.home.join("pinned");
+    // Installed by the owner whose home the world is (`~/` in the policy, the state folder).
     let out = Command::new(env!("CARGO_BIN_EXE_git-shim"))
+        .env("HOME", &w.home)
         .arg("--install")
         .arg(&dir)
         .arg("--policy")
@@ -1798,4 +1800,99 @@ fn walk_files(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// `~/` in a pinned policy is the owner's home recorded by `--install`, never the caller's
+/// `HOME` (twenty-ninth red-team pass, W2: with `HOME` set to a folder of its own the agent
+/// moved the audit log, the state folder's version probe and the session's worktree folder
+/// there). Positive control: plain git makes the worktree the shim refuses.
+#[test]
+fn the_callers_home_does_not_move_a_pinned_policy() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        let policy = w.home.join("etc/tilde.toml");
+        std::fs::write(
+            &policy,
+            format!(
+                "session = \"s1\"\nrepo = \"~/src/proj\"\nreal_git = \"{}\"\naudit_log = \"~/var/tilde.log\"\n",
+                g.display()
+            ),
+        )
+        .unwrap();
+        let pinned = w.home.join("tilde-bin");
+        let o = Command::new(env!("CARGO_BIN_EXE_git-shim"))
+            .env("HOME", &w.home)
+            .args(["--install", pinned.to_str().unwrap(), "--policy"])
+            .arg(&policy)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let pin = std::fs::read_to_string(pinned.join("git-shim.policy")).unwrap();
+        assert_eq!(
+            pin,
+            format!("{}\nhome={}\n", policy.display(), w.home.display())
+        );
+        // The agent's own home, with a state folder and a log of its own.
+        let agent = w.home.parent().unwrap().join("agent");
+        std::fs::create_dir_all(agent.join("var")).unwrap();
+        let outside = agent.join("src/proj-worktrees/s1/w");
+        let run = |args: &[&str]| {
+            let mut c = Command::new(pinned.join("git"));
+            w.env(&mut c);
+            c.current_dir(&w.repo)
+                .env("HOME", &agent)
+                .args(args)
+                .output()
+                .unwrap()
+        };
+        let o = run(&[
+            "worktree",
+            "add",
+            "-q",
+            outside.to_str().unwrap(),
+            "-b",
+            "t1",
+        ]);
+        assert_eq!(o.status.code(), Some(121), "{g:?}: {o:?}");
+        assert!(!outside.exists());
+        let o = run(&["rev-parse", "HEAD"]);
+        assert!(o.status.success(), "{o:?}");
+        assert!(
+            !agent.join("var/tilde.log").exists(),
+            "no event in the agent's log"
+        );
+        let log = std::fs::read_to_string(w.home.join("var/tilde.log")).unwrap();
+        assert!(
+            log.contains("rev-parse") && log.contains("worktree"),
+            "{log}"
+        );
+        assert!(
+            !agent.join(".local").exists(),
+            "no state folder under the agent's home"
+        );
+        // A pin without the home line (an older install, or edited) is refused, not read
+        // with the caller's HOME.
+        std::fs::write(
+            pinned.join("git-shim.policy"),
+            format!("{}\n", policy.display()),
+        )
+        .unwrap();
+        let o = run(&["rev-parse", "HEAD"]);
+        assert_eq!(o.status.code(), Some(124), "{o:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("re-run git-shim --install"));
+        // Positive control: plain git makes that worktree.
+        let o = Command::new(&g)
+            .current_dir(&w.repo)
+            .args([
+                "worktree",
+                "add",
+                "-q",
+                outside.to_str().unwrap(),
+                "-b",
+                "t2",
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success() && outside.exists(), "{o:?}");
+    }
 }

@@ -105,10 +105,40 @@ const KEEP: &[&str] = &[
 ];
 
 /// Where the policy comes from: the file, and for a pinned policy the cache of its validated
-/// form beside the pin.
+/// form beside the pin and the owner's home folder recorded by `--install`.
 pub struct PolicySource {
     pub file: PathBuf,
     pub cache: Option<PathBuf>,
+    /// The home folder `~/` means in the policy (its paths, the default state folder): for a
+    /// pinned policy the one `--install` recorded, never the caller's `HOME` — the agent sets
+    /// that, and with it could move the audit log, the state folder (the version probe) and
+    /// the session's worktree folder into its own (twenty-ninth red-team pass, W2). `None`:
+    /// `HOME` (a policy named by `GITWARD_POLICY`, which the caller chooses anyway).
+    pub home: Option<PathBuf>,
+}
+
+impl PolicySource {
+    /// The home folder the policy is read with (see [`PolicySource::home`]).
+    pub fn home(&self) -> PathBuf {
+        self.home.clone().unwrap_or_else(home)
+    }
+}
+
+/// The pin's text: the policy file's path, then `home=` and the owner's home folder, one a
+/// line. `None` for any other text (a pin written before the home line, or edited).
+fn parse_pin(text: &str) -> Option<(PathBuf, PathBuf)> {
+    let mut lines = text.strip_suffix('\n')?.split('\n');
+    let (file, home) = (lines.next()?, lines.next()?.strip_prefix("home=")?);
+    let ok = |p: &str| !p.is_empty() && p.starts_with('/');
+    (lines.next().is_none() && ok(file) && ok(home)).then(|| (file.into(), home.into()))
+}
+
+/// The pin's text for `file` and `home` ([`parse_pin`]'s inverse); `None` where a path cannot
+/// be written so (not UTF-8, not absolute, or holding a line break).
+fn pin_text(file: &Path, home: &Path) -> Option<String> {
+    let (f, h) = (file.to_str()?, home.to_str()?);
+    let text = format!("{f}\nhome={h}\n");
+    (parse_pin(&text)? == (file.to_path_buf(), home.to_path_buf())).then_some(text)
 }
 
 /// Find the policy file: pinned beside the running binary, else `GITWARD_POLICY`.
@@ -122,10 +152,19 @@ pub fn policy_path() -> Result<PolicySource, ShimError> {
         });
         match text {
             Ok(s) => {
+                let Some((file, home)) = parse_pin(&s) else {
+                    let source = std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "not a policy path and a home= line (written by an older \
+                         git-shim --install, or edited): re-run git-shim --install",
+                    );
+                    return Err(ShimError::Pinned { path: pin, source });
+                };
                 return Ok(PolicySource {
-                    file: PathBuf::from(s.trim_end_matches('\n')),
+                    file,
                     cache: Some(dir.join(POLICY_CACHE)),
-                })
+                    home: Some(home),
+                });
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(source) => return Err(ShimError::Pinned { path: pin, source }),
@@ -136,6 +175,7 @@ pub fn policy_path() -> Result<PolicySource, ShimError> {
         .map(|f| PolicySource {
             file: PathBuf::from(f),
             cache: None,
+            home: None,
         })
         .ok_or(ShimError::NoPolicy)
 }
@@ -282,12 +322,14 @@ fn home() -> PathBuf {
 
 /// Load the session's policy the way the shim does.
 pub fn load_policy() -> Result<Policy, ShimError> {
-    load_policy_from(&policy_path()?, &home())
+    let src = policy_path()?;
+    load_policy_from(&src, &src.home())
 }
 
 /// [`load_policy`] with what the policy cache also held (the real git's probe).
 fn load_policy_for_call() -> Result<LoadedPolicy, ShimError> {
-    load_policy_cached(&policy_path()?, &home())
+    let src = policy_path()?;
+    load_policy_cached(&src, &src.home())
 }
 
 /// Everything a call needs, set up once.
@@ -1131,15 +1173,23 @@ pub fn install_binary(
         let pin = dir.join(PINNED_POLICY);
         let cache = dir.join(POLICY_CACHE);
         let _ = std::fs::remove_file(&cache);
+        // The owner's home, as `~/` in the policy means at install: recorded in the pin, so
+        // that a call reads the policy with it whatever `HOME` the caller has.
+        let owner_home = home();
+        let text = pin_text(&p, &owner_home).ok_or_else(|| ShimError::Io {
+            path: pin.clone(),
+            what: "cannot pin the policy: its path and HOME must be absolute UTF-8 paths without line breaks",
+            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        })?;
         let loaded = load_policy_from(
             &PolicySource {
                 file: p.clone(),
                 cache: Some(cache),
+                home: Some(owner_home.clone()),
             },
-            &home(),
+            &owner_home,
         )?;
-        std::fs::write(&pin, format!("{}\n", p.display()))
-            .map_err(io(&pin, "cannot pin the policy"))?;
+        std::fs::write(&pin, text).map_err(io(&pin, "cannot pin the policy"))?;
         // Find the real git as the installed shim will (skipping the shim itself).
         let path_var = std::env::var_os("PATH").unwrap_or_default();
         let mut dirs = vec![dir.to_path_buf()];
@@ -1150,7 +1200,7 @@ pub fn install_binary(
         let probe =
             GitProbe::probe_cached_with(&git, md.as_ref(), Some(&loaded.state_dir.join("probe")))?;
         // The installed shim's first call then reads one file: the policy and this probe.
-        if let (Some(md), Some(key)) = (&md, cache_key(&p, &home())) {
+        if let (Some(md), Some(key)) = (&md, cache_key(&p, &owner_home)) {
             let entry = CachedProbe {
                 key: GitProbe::cache_key(md),
                 probe,

@@ -487,6 +487,7 @@ fn the_policy_cache_follows_the_file() {
     let src = PolicySource {
         file: file.clone(),
         cache: Some(home.join("bin/cache.json")),
+        home: Some(home.clone()),
     };
     let first = load_policy_from(&src, &home).unwrap();
     assert!(home.join("bin/cache.json").exists());
@@ -1379,6 +1380,7 @@ fn the_policy_cache_holds_the_probe_of_the_git_it_found() {
     let src = PolicySource {
         file: file.clone(),
         cache: Some(cache.clone()),
+        home: Some(home.clone()),
     };
     let held = |src: &PolicySource| {
         let l = load_policy_cached(src, &home).unwrap();
@@ -1435,4 +1437,32 @@ fn the_policy_cache_holds_the_probe_of_the_git_it_found() {
     )
     .unwrap();
     assert_eq!(held(&src), None);
+}
+
+/// The pin holds the policy path and the owner's home, one a line; anything else is not a
+/// pin (an older one, an edited one) and the shim refuses it rather than read `~/` with the
+/// caller's `HOME`.
+#[test]
+fn the_pin_records_the_owners_home() {
+    use super::{parse_pin, pin_text};
+    let text = pin_text(Path::new("/etc/gw/s1.toml"), Path::new("/home/o")).unwrap();
+    assert_eq!(text, "/etc/gw/s1.toml\nhome=/home/o\n");
+    assert_eq!(
+        parse_pin(&text),
+        Some(("/etc/gw/s1.toml".into(), "/home/o".into()))
+    );
+    for bad in [
+        "/etc/gw/s1.toml\n",
+        "/etc/gw/s1.toml",
+        "/etc/gw/s1.toml\nhome=/home/o",
+        "/etc/gw/s1.toml\nhome=\n",
+        "/etc/gw/s1.toml\nhome=rel\n",
+        "rel.toml\nhome=/home/o\n",
+        "/etc/gw/s1.toml\nHOME=/home/o\n",
+        "/etc/gw/s1.toml\nhome=/home/o\nextra\n",
+    ] {
+        assert_eq!(parse_pin(bad), None, "{bad:?}");
+    }
+    assert_eq!(pin_text(Path::new("/a\nb"), Path::new("/h")), None);
+    assert_eq!(pin_text(Path::new("/a"), Path::new("rel")), None);
 }
