@@ -564,6 +564,26 @@ pub struct Enumeration {
     tolerated: Vec<Arc<Tolerated>>,
 }
 
+/// The last value of `key` (`section.name`, lower case, no subsection) in one config file's
+/// text, parsed as git parses it (sections, quoting, escapes, continuation lines, comments;
+/// `None` for a key without `=`), without following includes: for the layout questions the
+/// integrity checks ask of a git dir's own `config` (`core.worktree`), where the file is the
+/// agent's to write and a line scan would take `[foo] worktree = x` or a quoted `#` wrongly.
+/// A file git would reject (a bad line) answers from the lines before it, as git stops there.
+pub fn last_value_in_file(bytes: &[u8], key: &str) -> Option<String> {
+    let events = match parse::parse(bytes) {
+        Ok(e) => e,
+        Err((e, _)) => e,
+    };
+    events.iter().rev().find_map(|ev| match ev {
+        parse::Event::Entry(e) if e.key == key.as_bytes() => e
+            .value
+            .as_ref()
+            .map(|v| String::from_utf8_lossy(v).into_owned()),
+        _ => None,
+    })
+}
+
 /// Enumerate every config value git may read under `opts`. Runs no program.
 pub fn enumerate(opts: &Options) -> Result<Enumeration, ConfigError> {
     read::Loader::new(opts).run()

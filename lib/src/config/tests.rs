@@ -1311,3 +1311,28 @@ fn files_below_the_common_dir_read_as_the_slow_path_reads_them() {
     let err = enumerate(&o).unwrap_err();
     assert!(matches!(err, ConfigError::NotAFile { .. }), "{err}");
 }
+
+/// `last_value_in_file` answers as git reads one file: the section counts, the last value
+/// wins, quotes and escapes are git's, a comment is not a value.
+#[test]
+fn last_value_in_file_reads_as_git_does() {
+    use super::last_value_in_file as last;
+    let text = b"[foo]\n\tworktree = /not/this\n[core]\n\tworktree = \"../a b\" ; c\n\
+                 [core]\nworktree=/last # comment\n[other]\nworktree = /neither\n";
+    assert_eq!(last(text, "core.worktree").as_deref(), Some("/last"));
+    assert_eq!(
+        last(b"[core]\n\tWorkTree = \"x\\\"y\"\n", "core.worktree").as_deref(),
+        Some("x\"y")
+    );
+    assert_eq!(last(b"[foo]\nworktree = /x\n", "core.worktree"), None);
+    assert_eq!(last(b"[core]\nworktree\n", "core.worktree"), None);
+    // git stops at a bad line: what came before it stands.
+    assert_eq!(
+        last(
+            b"[core]\nworktree = /a\n[bad\nworktree = /b\n",
+            "core.worktree"
+        )
+        .as_deref(),
+        Some("/a")
+    );
+}

@@ -1031,13 +1031,7 @@ fn submodule_indexes(common: &Path) -> Result<Vec<(PathBuf, PathBuf)>, (PathBuf,
     for g in super::rerere::module_git_dirs(&common.join("modules"))? {
         let worktree = crate::audit::special::read_regular(&g.join("config"), 1 << 20)
             .ok()
-            .and_then(|b| {
-                String::from_utf8_lossy(&b).lines().find_map(|l| {
-                    let (k, v) = l.trim().split_once('=')?;
-                    (k.trim().eq_ignore_ascii_case("worktree"))
-                        .then(|| v.trim().trim_matches('"').to_owned())
-                })
-            });
+            .and_then(|b| crate::config::last_value_in_file(&b, "core.worktree"));
         if let Some(w) = worktree {
             out.push((g.join("index"), super::normalize(&g.join(w))));
         }

@@ -414,13 +414,7 @@ fn work_tree_of(dir: &Path) -> Option<PathBuf> {
     }
     let configured = crate::audit::special::read_regular(&dir.join("config"), 1 << 20)
         .ok()
-        .and_then(|b| {
-            String::from_utf8_lossy(&b).lines().find_map(|l| {
-                let (k, v) = l.trim().split_once('=')?;
-                (k.trim().eq_ignore_ascii_case("worktree"))
-                    .then(|| v.trim().trim_matches('"').to_owned())
-            })
-        });
+        .and_then(|b| crate::config::last_value_in_file(&b, "core.worktree"));
     if let Some(w) = configured {
         return Some(super::normalize(&dir.join(w)));
     }
