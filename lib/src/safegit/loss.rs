@@ -111,7 +111,23 @@ impl Runner {
         let out = child
             .wait_with_output()
             .map_err(|e| Unknown::Git(format!("git: {e}")))?;
-        let code = out.status.code().unwrap_or(-1);
+        let code = match out.status.code() {
+            Some(c) => c,
+            None => {
+                use std::os::unix::process::ExitStatusExt;
+                let sig = out.status.signal().unwrap_or(0);
+                // SIGXCPU: the bound of `super::cpu`, inherited from this process.
+                let why = if sig == nix::sys::signal::Signal::SIGXCPU as i32 {
+                    " (the CPU limit: --cpu-limit / SAFE_GIT_CPU_LIMIT)"
+                } else {
+                    ""
+                };
+                return Err(Unknown::Git(format!(
+                    "git {} was killed by signal {sig}{why}",
+                    args.join(" ")
+                )));
+            }
+        };
         Ok((code, out.stdout, out.stderr))
     }
 
