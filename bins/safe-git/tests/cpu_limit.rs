@@ -380,3 +380,48 @@ fn would_lose_work_says_cannot_tell_when_a_git_step_passes_the_bound() {
         "without the bound the spinning step should still run"
     );
 }
+
+/// `would-lose-work` does not read a tracked file further than something git produced is
+/// long: its own comparison of the 16 GiB sparse `big` (blob: one byte) reads none of it, so
+/// under a 2 s bound that hashing the file would pass, safe-git gets as far as its
+/// `git status` step — which re-hashes the file (git's racy-stat refresh) and ends by SIGXCPU:
+/// "cannot tell" (2), naming that step; were safe-git's own hashing to spin, safe-git itself
+/// would end by SIGXCPU (152) with nothing said. Positive control: `git hash-object` of the
+/// same file under the same bound ends by SIGXCPU (reading it costs more than the bound).
+#[test]
+fn would_lose_work_does_not_read_a_huge_sparse_file() {
+    let git = gits().pop().expect("a git");
+    let (t, repo) = spinning_repo(&git);
+    let out = safe_git(&t.path().join("home"), &git, t.path())
+        .args(["--cpu-limit", "2", "would-lose-work"])
+        .arg(&repo)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        err.contains("cannot tell: git status") && err.contains("killed by signal 24"),
+        "{err}"
+    );
+
+    let mut c = Command::new(&git);
+    c.arg("hash-object")
+        .arg(repo.join("big"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CPU, 2, 4)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let mut child = c.spawn().unwrap();
+    let st = wait_at_most(&mut child, WALL).expect("ends");
+    assert_eq!(
+        st.signal(),
+        Some(nix::sys::signal::Signal::SIGXCPU as i32),
+        "{st:?}"
+    );
+}
