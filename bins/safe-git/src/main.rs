@@ -24,11 +24,14 @@ EXAMPLES:
   safe-git worktree remove --force ../wt      remove a session's worktree
   safe-git --explain -C repo diff             show the environment and -c set, run nothing
   safe-git --git /usr/bin/git status          pick the real git explicitly
+  safe-git --cpu-limit 0 log -p               no CPU bound of safe-git's own (default 600 s)
 
 EXIT STATUS:
   git's own status when git ran; 120 usage, 121 not allowed, 122 layout cannot be vouched
   for, 123 config cannot be parsed or neutralised, 124 setup error (see docs/exit-codes.md).
-  would-lose-work: 0 nothing would be lost, 1 work would be lost (listed), 2 cannot tell.";
+  152 (128 + SIGXCPU): git, or safe-git itself, used up the CPU limit (--cpu-limit).
+  would-lose-work: 0 nothing would be lost, 1 work would be lost (listed), 2 cannot tell
+  (also when a git it runs passes the CPU limit).";
 
 /// Run git over an untrusted repository without running anything the repository, its
 /// includes, its submodules, its worktree config, a redirect or the caller's git
@@ -46,6 +49,11 @@ struct Cli {
     /// Format of --explain output.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     format: Format,
+    /// CPU seconds git may use (and safe-git before it: the same process), then the kernel
+    /// ends it with SIGXCPU (status 152); 0 = no bound of safe-git's own. A lower limit the
+    /// caller set (`ulimit -t`) is kept. [default: 600]
+    #[arg(long, env = "SAFE_GIT_CPU_LIMIT", value_name = "SECONDS")]
+    cpu_limit: Option<u64>,
     /// Append one JSON event per decision (git_allowed / git_refused) to this file.
     #[arg(long, env = "SAFE_GIT_EVENTS", value_name = "FILE")]
     events: Option<PathBuf>,
@@ -86,11 +94,21 @@ fn safe_git_main() {
         }
         return;
     }
+    // Before anything of the repository is read: the bound covers safe-git's own reads,
+    // the gits it runs as children, and the git it becomes (gitward::safegit::cpu).
+    let bound = match gitward::safegit::cpu::apply(cli.cpu_limit) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("safe-git: {e}");
+            gitward::exit::SETUP.exit();
+        }
+    };
     if cli.args.first().is_some_and(|a| a == "would-lose-work") {
-        would_lose_work(cli);
+        would_lose_work(cli, bound);
         return;
     }
-    let req = gitward::safegit::Request::from_process(cli.git, cli.args, cli.events);
+    let mut req = gitward::safegit::Request::from_process(cli.git, cli.args, cli.events);
+    req.cpu = Some(bound);
     match gitward::safegit::plan(&req) {
         Err(refusal) => {
             eprintln!("safe-git: {refusal}");
@@ -122,7 +140,7 @@ fn safe_git_main() {
 /// `safe-git would-lose-work [--format human|json] <worktree>`: exit 0 when removing the
 /// worktree would lose nothing, 1 with the list of what it would lose, 2 when a git step
 /// failed, or safe-git's refusal code.
-fn would_lose_work(cli: Cli) {
+fn would_lose_work(cli: Cli, bound: gitward::safegit::cpu::Bound) {
     let mut json = matches!(cli.format, Format::Json);
     let mut worktree = None;
     let mut it = cli.args.iter().skip(1);
@@ -143,7 +161,8 @@ fn would_lose_work(cli: Cli) {
     let Some(worktree) = worktree else {
         usage("name the worktree")
     };
-    let req = gitward::safegit::Request::from_process(cli.git, Vec::new(), cli.events);
+    let mut req = gitward::safegit::Request::from_process(cli.git, Vec::new(), cli.events);
+    req.cpu = Some(bound);
     use gitward::safegit::loss::{render, would_lose_work, Unknown};
     match would_lose_work(&req, &worktree) {
         Ok(losses) => {

@@ -111,7 +111,23 @@ impl Runner {
         let out = child
             .wait_with_output()
             .map_err(|e| Unknown::Git(format!("git: {e}")))?;
-        let code = out.status.code().unwrap_or(-1);
+        let code = match out.status.code() {
+            Some(c) => c,
+            None => {
+                use std::os::unix::process::ExitStatusExt;
+                let sig = out.status.signal().unwrap_or(0);
+                // SIGXCPU: the bound of `super::cpu`, inherited from this process.
+                let why = if sig == nix::sys::signal::Signal::SIGXCPU as i32 {
+                    " (the CPU limit: --cpu-limit / SAFE_GIT_CPU_LIMIT)"
+                } else {
+                    ""
+                };
+                return Err(Unknown::Git(format!(
+                    "git {} was killed by signal {sig}{why}",
+                    args.join(" ")
+                )));
+            }
+        };
         Ok((code, out.stdout, out.stderr))
     }
 
@@ -140,20 +156,83 @@ fn blob_id(data: &[u8]) -> Option<String> {
         .map(|h| h.to_hex().to_string())
 }
 
-/// A regular file's bytes, opened without following a link and without blocking on a fifo.
-fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+/// A regular file, opened without following a link and without blocking on a fifo, and its
+/// size.
+fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, u64)> {
     use nix::fcntl::OFlag;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
+    let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_NOCTTY).bits())
         .open(path)?;
-    if !f.metadata()?.is_file() {
+    let md = f.metadata()?;
+    if !md.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
+    Ok((f, md.len()))
+}
+
+/// A regular file's bytes, opened as [`open_regular`] does.
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    let (mut f, _) = open_regular(path)?;
     let mut v = Vec::new();
     std::io::Read::read_to_end(&mut f, &mut v)?;
     Ok(v)
+}
+
+/// The SHA-1 blob id of the `size` bytes `f` holds, read in pieces (nothing of the file is
+/// kept); `None` when the file does not hold exactly `size` bytes.
+fn blob_id_of_file(f: &mut std::fs::File, size: u64) -> std::io::Result<Option<String>> {
+    use std::io::Read;
+    let mut h = gix::hash::hasher(gix::hash::Kind::Sha1);
+    h.update(&gix::objs::encode::loose_header(
+        gix::objs::Kind::Blob,
+        size,
+    ));
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut seen = 0u64;
+    let mut limited = f.take(size.saturating_add(1));
+    loop {
+        let n = limited.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        seen += n as u64;
+        h.update(&buf[..n]);
+    }
+    if seen != size {
+        return Ok(None);
+    }
+    Ok(h.try_finalize().ok().map(|id| id.to_hex().to_string()))
+}
+
+/// At most `size` + 1 bytes of `f` from its start.
+fn read_at_most(f: &mut std::fs::File, size: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek};
+    f.rewind()?;
+    let mut v = Vec::new();
+    f.take(size.saturating_add(1)).read_to_end(&mut v)?;
+    Ok(v)
+}
+
+/// The size of each blob of `oids`, from one `cat-file --batch-check` (missing ones absent).
+fn blob_sizes(
+    r: &Runner,
+    oids: impl Iterator<Item = String>,
+) -> Result<std::collections::HashMap<String, u64>, Unknown> {
+    let input: String = oids.map(|o| o + "\n").collect();
+    if input.is_empty() {
+        return Ok(Default::default());
+    }
+    let out = r.ok(&["cat-file", "--batch-check"], Some(input.as_bytes()))?;
+    Ok(String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split(' ');
+            let (oid, kind, size) = (w.next()?, w.next()?, w.next()?);
+            (kind == "blob").then(|| Some((oid.to_owned(), size.parse().ok()?)))?
+        })
+        .collect())
 }
 
 /// Answer the question for `worktree` (a work tree folder, main or linked).
@@ -254,22 +333,42 @@ fn would_lose_work_at(req: &Request, worktree: &Path, depth: usize) -> Result<Ve
     // Each tracked file against what git would check out from its index entry: the same
     // bytes as the blob (no conversion), else the same bytes as `cat-file --filters` gives
     // (eol conversion, the owner's smudge filters). Flags and stat data play no part.
+    // A file is read only as far as something git produced is long: hashed when its size is
+    // its blob's, compared when its size is the checkout's. A tracked file grown to a huge
+    // sparse file (red team R17-3) is then "modified" without reading its holes, and no file
+    // is held in memory beyond the size of a blob or checkout git produced.
+    let sizes = blob_sizes(&r, files.iter().map(|(_, oid)| oid.clone()))?;
     for (path, oid) in &files {
         let full = r.worktree.join(path);
-        let Ok(bytes) = read_regular(&full) else {
-            out.push(Loss {
-                kind: "modified",
-                what: format!("{path} (unreadable)"),
-            });
+        let unreadable = || Loss {
+            kind: "modified",
+            what: format!("{path} (unreadable)"),
+        };
+        let Ok((mut f, size)) = open_regular(&full) else {
+            out.push(unreadable());
             continue;
         };
-        if blob_id(&bytes).as_deref() == Some(oid.as_str()) {
-            continue;
+        if sizes.get(oid) == Some(&size) {
+            match blob_id_of_file(&mut f, size) {
+                Ok(Some(id)) if id == *oid => continue,
+                Ok(_) => {}
+                Err(_) => {
+                    out.push(unreadable());
+                    continue;
+                }
+            }
         }
         let path_arg = format!("--path={path}");
         let same = match r.git(&["cat-file", "--filters", &path_arg, oid], None)? {
-            (0, checkout) => checkout == bytes,
-            // The index names a blob git cannot produce: the file is the only copy.
+            (0, checkout) if checkout.len() as u64 == size => match read_at_most(&mut f, size) {
+                Ok(bytes) => checkout == bytes,
+                Err(_) => {
+                    out.push(unreadable());
+                    continue;
+                }
+            },
+            // Another length, or the index names a blob git cannot produce (the file is
+            // then the only copy).
             _ => false,
         };
         if !same {
@@ -592,4 +691,40 @@ pub fn render(worktree: &Path, losses: &[Loss], json_format: bool) -> String {
         s.push_str(&format!("{}: {}\n", l.kind, l.what));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The file is hashed in pieces to what `git hash-object` gives for its bytes (one piece
+    /// and several), and a file that does not hold exactly the size asked for has no id.
+    #[test]
+    fn a_file_is_hashed_in_pieces_as_a_blob() {
+        let t = tempfile::tempdir().unwrap();
+        for len in [0usize, 1, 64 * 1024, 200_000] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            let p = t.path().join(format!("f{len}"));
+            std::fs::write(&p, &data).unwrap();
+            let (mut f, size) = open_regular(&p).unwrap();
+            assert_eq!(size, len as u64);
+            assert_eq!(blob_id_of_file(&mut f, size).unwrap(), blob_id(&data));
+            let (mut f, _) = open_regular(&p).unwrap();
+            assert_eq!(blob_id_of_file(&mut f, size + 1).unwrap(), None);
+            if len > 0 {
+                let (mut f, _) = open_regular(&p).unwrap();
+                assert_eq!(blob_id_of_file(&mut f, size - 1).unwrap(), None);
+            }
+            assert_eq!(read_at_most(&mut f, size).unwrap(), data);
+        }
+        // Known value: `printf x | git hash-object --stdin`.
+        std::fs::write(t.path().join("x"), "x").unwrap();
+        let (mut f, size) = open_regular(&t.path().join("x")).unwrap();
+        assert_eq!(
+            blob_id_of_file(&mut f, size).unwrap().as_deref(),
+            Some("c1b0730e0133447badcfd47fd144e254807b06e1")
+        );
+        // At most size + 1 bytes are read, whatever the file holds.
+        assert_eq!(read_at_most(&mut f, 0).unwrap(), b"x");
+    }
 }

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod args;
+pub mod cpu;
 pub mod gitlink_cache;
 pub mod gitlinks;
 pub mod locate;

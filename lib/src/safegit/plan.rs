@@ -34,6 +34,8 @@ pub struct Plan {
     pub cwd: PathBuf,
     pub inherited: Vec<(OsString, OsString)>,
     pub args: GitArgs,
+    /// The CPU bound this process (and so git) runs under ([`super::cpu`]), for `--explain`.
+    pub cpu: Option<super::cpu::Bound>,
 }
 
 impl Plan {
@@ -191,6 +193,7 @@ impl Plan {
             "env_set": env,
             "env_removed": removed,
             "argv": cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
+            "cpu_limit": self.cpu.map(|b| b.to_json()),
         });
         crate::url::redact_json(&mut v);
         v
@@ -210,6 +213,9 @@ impl Plan {
         let mut s = String::new();
         let _ = writeln!(s, "git:        {} ({})", self.git.display(), self.version);
         let _ = writeln!(s, "cwd:        {}", self.cwd.display());
+        if let Some(b) = &self.cpu {
+            let _ = writeln!(s, "cpu limit:  {}", b.describe());
+        }
         match &self.location {
             Some(l) => {
                 let _ = writeln!(s, "git dir:    {}", l.git_dir.display());
@@ -766,6 +772,7 @@ pub fn plan(req: &Request) -> Result<Plan, Refusal> {
         cwd: req.cwd.clone(),
         inherited: req.env.clone(),
         args: parsed,
+        cpu: req.cpu,
     })
 }
 
@@ -988,6 +995,7 @@ mod tests {
             env,
             cache_dir: Some(t.path().join("cache")),
             events: None,
+            cpu: None,
         };
         let plan = plan(&req).unwrap();
         let (path, argv, envp) = plan.exec_parts().unwrap();

@@ -22,6 +22,9 @@ pub struct Request {
     pub cache_dir: Option<PathBuf>,
     /// Event log (`--events` / `SAFE_GIT_EVENTS`).
     pub events: Option<PathBuf>,
+    /// The CPU bound set on this process ([`super::cpu::apply`]), for `--explain`; `None`
+    /// when the caller set none (a library use).
+    pub cpu: Option<super::cpu::Bound>,
 }
 
 impl Request {
@@ -48,6 +51,7 @@ impl Request {
             env,
             cache_dir,
             events,
+            cpu: None,
         }
     }
 
