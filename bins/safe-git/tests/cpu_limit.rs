@@ -425,3 +425,68 @@ fn would_lose_work_does_not_read_a_huge_sparse_file() {
         "{st:?}"
     );
 }
+
+/// Under a CPU bound git runs with no core file allowed (`SIGXCPU` would write one in the
+/// agent's work tree, the host script's environment in it); with `--cpu-limit 0` the
+/// inherited core limit is left as it was. Read from git's own `/proc/self/limits` through a
+/// stand-in git that answers the version probe and prints them for `rev-parse`.
+#[test]
+fn no_core_file_under_the_bound() {
+    use std::os::unix::fs::PermissionsExt;
+    let git = gits().pop().expect("a git");
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let repo = t.path().join("small");
+    assert!(Command::new(&git)
+        .args(["init", "-q"])
+        .arg(&repo)
+        .env("HOME", &home)
+        .status()
+        .unwrap()
+        .success());
+    let version = Command::new(&git).arg("--version").output().unwrap().stdout;
+    let fake = t.path().join("bin/git");
+    std::fs::create_dir_all(fake.parent().unwrap()).unwrap();
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in\n  *--version*) printf '%s' '{}'; exit 0;;\n  *rev-parse*) grep 'Max core file size' /proc/self/limits; exit 0;;\nesac\nexec '{}' \"$@\"\n",
+            String::from_utf8_lossy(&version),
+            git.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // safe-git starts with core files allowed (soft = the hard limit), so that a limit it
+    // set and one it left can be told apart.
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (_, core_hard) = getrlimit(Resource::RLIMIT_CORE).unwrap();
+    assert!(
+        core_hard > 0,
+        "core files cannot be allowed here: the test cannot tell"
+    );
+    let core_soft = |args: &[&str]| {
+        use std::os::unix::process::CommandExt;
+        let mut c = safe_git(&home, &fake, &repo);
+        c.args(args)
+            .args(["rev-parse", "HEAD"])
+            .stdout(Stdio::piped());
+        // SAFETY: only an async-signal-safe system call between fork and exec.
+        unsafe {
+            c.pre_exec(move || {
+                setrlimit(Resource::RLIMIT_CORE, core_hard, core_hard).map_err(std::io::Error::from)
+            });
+        }
+        let out = c.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let soft = text.split_whitespace().nth(4).unwrap_or("").to_owned();
+        (soft, text)
+    };
+    let (soft, text) = core_soft(&["--cpu-limit", "30"]);
+    assert_eq!(soft, "0", "{text}");
+    // Positive control: without a bound the allowed core size reaches git.
+    let (soft, text) = core_soft(&["--cpu-limit", "0"]);
+    assert_ne!(soft, "0", "{text}");
+    assert!(!soft.is_empty(), "{text}");
+}

@@ -79,12 +79,29 @@ pub fn apply(asked: Option<u64>) -> Result<Bound, String> {
         setrlimit(Resource::RLIMIT_CPU, set.0, set.1)
             .map_err(|e| format!("cannot set RLIMIT_CPU to {set:?}: {e}"))?;
     }
+    if set.0 != RLIM_INFINITY {
+        no_core_files()?;
+    }
     Ok(Bound {
         asked,
         default,
         inherited,
         set,
     })
+}
+
+/// No core file from a process the bound ends: `SIGXCPU`'s default action writes one, in the
+/// folder git runs in — the agent's work tree — with the host script's environment in it.
+/// The soft `RLIMIT_CORE` is set to 0 (the hard one is left: nothing is raised or lowered
+/// for good), whenever a CPU bound applies.
+fn no_core_files() -> Result<(), String> {
+    let (soft, hard) =
+        getrlimit(Resource::RLIMIT_CORE).map_err(|e| format!("cannot read RLIMIT_CORE: {e}"))?;
+    if soft != 0 {
+        setrlimit(Resource::RLIMIT_CORE, 0, hard)
+            .map_err(|e| format!("cannot set RLIMIT_CORE to 0: {e}"))?;
+    }
+    Ok(())
 }
 
 /// `600 s` or `none`.
