@@ -1053,3 +1053,211 @@ fn a_preimage_planted_for_a_pinned_merge_rr_in_an_untracked_nested_repository_is
         }
     }
 }
+
+/// Twenty-ninth pass (note `merge-rr-written-in-turn-one-warning`): during the turn the agent
+/// commits `.p` holding its text, writes `MERGE_RR` as `<id>\t.p` and plants the preimage of
+/// the conflict the owner's next merge will have. `.p` is a stage-0 index entry, so before
+/// this rule `check` raised the one `merge_rr` warning an honest conflicted merge raises. A
+/// record of a `MERGE_RR` written in the turn is git's own only where the index holds the
+/// path as conflicted (stages 1–3) or in its resolve-undo list: an error
+/// (`merge_rr-not-conflicted`) and the `MERGE_RR` and planted entry go aside. Positive
+/// control on both gits: the plain merge replays the agent's text into `f`.
+#[test]
+fn w29_a_merge_rr_written_in_the_turn_naming_no_conflicted_path_is_an_error() {
+    for g in common::gits() {
+        for missing in [false, true] {
+            let w = common::world();
+            owner_enables_rerere(&w);
+            let m = w.main();
+            add_conflict(&w, &m);
+            let (id, pre, _) = conflict_of(&w, &g, &m);
+            w.pin();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            // The turn.
+            std::fs::write(m.join(".p"), AGENT).unwrap();
+            w.git(&m, &["add", ".p"]);
+            w.git(&m, &["commit", "-qm", "notes"]);
+            if missing {
+                // Not there at the check: a merge the owner runs may bring it in.
+                w.git(&m, &["rm", "-q", ".p"]);
+                w.git(&m, &["commit", "-qm", "rm notes"]);
+            }
+            std::fs::write(w.git_dir().join("MERGE_RR"), format!("{id}\t.p\0")).unwrap();
+            let entry = w.git_dir().join("rr-cache").join(&id);
+            std::fs::create_dir_all(&entry).unwrap();
+            std::fs::write(entry.join("preimage"), &pre).unwrap();
+            if !missing {
+                // Positive control in a copy.
+                let copy = w.root().join("copy");
+                assert!(Command::new("cp")
+                    .arg("-a")
+                    .arg(&m)
+                    .arg(&copy)
+                    .status()
+                    .unwrap()
+                    .success());
+                let _ = git(&w, &g, &copy, &["merge", "side"]);
+                assert_eq!(
+                    std::fs::read_to_string(copy.join("f")).unwrap(),
+                    AGENT,
+                    "{}: the plain merge did not replay the agent's text",
+                    g.display()
+                );
+            }
+            let (code, ev) = w.check(false);
+            assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+            assert!(
+                ev.iter().any(|e| e["change"] == "merge_rr-not-conflicted"
+                    && e["level"] == "error"
+                    && e["record"] == ".p"
+                    && e["path"] == entry.to_str().unwrap()),
+                "{}: {ev:#?}",
+                g.display()
+            );
+            reported_and_set_aside(
+                &w,
+                &g,
+                &w.git_dir().join("MERGE_RR"),
+                "merge_rr-not-conflicted",
+                "error",
+            );
+            assert!(!entry.exists(), "the planted entry goes aside too");
+            let _ = git(&w, &g, &m, &["merge", "side"]);
+            let text = std::fs::read_to_string(m.join("f")).unwrap();
+            assert!(text.contains("<<<<<<<"), "{}: {text}", g.display());
+        }
+    }
+}
+
+/// The honest flows behind the rule, on both gits with `rerere.enabled`: the agent's
+/// conflicted merge, rebase, cherry-pick, revert, `stash pop` and `am -3` (`checkout -m`
+/// writes no `MERGE_RR`), then nothing, `git add`, `add` and the commit or `--continue`,
+/// `git rm`, `rm --cached`, `reset -- f`, the abort, `rerere forget`. Every `MERGE_RR` they
+/// leave names `f` as conflicted in the index or in its resolve-undo list: never an error,
+/// and (a control that the rule was reached) the `merge_rr` warning where a record is left.
+#[test]
+fn w29_honest_conflicted_flows_stay_below_error() {
+    let ops = [
+        "merge",
+        "rebase",
+        "cherry-pick",
+        "revert",
+        "stash",
+        "am",
+        "checkout-m",
+    ];
+    let afters = [
+        "none",
+        "add",
+        "commit",
+        "rm",
+        "rm-cached",
+        "reset",
+        "abort",
+        "forget",
+    ];
+    for g in common::gits() {
+        for op in ops {
+            for after in afters {
+                let w = common::world();
+                owner_enables_rerere(&w);
+                let m = w.main();
+                add_conflict(&w, &m);
+                if op == "am" {
+                    w.git(
+                        &m,
+                        &["format-patch", "-q", "-1", "side", "-o", "../patches"],
+                    );
+                }
+                if op == "stash" || op == "checkout-m" {
+                    w.git(&m, &["checkout", "-q", "side"]);
+                }
+                w.pin();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                let run = |args: &[&str]| git(&w, &g, &m, args);
+                match op {
+                    "merge" => drop(run(&["merge", "side"])),
+                    "rebase" => {
+                        run(&["checkout", "-q", "side"]);
+                        run(&["rebase", "main"]);
+                    }
+                    "cherry-pick" => drop(run(&["cherry-pick", "side"])),
+                    "revert" => {
+                        std::fs::write(m.join("f"), "l1\nfour\nl3\n").unwrap();
+                        run(&["commit", "-qam", "four"]);
+                        run(&["revert", "--no-edit", "HEAD~1"]);
+                    }
+                    "stash" => {
+                        std::fs::write(m.join("f"), "l1\nstash\nl3\n").unwrap();
+                        run(&["stash", "-q"]);
+                        run(&["checkout", "-q", "main"]);
+                        run(&["stash", "pop"]);
+                    }
+                    "am" => {
+                        let p = w.root().join("patches");
+                        let patch = std::fs::read_dir(&p).unwrap().next().unwrap().unwrap();
+                        run(&["am", "-3", patch.path().to_str().unwrap()]);
+                    }
+                    _ => {
+                        std::fs::write(m.join("f"), "l1\nlocal\nl3\n").unwrap();
+                        run(&["checkout", "-m", "main"]);
+                    }
+                }
+                let conflicted = !String::from_utf8_lossy(&run(&["ls-files", "-u"]).stdout)
+                    .trim()
+                    .is_empty();
+                assert!(conflicted, "{} {op}: no conflict", g.display());
+                match after {
+                    "add" | "commit" => {
+                        std::fs::write(m.join("f"), "l1\nresolved\nl3\n").unwrap();
+                        run(&["add", "f"]);
+                        if after == "commit" {
+                            let c = match op {
+                                "rebase" => {
+                                    run(&["-c", "core.editor=true", "rebase", "--continue"])
+                                }
+                                "cherry-pick" | "revert" => {
+                                    run(&["-c", "core.editor=true", op, "--continue"])
+                                }
+                                "am" => run(&["am", "--continue"]),
+                                _ => run(&["commit", "-qm", "resolved"]),
+                            };
+                            assert!(c.status.success(), "{op}: {c:?}");
+                        }
+                    }
+                    "rm" => drop(run(&["rm", "-q", "f"])),
+                    "rm-cached" => drop(run(&["rm", "-q", "--cached", "f"])),
+                    "reset" => drop(run(&["reset", "-q", "--", "f"])),
+                    "abort" => drop(match op {
+                        "merge" | "rebase" | "cherry-pick" | "revert" | "am" => {
+                            run(&[op, "--abort"])
+                        }
+                        _ => run(&["reset", "-q", "--merge"]),
+                    }),
+                    "forget" => drop(run(&["rerere", "forget", "f"])),
+                    _ => {}
+                }
+                let rr = std::fs::read(w.git_dir().join("MERGE_RR")).unwrap_or_default();
+                let (_, ev) = w.check(false);
+                let what = format!("{} {op} {after}", g.display());
+                assert!(!ev.iter().any(|e| e["level"] == "error"), "{what}: {ev:#?}");
+                assert!(
+                    !ev.iter().any(|e| e["change"] == "merge_rr-not-conflicted"),
+                    "{what}: {ev:#?}"
+                );
+                // The rule was reached: a MERGE_RR with a record left by the flow is the
+                // one `merge_rr` warning.
+                assert_eq!(
+                    !rr.is_empty(),
+                    ev.iter().any(|e| e["change"] == "merge_rr"),
+                    "{what}: {ev:#?}"
+                );
+                assert_eq!(
+                    !rr.is_empty(),
+                    op != "checkout-m" && !matches!(after, "commit" | "abort"),
+                    "{what}"
+                );
+            }
+        }
+    }
+}

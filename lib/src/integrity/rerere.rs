@@ -438,17 +438,129 @@ fn common_of(dir: &Path) -> PathBuf {
     }
 }
 
-/// Every path of the index `index` (any stage; a sparse-directory entry as its folder, with
-/// its trailing `/`). `Err` says why it could not be read.
-fn index_names(index: &Path) -> Result<std::collections::HashSet<Vec<u8>>, String> {
+/// What [`judge_records`] reads of a worktree's index.
+#[derive(Debug, Default)]
+struct IndexView {
+    /// Every path (any stage; a sparse-directory entry as its folder, with its trailing `/`).
+    names: std::collections::HashSet<Vec<u8>>,
+    /// The paths git vouches were conflicted: every path with a stage 1–3 entry, and every
+    /// path of the resolve-undo list (`REUC`: git's `record_resolve_undo` keeps there the
+    /// stages of a conflicted path that `add`, `rm`, `rm --cached` or `reset -- <path>`
+    /// resolved). `None` when the index could not be read.
+    conflicted: Option<std::collections::HashSet<Vec<u8>>>,
+}
+
+/// Read the index `index`: its paths, and the paths git says were conflicted. `Err` says
+/// why the paths could not be read. A `REUC` that cannot be parsed counts as empty (git
+/// itself drops one it cannot read, `resolve_undo_read`, and so vouches for nothing).
+fn index_view(index: &Path) -> Result<IndexView, String> {
     let Some(file) = crate::index_paths::read_index(index, true)? else {
-        return Ok(Default::default());
+        return Ok(IndexView {
+            conflicted: Some(Default::default()),
+            ..Default::default()
+        });
     };
-    Ok(file
-        .entries()
-        .iter()
-        .map(|e| e.path(&file).to_vec())
-        .collect())
+    let mut conflicted: std::collections::HashSet<Vec<u8>> = Default::default();
+    let mut names: std::collections::HashSet<Vec<u8>> = Default::default();
+    for e in file.entries() {
+        let p = e.path(&file).to_vec();
+        if e.stage_raw() != 0 {
+            conflicted.insert(p.clone());
+        }
+        names.insert(p);
+    }
+    // `REUC` lives in the index file itself (for a split index, the small one: git writes
+    // its extensions there, the shared index holds entries only).
+    let bytes = crate::audit::special::read_regular(index, crate::index_paths::SPLIT_INDEX_LIMIT)
+        .map_err(|e| format!("{}: {e}", index.display()))?;
+    conflicted.extend(resolve_undo_paths(&bytes).unwrap_or_default());
+    Ok(IndexView {
+        names,
+        conflicted: Some(conflicted),
+    })
+}
+
+/// The paths of the resolve-undo extension (`REUC`) of the index file `data` (SHA-1), or
+/// `None` where the file is not what git reads (then nothing is vouched for). Entries are
+/// stepped as `read-cache.c:create_from_disk` does (versions 2–4: the name length from the
+/// flags, `strlen` at 0xFFF; version 4 prefix-compressed, unpadded); each `REUC` record is
+/// `<path>\0<mode>\0<mode>\0<mode>\0` and an object id per non-zero mode
+/// (`resolve-undo.c:resolve_undo_read`).
+fn resolve_undo_paths(data: &[u8]) -> Option<Vec<Vec<u8>>> {
+    const OID: usize = 20;
+    const FIXED: usize = 40 + OID + 2;
+    if data.len() < 12 + OID || &data[..4] != b"DIRC" {
+        return None;
+    }
+    let version = u32::from_be_bytes(data[4..8].try_into().ok()?);
+    if !(2..=4).contains(&version) {
+        return None;
+    }
+    let count = u32::from_be_bytes(data[8..12].try_into().ok()?) as usize;
+    let end = data.len() - OID;
+    let mut pos = 12usize;
+    for _ in 0..count {
+        let flags = u16::from_be_bytes(data.get(pos + FIXED - 2..pos + FIXED)?.try_into().ok()?);
+        let mut name = pos + FIXED;
+        if flags & 0x4000 != 0 {
+            if version < 3 {
+                return None;
+            }
+            name += 2;
+        }
+        if version == 4 {
+            // The varint of the bytes taken from the previous name, then the rest of the
+            // name up to its NUL.
+            loop {
+                let b = *data.get(name)?;
+                name += 1;
+                if b & 0x80 == 0 {
+                    break;
+                }
+            }
+            let nul = data.get(name..end)?.iter().position(|&b| b == 0)?;
+            pos = name + nul + 1;
+        } else {
+            let len = match (flags & 0xFFF) as usize {
+                0xFFF => data.get(name..end)?.iter().position(|&b| b == 0)?,
+                n => n,
+            };
+            if *data.get(name + len)? != 0 {
+                return None;
+            }
+            pos += (name - pos + len + 8) & !7;
+        }
+        if pos > end {
+            return None;
+        }
+    }
+    let mut out = Vec::new();
+    while pos + 8 <= end {
+        let size = u32::from_be_bytes(data[pos + 4..pos + 8].try_into().ok()?) as usize;
+        let body = data.get(pos + 8..(pos + 8).checked_add(size)?.min(end + 1))?;
+        if body.len() != size {
+            return None;
+        }
+        if &data[pos..pos + 4] == b"REUC" {
+            let mut d = body;
+            while !d.is_empty() {
+                let nul = d.iter().position(|&b| b == 0)?;
+                let path = d[..nul].to_vec();
+                d = &d[nul + 1..];
+                let mut ids = 0;
+                for _ in 0..3 {
+                    let nul = d.iter().position(|&b| b == 0)?;
+                    let mode = u32::from_str_radix(std::str::from_utf8(&d[..nul]).ok()?, 8).ok()?;
+                    ids += usize::from(mode != 0);
+                    d = &d[nul + 1..];
+                }
+                d = d.get(ids * OID..)?;
+                out.push(path);
+            }
+        }
+        pos += 8 + size;
+    }
+    (pos == end).then_some(out)
 }
 
 /// Judge each record of the `MERGE_RR` at `merge_rr` (of the git dir or worktree entry
@@ -489,7 +601,7 @@ fn judge_records(
     let pinned = since.0 > i64::MIN;
     let wt = work_tree_of(dir);
     let common = common_of(dir);
-    let mut index: Option<Result<std::collections::HashSet<Vec<u8>>, String>> = None;
+    let mut index: Option<Result<IndexView, String>> = None;
     for r in bytes.split(|&b| b == 0).filter(|r| !r.is_empty()) {
         let Some(at) = r.iter().position(|&b| b == b'\t') else {
             continue; // judged odd by the caller
@@ -549,6 +661,30 @@ fn judge_records(
             );
             continue;
         }
+        // Written in the turn: git writes a record for a conflicted index entry only, and the
+        // index keeps the path as conflicted (stages 1–3) or, once resolved with `add`, `rm`,
+        // `rm --cached` or `reset -- <path>`, in its resolve-undo list — until `merge
+        // --abort`, `reset --merge`, a branch switch, which remove `MERGE_RR` too. Seen on
+        // both gits for a conflicted merge, rebase, cherry-pick, revert, stash pop and
+        // `am -3` (`checkout -m` writes none). Whether or not the file is there: a merge the
+        // owner runs may bring it in before its rerere reads the record.
+        if pinned && merge_rr_new {
+            let view = index.get_or_insert_with(|| index_view(&dir.join("index")));
+            let vouched = match view {
+                Ok(v) => v.conflicted.as_ref().is_some_and(|c| c.contains(path)),
+                Err(_) => false,
+            };
+            if !vouched {
+                let why = match view {
+                    Ok(_) => format!("this MERGE_RR was written during the turn, and {} holds no conflicted entry of the path and no resolve-undo record of it: git writes a record only for a conflicted path, so the owner's next rerere would record the named file as the resolution of conflict {id} and replay it", dir.join("index").display()),
+                    Err(e) => format!("this MERGE_RR was written during the turn, and the index that would vouch for the path as conflicted is not read ({e})"),
+                };
+                let there = entry
+                    .clone()
+                    .filter(|e| std::fs::symlink_metadata(e).is_ok());
+                add(true, "merge_rr-not-conflicted", why, there);
+            }
+        }
         let Some(wt) = &wt else {
             add(
                 false,
@@ -603,9 +739,9 @@ fn judge_records(
             }
         }
         let Some(m) = named else { continue };
-        let names = index.get_or_insert_with(|| index_names(&dir.join("index")));
-        match names {
-            Ok(names) => {
+        let view = index.get_or_insert_with(|| index_view(&dir.join("index")));
+        match view {
+            Ok(IndexView { names, .. }) => {
                 let sparse = names
                     .iter()
                     .any(|n| n.ends_with(b"/") && path.starts_with(n));
@@ -1094,10 +1230,13 @@ mod tests {
                 .map(|r| (r.record.clone(), r.change, r.error))
                 .collect::<Vec<_>>()
         };
+        // The shapes are judged whatever the times: without a pin (the audit), so that a
+        // `MERGE_RR` written now is not also judged as written in the turn (below).
+        let nopin = (i64::MIN, 0);
         // Honest: index entries (stage 0 here), and paths no longer there (`git rm`,
         // `git mv` of a conflicted path), or a folder.
         assert_eq!(
-            judge(&["f", "s/e", "gone", "s/gone", "f/x", "s"], since),
+            judge(&["f", "s/e", "gone", "s/gone", "f/x", "s"], nopin),
             vec![]
         );
         // git's own rule for an index entry's name: any `.git` spelling.
@@ -1109,7 +1248,7 @@ mod tests {
             ".git./logs-x",
         ] {
             assert_eq!(
-                judge(&[bad], since),
+                judge(&[bad], nopin),
                 vec![(bad.to_owned(), "merge_rr-record", true)],
                 "{bad}"
             );
@@ -1117,16 +1256,78 @@ mod tests {
         // Through a link, a link, a FIFO: errors.
         for bad in ["lnk/out", "l", "fifo"] {
             assert_eq!(
-                judge(&[bad], since),
+                judge(&[bad], nopin),
                 vec![(bad.to_owned(), "merge_rr-record", true)],
                 "{bad}"
             );
         }
         // A regular file that is no index entry: a warning (git's `rm --cached` leaves one).
         assert_eq!(
-            judge(&["untracked"], since),
+            judge(&["untracked"], nopin),
             vec![("untracked".to_owned(), "merge_rr-untracked", false)]
         );
+        // Written in the turn (twenty-ninth pass): a record is git's own only for a path
+        // the index holds as conflicted (stages 1–3) or in its resolve-undo list (`REUC`),
+        // whether or not the file is there; the planted entry goes aside with it.
+        for r in ["f", "gone", "untracked"] {
+            let f = judge(&[r], since);
+            assert!(
+                f.contains(&(r.to_owned(), "merge_rr-not-conflicted", true)),
+                "{r}: {f:?}"
+            );
+        }
+        let blob = {
+            let o = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&wt)
+                .args(["hash-object", "-w", "f"])
+                .output()
+                .unwrap();
+            String::from_utf8(o.stdout).unwrap().trim().to_owned()
+        };
+        // Stage 0 out, stages 1–3 in (what a conflicted merge leaves).
+        let info = std::iter::once(format!("0 {}\tf\n", "0".repeat(40)))
+            .chain((1..=3).map(|n| format!("100644 {blob} {n}\tf\n")))
+            .collect::<String>();
+        let o = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&wt)
+            .args(["update-index", "--index-info"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(info.as_bytes())?;
+                c.wait()
+            })
+            .unwrap();
+        assert!(o.success());
+        // Conflicted: vouched.
+        assert!(!judge(&["f"], since)
+            .iter()
+            .any(|r| r.1 == "merge_rr-not-conflicted"));
+        // Resolved with `git add` (the stages move to `REUC`): vouched; another path is not.
+        run(&["add", "f"]);
+        let idx = std::fs::read(g.join("index")).unwrap();
+        assert_eq!(resolve_undo_paths(&idx), Some(vec![b"f".to_vec()]));
+        assert!(!judge(&["f"], since)
+            .iter()
+            .any(|r| r.1 == "merge_rr-not-conflicted"));
+        let f = judge(&["s/e"], since);
+        assert!(
+            f.contains(&("s/e".to_owned(), "merge_rr-not-conflicted", true)),
+            "{f:?}"
+        );
+        // A damaged `REUC` vouches for nothing (git drops it too): its body cut short.
+        let at = idx.windows(4).position(|w| w == b"REUC").unwrap();
+        let mut bad = idx.clone();
+        bad[at + 7] = bad[at + 7].wrapping_add(1);
+        assert_eq!(resolve_undo_paths(&bad), None);
+        // Version 4 (prefix-compressed names) reads the same.
+        run(&["update-index", "--index-version", "4"]);
+        let idx4 = std::fs::read(g.join("index")).unwrap();
+        assert_eq!(&idx4[4..8], &[0, 0, 0, 4]);
+        assert_eq!(resolve_undo_paths(&idx4), Some(vec![b"f".to_vec()]));
         // Written in the turn after the pin of a MERGE_RR: the preimage, then a named file.
         // Rewrite MERGE_RR before the new pin (else it is new: `merge_rr` covers it).
         judge(&["f"], since);
