@@ -58,6 +58,25 @@ impl From<GitVersionRepr> for GitVersion {
     }
 }
 
+/// `cmd.output()` for a question to git (the shim's questions, the version probe), with `SIGCHLD` at its default disposition while the child runs: an
+/// inherited `SIG_IGN` makes the kernel reap the child itself, and the wait then fails with
+/// `ECHILD` (rt30 W1). The disposition found is restored afterwards, so git, when `exec`'d,
+/// still gets what it would get without the shim. Only the paths that ask git pay for the two
+/// `sigaction`s; the `exec` hot path does not come here.
+pub fn output(cmd: &mut Command) -> std::io::Result<std::process::Output> {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: installing SIG_DFL, then the disposition found, runs no handler code.
+    let before = unsafe { signal(Signal::SIGCHLD, SigHandler::SigDfl) }.ok();
+    let out = cmd.output();
+    if let Some(h) = before.filter(|h| !matches!(h, SigHandler::SigDfl)) {
+        // SAFETY: as above; `h` is the disposition this process had.
+        unsafe {
+            let _ = signal(Signal::SIGCHLD, h);
+        }
+    }
+    out
+}
+
 impl GitProbe {
     pub fn version(&self) -> GitVersion {
         self.version.into()
@@ -66,16 +85,17 @@ impl GitProbe {
     /// Run `git version` and `git --exec-path` under an empty environment.
     pub fn probe(git: &Path) -> Result<Self, GitError> {
         let run = |arg: &str| -> Result<String, GitError> {
-            let out = Command::new(git)
-                .arg(arg)
-                .env_clear()
-                .env("PATH", "/usr/bin:/bin")
-                .stdin(std::process::Stdio::null())
-                .output()
-                .map_err(|source| GitError::Spawn {
-                    path: git.to_path_buf(),
-                    source,
-                })?;
+            let out = output(
+                Command::new(git)
+                    .arg(arg)
+                    .env_clear()
+                    .env("PATH", "/usr/bin:/bin")
+                    .stdin(std::process::Stdio::null()),
+            )
+            .map_err(|source| GitError::Spawn {
+                path: git.to_path_buf(),
+                source,
+            })?;
             Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
         };
         let v = run("version")?;

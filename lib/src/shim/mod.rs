@@ -656,10 +656,18 @@ pub fn ceilings(p: &Policy) -> Vec<PathBuf> {
 }
 
 /// The real git, asked about this call (same global options, same environment).
+///
+/// Fails closed: a question git could not answer (the child could not be started or waited
+/// for, was killed by a signal, or answered with a status the question does not expect) is
+/// recorded in `failed`, and [`run_inner`] refuses the call (exit 124, setup) whatever the
+/// rules concluded from the missing answer (rt30 W1: an inherited `SIGCHLD=SIG_IGN` or a tiny
+/// descriptor limit made the alias lookup look like "no alias").
 struct GitRepo<'a> {
     session: &'a Session,
     inv: &'a Invocation,
     keep_config_env: bool,
+    /// The first question git could not answer, as one line (`git <args>: <what failed>`).
+    failed: std::cell::RefCell<Option<String>>,
 }
 
 impl GitRepo<'_> {
@@ -691,20 +699,35 @@ impl GitRepo<'_> {
         }
     }
 
+    /// Ask git; `None` (and the failure recorded) when it could not answer: not started, not
+    /// waited for, or killed by a signal.
     fn ask_code(&self, args: &[&str]) -> Option<(Option<i32>, String)> {
         let mut all: Vec<OsString> = self.inv.globals.clone();
         all.extend(args.iter().map(OsString::from));
-        let out = self
-            .session
-            .command(&all, self.keep_config_env)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .ok()?;
-        Some((
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        ))
+        let mut cmd = self.session.command(&all, self.keep_config_env);
+        cmd.stdin(Stdio::null()).stderr(Stdio::null());
+        match crate::env::output(&mut cmd) {
+            Ok(out) if out.status.code().is_some() => Some((
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+            )),
+            Ok(out) => {
+                self.fail(args, &format!("git ended by {}", out.status));
+                None
+            }
+            Err(e) => {
+                self.fail(args, &e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Record that git could not answer `args` (the first failure is the one reported).
+    fn fail(&self, args: &[&str], why: &str) {
+        let mut f = self.failed.borrow_mut();
+        if f.is_none() {
+            *f = Some(format!("git {}: {why}", args.join(" ")));
+        }
     }
 }
 
@@ -737,14 +760,23 @@ impl Repository for GitRepo<'_> {
     /// word case-insensitively, subsection included (`git ZZ.x` finds `[alias "zz"] x`; rt24
     /// W3); the last one read wins.
     fn alias(&self, name: &str) -> Option<String> {
-        match self.ask(&["config", "--null", "--get-regexp", r"^alias\."]) {
-            Some((true, out)) => out
+        let args = ["config", "--null", "--get-regexp", r"^alias\."];
+        match self.ask_code(&args) {
+            Some((Some(0), out)) => out
                 .split('\0')
                 .filter_map(|e| e.split_once('\n'))
                 .filter(|(k, _)| k.get(6..).is_some_and(|n| n.eq_ignore_ascii_case(name)))
                 .map(|(_, v)| v.to_owned())
                 .next_back(),
-            _ => None,
+            // 1: no `alias.*` key at all.
+            Some((Some(1), _)) => None,
+            // Any other status (a config git cannot read: git would die on it too) is no
+            // answer, and no answer is never "not an alias".
+            Some((code, _)) => {
+                self.fail(&args, &format!("git exited {}", code.unwrap_or(-1)));
+                None
+            }
+            None => None,
         }
     }
 
@@ -763,13 +795,9 @@ impl Repository for GitRepo<'_> {
         use std::os::unix::ffi::OsStrExt;
         let mut all: Vec<OsString> = self.inv.globals.clone();
         all.extend(["worktree", "list", "--porcelain", "-z"].map(OsString::from));
-        let out = self
-            .session
-            .command(&all, self.keep_config_env)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .map_err(|e| format!("git worktree list: {e}"))?;
+        let mut cmd = self.session.command(&all, self.keep_config_env);
+        cmd.stdin(Stdio::null()).stderr(Stdio::null());
+        let out = crate::env::output(&mut cmd).map_err(|e| format!("git worktree list: {e}"))?;
         if !out.status.success() {
             return Err(format!("git worktree list exited {}", out.status));
         }
@@ -887,6 +915,7 @@ fn run_inner(args: Vec<OsString>) -> Result<u8, ShimError> {
         session: &session,
         inv: &inv,
         keep_config_env,
+        failed: Default::default(),
     };
     let rules = Rules {
         policy: &session.policy,
@@ -897,7 +926,18 @@ fn run_inner(args: Vec<OsString>) -> Result<u8, ShimError> {
         cwd = cwd.join(d);
     }
     let p = &session.policy;
-    let plan = match rules.check(&inv, &env_cfg, exec_path.as_deref(), &repo) {
+    let checked = rules.check(&inv, &env_cfg, exec_path.as_deref(), &repo);
+    if let (Ok(_), Some(why)) = (&checked, repo.failed.take()) {
+        // Fail closed: an answer the rules needed is missing (see `GitRepo`).
+        let message = one_line(&format!("cannot ask the real git ({why}); nothing was run"));
+        eprintln!("git-shim: refused (setup): {message}");
+        log(
+            p,
+            call_event(EventKind::GitRefused, message, &inv, &cwd).with("rule", "setup"),
+        );
+        return Ok(exit::SETUP.code);
+    }
+    let plan = match checked {
         Ok(plan) => plan,
         Err(Refusal { rule, message }) => {
             let message = one_line(&message);
