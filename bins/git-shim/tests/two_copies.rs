@@ -282,3 +282,71 @@ fn the_marker_of_another_process_is_ignored_and_ones_own_fails_closed() {
     );
     assert_eq!(lines.next().map(str::len), Some(40), "{saw}");
 }
+
+/// rt30 W3: an honest wrapper `git` *before* the shim on `PATH`, running "the next git on
+/// PATH after itself" as a child (not in place: the exec marker would stop that), with a policy without `real_git`. The shim used to take the
+/// first git on PATH that is not itself -- the wrapper -- for the real git: wrapper -> shim ->
+/// wrapper -> … one process per level, without end. The real git is now searched after the
+/// shim's own entry, so the wrapper runs once. The wrapper stops itself at 15 levels (the
+/// bound of the demo); positive control: a wrapper *after* the shim that runs "the first git
+/// on PATH other than itself" still loops (the shim -> that wrapper -> the shim …: only the
+/// wrapper's own bound ends it), which shows the test sees a loop when there is one.
+#[test]
+fn rt30_a_wrapper_before_the_shim_runs_once() {
+    use std::os::unix::fs::PermissionsExt;
+    for g in gits() {
+        let w = World::new(&g);
+        let a = w.install("a", "");
+        let wrap_dir = w.home.join("wrap");
+        std::fs::create_dir_all(&wrap_dir).unwrap();
+        let real = g.display().to_string();
+        let wrapper = |next_after_self: bool| {
+            let pick = if next_after_self {
+                // The next git after itself.
+                "[ $found = 1 ] && { next=\"$dir/git\"; break; }\n  [ \"$(readlink -f \"$dir/git\")\" = \"$self\" ] && found=1"
+            } else {
+                // The first git that is not itself.
+                "[ \"$(readlink -f \"$dir/git\")\" = \"$self\" ] || { next=\"$dir/git\"; break; }"
+            };
+            let script = format!(
+                "#!/bin/sh\nd=${{RT30_DEPTH:-0}}; [ \"$d\" -ge 15 ] && {{ echo \"wrapper: depth $d\" >&2; exit 99; }}\nexport RT30_DEPTH=$((d+1))\nself=$(readlink -f \"$0\"); found=0; next=\nIFS=:; for dir in $PATH; do\n  [ -x \"$dir/git\" ] || continue\n  {pick}\ndone\nunset IFS; [ -n \"$next\" ] || next={real}\necho \"$d $*\" >> \"$(dirname \"$self\")/levels\"\n\"$next\" \"$@\"\n"
+            );
+            let f = wrap_dir.join("git");
+            std::fs::write(&f, script).unwrap();
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+            f
+        };
+        // Levels of the agent's call (the shim's `git version` probe of a wrapper it takes
+        // for the real git runs it too, outside the agent's PATH: not counted).
+        let levels = || {
+            let n = std::fs::read_to_string(wrap_dir.join("levels"))
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| !l.ends_with(" version") && !l.ends_with(" --exec-path"))
+                .count();
+            let _ = std::fs::remove_file(wrap_dir.join("levels"));
+            n
+        };
+        let wrap = wrapper(true);
+        // Wrapper first, shim second: git answers, the wrapper ran once.
+        let (code, out, err) = bounded(&w, w.agent(&[&wrap, &a], &["rev-parse", "HEAD"]));
+        assert_eq!(code, Some(0), "{}: {err}", g.display());
+        assert_eq!(out.trim().len(), 40, "{out}");
+        assert_eq!(levels(), 1, "{}: {err}", g.display());
+        // Also a word the shim asks git about first (an alias lookup, a child), and the shim
+        // first: once each.
+        let (code, _, err) = bounded(&w, w.agent(&[&wrap, &a], &["frobnicate"]));
+        assert_eq!(code, Some(1), "{}: {err}", g.display());
+        assert!(err.contains("is not a git command"), "{err}");
+        assert_eq!(levels(), 1, "{}: {err}", g.display());
+        let (code, _, err) = bounded(&w, w.agent(&[&a, &wrap], &["rev-parse", "HEAD"]));
+        assert_eq!(code, Some(0), "{}: {err}", g.display());
+        assert_eq!(levels(), 1, "{}: {err}", g.display());
+        // Positive control: the loop the test would see (shim, then a wrapper that runs the
+        // first git other than itself, which is the shim again).
+        let wrap = wrapper(false);
+        let (code, _, err) = bounded(&w, w.agent(&[&a, &wrap], &["rev-parse", "HEAD"]));
+        assert_eq!(code, Some(99), "{}: {err}", g.display());
+        assert_eq!(levels(), 15, "{}: {err}", g.display());
+    }
+}

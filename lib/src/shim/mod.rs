@@ -5,8 +5,9 @@
 //!
 //! 1. loads the policy (the file pinned beside the shim by `--install --policy`, else
 //!    `GITWARD_POLICY`); no policy → exit 124, never a silent pass-through;
-//! 2. finds the real git (the policy's `real_git`, else the next `git` on `PATH` that is not
-//!    this binary, compared by device and inode) and its version (cached in the state dir);
+//! 2. finds the real git (the policy's `real_git`, else the first `git` on `PATH` after this
+//!    binary's own entry, compared by device and inode: a `git` before it may be a wrapper
+//!    that runs the shim again) and its version (cached in the state dir);
 //!    a shim started as git by another copy of the shim found that way stops first
 //!    ([`EXEC_MARKER`], exit 124);
 //! 3. reads the command line like `git.c` ([`argv`]) and applies [`rules`];
