@@ -189,10 +189,22 @@ fn two_copies_on_path_stop_with_one_error_and_never_loop() {
         // Two copies: the first execs the second in its own process, which stops.
         let r = bounded(&w, w.agent(&[&a, &b], &["rev-parse", "HEAD"]));
         assert_stopped(&w, r, &a, &b);
-        // A word that may be an alias (asked of "git" as a child first), and the commands
-        // the shim runs as a child (its tidy-up after them): stopped too, never a chain.
-        let r = bounded(&w, w.agent(&[&a, &b], &["frobnicate"]));
-        assert_stopped(&w, r, &a, &b);
+        // A word that may be an alias (asked of "git" as a child first: the question fails,
+        // so the call is refused, quoting the second copy's line), and the commands the shim
+        // runs as a child (its tidy-up after them): stopped too, never a chain.
+        let (code, _, err) = bounded(&w, w.agent(&[&a, &b], &["frobnicate"]));
+        assert_eq!(code, Some(124), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("git-shim: refused (setup): cannot ask the real git (git config --null --get-regexp ^alias\\.: git exited 124: git-shim: ")
+                && err.contains(&format!(
+                    "{}: started as the real git by the git-shim {} ",
+                    b.display(),
+                    a.display()
+                ))
+                && err.contains("set real_git in the policy"),
+            "{err}"
+        );
         let x = w.wt.join("x");
         let r = bounded(
             &w,

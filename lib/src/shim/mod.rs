@@ -667,8 +667,11 @@ struct GitRepo<'a> {
     session: &'a Session,
     inv: &'a Invocation,
     keep_config_env: bool,
-    /// The first question git could not answer, as one line (`git <args>: <what failed>`).
+    /// The first question git could not answer, as one line (`git <args>: <what failed>`,
+    /// then the last line git wrote on stderr, if any).
     failed: std::cell::RefCell<Option<String>>,
+    /// The last line the last question wrote on stderr (for `failed`).
+    last_err: std::cell::RefCell<String>,
 }
 
 impl GitRepo<'_> {
@@ -706,8 +709,19 @@ impl GitRepo<'_> {
         let mut all: Vec<OsString> = self.inv.globals.clone();
         all.extend(args.iter().map(OsString::from));
         let mut cmd = self.session.command(&all, self.keep_config_env);
-        cmd.stdin(Stdio::null()).stderr(Stdio::null());
-        match crate::env::output(&mut cmd) {
+        cmd.stdin(Stdio::null()).stderr(Stdio::piped());
+        let out = crate::env::output(&mut cmd);
+        self.last_err.borrow_mut().clear();
+        if let Ok(out) = &out {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let last = err
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            *self.last_err.borrow_mut() = last.chars().take(400).collect();
+        }
+        match out {
             Ok(out) if out.status.code().is_some() => Some((
                 out.status.code(),
                 String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -727,7 +741,13 @@ impl GitRepo<'_> {
     fn fail(&self, args: &[&str], why: &str) {
         let mut f = self.failed.borrow_mut();
         if f.is_none() {
-            *f = Some(format!("git {}: {why}", args.join(" ")));
+            let mut line = format!("git {}: {why}", args.join(" "));
+            let err = self.last_err.borrow();
+            if !err.is_empty() {
+                line.push_str(": ");
+                line.push_str(&err);
+            }
+            *f = Some(line);
         }
     }
 }
@@ -917,6 +937,7 @@ fn run_inner(args: Vec<OsString>) -> Result<u8, ShimError> {
         inv: &inv,
         keep_config_env,
         failed: Default::default(),
+        last_err: Default::default(),
     };
     let rules = Rules {
         policy: &session.policy,
