@@ -321,7 +321,7 @@ fn rt30_a_wrapper_before_the_shim_runs_once() {
                 "[ \"$(readlink -f \"$dir/git\")\" = \"$self\" ] || { next=\"$dir/git\"; break; }"
             };
             let script = format!(
-                "#!/bin/sh\nd=${{RT30_DEPTH:-0}}; [ \"$d\" -ge 15 ] && {{ echo \"wrapper: depth $d\" >&2; exit 99; }}\nexport RT30_DEPTH=$((d+1))\nself=$(readlink -f \"$0\"); found=0; next=\nIFS=:; for dir in $PATH; do\n  [ -x \"$dir/git\" ] || continue\n  {pick}\ndone\nunset IFS; [ -n \"$next\" ] || next={real}\necho \"$d $*\" >> \"$(dirname \"$self\")/levels\"\n\"$next\" \"$@\"\n"
+                "#!/bin/sh\nd=${{RT30_DEPTH:-0}}; [ \"$d\" -ge 40 ] && {{ echo \"wrapper: depth $d\" >&2; exit 99; }}\nexport RT30_DEPTH=$((d+1))\nself=$(readlink -f \"$0\"); found=0; next=\nIFS=:; for dir in $PATH; do\n  [ -x \"$dir/git\" ] || continue\n  {pick}\ndone\nunset IFS; [ -n \"$next\" ] || next={real}\necho \"$d $*\" >> \"$(dirname \"$self\")/levels\"\n\"$next\" \"$@\"\n"
             );
             let f = wrap_dir.join("git");
             std::fs::write(&f, script).unwrap();
@@ -354,11 +354,81 @@ fn rt30_a_wrapper_before_the_shim_runs_once() {
         let (code, _, err) = bounded(&w, w.agent(&[&a, &wrap], &["rev-parse", "HEAD"]));
         assert_eq!(code, Some(0), "{}: {err}", g.display());
         assert_eq!(levels(), 1, "{}: {err}", g.display());
-        // Positive control: the loop the test would see (shim, then a wrapper that runs the
-        // first git other than itself, which is the shim again).
+        // The loop the search cannot avoid (the shim, then a wrapper that runs the first git
+        // other than itself, which is the shim again): the nesting depth stops it at
+        // MAX_NESTED shims, one line, before the wrapper's own bound (40).
         let wrap = wrapper(false);
         let (code, _, err) = bounded(&w, w.agent(&[&a, &wrap], &["rev-parse", "HEAD"]));
-        assert_eq!(code, Some(99), "{}: {err}", g.display());
-        assert_eq!(levels(), 15, "{}: {err}", g.display());
+        assert_eq!(code, Some(124), "{}: {err}", g.display());
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with(&format!(
+                "git-shim: {}: started inside 16 nested git-shims",
+                a.display()
+            )) && err.contains("set real_git in the policy"),
+            "{err}"
+        );
+        assert_eq!(levels(), 16, "{}: {err}", g.display());
     }
+}
+
+/// The depth in `GITWARD_SHIM_EXEC` (`<pid>/<depth>:<path>`): below 16 a shim runs and passes
+/// one more on (a hook through the shim sees it); at 16 it stops, whatever the pid (positive
+/// control of the bound the loop above meets). Without a depth, 0.
+#[test]
+fn the_nesting_depth_is_bounded() {
+    use std::os::unix::fs::PermissionsExt;
+    let g = gits().remove(0);
+    let w = World::new(&g);
+    let a = w.install("a", "[shim]\nhooks = true");
+    for (v, ok) in [
+        ("1/15:/elsewhere/git", true),
+        ("^1/15:/elsewhere/git", true),
+        ("1:/elsewhere/git", true),
+        ("1/x:/elsewhere/git", true),
+        ("1/16:/elsewhere/git", false),
+        ("^1/4000000000:/elsewhere/git", false),
+    ] {
+        let mut c = w.agent(&[&a], &["rev-parse", "HEAD"]);
+        c.env("GITWARD_SHIM_EXEC", v);
+        let (code, _, err) = bounded(&w, c);
+        if ok {
+            assert_eq!(code, Some(0), "{v:?}: {err}");
+        } else {
+            assert_eq!(code, Some(124), "{v:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains("nested git-shims"), "{err}");
+        }
+    }
+    // Honest nesting: a hook run by the git the shim became sees depth 1, and the shim it runs
+    // (by path: git puts its exec path first on its children's PATH) passes on depth 2 to its
+    // own hook.
+    let seen = w.home.join("hook-saw");
+    let hook = w.repo.join(".git/hooks/post-commit");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$GITWARD_SHIM_EXEC\" >> {s}\n[ -n \"$NESTED\" ] || unset GIT_EXEC_PATH; NESTED=1 {a} commit -q --allow-empty -m inner 2>> {s}.err\n",
+            s = seen.display(),
+            a = a.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, _, err) = bounded(
+        &w,
+        w.agent(&[&a], &["commit", "-q", "--allow-empty", "-m", "outer"]),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let saw = std::fs::read_to_string(&seen).unwrap();
+    let depths: Vec<&str> = saw
+        .lines()
+        .map(|l| l.split(':').next().unwrap().split('/').nth(1).unwrap_or(""))
+        .collect();
+    assert_eq!(
+        depths,
+        ["1", "2"],
+        "{saw}{}",
+        std::fs::read_to_string(w.home.join("hook-saw.err")).unwrap_or_default()
+    );
 }

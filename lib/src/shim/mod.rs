@@ -57,7 +57,24 @@ pub const PINNED_POLICY: &str = "git-shim.policy";
 /// policy. Any other value (git's children, hooks and aliases calling `git` again run in other
 /// processes) is ignored, and dropped from what git gets; the real git sees the value set for
 /// it and passes it on to its children (harmless: their pids and parents differ).
+///
+/// The pid carries the nesting depth, `<pid>/<depth>:<path>`: the number of shims that found
+/// git on `PATH` in the process's ancestry (one more than the marker the shim inherited). A
+/// shim started at [`MAX_NESTED`] stops ([`ShimError::Nested`], exit 124): a git on `PATH`
+/// that runs git again as a child (a wrapper after the shim that runs "the first git on PATH
+/// other than itself") would otherwise make shim -> wrapper -> shim -> … one process per level
+/// without end (rt30 W3). The depth is the agent's to set, like the rest of the variable: it
+/// can only make its own calls stop.
 pub const EXEC_MARKER: &str = "GITWARD_SHIM_EXEC";
+
+/// The nesting depth at which a shim that finds git on `PATH` stops (see [`EXEC_MARKER`]):
+/// honest nesting (a hook, `rebase -x`, a `pre-commit` hook running `git` again, each through
+/// the shim) is a few levels; a loop reaches it after this many shims, sequentially.
+pub const MAX_NESTED: u32 = 16;
+
+/// The depth the inherited [`EXEC_MARKER`] carried (0 without one), read by
+/// [`execd_by_a_shim`]; the markers this shim sets carry one more.
+static INHERITED_DEPTH: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// Why the shim cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +92,8 @@ pub enum ShimError {
     Git(#[from] GitError),
     #[error("{me}: started as the real git by the git-shim {by} (it found this copy first on PATH and ran it): two copies of git-shim are on PATH before the real git; set real_git in the policy to the real git's absolute path")]
     ExecdByShim { me: PathBuf, by: String },
+    #[error("{me}: started inside {depth} nested git-shims, each run by a git the one before ran (the last: {by}): a git on PATH runs git again without end (a wrapper that runs the first git on PATH other than itself?); set real_git in the policy to the real git's absolute path")]
+    Nested { me: PathBuf, depth: u32, by: String },
     #[error("{path}: cannot start git: {source}")]
     Exec {
         path: PathBuf,
@@ -1024,12 +1043,31 @@ fn execd_by_a_shim() -> Option<ShimError> {
         Some(at) => (&v[..at], &v[at + 1..]),
         None => (v, &b""[..]),
     };
+    // `<pid>/<depth>`; a marker without a depth (or an unreadable one) counts as depth 0.
+    let (pid, depth) = match pid.iter().position(|&b| b == b'/') {
+        Some(at) => (
+            &pid[..at],
+            std::str::from_utf8(&pid[at + 1..])
+                .ok()
+                .and_then(|d| d.parse::<u32>().ok())
+                .unwrap_or(0),
+        ),
+        None => (pid, 0),
+    };
     let ours = if child {
         std::os::unix::process::parent_id()
     } else {
         std::process::id()
     };
     if pid != ours.to_string().as_bytes() {
+        if depth >= MAX_NESTED {
+            return Some(ShimError::Nested {
+                me: current_exe().map(Path::to_path_buf).unwrap_or_default(),
+                depth,
+                by: one_line(&String::from_utf8_lossy(by)),
+            });
+        }
+        INHERITED_DEPTH.store(depth, std::sync::atomic::Ordering::Relaxed);
         return None;
     }
     Some(ShimError::ExecdByShim {
@@ -1065,23 +1103,31 @@ unsafe fn marker_value() -> Option<&'static [u8]> {
     None
 }
 
-/// `EXEC_MARKER=<this pid>:<this binary>` and its NUL, as `execve` takes it.
+/// `EXEC_MARKER=<this pid>/<depth>:<this binary>` and its NUL, as `execve` takes it.
 fn exec_marker() -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;
     let exe = current_exe().map_or(&b""[..], |p| p.as_os_str().as_bytes());
-    let mut kv = format!("{EXEC_MARKER}={}:", std::process::id()).into_bytes();
+    let mut kv = format!("{EXEC_MARKER}={}/{}:", std::process::id(), next_depth()).into_bytes();
     kv.extend_from_slice(exe);
     kv.push(0);
     kv
 }
 
-/// The value of [`EXEC_MARKER`]: `prefix`, this process's id, `:`, this binary's path.
+/// The value of [`EXEC_MARKER`]: `prefix`, this process's id, `/`, the depth, `:`, this
+/// binary's path.
 fn marker(prefix: &str) -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;
     let exe = current_exe().map_or(&b""[..], |p| p.as_os_str().as_bytes());
-    let mut v = format!("{prefix}{}:", std::process::id()).into_bytes();
+    let mut v = format!("{prefix}{}/{}:", std::process::id(), next_depth()).into_bytes();
     v.extend_from_slice(exe);
     v
+}
+
+/// The depth the markers this shim sets carry: one more than it inherited.
+fn next_depth() -> u32 {
+    INHERITED_DEPTH
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .saturating_add(1)
 }
 
 /// Run git as a child (for commands after which the session folder may be empty), remove the
