@@ -24,7 +24,7 @@ use std::process::Command;
 /// Errors while locating or probing the real git.
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
-    #[error("no real git found on PATH (every `git` found is gitward itself or missing); name one with --git or the policy's real_git")]
+    #[error("no real git found on PATH (every `git` found is gitward itself, missing, or before gitward's own entry on PATH); name one with --git or the policy's real_git")]
     NotFound,
     #[error("{path}: the git named is gitward itself; name the real git")]
     IsSelf { path: PathBuf },
@@ -58,6 +58,25 @@ impl From<GitVersionRepr> for GitVersion {
     }
 }
 
+/// `cmd.output()` for a question to git (the shim's questions, the version probe), with
+/// `SIGCHLD` at its default disposition while the child runs: an inherited `SIG_IGN` makes the
+/// kernel reap the child itself, and the wait then fails with `ECHILD` (rt30 W1). The disposition found is restored afterwards, so git, when `exec`'d,
+/// still gets what it would get without the shim. Only the paths that ask git pay for the two
+/// `sigaction`s; the `exec` hot path does not come here.
+pub fn output(cmd: &mut Command) -> std::io::Result<std::process::Output> {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: installing SIG_DFL, then the disposition found, runs no handler code.
+    let before = unsafe { signal(Signal::SIGCHLD, SigHandler::SigDfl) }.ok();
+    let out = cmd.output();
+    if let Some(h) = before.filter(|h| !matches!(h, SigHandler::SigDfl)) {
+        // SAFETY: as above; `h` is the disposition this process had.
+        unsafe {
+            let _ = signal(Signal::SIGCHLD, h);
+        }
+    }
+    out
+}
+
 impl GitProbe {
     pub fn version(&self) -> GitVersion {
         self.version.into()
@@ -66,16 +85,17 @@ impl GitProbe {
     /// Run `git version` and `git --exec-path` under an empty environment.
     pub fn probe(git: &Path) -> Result<Self, GitError> {
         let run = |arg: &str| -> Result<String, GitError> {
-            let out = Command::new(git)
-                .arg(arg)
-                .env_clear()
-                .env("PATH", "/usr/bin:/bin")
-                .stdin(std::process::Stdio::null())
-                .output()
-                .map_err(|source| GitError::Spawn {
-                    path: git.to_path_buf(),
-                    source,
-                })?;
+            let out = output(
+                Command::new(git)
+                    .arg(arg)
+                    .env_clear()
+                    .env("PATH", "/usr/bin:/bin")
+                    .stdin(std::process::Stdio::null()),
+            )
+            .map_err(|source| GitError::Spawn {
+                path: git.to_path_buf(),
+                source,
+            })?;
             Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
         };
         let v = run("version")?;
@@ -235,9 +255,12 @@ pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Find the real git: the explicit path if given, else the first `git` on `PATH` that is not
-/// the running binary (compared by device and inode, so a symlink or hard link to the shim is
-/// recognised and skipped, and the shim can never exec itself).
+/// Find the real git: the explicit path if given, else the first `git` on `PATH` *after* the
+/// running binary's own entry (the first folder whose `git` is the running binary, compared by
+/// device and inode, so a symlink or hard link to the shim is recognised and skipped, and the
+/// shim can never exec itself). A `git` before that entry is never taken: it may be a wrapper
+/// that runs the next git after itself, which is the shim again (rt30 W3). When the running
+/// binary is not on `PATH` at all (run by its path), the first `git` on `PATH`.
 pub fn find_real_git(
     explicit: Option<&Path>,
     path_var: Option<&OsStr>,
@@ -282,6 +305,12 @@ pub fn find_real_git_with_metadata(
     }
     let is_me = |o: &std::fs::Metadata| me.as_ref().is_some_and(|m| same(m, o));
     let path_var = path_var.map(OsStr::to_owned).unwrap_or_default();
+    // The first git before the running binary's own entry: the answer only when the running
+    // binary is not on PATH at all. A git before the shim's entry may be a wrapper that runs
+    // "the next git on PATH after itself", i.e. the shim again (rt30 W3: wrapper -> shim ->
+    // wrapper -> … without end); the real git is searched after the shim, as a wrapper would.
+    let mut before: Option<(PathBuf, std::fs::Metadata)> = None;
+    let mut seen_me = false;
     for dir in std::env::split_paths(&path_var) {
         if dir.as_os_str().is_empty() || dir.is_relative() {
             // A relative PATH entry resolves against the current (agent-writable) folder.
@@ -292,12 +321,29 @@ pub fn find_real_git_with_metadata(
             continue;
         };
         use std::os::unix::fs::PermissionsExt;
-        if !md.is_file() || md.permissions().mode() & 0o111 == 0 || is_me(&md) {
+        if !md.is_file() || md.permissions().mode() & 0o111 == 0 {
             continue;
         }
-        return Ok((cand, Some(md)));
+        if is_me(&md) {
+            // Every git before this entry is skipped; the first one after it is the answer.
+            seen_me = true;
+            continue;
+        }
+        if seen_me || me.is_none() {
+            return Ok((cand, Some(md)));
+        }
+        // Keep looking for the running binary's own entry further on.
+        before.get_or_insert((cand, md));
     }
-    Err(GitError::NotFound)
+    if seen_me {
+        // On PATH with no git after it: a git before it may be a wrapper that runs this
+        // binary again, so it is not taken.
+        return Err(GitError::NotFound);
+    }
+    match before {
+        Some((p, md)) => Ok((p, Some(md))),
+        None => Err(GitError::NotFound),
+    }
 }
 
 /// Options for building a defused environment.
@@ -1528,6 +1574,59 @@ echo x
             let std = std::fs::read(&bad).unwrap_err().kind();
             assert_eq!(ours, std, "{}", bad.display());
         }
+    }
+
+    /// rt30 W3: a `git` before the running binary's own entry on `PATH` (a wrapper that runs
+    /// "the next git after itself", i.e. the shim again) is never taken; the first one after
+    /// it is. Without the running binary on `PATH`, the first `git` (as before); with nothing
+    /// after its entry, none.
+    #[test]
+    fn the_real_git_is_searched_after_the_shims_own_entry() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let dirs = ["wrap", "me", "link", "real", "later"].map(|d| t.path().join(d));
+        for d in &dirs {
+            std::fs::create_dir(d).unwrap();
+        }
+        let [wrap, me_dir, link, real, later] = &dirs;
+        let me = me_dir.join("git");
+        for (f, body) in [
+            (wrap.join("git"), "wrapper"),
+            (me.clone(), "shim"),
+            (real.join("git"), "real git"),
+            (later.join("git"), "later git"),
+        ] {
+            std::fs::write(&f, body).unwrap();
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::hard_link(&me, link.join("git")).unwrap();
+        let find = |order: &[&PathBuf]| {
+            let path = std::env::join_paths(order).unwrap();
+            find_real_git_from(Some(&me), None, Some(&path))
+        };
+        // The wrapper before the shim is skipped (it was taken before the fix: the loop).
+        assert_eq!(find(&[wrap, me_dir, real]).unwrap(), real.join("git"));
+        // A hard link of the shim after the first entry: still itself, skipped.
+        assert_eq!(find(&[wrap, me_dir, link, real]).unwrap(), real.join("git"));
+        assert_eq!(
+            find(&[wrap, link, me_dir, real, later]).unwrap(),
+            real.join("git")
+        );
+        // Control: the shim not on PATH (run by its path): the first git, the wrapper.
+        assert_eq!(find(&[wrap, real]).unwrap(), wrap.join("git"));
+        // The shim first (agent-shell, --install): the next git, as before.
+        assert_eq!(find(&[me_dir, real, wrap]).unwrap(), real.join("git"));
+        // Nothing after the shim's entry: no real git (the wrapper before it is not taken).
+        assert!(matches!(
+            find(&[wrap, real, me_dir]),
+            Err(GitError::NotFound)
+        ));
+        // The running binary unknown: the first git, as before.
+        let path = std::env::join_paths([wrap, me_dir, real]).unwrap();
+        assert_eq!(
+            find_real_git_from(None, None, Some(&path)).unwrap(),
+            wrap.join("git")
+        );
     }
 
     /// The metadata `find_real_git_with_metadata` returns is that of the path it returns (the

@@ -1894,5 +1894,148 @@ fn the_callers_home_does_not_move_a_pinned_policy() {
             .output()
             .unwrap();
         assert!(o.status.success() && outside.exists(), "{o:?}");
+
+/// rt30 W1: the alias lookup (`git config --get-regexp '^alias\.'`) run as a child the shim
+/// cannot start or wait for must refuse, never read as "not an alias". An inherited
+/// `SIGCHLD=SIG_IGN` (the kernel reaps the child, the wait fails with `ECHILD`) is put back to
+/// its default for the question, so the alias is seen and refused (121); a descriptor limit
+/// too small for the question's pipes is a refusal (124, one line naming what failed). Honest
+/// calls in the same environments keep working. Positive control: plain git, in the same
+/// environment, runs the `!` alias and stores the program-running key.
+#[test]
+fn rt30_an_alias_lookup_that_cannot_run_refuses() {
+    for g in gits() {
+        let w = World::new(&g, "");
+        // `touch`, not a script: with 6 descriptors `/bin/sh` cannot open a script file.
+        let canary = w.home.join("FIRED");
+        let hooks = w.home.join("hooks");
+        let mut cfg = std::fs::read_to_string(w.home.join("gitconfig")).unwrap();
+        cfg.push_str(&format!(
+            "[alias]\n\tzz = !touch {}\n\thp = config core.hooksPath {}\n",
+            canary.display(),
+            hooks.display()
+        ));
+        std::fs::write(w.home.join("gitconfig"), cfg).unwrap();
+        let stored = || {
+            let o = w.plain_out(&w.repo, &["config", "--local", "core.hooksPath"]);
+            let v = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+            w.plain_out(&w.repo, &["config", "--local", "--unset", "core.hooksPath"]);
+            v == hooks.to_str().unwrap()
+        };
+        // `prog args…` started with SIGCHLD ignored, or with `RLIMIT_NOFILE` 6 (git itself runs
+        // with 6; the shim's question needs more). Descriptors 3-5 the test harness let the
+        // child inherit are closed first, so the limit leaves what it would in a shell.
+        let wrap = |how: &str, prog: &Path, args: &[&str]| {
+            use std::os::unix::process::CommandExt;
+            let mut c = Command::new(prog);
+            w.env(&mut c);
+            c.current_dir(&w.repo)
+                .env("GITWARD_POLICY", &w.policy)
+                .args(args);
+            let sigchld = how == "sigchld";
+            // SAFETY: only async-signal-safe calls between fork and exec.
+            unsafe {
+                c.pre_exec(move || {
+                    use nix::libc;
+                    if sigchld {
+                        libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+                    } else {
+                        for fd in 3..6 {
+                            let fl = libc::fcntl(fd, libc::F_GETFD);
+                            if fl >= 0 && fl & libc::FD_CLOEXEC == 0 {
+                                libc::close(fd);
+                            }
+                        }
+                        let lim = libc::rlimit {
+                            rlim_cur: 6,
+                            rlim_max: 6,
+                        };
+                        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    }
+                    Ok(())
+                });
+            }
+            c.output().unwrap()
+        };
+        for how in ["sigchld", "nofile"] {
+            // Positive control: plain git in the same environment runs both aliases.
+            let o = wrap(how, &w.git, &["zz"]);
+            assert!(
+                fired(&canary),
+                "{}: {how}: control `zz` did not fire: {}",
+                g.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            wrap(how, &w.git, &["hp"]);
+            assert!(
+                stored(),
+                "{}: {how}: control `hp` stored nothing",
+                g.display()
+            );
+            let shim = w.bin.join("git");
+            for word in ["zz", "hp"] {
+                let o = wrap(how, &shim, &[word]);
+                let err = String::from_utf8_lossy(&o.stderr).into_owned();
+                assert_eq!(
+                    err.lines().count(),
+                    1,
+                    "{}: {how} {word}: {err}",
+                    g.display()
+                );
+                if how == "sigchld" {
+                    // The question is answered: the `!` alias is refused, and the git
+                    // alias's expansion meets the rules of `git config`.
+                    let rule = if word == "zz" { "alias" } else { "config-key" };
+                    assert_eq!(
+                        o.status.code(),
+                        Some(121),
+                        "{}: {how} {word}: {err}",
+                        g.display()
+                    );
+                    assert!(
+                        err.starts_with(&format!("git-shim: refused ({rule}): ")),
+                        "{err}"
+                    );
+                } else {
+                    assert_eq!(
+                        o.status.code(),
+                        Some(124),
+                        "{}: {how} {word}: {err}",
+                        g.display()
+                    );
+                    assert!(
+                        err.starts_with("git-shim: refused (setup): cannot ask the real git (git config --null --get-regexp ^alias\\.: "),
+                        "{err}"
+                    );
+                }
+                assert!(!fired(&canary), "{}: {how}: `zz` ran", g.display());
+                assert!(!stored(), "{}: {how}: `hp` stored the key", g.display());
+            }
+            // Honest calls: the fast path asks git nothing; a builtin and git's own error for
+            // an unknown word are unchanged.
+            let o = wrap(how, &shim, &["rev-parse", "HEAD"]);
+            assert!(
+                o.status.success(),
+                "{}: {how}: {}",
+                g.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        // SIGCHLD ignored: an unknown word that is no alias reaches git (its own error).
+        let o = wrap("sigchld", &w.bin.join("git"), &["no-such-word"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("is not a git command"),
+            "{}: {err}",
+            g.display()
+        );
+        let refused: Vec<_> = w
+            .events()
+            .into_iter()
+            .filter(|e| e["rule"] == "setup")
+            .collect();
+        assert_eq!(refused.len(), 2, "{}: {refused:?}", g.display());
     }
 }

@@ -189,10 +189,22 @@ fn two_copies_on_path_stop_with_one_error_and_never_loop() {
         // Two copies: the first execs the second in its own process, which stops.
         let r = bounded(&w, w.agent(&[&a, &b], &["rev-parse", "HEAD"]));
         assert_stopped(&w, r, &a, &b);
-        // A word that may be an alias (asked of "git" as a child first), and the commands
-        // the shim runs as a child (its tidy-up after them): stopped too, never a chain.
-        let r = bounded(&w, w.agent(&[&a, &b], &["frobnicate"]));
-        assert_stopped(&w, r, &a, &b);
+        // A word that may be an alias (asked of "git" as a child first: the question fails,
+        // so the call is refused, quoting the second copy's line), and the commands the shim
+        // runs as a child (its tidy-up after them): stopped too, never a chain.
+        let (code, _, err) = bounded(&w, w.agent(&[&a, &b], &["frobnicate"]));
+        assert_eq!(code, Some(124), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("git-shim: refused (setup): cannot ask the real git (git config --null --get-regexp ^alias\\.: git exited 124: git-shim: ")
+                && err.contains(&format!(
+                    "{}: started as the real git by the git-shim {} ",
+                    b.display(),
+                    a.display()
+                ))
+                && err.contains("set real_git in the policy"),
+            "{err}"
+        );
         let x = w.wt.join("x");
         let r = bounded(
             &w,
@@ -281,4 +293,142 @@ fn the_marker_of_another_process_is_ignored_and_ones_own_fails_closed() {
         "{saw}"
     );
     assert_eq!(lines.next().map(str::len), Some(40), "{saw}");
+}
+
+/// rt30 W3: an honest wrapper `git` *before* the shim on `PATH`, running "the next git on
+/// PATH after itself" as a child (not in place: the exec marker would stop that), with a policy without `real_git`. The shim used to take the
+/// first git on PATH that is not itself -- the wrapper -- for the real git: wrapper -> shim ->
+/// wrapper -> … one process per level, without end. The real git is now searched after the
+/// shim's own entry, so the wrapper runs once. The wrapper stops itself at 15 levels (the
+/// bound of the demo); positive control: a wrapper *after* the shim that runs "the first git
+/// on PATH other than itself" still loops (the shim -> that wrapper -> the shim …: only the
+/// wrapper's own bound ends it), which shows the test sees a loop when there is one.
+#[test]
+fn rt30_a_wrapper_before_the_shim_runs_once() {
+    use std::os::unix::fs::PermissionsExt;
+    for g in gits() {
+        let w = World::new(&g);
+        let a = w.install("a", "");
+        let wrap_dir = w.home.join("wrap");
+        std::fs::create_dir_all(&wrap_dir).unwrap();
+        let real = g.display().to_string();
+        let wrapper = |next_after_self: bool| {
+            let pick = if next_after_self {
+                // The next git after itself.
+                "[ $found = 1 ] && { next=\"$dir/git\"; break; }\n  [ \"$(readlink -f \"$dir/git\")\" = \"$self\" ] && found=1"
+            } else {
+                // The first git that is not itself.
+                "[ \"$(readlink -f \"$dir/git\")\" = \"$self\" ] || { next=\"$dir/git\"; break; }"
+            };
+            let script = format!(
+                "#!/bin/sh\nd=${{RT30_DEPTH:-0}}; [ \"$d\" -ge 40 ] && {{ echo \"wrapper: depth $d\" >&2; exit 99; }}\nexport RT30_DEPTH=$((d+1))\nself=$(readlink -f \"$0\"); found=0; next=\nIFS=:; for dir in $PATH; do\n  [ -x \"$dir/git\" ] || continue\n  {pick}\ndone\nunset IFS; [ -n \"$next\" ] || next={real}\necho \"$d $*\" >> \"$(dirname \"$self\")/levels\"\n\"$next\" \"$@\"\n"
+            );
+            let f = wrap_dir.join("git");
+            std::fs::write(&f, script).unwrap();
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+            f
+        };
+        // Levels of the agent's call (the shim's `git version` probe of a wrapper it takes
+        // for the real git runs it too, outside the agent's PATH: not counted).
+        let levels = || {
+            let n = std::fs::read_to_string(wrap_dir.join("levels"))
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| !l.ends_with(" version") && !l.ends_with(" --exec-path"))
+                .count();
+            let _ = std::fs::remove_file(wrap_dir.join("levels"));
+            n
+        };
+        let wrap = wrapper(true);
+        // Wrapper first, shim second: git answers, the wrapper ran once.
+        let (code, out, err) = bounded(&w, w.agent(&[&wrap, &a], &["rev-parse", "HEAD"]));
+        assert_eq!(code, Some(0), "{}: {err}", g.display());
+        assert_eq!(out.trim().len(), 40, "{out}");
+        assert_eq!(levels(), 1, "{}: {err}", g.display());
+        // Also a word the shim asks git about first (an alias lookup, a child), and the shim
+        // first: once each.
+        let (code, _, err) = bounded(&w, w.agent(&[&wrap, &a], &["frobnicate"]));
+        assert_eq!(code, Some(1), "{}: {err}", g.display());
+        assert!(err.contains("is not a git command"), "{err}");
+        assert_eq!(levels(), 1, "{}: {err}", g.display());
+        let (code, _, err) = bounded(&w, w.agent(&[&a, &wrap], &["rev-parse", "HEAD"]));
+        assert_eq!(code, Some(0), "{}: {err}", g.display());
+        assert_eq!(levels(), 1, "{}: {err}", g.display());
+        // The loop the search cannot avoid (the shim, then a wrapper that runs the first git
+        // other than itself, which is the shim again): the nesting depth stops it at
+        // MAX_NESTED shims, one line, before the wrapper's own bound (40).
+        let wrap = wrapper(false);
+        let (code, _, err) = bounded(&w, w.agent(&[&a, &wrap], &["rev-parse", "HEAD"]));
+        assert_eq!(code, Some(124), "{}: {err}", g.display());
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with(&format!(
+                "git-shim: {}: started inside 16 nested git-shims",
+                a.display()
+            )) && err.contains("set real_git in the policy"),
+            "{err}"
+        );
+        assert_eq!(levels(), 16, "{}: {err}", g.display());
+    }
+}
+
+/// The depth in `GITWARD_SHIM_EXEC` (`<pid>/<depth>:<path>`): below 16 a shim runs and passes
+/// one more on (a hook through the shim sees it); at 16 it stops, whatever the pid (positive
+/// control of the bound the loop above meets). Without a depth, 0.
+#[test]
+fn the_nesting_depth_is_bounded() {
+    use std::os::unix::fs::PermissionsExt;
+    let g = gits().remove(0);
+    let w = World::new(&g);
+    let a = w.install("a", "[shim]\nhooks = true");
+    for (v, ok) in [
+        ("1/15:/elsewhere/git", true),
+        ("^1/15:/elsewhere/git", true),
+        ("1:/elsewhere/git", true),
+        ("1/x:/elsewhere/git", true),
+        ("1/16:/elsewhere/git", false),
+        ("^1/4000000000:/elsewhere/git", false),
+    ] {
+        let mut c = w.agent(&[&a], &["rev-parse", "HEAD"]);
+        c.env("GITWARD_SHIM_EXEC", v);
+        let (code, _, err) = bounded(&w, c);
+        if ok {
+            assert_eq!(code, Some(0), "{v:?}: {err}");
+        } else {
+            assert_eq!(code, Some(124), "{v:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains("nested git-shims"), "{err}");
+        }
+    }
+    // Honest nesting: a hook run by the git the shim became sees depth 1, and the shim it runs
+    // (by path: git puts its exec path first on its children's PATH) passes on depth 2 to its
+    // own hook.
+    let seen = w.home.join("hook-saw");
+    let hook = w.repo.join(".git/hooks/post-commit");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$GITWARD_SHIM_EXEC\" >> {s}\n[ -n \"$NESTED\" ] || unset GIT_EXEC_PATH; NESTED=1 {a} commit -q --allow-empty -m inner 2>> {s}.err\n",
+            s = seen.display(),
+            a = a.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, _, err) = bounded(
+        &w,
+        w.agent(&[&a], &["commit", "-q", "--allow-empty", "-m", "outer"]),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let saw = std::fs::read_to_string(&seen).unwrap();
+    let depths: Vec<&str> = saw
+        .lines()
+        .map(|l| l.split(':').next().unwrap().split('/').nth(1).unwrap_or(""))
+        .collect();
+    assert_eq!(
+        depths,
+        ["1", "2"],
+        "{saw}{}",
+        std::fs::read_to_string(w.home.join("hook-saw.err")).unwrap_or_default()
+    );
 }

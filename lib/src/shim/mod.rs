@@ -5,8 +5,9 @@
 //!
 //! 1. loads the policy (the file pinned beside the shim by `--install --policy`, else
 //!    `GITWARD_POLICY`); no policy → exit 124, never a silent pass-through;
-//! 2. finds the real git (the policy's `real_git`, else the next `git` on `PATH` that is not
-//!    this binary, compared by device and inode) and its version (cached in the state dir);
+//! 2. finds the real git (the policy's `real_git`, else the first `git` on `PATH` after this
+//!    binary's own entry, compared by device and inode: a `git` before it may be a wrapper
+//!    that runs the shim again) and its version (cached in the state dir);
 //!    a shim started as git by another copy of the shim found that way stops first
 //!    ([`EXEC_MARKER`], exit 124);
 //! 3. reads the command line like `git.c` ([`argv`]) and applies [`rules`];
@@ -56,7 +57,24 @@ pub const PINNED_POLICY: &str = "git-shim.policy";
 /// policy. Any other value (git's children, hooks and aliases calling `git` again run in other
 /// processes) is ignored, and dropped from what git gets; the real git sees the value set for
 /// it and passes it on to its children (harmless: their pids and parents differ).
+///
+/// The pid carries the nesting depth, `<pid>/<depth>:<path>`: the number of shims that found
+/// git on `PATH` in the process's ancestry (one more than the marker the shim inherited). A
+/// shim started at [`MAX_NESTED`] stops ([`ShimError::Nested`], exit 124): a git on `PATH`
+/// that runs git again as a child (a wrapper after the shim that runs "the first git on PATH
+/// other than itself") would otherwise make shim -> wrapper -> shim -> … one process per level
+/// without end (rt30 W3). The depth is the agent's to set, like the rest of the variable: it
+/// can only make its own calls stop.
 pub const EXEC_MARKER: &str = "GITWARD_SHIM_EXEC";
+
+/// The nesting depth at which a shim that finds git on `PATH` stops (see [`EXEC_MARKER`]):
+/// honest nesting (a hook, `rebase -x`, a `pre-commit` hook running `git` again, each through
+/// the shim) is a few levels; a loop reaches it after this many shims, sequentially.
+pub const MAX_NESTED: u32 = 16;
+
+/// The depth the inherited [`EXEC_MARKER`] carried (0 without one), read by
+/// [`execd_by_a_shim`]; the markers this shim sets carry one more.
+static INHERITED_DEPTH: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// Why the shim cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +92,8 @@ pub enum ShimError {
     Git(#[from] GitError),
     #[error("{me}: started as the real git by the git-shim {by} (it found this copy first on PATH and ran it): two copies of git-shim are on PATH before the real git; set real_git in the policy to the real git's absolute path")]
     ExecdByShim { me: PathBuf, by: String },
+    #[error("{me}: started inside {depth} nested git-shims, each run by a git the one before ran (the last: {by}): a git on PATH runs git again without end (a wrapper that runs the first git on PATH other than itself?); set real_git in the policy to the real git's absolute path")]
+    Nested { me: PathBuf, depth: u32, by: String },
     #[error("{path}: cannot start git: {source}")]
     Exec {
         path: PathBuf,
@@ -698,10 +718,21 @@ pub fn ceilings(p: &Policy) -> Vec<PathBuf> {
 }
 
 /// The real git, asked about this call (same global options, same environment).
+///
+/// Fails closed: a question git could not answer (the child could not be started or waited
+/// for, was killed by a signal, or answered with a status the question does not expect) is
+/// recorded in `failed`, and [`run_inner`] refuses the call (exit 124, setup) whatever the
+/// rules concluded from the missing answer (rt30 W1: an inherited `SIGCHLD=SIG_IGN` or a tiny
+/// descriptor limit made the alias lookup look like "no alias").
 struct GitRepo<'a> {
     session: &'a Session,
     inv: &'a Invocation,
     keep_config_env: bool,
+    /// The first question git could not answer, as one line (`git <args>: <what failed>`,
+    /// then the last line git wrote on stderr, if any).
+    failed: std::cell::RefCell<Option<String>>,
+    /// The last line the last question wrote on stderr (for `failed`).
+    last_err: std::cell::RefCell<String>,
 }
 
 impl GitRepo<'_> {
@@ -733,20 +764,52 @@ impl GitRepo<'_> {
         }
     }
 
+    /// Ask git; `None` (and the failure recorded) when it could not answer: not started, not
+    /// waited for, or killed by a signal.
     fn ask_code(&self, args: &[&str]) -> Option<(Option<i32>, String)> {
         let mut all: Vec<OsString> = self.inv.globals.clone();
         all.extend(args.iter().map(OsString::from));
-        let out = self
-            .session
-            .command(&all, self.keep_config_env)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .ok()?;
-        Some((
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        ))
+        let mut cmd = self.session.command(&all, self.keep_config_env);
+        cmd.stdin(Stdio::null()).stderr(Stdio::piped());
+        let out = crate::env::output(&mut cmd);
+        self.last_err.borrow_mut().clear();
+        if let Ok(out) = &out {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let last = err
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            *self.last_err.borrow_mut() = last.chars().take(400).collect();
+        }
+        match out {
+            Ok(out) if out.status.code().is_some() => Some((
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+            )),
+            Ok(out) => {
+                self.fail(args, &format!("git ended by {}", out.status));
+                None
+            }
+            Err(e) => {
+                self.fail(args, &e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Record that git could not answer `args` (the first failure is the one reported).
+    fn fail(&self, args: &[&str], why: &str) {
+        let mut f = self.failed.borrow_mut();
+        if f.is_none() {
+            let mut line = format!("git {}: {why}", args.join(" "));
+            let err = self.last_err.borrow();
+            if !err.is_empty() {
+                line.push_str(": ");
+                line.push_str(&err);
+            }
+            *f = Some(line);
+        }
     }
 }
 
@@ -779,14 +842,23 @@ impl Repository for GitRepo<'_> {
     /// word case-insensitively, subsection included (`git ZZ.x` finds `[alias "zz"] x`; rt24
     /// W3); the last one read wins.
     fn alias(&self, name: &str) -> Option<String> {
-        match self.ask(&["config", "--null", "--get-regexp", r"^alias\."]) {
-            Some((true, out)) => out
+        let args = ["config", "--null", "--get-regexp", r"^alias\."];
+        match self.ask_code(&args) {
+            Some((Some(0), out)) => out
                 .split('\0')
                 .filter_map(|e| e.split_once('\n'))
                 .filter(|(k, _)| k.get(6..).is_some_and(|n| n.eq_ignore_ascii_case(name)))
                 .map(|(_, v)| v.to_owned())
                 .next_back(),
-            _ => None,
+            // 1: no `alias.*` key at all.
+            Some((Some(1), _)) => None,
+            // Any other status (a config git cannot read: git would die on it too) is no
+            // answer, and no answer is never "not an alias".
+            Some((code, _)) => {
+                self.fail(&args, &format!("git exited {}", code.unwrap_or(-1)));
+                None
+            }
+            None => None,
         }
     }
 
@@ -805,13 +877,9 @@ impl Repository for GitRepo<'_> {
         use std::os::unix::ffi::OsStrExt;
         let mut all: Vec<OsString> = self.inv.globals.clone();
         all.extend(["worktree", "list", "--porcelain", "-z"].map(OsString::from));
-        let out = self
-            .session
-            .command(&all, self.keep_config_env)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .map_err(|e| format!("git worktree list: {e}"))?;
+        let mut cmd = self.session.command(&all, self.keep_config_env);
+        cmd.stdin(Stdio::null()).stderr(Stdio::null());
+        let out = crate::env::output(&mut cmd).map_err(|e| format!("git worktree list: {e}"))?;
         if !out.status.success() {
             return Err(format!("git worktree list exited {}", out.status));
         }
@@ -929,6 +997,8 @@ fn run_inner(args: Vec<OsString>) -> Result<u8, ShimError> {
         session: &session,
         inv: &inv,
         keep_config_env,
+        failed: Default::default(),
+        last_err: Default::default(),
     };
     let rules = Rules {
         policy: &session.policy,
@@ -939,7 +1009,18 @@ fn run_inner(args: Vec<OsString>) -> Result<u8, ShimError> {
         cwd = cwd.join(d);
     }
     let p = &session.policy;
-    let plan = match rules.check(&inv, &env_cfg, exec_path.as_deref(), &repo) {
+    let checked = rules.check(&inv, &env_cfg, exec_path.as_deref(), &repo);
+    if let (Ok(_), Some(why)) = (&checked, repo.failed.take()) {
+        // Fail closed: an answer the rules needed is missing (see `GitRepo`).
+        let message = one_line(&format!("cannot ask the real git ({why}); nothing was run"));
+        eprintln!("git-shim: refused (setup): {message}");
+        log(
+            p,
+            call_event(EventKind::GitRefused, message, &inv, &cwd).with("rule", "setup"),
+        );
+        return Ok(exit::SETUP.code);
+    }
+    let plan = match checked {
         Ok(plan) => plan,
         Err(Refusal { rule, message }) => {
             let message = one_line(&message);
@@ -1004,12 +1085,31 @@ fn execd_by_a_shim() -> Option<ShimError> {
         Some(at) => (&v[..at], &v[at + 1..]),
         None => (v, &b""[..]),
     };
+    // `<pid>/<depth>`; a marker without a depth (or an unreadable one) counts as depth 0.
+    let (pid, depth) = match pid.iter().position(|&b| b == b'/') {
+        Some(at) => (
+            &pid[..at],
+            std::str::from_utf8(&pid[at + 1..])
+                .ok()
+                .and_then(|d| d.parse::<u32>().ok())
+                .unwrap_or(0),
+        ),
+        None => (pid, 0),
+    };
     let ours = if child {
         std::os::unix::process::parent_id()
     } else {
         std::process::id()
     };
     if pid != ours.to_string().as_bytes() {
+        if depth >= MAX_NESTED {
+            return Some(ShimError::Nested {
+                me: current_exe().map(Path::to_path_buf).unwrap_or_default(),
+                depth,
+                by: one_line(&String::from_utf8_lossy(by)),
+            });
+        }
+        INHERITED_DEPTH.store(depth, std::sync::atomic::Ordering::Relaxed);
         return None;
     }
     Some(ShimError::ExecdByShim {
@@ -1045,23 +1145,31 @@ unsafe fn marker_value() -> Option<&'static [u8]> {
     None
 }
 
-/// `EXEC_MARKER=<this pid>:<this binary>` and its NUL, as `execve` takes it.
+/// `EXEC_MARKER=<this pid>/<depth>:<this binary>` and its NUL, as `execve` takes it.
 fn exec_marker() -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;
     let exe = current_exe().map_or(&b""[..], |p| p.as_os_str().as_bytes());
-    let mut kv = format!("{EXEC_MARKER}={}:", std::process::id()).into_bytes();
+    let mut kv = format!("{EXEC_MARKER}={}/{}:", std::process::id(), next_depth()).into_bytes();
     kv.extend_from_slice(exe);
     kv.push(0);
     kv
 }
 
-/// The value of [`EXEC_MARKER`]: `prefix`, this process's id, `:`, this binary's path.
+/// The value of [`EXEC_MARKER`]: `prefix`, this process's id, `/`, the depth, `:`, this
+/// binary's path.
 fn marker(prefix: &str) -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;
     let exe = current_exe().map_or(&b""[..], |p| p.as_os_str().as_bytes());
-    let mut v = format!("{prefix}{}:", std::process::id()).into_bytes();
+    let mut v = format!("{prefix}{}/{}:", std::process::id(), next_depth()).into_bytes();
     v.extend_from_slice(exe);
     v
+}
+
+/// The depth the markers this shim sets carry: one more than it inherited.
+fn next_depth() -> u32 {
+    INHERITED_DEPTH
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .saturating_add(1)
 }
 
 /// Run git as a child (for commands after which the session folder may be empty), remove the
