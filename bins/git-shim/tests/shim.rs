@@ -1894,6 +1894,8 @@ fn the_callers_home_does_not_move_a_pinned_policy() {
             .output()
             .unwrap();
         assert!(o.status.success() && outside.exists(), "{o:?}");
+    }
+}
 
 /// rt30 W1: the alias lookup (`git config --get-regexp '^alias\.'`) run as a child the shim
 /// cannot start or wait for must refuse, never read as "not an alias". An inherited
