@@ -163,7 +163,7 @@ pub fn check_with_roots_swept(
             BTreeMap::new()
         }
     };
-    let (mut diffs, agent_subs) = compare(state, &snap, &layout, session.is_some());
+    let (mut diffs, agent_subs, snap_subs) = compare(state, &snap, &layout, session.is_some());
     // In-progress operations that name a program: reported and set aside whole.
     let (armed, problems) = in_progress_diffs(state, &root, &snap.entries);
     diffs.extend(armed);
@@ -356,7 +356,14 @@ pub fn check_with_roots_swept(
     // `modules/`, other entries'): its `core.worktree` resolved as git does, at every check —
     // the config bytes may be the pinned ones while a link on the way was retargeted
     // (`subwt`). Reported only: what changed is a link in a work tree (the agent's files).
-    pinned_core_worktrees(state, common, &snap.entries, &agent_subs, &mut emb);
+    pinned_core_worktrees(
+        state,
+        common,
+        &snap.entries,
+        &snap_subs,
+        &agent_subs,
+        &mut emb,
+    );
     for (path, why) in &emb.problems {
         outcome = Outcome::Incomplete;
         emit(
@@ -1019,17 +1026,17 @@ pub(super) fn merged<'a>(
     out
 }
 
-/// [`super::subwt`] over the submodule git dirs of `entries` that are not the agent's new
+/// [`super::subwt`] over the submodule git dirs `subs` ([`module_git_dirs`] of `entries`) that are not the agent's new
 /// ones (those are judged by `session_modules`): a refused `core.worktree` is a finding
 /// (`embedded_repository_armed`, reported), a part that cannot be read a problem.
 fn pinned_core_worktrees(
     state: &State,
     common: &Path,
     entries: &BTreeMap<String, Node>,
+    subs: &BTreeSet<String>,
     agent_subs: &BTreeSet<String>,
     emb: &mut super::embedded::Embedded,
 ) {
-    let subs = module_git_dirs(entries);
     let gitdir_of =
         |e: &str| entry_gitdir_path(&common.join(e), entries.get(&format!("{e}/gitdir")));
     let sd = state
@@ -1037,6 +1044,7 @@ fn pinned_core_worktrees(
         .as_deref()
         .filter(|_| state.session.is_some());
     let mut roots: Option<Vec<PathBuf>> = None;
+    let mut real_common: Option<PathBuf> = None;
     for rel in subs.iter().filter(|r| !agent_subs.contains(*r)) {
         let g = common.join(rel);
         let value = match crate::audit::special::read_regular(&g.join("config"), 1 << 20) {
@@ -1075,7 +1083,8 @@ fn pinned_core_worktrees(
             Some(sd) => super::subwt::Place::Session(sd),
             None => super::subwt::Place::WorkTrees(roots),
         };
-        match super::subwt::judge(&g, &value, common, &place) {
+        let rc = real_common.get_or_insert_with(|| super::subwt::real_common(common));
+        match super::subwt::judge(&g, &value, rc, &place) {
             Ok(_) => {}
             Err(Ok(r)) => {
                 let whose = if own.is_some() {
@@ -1180,7 +1189,7 @@ pub(super) fn compare(
     snap: &Snapshot,
     layout: &BTreeMap<String, WorktreeEntry>,
     has_session: bool,
-) -> (Vec<Diff>, BTreeSet<String>) {
+) -> (Vec<Diff>, BTreeSet<String>, BTreeSet<String>) {
     let common = &state.common_dir;
     let sd = state.session_dir.as_deref();
     let now_wt = worktree_baselines(common, &snap.entries, layout, sd);
@@ -1559,7 +1568,7 @@ pub(super) fn compare(
         });
     }
     diffs.sort_by(|a, b| a.key.cmp(&b.key));
-    (diffs, agent_subs)
+    (diffs, agent_subs, snap_subs)
 }
 
 /// The submodule git dirs made during the turn under the session's own worktree entry

@@ -35,6 +35,7 @@ pub fn judge(
     cache: &mut WalkCache,
 ) -> Judged {
     let mut out = Judged::default();
+    let real_common = super::subwt::real_common(common);
     for g in git_dirs {
         let mut targets = vec![g.clone()];
         // The submodule's own linked worktree entries: their `commondir` must be git's
@@ -121,7 +122,7 @@ pub fn judge(
                     match super::subwt::judge(
                         g,
                         text.as_ref(),
-                        common,
+                        &real_common,
                         &super::subwt::Place::Session(session_dir),
                     ) {
                         Ok(_) => {}

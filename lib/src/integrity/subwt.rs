@@ -42,7 +42,7 @@ pub struct Refused {
 }
 
 /// Resolve `value` (a git dir `g`'s `core.worktree`) as git would and judge it. `common`:
-/// the common dir. `Err(Ok(refused))` is a finding, `Err(Err(why))` a part that could not
+/// the common dir's real path ([`real_common`], resolved once per check). `Err(Ok(refused))` is a finding, `Err(Err(why))` a part that could not
 /// be read.
 pub fn judge(
     g: &Path,
@@ -108,9 +108,8 @@ pub fn judge(
             link: None,
         }))
     };
-    let real_common = std::fs::canonicalize(common).unwrap_or_else(|_| common.to_path_buf());
-    if cur.starts_with(&real_common) || cur.starts_with(common) {
-        return refuse(format!("inside the common dir {}", real_common.display()));
+    if cur.starts_with(common) {
+        return refuse(format!("inside the common dir {}", common.display()));
     }
     let root = match place {
         Place::Session(sd) => inside(&cur, std::slice::from_ref(&sd.to_path_buf())),
@@ -131,6 +130,11 @@ pub fn judge(
         }
     }
     Ok(cur)
+}
+
+/// The common dir's real path (as given when it cannot be resolved).
+pub fn real_common(common: &Path) -> PathBuf {
+    std::fs::canonicalize(common).unwrap_or_else(|_| common.to_path_buf())
 }
 
 /// The root of `roots` that `p` lies strictly inside: as written first, then each root's
