@@ -369,3 +369,314 @@ fn a_pinned_submodule_git_dir_under_the_session_entry_is_still_compared() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Thirtieth red-team pass: `core.worktree` resolved as git does (relative to the git dir,
+// every link followed), at every check, for every submodule git dir (`integrity::subwt`).
+// ---------------------------------------------------------------------------------------
+
+/// The agent's commit in the submodule git dir `gd` (via `--git-dir`): a tree holding an
+/// executable `pre-commit` that writes `marker`; HEAD set to it (the index too).
+fn agents_commit(w: &common::World, g: &Path, gd: &Path, marker: &Path) {
+    let gdir = format!("--git-dir={}", gd.display());
+    let mut c = Command::new(g);
+    w.env(&mut c);
+    c.args([gdir.as_str(), "hash-object", "-w", "--stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("#!/bin/sh\necho ran >> '{}'\n", marker.display()).as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let blob = String::from_utf8(out.stdout).unwrap();
+    let mut c = Command::new(g);
+    w.env(&mut c);
+    c.args([gdir.as_str(), "mktree"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("100755 blob {}\tpre-commit\n", blob.trim()).as_bytes())
+        .unwrap();
+    let tree = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+    let commit = git(
+        w,
+        g,
+        &w.root(),
+        &[&gdir, "commit-tree", "-m", "x", tree.trim()],
+    );
+    git(
+        w,
+        g,
+        &w.root(),
+        &[&gdir, "update-ref", "HEAD", commit.trim()],
+    );
+}
+
+fn set_core_worktree(w: &common::World, g: &Path, gd: &Path, value: &str) {
+    let cfg = gd.join("config");
+    git(
+        w,
+        g,
+        &w.root(),
+        &[
+            "config",
+            "-f",
+            cfg.to_str().unwrap(),
+            "core.worktree",
+            value,
+        ],
+    );
+}
+
+/// The owner's `reset --hard` in the session worktree's submodule (and, for the `tracked`
+/// variant, in the session worktree first), then a commit in the main work tree.
+fn owner_resets_and_commits(w: &common::World, g: &Path, tracked: bool) {
+    if tracked {
+        run(w, g, &w.own(), &["reset", "-q", "--hard"]);
+    }
+    run(w, g, &w.own().join("sub"), &["reset", "-q", "--hard"]);
+    run(
+        w,
+        g,
+        &w.main(),
+        &["commit", "-q", "--allow-empty", "-m", "owner"],
+    );
+}
+
+/// Arm the session's new submodule git dir (W1, W2 `present`, W2 `tracked`).
+fn arm_session_sub(w: &common::World, g: &Path, variant: &str, marker: &Path) {
+    let gd = sub_git_dir(w);
+    agents_commit(w, g, &gd, marker);
+    let own = w.own();
+    let value = match variant {
+        // W1: a link in the session work tree to the owner's hooks folder.
+        "link" => {
+            std::os::unix::fs::symlink(w.git_dir().join("hooks"), own.join(".wt")).unwrap();
+            own.join(".wt").display().to_string()
+        }
+        // W2: `..` after an in-tree link `d/x -> ..`; `tracked`: the link committed and
+        // deleted before the check (nothing at the path then).
+        "dotdot" | "dotdot-tracked" => {
+            std::fs::create_dir_all(own.join("d")).unwrap();
+            std::os::unix::fs::symlink("..", own.join("d/x")).unwrap();
+            if variant == "dotdot-tracked" {
+                git(w, g, &own, &["add", "d/x"]);
+                git(w, g, &own, &["commit", "-qm", "link"]);
+                std::fs::remove_dir_all(own.join("d")).unwrap();
+            }
+            format!("{}/d/x/../../../proj/.git/hooks", own.display())
+        }
+        _ => unreachable!(),
+    };
+    set_core_worktree(w, g, &gd, &value);
+}
+
+/// W1 and W2 (both variants), each on every git: plain git writes the agent's `pre-commit`
+/// into the owner's hooks and the owner's next commit runs it (positive control); the check
+/// reports the git dir (exit 1, `embedded_repository_armed` naming the value and where it
+/// leads) and `--restore` moves it aside, after which the owner's reset cannot write there.
+#[test]
+fn a_session_submodules_core_worktree_through_a_link_is_refused() {
+    for variant in ["link", "dotdot", "dotdot-tracked"] {
+        for g in common::gits() {
+            // Control.
+            let w = world_with_update(&g);
+            let marker = w.root().join("ran");
+            arm_session_sub(&w, &g, variant, &marker);
+            owner_resets_and_commits(&w, &g, variant == "dotdot-tracked");
+            assert!(
+                w.git_dir().join("hooks/pre-commit").is_file() && marker.exists(),
+                "{variant} {}: control: the owner's reset writes the hook and the commit runs it",
+                g.display()
+            );
+            // Checked.
+            let w = world_with_update(&g);
+            let marker = w.root().join("ran");
+            arm_session_sub(&w, &g, variant, &marker);
+            let gd = sub_git_dir(&w);
+            let cfg = gd.join("config");
+            let (code, ev) = w.check(false);
+            assert_eq!(code, 1, "{variant} {}: {ev:#?}", g.display());
+            let hit = ev
+                .iter()
+                .find(|e| {
+                    e["event"] == "embedded_repository_armed"
+                        && e["path"] == cfg.to_str().unwrap()
+                        && e["message"]
+                            .as_str()
+                            .is_some_and(|m| m.contains("core.worktree"))
+                })
+                .unwrap_or_else(|| panic!("{variant} {}: {ev:#?}", g.display()));
+            let m = hit["message"].as_str().unwrap();
+            match variant {
+                "link" => assert!(
+                    m.contains("symbolic link") && m.contains("leads to") && m.contains("hooks"),
+                    "{m}"
+                ),
+                _ => assert!(m.contains("`..` after a normal component"), "{m}"),
+            }
+            assert!(
+                !kinds(&ev).contains(&"session_submodule_git_dir"),
+                "{ev:#?}"
+            );
+            let (code, ev) = w.check(true);
+            assert_eq!(code, 1, "{variant} {}: {ev:#?}", g.display());
+            assert!(
+                ev.iter()
+                    .any(|e| e["event"] == "quarantined" && e["path"] == gd.to_str().unwrap()),
+                "{variant}: {ev:#?}"
+            );
+            owner_resets_and_commits(&w, &g, variant == "dotdot-tracked");
+            assert!(
+                !w.git_dir().join("hooks/pre-commit").exists() && !marker.exists(),
+                "{variant} {}: nothing written into the hooks after --restore",
+                g.display()
+            );
+        }
+    }
+}
+
+/// W3: the session's submodule git dir pinned with `core.worktree` naming a link that leads
+/// to the submodule's honest checkout (a pin taken by an earlier build, or before any
+/// check); the config bytes never change again. Every check refuses the link (report only:
+/// the link is a file of the work tree, the agent's: never deleted); after the agent
+/// retargets it to the owner's hooks the check still reports, and the control fires.
+#[test]
+fn a_pinned_session_submodules_core_worktree_through_a_link_is_reported_at_every_check() {
+    for g in common::gits() {
+        for checked in [false, true] {
+            let w = common::world();
+            git(&w, &g, &w.own(), &["submodule", "update", "-q", "--init"]);
+            let gd = sub_git_dir(&w);
+            let own = w.own();
+            std::os::unix::fs::symlink("sub", own.join(".wt")).unwrap();
+            set_core_worktree(&w, &g, &gd, own.join(".wt").to_str().unwrap());
+            // The honest use works through the link.
+            git(&w, &g, &own.join("sub"), &["status", "--short"]);
+            w.pin();
+            let cfg = gd.join("config");
+            let reported = |ev: &[serde_json::Value]| {
+                ev.iter().any(|e| {
+                    e["event"] == "embedded_repository_armed"
+                        && e["path"] == cfg.to_str().unwrap()
+                        && e["action"] == "reported"
+                        && e["message"].as_str().is_some_and(|m| {
+                            m.contains("symbolic link") && m.contains("the owner should")
+                        })
+                })
+            };
+            if checked {
+                let (code, ev) = w.check(false);
+                assert_eq!(
+                    code,
+                    1,
+                    "{}: the link is refused today: {ev:#?}",
+                    g.display()
+                );
+                assert!(reported(&ev), "{ev:#?}");
+            }
+            // Turn 2: the link retargeted, the submodule's HEAD moved; the config unchanged.
+            let marker = w.root().join("ran");
+            agents_commit(&w, &g, &gd, &marker);
+            std::fs::remove_file(own.join(".wt")).unwrap();
+            std::os::unix::fs::symlink("../../../proj/.git/hooks", own.join(".wt")).unwrap();
+            if checked {
+                let (code, ev) = w.check(true);
+                assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+                assert!(reported(&ev), "{ev:#?}");
+                assert!(
+                    std::fs::symlink_metadata(own.join(".wt")).is_ok() && gd.join("HEAD").is_file(),
+                    "report only: neither the link nor the git dir is touched"
+                );
+            } else {
+                owner_resets_and_commits(&w, &g, false);
+                assert!(
+                    w.git_dir().join("hooks/pre-commit").is_file() && marker.exists(),
+                    "{}: control: the owner's reset writes the hook and the commit runs it",
+                    g.display()
+                );
+            }
+        }
+    }
+}
+
+/// The owner's submodule (`modules/sub`, `core.worktree = ../../../sub`): the agent replaces
+/// the work-tree folder `sub` by a link to the owner's hooks and moves the submodule's HEAD.
+/// Control: the owner's `git --git-dir=.git/modules/sub reset --hard` writes the hook, the
+/// next commit runs it. Checked: reported (exit 1), the link left in place.
+#[test]
+fn the_owners_submodule_folder_replaced_by_a_link_is_reported() {
+    for g in common::gits() {
+        for checked in [false, true] {
+            let w = common::world();
+            w.pin();
+            let gd = w.git_dir().join("modules/sub");
+            let marker = w.root().join("ran");
+            agents_commit(&w, &g, &gd, &marker);
+            let sub = w.main().join("sub");
+            std::fs::remove_dir_all(&sub).unwrap();
+            std::os::unix::fs::symlink(w.git_dir().join("hooks"), &sub).unwrap();
+            if checked {
+                let cfg = gd.join("config");
+                let (code, ev) = w.check(true);
+                assert_eq!(code, 1, "{}: {ev:#?}", g.display());
+                assert!(
+                    ev.iter().any(|e| e["event"] == "embedded_repository_armed"
+                        && e["path"] == cfg.to_str().unwrap()
+                        && e["action"] == "reported"
+                        && e["message"].as_str().is_some_and(
+                            |m| m.contains("symbolic link") && m.contains("owner's submodule")
+                        )),
+                    "{}: {ev:#?}",
+                    g.display()
+                );
+                assert!(std::fs::symlink_metadata(&sub).is_ok_and(|m| m.is_symlink()));
+            } else {
+                let gdir = format!("--git-dir={}", gd.display());
+                run(&w, &g, &w.root(), &[&gdir, "reset", "-q", "--hard"]);
+                run(
+                    &w,
+                    &g,
+                    &w.main(),
+                    &["commit", "-q", "--allow-empty", "-m", "o"],
+                );
+                assert!(
+                    w.git_dir().join("hooks/pre-commit").is_file() && marker.exists(),
+                    "{}: control",
+                    g.display()
+                );
+            }
+        }
+    }
+}
+
+/// Honest layouts stay clean at every check: the session's submodule folder removed (a
+/// branch switch; missing is not a link), and the owner's submodule folder missing.
+#[test]
+fn missing_submodule_folders_are_not_links() {
+    for g in common::gits() {
+        let w = common::world();
+        git(&w, &g, &w.own(), &["submodule", "update", "-q", "--init"]);
+        w.pin();
+        std::fs::remove_dir_all(w.own().join("sub")).unwrap();
+        std::fs::remove_dir_all(w.main().join("sub")).unwrap();
+        let (code, ev) = w.check(false);
+        assert!(
+            !ev.iter().any(|e| e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("core.worktree"))),
+            "{}: {ev:#?}",
+            g.display()
+        );
+        let _ = code; // a removed folder may be reported by other checks (index stat)
+    }
+}

@@ -163,7 +163,7 @@ pub fn check_with_roots_swept(
             BTreeMap::new()
         }
     };
-    let (mut diffs, agent_subs) = compare(state, &snap, &layout, session.is_some());
+    let (mut diffs, agent_subs, snap_subs) = compare(state, &snap, &layout, session.is_some());
     // In-progress operations that name a program: reported and set aside whole.
     let (armed, problems) = in_progress_diffs(state, &root, &snap.entries);
     diffs.extend(armed);
@@ -320,7 +320,7 @@ pub fn check_with_roots_swept(
     let agent_dirs: Vec<PathBuf> = agent_subs.iter().map(|r| common.join(r)).collect();
     let mut armed_subs: Vec<PathBuf> = Vec::new();
     if let (false, Some(sd)) = (agent_dirs.is_empty(), state.session_dir.as_deref()) {
-        let judged = super::session_modules::judge(&agent_dirs, sd, &mut cache);
+        let judged = super::session_modules::judge(&agent_dirs, sd, common, &mut cache);
         emb.problems.extend(judged.problems);
         for (g, f) in judged.findings {
             if !armed_subs.contains(&g) {
@@ -352,6 +352,18 @@ pub fn check_with_roots_swept(
             );
         }
     }
+    // Every other submodule git dir (pinned under the session's entry, the owner's under
+    // `modules/`, other entries'): its `core.worktree` resolved as git does, at every check —
+    // the config bytes may be the pinned ones while a link on the way was retargeted
+    // (`subwt`). Reported only: what changed is a link in a work tree (the agent's files).
+    pinned_core_worktrees(
+        state,
+        common,
+        &snap.entries,
+        &snap_subs,
+        &agent_subs,
+        &mut emb,
+    );
     for (path, why) in &emb.problems {
         outcome = Outcome::Incomplete;
         emit(
@@ -1014,6 +1026,105 @@ pub(super) fn merged<'a>(
     out
 }
 
+/// [`super::subwt`] over the submodule git dirs `subs` ([`module_git_dirs`] of `entries`) that are not the agent's new
+/// ones (those are judged by `session_modules`): a refused `core.worktree` is a finding
+/// (`embedded_repository_armed`, reported), a part that cannot be read a problem.
+fn pinned_core_worktrees(
+    state: &State,
+    common: &Path,
+    entries: &BTreeMap<String, Node>,
+    subs: &BTreeSet<String>,
+    agent_subs: &BTreeSet<String>,
+    emb: &mut super::embedded::Embedded,
+) {
+    let gitdir_of =
+        |e: &str| entry_gitdir_path(&common.join(e), entries.get(&format!("{e}/gitdir")));
+    let sd = state
+        .session_dir
+        .as_deref()
+        .filter(|_| state.session.is_some());
+    let mut roots: Option<Vec<PathBuf>> = None;
+    let mut real_common: Option<PathBuf> = None;
+    for rel in subs.iter().filter(|r| !agent_subs.contains(*r)) {
+        let g = common.join(rel);
+        let value = match crate::audit::special::read_regular(&g.join("config"), 1 << 20) {
+            Ok(b) => crate::config::last_value_in_file(&b, "core.worktree"),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                emb.problems
+                    .push((g.join("config"), format!("cannot read the config: {e}")));
+                continue;
+            }
+        };
+        let Some(value) = value else { continue };
+        let own = match (sd, worktree_id(rel)) {
+            (Some(sd), Some(id)) => gitdir_of(&format!("worktrees/{id}"))
+                .is_some_and(|p| p.starts_with(sd) && p != sd)
+                .then_some(sd),
+            _ => None,
+        };
+        let roots = roots.get_or_insert_with(|| {
+            let mut r: Vec<PathBuf> = state.work_tree.iter().cloned().collect();
+            // Every linked worktree: the common dir's (`worktrees/<id>`) and the submodules'
+            // own (`modules/<name>/worktrees/<id>`, at any nesting: the work trees of a
+            // submodule's linked worktree's submodules are there).
+            for k in entries.keys() {
+                let Some(e) = k.strip_suffix("/gitdir") else {
+                    continue;
+                };
+                let (p, _) = split(e);
+                if p == "worktrees" || p.ends_with("/worktrees") {
+                    r.extend(gitdir_of(e));
+                }
+            }
+            r
+        });
+        let place = match own {
+            Some(sd) => super::subwt::Place::Session(sd),
+            None => super::subwt::Place::WorkTrees(roots),
+        };
+        let rc = real_common.get_or_insert_with(|| super::subwt::real_common(common));
+        match super::subwt::judge(&g, &value, rc, &place) {
+            Ok(_) => {}
+            Err(Ok(r)) => {
+                let whose = if own.is_some() {
+                    "a submodule git dir of the session's worktree entry"
+                } else {
+                    "the owner's submodule git dir"
+                };
+                let advice = match &r.link {
+                    Some(l) => format!(
+                        "nothing was changed: the link {} is in a work tree (the agent's file); before running git in that submodule the owner should look at it and remove it (or replace it by a folder), or set core.worktree back to what git writes",
+                        l.display()
+                    ),
+                    None => "nothing was changed: before running git in that submodule the owner should set core.worktree back to what git writes (leading `..`s, then the submodule's path in its work tree)".into(),
+                };
+                emb.findings.push(crate::audit::Finding {
+                    rule: crate::audit::rules::ARMED_KEY.id,
+                    name: crate::audit::rules::ARMED_KEY.name,
+                    level: crate::catalogue::Severity::Error,
+                    path: g.join("config"),
+                    repo: Some(g.clone()),
+                    message: format!(
+                        "{}: core.worktree `{}` of {}{}: {}; {}",
+                        g.join("config").display(),
+                        value,
+                        whose,
+                        r.leads_to
+                            .as_ref()
+                            .map(|p| format!(" leads to {}", p.display()))
+                            .unwrap_or_default(),
+                        r.why,
+                        advice
+                    ),
+                    details: Default::default(),
+                });
+            }
+            Err(Err(why)) => emb.problems.push((g.join("config"), why)),
+        }
+    }
+}
+
 /// The submodule git dirs of a snapshot (a folder below a `modules` folder that holds `HEAD`
 /// or `config`), less the linked worktree entries of one of them (`<sub>/worktrees/<id>`
 /// holds `HEAD` too, but is an entry: [`sub_worktree_entry`]).
@@ -1078,7 +1189,7 @@ pub(super) fn compare(
     snap: &Snapshot,
     layout: &BTreeMap<String, WorktreeEntry>,
     has_session: bool,
-) -> (Vec<Diff>, BTreeSet<String>) {
+) -> (Vec<Diff>, BTreeSet<String>, BTreeSet<String>) {
     let common = &state.common_dir;
     let sd = state.session_dir.as_deref();
     let now_wt = worktree_baselines(common, &snap.entries, layout, sd);
@@ -1457,7 +1568,7 @@ pub(super) fn compare(
         });
     }
     diffs.sort_by(|a, b| a.key.cmp(&b.key));
-    (diffs, agent_subs)
+    (diffs, agent_subs, snap_subs)
 }
 
 /// The submodule git dirs made during the turn under the session's own worktree entry

@@ -38,6 +38,7 @@ pub mod scanlink_key;
 pub mod session_modules;
 pub mod state;
 pub mod stores;
+pub mod subwt;
 pub mod tool;
 
 mod collect;

@@ -8,7 +8,7 @@
 //! existing nor trusted. It is judged as a repository nested in a work tree is
 //! ([`crate::audit`]: program-running keys, hooks that are not `.sample`, includes, …), and
 //! besides: git never writes a `commondir` in a submodule git dir, and its `core.worktree`
-//! must name a folder in the session folder. Its object store and rerere state are judged
+//! must lead, as git resolves it, to a folder in the session folder ([`super::subwt`]). Its object store and rerere state are judged
 //! with every other store's (`stores`, `rerere`: they walk `worktrees/<id>/modules/`).
 //! Which git dirs count is decided by the comparison (`compare::session_module_git_dirs`).
 
@@ -26,9 +26,16 @@ pub struct Judged {
 }
 
 /// Judge each git dir of `git_dirs` (absolute; the agent's, below the session's own worktree
-/// entry). `session_dir`: the session folder, where `core.worktree` must point.
-pub fn judge(git_dirs: &[PathBuf], session_dir: &Path, cache: &mut WalkCache) -> Judged {
+/// entry). `session_dir`: the session folder, where `core.worktree` must lead (resolved as git
+/// does: [`super::subwt`]); `common`: the common dir.
+pub fn judge(
+    git_dirs: &[PathBuf],
+    session_dir: &Path,
+    common: &Path,
+    cache: &mut WalkCache,
+) -> Judged {
     let mut out = Judged::default();
+    let real_common = super::subwt::real_common(common);
     for g in git_dirs {
         let mut targets = vec![g.clone()];
         // The submodule's own linked worktree entries: their `commondir` must be git's
@@ -109,23 +116,36 @@ pub fn judge(git_dirs: &[PathBuf], session_dir: &Path, cache: &mut WalkCache) ->
                 });
                 if let Some(v) = wt {
                     let text = v.text();
-                    let w = super::normalize(&g.join(text.as_ref()));
-                    let inside = w.starts_with(session_dir) && w != session_dir;
-                    if !inside {
-                        out.findings.push((
+                    // Resolved as git does (relative to the git dir, every link followed):
+                    // a link or a `..` after a normal component is refused whatever it leads
+                    // to today (`subwt`).
+                    match super::subwt::judge(
+                        g,
+                        text.as_ref(),
+                        &real_common,
+                        &super::subwt::Place::Session(session_dir),
+                    ) {
+                        Ok(_) => {}
+                        Err(Ok(r)) => out.findings.push((
                             g.clone(),
                             finding(
                                 &crate::audit::rules::ARMED_KEY,
                                 &g.join("config"),
                                 g,
                                 format!(
-                                    "{}: core.worktree of a submodule git dir made in the session's worktree entry names {}, outside the session folder {}",
+                                    "{}: core.worktree `{}` of a submodule git dir made in the session's worktree entry{}: {} (the session's submodules' work trees belong inside the session folder {})",
                                     g.join("config").display(),
-                                    w.display(),
+                                    text,
+                                    r.leads_to
+                                        .as_ref()
+                                        .map(|p| format!(" leads to {}", p.display()))
+                                        .unwrap_or_default(),
+                                    r.why,
                                     session_dir.display()
                                 ),
                             ),
-                        ));
+                        )),
+                        Err(Err(why)) => out.problems.push((g.join("config"), why)),
                     }
                 }
             }
