@@ -239,27 +239,8 @@ pub fn check_with_roots_swept(
                 },
             ),
         );
-        if opts.restore && !in_moved {
-            match set_aside(&mut q_special, p) {
-                Ok(to) => emit(
-                    mk(
-                        EventKind::Quarantined,
-                        format!("{}: moved aside to {}", p.display(), to.display()),
-                    )
-                    .path(p)
-                    .with("quarantined_to", to.display().to_string()),
-                ),
-                Err(e) => {
-                    outcome = Outcome::Incomplete;
-                    emit(
-                        mk(
-                            EventKind::RestoreFailed,
-                            format!("{}: cannot move it aside: {e}", p.display()),
-                        )
-                        .path(p),
-                    );
-                }
-            }
+        if opts.restore && !in_moved && !move_aside(&mut q_special, p, &mk, emit) {
+            outcome = Outcome::Incomplete;
         }
     }
     // Repositories behind the index's gitlinks (what the owner's `git status` enters).
@@ -391,27 +372,8 @@ pub fn check_with_roots_swept(
                 .with("level", format!("{:?}", f.level).to_ascii_lowercase())
                 .with("action", if aside { "quarantined" } else { "reported" }),
         );
-        if aside {
-            match set_aside(&mut q_special, &f.path) {
-                Ok(to) => emit(
-                    mk(
-                        EventKind::Quarantined,
-                        format!("{}: moved aside to {}", f.path.display(), to.display()),
-                    )
-                    .path(&f.path)
-                    .with("quarantined_to", to.display().to_string()),
-                ),
-                Err(e) => {
-                    outcome = Outcome::Incomplete;
-                    emit(
-                        mk(
-                            EventKind::RestoreFailed,
-                            format!("{}: cannot move it aside: {e}", f.path.display()),
-                        )
-                        .path(&f.path),
-                    );
-                }
-            }
+        if aside && !move_aside(&mut q_special, &f.path, &mk, emit) {
+            outcome = Outcome::Incomplete;
         }
     }
     // An armed one, with `--restore`: moved aside whole (the outermost), never deleted.
@@ -420,25 +382,8 @@ pub fn check_with_roots_swept(
             if armed_subs.iter().any(|a| a != g && g.starts_with(a)) {
                 continue; // moved aside with its parent
             }
-            match set_aside(&mut q_special, g) {
-                Ok(to) => emit(
-                    mk(
-                        EventKind::Quarantined,
-                        format!("{}: moved aside to {}", g.display(), to.display()),
-                    )
-                    .path(g)
-                    .with("quarantined_to", to.display().to_string()),
-                ),
-                Err(e) => {
-                    outcome = Outcome::Incomplete;
-                    emit(
-                        mk(
-                            EventKind::RestoreFailed,
-                            format!("{}: cannot move it aside: {e}", g.display()),
-                        )
-                        .path(g),
-                    );
-                }
+            if !move_aside(&mut q_special, g, &mk, emit) {
+                outcome = Outcome::Incomplete;
             }
         }
     }
@@ -1619,6 +1564,40 @@ fn planted_entry(k: &str, before: &Node, after: &Node, why: String) -> Diff {
         after: Some(after.clone()),
         why: Some(why),
         plan: Plan::Quarantine,
+    }
+}
+
+/// Moves `p` aside into `q` (never deleted) and says so: a `quarantined` event naming where
+/// it went, or `restore_failed` with the reason. `false` when it could not be moved (the
+/// check is then incomplete). `mk` makes an event of this check (session, repository).
+fn move_aside(
+    q: &mut Quarantine,
+    p: &Path,
+    mk: &dyn Fn(EventKind, String) -> Event,
+    emit: &mut dyn FnMut(Event),
+) -> bool {
+    match set_aside(q, p) {
+        Ok(to) => {
+            emit(
+                mk(
+                    EventKind::Quarantined,
+                    format!("{}: moved aside to {}", p.display(), to.display()),
+                )
+                .path(p)
+                .with("quarantined_to", to.display().to_string()),
+            );
+            true
+        }
+        Err(e) => {
+            emit(
+                mk(
+                    EventKind::RestoreFailed,
+                    format!("{}: cannot move it aside: {e}", p.display()),
+                )
+                .path(p),
+            );
+            false
+        }
     }
 }
 
