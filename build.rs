@@ -59,6 +59,18 @@ fn main() {
     if !works && !ci {
         println!("cargo:rustc-cfg=gitward_no_bwrap");
     }
+    // glibc's static C library: without it the binaries link dynamically (build/static_pie.rs)
+    // and suite/tests/link.rs has nothing to check.
+    println!("cargo::rustc-check-cfg=cfg(gitward_no_static_libc)");
+    let libc_a = Command::new(std::env::var("RUSTC_LINKER").unwrap_or_else(|_| "cc".to_owned()))
+        .arg("-print-file-name=libc.a")
+        .output()
+        .ok()
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .is_some_and(|p| p.is_absolute() && p.is_file());
+    if !libc_a && !ci {
+        println!("cargo:rustc-cfg=gitward_no_static_libc");
+    }
     // The oracles of the settings differential tests (lib/tests/differential_settings.rs):
     // node with VS Code's `jsonc-parser` and npm `dotenv` (installed by .ci/run under
     // target/oracles), python3 with `tomllib` and `python-dotenv`.
